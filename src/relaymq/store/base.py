@@ -1,0 +1,165 @@
+"""The storage interface the broker writes through, and the records it stores.
+
+Writes are *submitted*, not executed: each ``put_*``/``delete_*`` call appends an operation to
+the current batch and returns at once. An engine commits batches in order (SQLite: one
+transaction and one fsync per batch, on a writer thread, while the next batch fills up).
+``on_durable(fn)`` asks for ``fn()`` to run once every operation submitted before the call is
+durable; the broker sends PUBACK/PUBREC/SUBACK from there (decision 4 of the spec digest:
+durable before acknowledged). Callbacks run through the ``notify`` callable given to the engine
+(the server passes ``loop.call_soon_threadsafe``), so the store never imports asyncio.
+
+All methods must be called from one thread (the broker's). Records are plain data.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+# Delivery states of an outbound QoS 1/2 message (DeliveryRecord.state).
+QUEUED = 0  # not yet sent on the current connection
+SENT = 1  # PUBLISH sent, waiting for PUBACK (QoS 1) or PUBREC (QoS 2)
+RELEASED = 2  # QoS 2: PUBREC received, PUBREL sent, waiting for PUBCOMP
+
+NEVER_EXPIRES = 0xFFFFFFFF
+
+
+@dataclass(slots=True)
+class StoredMessage:
+    """A publication as the broker keeps it; shared by every delivery that refers to it."""
+
+    msg_id: int
+    topic: str
+    payload: bytes
+    qos: int
+    retain: bool = False
+    properties: dict[str, Any] = field(default_factory=dict)  # MQTT 5 properties to forward
+    expiry_at: float | None = None  # wall-clock time (time.time()) after which it is dropped
+    created_at: float = 0.0
+
+
+@dataclass(slots=True)
+class SessionRecord:
+    client_id: str
+    protocol_level: int
+    expiry_interval: int  # seconds after disconnect; NEVER_EXPIRES for 3.1.1 clean_session=0
+    disconnected_at: float | None = None  # None while connected
+    username: str | None = None
+
+
+@dataclass(slots=True)
+class SubscriptionRecord:
+    client_id: str
+    topic_filter: str  # as subscribed, including any "$share/<group>/" prefix
+    qos: int
+    no_local: bool = False
+    retain_as_published: bool = False
+    retain_handling: int = 0
+    subscription_id: int | None = None
+
+
+@dataclass(slots=True)
+class DeliveryRecord:
+    """An outbound QoS 1/2 message queued or in flight for one session."""
+
+    client_id: str
+    seq: int  # broker-wide increasing: the order of delivery
+    msg_id: int
+    qos: int  # the QoS it is delivered at: min(published, granted)
+    retain: bool = False  # RETAIN flag to send
+    packet_id: int | None = None
+    state: int = QUEUED
+    subscription_ids: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class InboundRecord:
+    """A QoS 2 PUBLISH received and acknowledged with PUBREC, released on PUBREL."""
+
+    client_id: str
+    packet_id: int
+    msg_id: int | None  # None: nothing to release (e.g. refused), the id only guards duplicates
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """Everything the store holds, read once at start-up."""
+
+    messages: dict[int, StoredMessage] = field(default_factory=dict)
+    sessions: dict[str, SessionRecord] = field(default_factory=dict)
+    subscriptions: list[SubscriptionRecord] = field(default_factory=list)
+    deliveries: list[DeliveryRecord] = field(default_factory=list)  # in seq order
+    inbound: list[InboundRecord] = field(default_factory=list)
+    retained: dict[str, int] = field(default_factory=dict)  # topic -> msg_id
+    # Numbering continues above every id ever stored (even ones since deleted), so an id is
+    # never reused across a restart.
+    next_msg_id: int = 1
+    next_seq: int = 1
+
+
+class StoreError(Exception):
+    """The storage engine failed (disk full, corrupt database, unusable path)."""
+
+
+class Store(ABC):
+    @abstractmethod
+    def load(self) -> Snapshot: ...
+
+    # -- messages
+    @abstractmethod
+    def put_message(self, message: StoredMessage) -> None: ...
+
+    @abstractmethod
+    def delete_message(self, msg_id: int) -> None: ...
+
+    # -- sessions (delete_session also deletes the client's subscriptions, deliveries, inbound)
+    @abstractmethod
+    def put_session(self, record: SessionRecord) -> None: ...
+
+    @abstractmethod
+    def delete_session(self, client_id: str) -> None: ...
+
+    # -- subscriptions (put replaces the one with the same client_id and topic_filter)
+    @abstractmethod
+    def put_subscription(self, record: SubscriptionRecord) -> None: ...
+
+    @abstractmethod
+    def delete_subscription(self, client_id: str, topic_filter: str) -> None: ...
+
+    # -- outbound deliveries
+    @abstractmethod
+    def put_delivery(self, record: DeliveryRecord) -> None: ...
+
+    @abstractmethod
+    def update_delivery(self, client_id: str, seq: int, packet_id: int | None, state: int) -> None: ...
+
+    @abstractmethod
+    def delete_delivery(self, client_id: str, seq: int) -> None: ...
+
+    # -- inbound QoS 2
+    @abstractmethod
+    def put_inbound(self, record: InboundRecord) -> None: ...
+
+    @abstractmethod
+    def delete_inbound(self, client_id: str, packet_id: int) -> None: ...
+
+    # -- retained publications (topic -> message)
+    @abstractmethod
+    def put_retained(self, topic: str, msg_id: int) -> None: ...
+
+    @abstractmethod
+    def delete_retained(self, topic: str) -> None: ...
+
+    # -- durability
+    @abstractmethod
+    def on_durable(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` (through ``notify``) once all operations submitted so far are durable."""
+
+    @abstractmethod
+    def flush(self) -> None:
+        """Block until every submitted operation is durable."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Flush and release the engine. Further calls raise StoreError."""

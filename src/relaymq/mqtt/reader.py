@@ -1,0 +1,97 @@
+"""Framing: cut a byte stream into MQTT packets (seed 000 l.764-898, fixed header).
+
+The connection feeds whatever the transport delivered and then takes packets until none is
+complete. Bytes are appended to one bytearray and consumed by moving an offset; consumed bytes
+are dropped only when the reader runs out of complete packets, so a feed holding many packets
+costs no quadratic copying. Bodies go to the decoder as zero-copy memoryview slices.
+"""
+
+from __future__ import annotations
+
+from relaymq.mqtt.decoder import decode
+from relaymq.mqtt.errors import PacketTooLarge
+from relaymq.mqtt.packets import CONNECT, Connect, Packet
+from relaymq.mqtt.wire import decode_remaining_length
+
+#: 1 byte of type and flags + 4 bytes of Remaining Length + the largest Remaining Length.
+MAX_PACKET_SIZE = 1 + 4 + 268_435_455
+
+
+class PacketReader:
+    """Incremental decoder for one connection.
+
+    ``protocol_level`` is 0 until CONNECT: packets before it decode by the level-4 rules (the
+    broker rejects them anyway). The reader sets it from the first CONNECT it decodes, and
+    the broker may set it too. ``from_client`` is True on the broker side; a client-side
+    reader (bridges, tests) passes False, which flips the direction checks.
+
+    After an error, ``last_first_byte`` still holds the first byte of the packet that caused
+    it, so the broker can tell e.g. a bad DISCONNECT (close quietly) from a bad PUBLISH
+    (answer with DISCONNECT and the reason code)."""
+
+    __slots__ = ("max_packet_size", "protocol_level", "from_client", "last_first_byte",
+                 "_buf", "_pos")
+
+    def __init__(self, max_packet_size: int = MAX_PACKET_SIZE, *, from_client: bool = True):
+        self.max_packet_size = max_packet_size
+        self.protocol_level = 0
+        self.from_client = from_client
+        self.last_first_byte: int | None = None
+        self._buf = bytearray()
+        self._pos = 0
+
+    def feed(self, data: bytes) -> None:
+        """Append bytes received from the transport."""
+        self._buf += data
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as packets (for back-pressure accounting)."""
+        return len(self._buf) - self._pos
+
+    def next_packet(self) -> Packet | None:
+        """The next complete packet, or None when more bytes are needed.
+
+        Raises :class:`PacketTooLarge` as soon as a fixed header announces a packet bigger
+        than ``max_packet_size``, before its body arrives, and the decoder's
+        :class:`MQTTError` subclasses for a bad packet. The connection must be closed after
+        an error: the stream position is then undefined."""
+        buf = self._buf
+        pos = self._pos
+        available = len(buf)
+        if available - pos < 2:
+            self._compact()
+            return None
+        first_byte = buf[pos]
+        self.last_first_byte = first_byte
+        header = decode_remaining_length(buf, pos + 1)
+        if header is None:
+            self._compact()
+            return None
+        length, body_start = header
+        if body_start - pos + length > self.max_packet_size:
+            raise PacketTooLarge(
+                f"packet of {body_start - pos + length} bytes exceeds the maximum "
+                f"of {self.max_packet_size}")
+        body_end = body_start + length
+        if body_end > available:
+            self._compact()
+            return None
+        self._pos = body_end
+        with memoryview(buf) as view:
+            body = view[body_start:body_end]
+            try:
+                packet = decode(first_byte, body, self.protocol_level,
+                                from_client=self.from_client)
+            finally:
+                body.release()
+        if first_byte >> 4 == CONNECT and not self.protocol_level:
+            assert isinstance(packet, Connect)
+            self.protocol_level = packet.protocol_level
+        return packet
+
+    def _compact(self) -> None:
+        """Drop consumed bytes; called only when no complete packet is left."""
+        if self._pos:
+            del self._buf[:self._pos]
+            self._pos = 0

@@ -1,0 +1,155 @@
+"""The memory engine: everything in dicts, nothing on disk (``--store memory``).
+
+While the broker runs it behaves exactly as the SQLite engine does: it keeps the same rows
+(built by :mod:`.serialize`, so a record mutated after submission is not changed here either),
+refuses the same property values and hands back the same Snapshot. Everything is lost when the
+process exits; that is the documented price of not touching the disk. Every write is "durable"
+at once, so ``on_durable`` calls back immediately (through ``notify`` if one was given, which
+keeps acknowledgements on the event loop's next turn, as with the SQLite engine).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, TypeVar
+
+from . import serialize as ser
+from .base import (
+    DeliveryRecord,
+    InboundRecord,
+    SessionRecord,
+    Snapshot,
+    Store,
+    StoredMessage,
+    StoreError,
+    SubscriptionRecord,
+)
+
+Notify = Callable[[Callable[[], None]], None]
+_Row = TypeVar("_Row", bound=tuple)  # type: ignore[type-arg]
+
+
+class MemoryStore(Store):
+    """A Store that keeps rows in dicts; for tests and for brokers that accept losing state."""
+
+    def __init__(self, notify: Notify | None = None) -> None:
+        self._notify = notify
+        self._closed = False
+        self._messages: dict[int, ser.MessageRow] = {}
+        self._sessions: dict[str, ser.SessionRow] = {}
+        # Per-client tables (client_id -> key -> row), so delete_session costs that client's rows only.
+        self._subscriptions: dict[str, dict[str, ser.SubscriptionRow]] = {}
+        self._deliveries: dict[str, dict[int, ser.DeliveryRow]] = {}
+        self._inbound: dict[str, dict[int, ser.InboundRow]] = {}
+        self._retained: dict[str, int] = {}
+        self._max_msg_id = 0
+        self._max_seq = 0
+
+    def _check(self) -> None:
+        if self._closed:
+            raise StoreError("memory store is closed")
+
+    def load(self) -> Snapshot:
+        """Fresh records in the SQLite engine's order (subscriptions and inbound by key, deliveries by seq)."""
+        self._check()
+        return Snapshot(
+            messages={k: ser.message_from_row(r) for k, r in self._messages.items()},
+            sessions={k: ser.session_from_row(r) for k, r in self._sessions.items()},
+            subscriptions=[ser.subscription_from_row(r) for r in sorted(_rows(self._subscriptions))],
+            deliveries=[ser.delivery_from_row(r) for r in sorted(_rows(self._deliveries), key=lambda r: (r[1], r[0]))],
+            inbound=[ser.inbound_from_row(r) for r in sorted(_rows(self._inbound))],
+            retained=dict(self._retained),
+            next_msg_id=self._max_msg_id + 1,
+            next_seq=self._max_seq + 1,
+        )
+
+    def put_message(self, message: StoredMessage) -> None:
+        self._check()
+        self._messages[message.msg_id] = ser.message_row(message)
+        if message.msg_id > self._max_msg_id:
+            self._max_msg_id = message.msg_id
+
+    def delete_message(self, msg_id: int) -> None:
+        self._check()
+        self._messages.pop(msg_id, None)
+
+    def put_session(self, record: SessionRecord) -> None:
+        self._check()
+        self._sessions[record.client_id] = ser.session_row(record)
+
+    def delete_session(self, client_id: str) -> None:
+        self._check()
+        self._sessions.pop(client_id, None)
+        self._subscriptions.pop(client_id, None)
+        self._deliveries.pop(client_id, None)
+        self._inbound.pop(client_id, None)
+
+    def put_subscription(self, record: SubscriptionRecord) -> None:
+        self._check()
+        self._subscriptions.setdefault(record.client_id, {})[record.topic_filter] = ser.subscription_row(record)
+
+    def delete_subscription(self, client_id: str, topic_filter: str) -> None:
+        self._check()
+        _discard(self._subscriptions, client_id, topic_filter)
+
+    def put_delivery(self, record: DeliveryRecord) -> None:
+        self._check()
+        self._deliveries.setdefault(record.client_id, {})[record.seq] = ser.delivery_row(record)
+        if record.seq > self._max_seq:
+            self._max_seq = record.seq
+
+    def update_delivery(self, client_id: str, seq: int, packet_id: int | None, state: int) -> None:
+        self._check()
+        rows = self._deliveries.get(client_id)
+        if rows is not None and seq in rows:
+            rows[seq] = ser.updated_delivery_row(rows[seq], packet_id, state)
+
+    def delete_delivery(self, client_id: str, seq: int) -> None:
+        self._check()
+        _discard(self._deliveries, client_id, seq)
+
+    def put_inbound(self, record: InboundRecord) -> None:
+        self._check()
+        self._inbound.setdefault(record.client_id, {})[record.packet_id] = ser.inbound_row(record)
+
+    def delete_inbound(self, client_id: str, packet_id: int) -> None:
+        self._check()
+        _discard(self._inbound, client_id, packet_id)
+
+    def put_retained(self, topic: str, msg_id: int) -> None:
+        self._check()
+        self._retained[topic] = msg_id
+
+    def delete_retained(self, topic: str) -> None:
+        self._check()
+        self._retained.pop(topic, None)
+
+    def on_durable(self, callback: Callable[[], None]) -> None:
+        """Everything is already "durable": call back now, through ``notify`` when given."""
+        self._check()
+        if self._notify is None:
+            callback()
+        else:
+            self._notify(callback)
+
+    def flush(self) -> None:
+        self._check()
+
+    def close(self) -> None:
+        """Drop everything; further calls raise StoreError. Closing twice is harmless."""
+        self._closed = True
+        for table in (self._messages, self._sessions, self._subscriptions, self._deliveries, self._inbound, self._retained):
+            table.clear()
+
+
+def _rows(table: dict[str, dict[Any, _Row]]) -> Iterator[_Row]:
+    for rows in table.values():
+        yield from rows.values()
+
+
+def _discard(table: dict[str, dict[Any, Any]], client_id: str, key: Any) -> None:
+    """Remove one row of a per-client table, and the client's entry once it is empty."""
+    rows = table.get(client_id)
+    if rows is not None:
+        rows.pop(key, None)
+        if not rows:
+            del table[client_id]

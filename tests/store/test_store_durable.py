@@ -1,0 +1,247 @@
+"""on_durable: acknowledgements only after the data is committed, in order; group commit and
+coalescing keep the stored state equal to applying every operation."""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from store_helpers import Engine, run_now, writer_held
+
+from relaymq.store.base import (
+    SENT,
+    DeliveryRecord,
+    InboundRecord,
+    SessionRecord,
+    Snapshot,
+    Store,
+    StoredMessage,
+    StoreError,
+    SubscriptionRecord,
+)
+from relaymq.store.memory import MemoryStore
+from relaymq.store.sqlite import SQLiteStore
+
+
+def reload(path: str) -> Snapshot:
+    """What a restarted broker would load from ``path``."""
+    store = SQLiteStore(path, run_now)
+    try:
+        return store.load()
+    finally:
+        store.close()
+
+
+def test_callbacks_fire_in_order_and_only_after_commit(engine: Engine) -> None:
+    """Each callback runs after the message submitted before it can be read by another
+    connection, and callbacks run in submission order (spec README decision 4; mqtt.md item 6:
+    stored before acknowledged)."""
+    store = engine.open()
+    seen: list[tuple[int, bool]] = []
+    for msg_id in range(1, 41):
+        store.put_message(StoredMessage(msg_id, "t", b"x" * 100, 1))
+        store.on_durable(lambda msg_id=msg_id: seen.append((msg_id, msg_id in engine.committed_msg_ids(store))))
+    store.flush()
+    assert seen == [(msg_id, True) for msg_id in range(1, 41)]
+
+
+def test_on_durable_with_nothing_pending_still_calls_back(engine: Engine) -> None:
+    """A callback with no write before it is still called (through notify), after the earlier
+    ones (spec README decision 4; base.Store.on_durable contract)."""
+    store = engine.open()
+    calls: list[str] = []
+    store.on_durable(lambda: calls.append("first"))
+    store.put_retained("t", 1)
+    store.on_durable(lambda: calls.append("second"))
+    store.flush()
+    store.on_durable(lambda: calls.append("third"))
+    store.flush()
+    assert calls == ["first", "second", "third"]
+
+
+def test_callbacks_go_through_notify(tmp_path: Path) -> None:
+    """The engine never runs a callback itself: it hands it to notify, which the server makes
+    loop.call_soon_threadsafe (base module docstring; spec README decision 4)."""
+    handed: list[object] = []
+    done: list[int] = []
+    for store in (MemoryStore(handed.append), SQLiteStore(str(tmp_path / "n.db"), handed.append)):
+        store.put_retained("t", 1)
+        store.on_durable(lambda: done.append(1))
+        store.flush()
+        assert len(handed) == 1 and done == []
+        handed.pop()()
+        assert done == [1]
+        done.clear()
+        store.close()
+
+
+def test_group_commit_writes_one_batch_and_skips_undone_work(tmp_path: Path) -> None:
+    """Everything submitted while a commit is under way goes into one transaction; a delivery
+    and a message put and deleted in the same batch (an online QoS 1 subscriber acknowledged
+    early) never reach the database; their acknowledgement still waits for the commit (spec
+    README decision 4; design guide "Durable before acknowledged, in batches")."""
+    store = SQLiteStore(str(tmp_path / "g.db"), run_now)
+    fired: list[int] = []
+    try:
+        with writer_held(store):
+            commits, written = store.commit_count, store.written_count
+            for i in range(1, 51):
+                store.put_message(StoredMessage(i, "t", b"payload", 1))
+                store.put_delivery(DeliveryRecord("sub", i, i, 1))
+                store.on_durable(lambda i=i: fired.append(i))
+                store.update_delivery("sub", i, i, SENT)
+                store.delete_delivery("sub", i)
+                store.delete_message(i)
+            store.put_message(StoredMessage(51, "t", b"kept", 1))
+            store.on_durable(lambda: fired.append(51))
+            assert fired == []
+        store.flush()
+        assert fired == list(range(1, 52))
+        assert store.commit_count == commits + 1
+        # Only message 51 and the two high-water marks were written.
+        assert store.written_count == written + 3
+        assert store.coalesced_count == 250  # per message: 2 message ops, 2 delivery ops, 1 update
+    finally:
+        store.close()
+    snap = reload(str(tmp_path / "g.db"))
+    assert list(snap.messages) == [51] and snap.deliveries == []
+    assert (snap.next_msg_id, snap.next_seq) == (52, 51)
+
+
+def test_coalescing_never_skips_deleting_a_committed_row(tmp_path: Path) -> None:
+    """A row committed in an earlier batch, then written again and deleted in one batch, is
+    gone after the batch; an update folded into a pending update keeps the last value (spec
+    README decision 4: the stored state is what the operations say)."""
+    path = str(tmp_path / "c.db")
+    store = SQLiteStore(path, run_now)
+    store.put_message(StoredMessage(1, "t", b"old", 1))
+    store.put_delivery(DeliveryRecord("c", 1, 1, 1))
+    store.put_delivery(DeliveryRecord("c", 2, 1, 1))
+    store.flush()
+    with writer_held(store):
+        store.put_message(StoredMessage(1, "t", b"new", 1))
+        store.delete_message(1)
+        store.put_delivery(DeliveryRecord("c", 1, 1, 2))
+        store.delete_delivery("c", 1)
+        store.update_delivery("c", 2, 5, SENT)
+        store.update_delivery("c", 2, 6, SENT)
+    store.close()
+    snap = reload(path)
+    assert snap.messages == {}
+    assert snap.deliveries == [DeliveryRecord("c", 2, 1, 1, False, 6, SENT)]
+
+
+def test_commit_delay_still_commits_before_calling_back(tmp_path: Path) -> None:
+    """With commit_delay the writer waits for more work before a batch, but the callback still
+    comes only after the row is readable by another connection (spec README decision 4;
+    design guide: "the batch commits ... after a few milliseconds")."""
+    path = tmp_path / "d.db"
+    store = SQLiteStore(str(path), run_now, commit_delay=0.002)
+    seen: list[bool] = []
+
+    def check() -> None:
+        conn = sqlite3.connect(str(path))
+        seen.append(conn.execute("SELECT count(*) FROM messages").fetchone() == (3,))
+        conn.close()
+
+    for msg_id in (1, 2, 3):
+        store.put_message(StoredMessage(msg_id, "t", b"", 1))
+    store.on_durable(check)
+    store.flush()
+    store.close()
+    assert seen == [True]
+
+
+def test_flush_from_the_writer_thread_is_refused(tmp_path: Path) -> None:
+    """A callback that flushes on the writer thread would wait for itself forever; it gets a
+    StoreError instead (base.Store.flush contract; spec README decision 4: a hung writer would
+    withhold every acknowledgement)."""
+    store = SQLiteStore(str(tmp_path / "f.db"), run_now)
+    errors: list[BaseException] = []
+
+    def flush_inside() -> None:
+        try:
+            store.flush()
+        except StoreError as exc:
+            errors.append(exc)
+
+    store.on_durable(flush_inside)
+    store.flush()
+    store.close()
+    assert len(errors) == 1 and "writer thread" in str(errors[0])
+
+
+# -- model test: any sequence of operations cut into any batches gives the memory engine's state
+
+CLIENTS = st.sampled_from(["a", "b"])
+IDS = st.integers(1, 3)
+# Messages and deliveries are what coalescing rewrites: they get most of the steps.
+COALESCED = st.one_of(
+    st.tuples(st.just("put_message"), IDS, st.binary(max_size=3)),
+    st.tuples(st.just("delete_message"), IDS),
+    st.tuples(st.just("put_delivery"), CLIENTS, IDS, IDS),
+    st.tuples(st.just("update_delivery"), CLIENTS, IDS, st.none() | IDS, st.integers(0, 2)),
+    st.tuples(st.just("delete_delivery"), CLIENTS, IDS),
+)
+OTHERS = st.one_of(
+    st.tuples(st.just("put_session"), CLIENTS),
+    st.tuples(st.just("delete_session"), CLIENTS),
+    st.tuples(st.just("put_subscription"), CLIENTS, st.sampled_from(["x", "y"]), st.integers(0, 2)),
+    st.tuples(st.just("delete_subscription"), CLIENTS, st.sampled_from(["x", "y"])),
+    st.tuples(st.just("put_inbound"), CLIENTS, IDS, st.none() | IDS),
+    st.tuples(st.just("delete_inbound"), CLIENTS, IDS),
+    st.tuples(st.just("put_retained"), st.sampled_from(["r", "s"]), IDS),
+    st.tuples(st.just("delete_retained"), st.sampled_from(["r", "s"])),
+)
+STEPS = st.one_of(COALESCED, COALESCED, COALESCED, OTHERS, st.just(("cut",)))  # a batch boundary one step in five
+
+
+def apply(store: Store, op: tuple) -> None:  # type: ignore[type-arg]
+    name, *args = op
+    if name == "put_message":
+        store.put_message(StoredMessage(args[0], "t", args[1], 1))
+    elif name == "put_session":
+        store.put_session(SessionRecord(args[0], 5, 10))
+    elif name == "put_subscription":
+        store.put_subscription(SubscriptionRecord(*args))
+    elif name == "put_delivery":
+        store.put_delivery(DeliveryRecord(args[0], args[1], args[2], 1))
+    elif name == "put_inbound":
+        store.put_inbound(InboundRecord(*args))
+    else:
+        getattr(store, name)(*args)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(STEPS, min_size=4, max_size=40))
+@example([("put_message", 1, b""), ("cut",), ("put_message", 1, b""), ("delete_message", 1)])
+@example([("put_delivery", "a", 1, 1), ("cut",), ("put_delivery", "a", 1, 2), ("update_delivery", "a", 1, 3, 1),
+          ("delete_delivery", "a", 1)])
+def test_batches_and_coalescing_match_the_plain_model(ops: list[tuple]) -> None:  # type: ignore[type-arg]
+    """Whatever the operations and wherever the batches are cut, a restarted SQLite store holds
+    exactly what the memory engine holds after the same operations (spec README decision 4;
+    coalescing must never change the stored state)."""
+    model = MemoryStore()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "m.db")
+        store = SQLiteStore(path, run_now, synchronous="NORMAL")
+        held = writer_held(store)
+        held.__enter__()
+        for op in ops:
+            if op[0] == "cut":
+                held.__exit__(None, None, None)
+                held = writer_held(store)
+                held.__enter__()
+                continue
+            apply(store, op)
+            apply(model, op)
+        held.__exit__(None, None, None)
+        store.close()
+        restarted = SQLiteStore(path, run_now, synchronous="NORMAL")
+        try:
+            assert restarted.load() == model.load()
+        finally:
+            restarted.close()

@@ -1,0 +1,75 @@
+"""``relaymq serve``: load and validate the configuration, then run the broker.
+
+Why the server is imported inside ``run``: ``relaymq passwd`` or ``relaymq pub`` must work on
+a machine (or in a checkout) where the server's dependencies are missing or broken, and
+``serve --check`` must be able to validate a configuration without starting anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from relaymq.config import Config, ConfigError, load_config
+
+_DESCRIPTION = """\
+Run the relaymq broker. Without --config it uses the embedded defaults: one MQTT
+listener on 0.0.0.0:1883, the SQLite store under ./data, anonymous clients allowed.
+
+The configuration file is TOML (see relaymq.example.toml and docs/configuration.md). It is
+checked completely before anything starts: an unknown key, a wrong type or an out-of-range
+value stops start-up with one line naming the key, and exit status 2."""
+
+_EPILOG = """\
+examples:
+  relaymq serve
+  relaymq serve --config /etc/relaymq/relaymq.toml
+  relaymq serve --port 1884 --store memory       # a throw-away broker for tests
+  relaymq serve --config relaymq.toml --check    # validate the file and exit
+
+options given here override the file: --port replaces the port of the first [[listener]]
+(or creates the default listener on that port; 0 picks a free port)."""
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``serve`` sub-command."""
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the broker",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--config", "-c", metavar="FILE", help="TOML configuration file (default: none, built-in defaults)")
+    parser.add_argument("--port", "-p", type=int, metavar="N", help="port of the first listener (0 = any free port)")
+    parser.add_argument("--data-dir", metavar="DIR", help="directory for the database (default ./data)")
+    parser.add_argument("--store", choices=("sqlite", "memory"), help="message store (default sqlite)")
+    parser.add_argument(
+        "--log-level", choices=("debug", "info", "warning", "error"), help="logging threshold (default info)"
+    )
+    parser.add_argument("--check", action="store_true", help="only validate the configuration, then exit")
+    parser.set_defaults(func=run)
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    """The configuration file plus the command-line overrides (raises ConfigError)."""
+    overrides = {"port": args.port, "data_dir": args.data_dir, "store": args.store, "log_level": args.log_level}
+    return load_config(args.config, {key: value for key, value in overrides.items() if value is not None})
+
+
+def run(args: argparse.Namespace) -> int:
+    """Validate the configuration and hand over to the server (which sets up logging)."""
+    try:
+        config = config_from_args(args)
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        return 2
+    if args.check:
+        listeners = ", ".join(f"{item.name}={item.protocol}://{item.host}:{item.port}" for item in config.listeners)
+        print(f"config ok: {config.source or 'built-in defaults'} ({listeners})")
+        return 0
+    try:
+        from relaymq.server.app import run as run_server
+    except ImportError as error:
+        print(f"relaymq serve: the broker server is not available in this installation: {error}", file=sys.stderr)
+        return 1
+    return int(run_server(config))

@@ -1,0 +1,410 @@
+"""The broker's configuration: one TOML file, validated completely before anything starts.
+
+Why validate up front: a broker that starts with a typo in its configuration silently runs
+with a default the operator did not choose (``max_inflight = "ten"``, ``[broker] colour``). So
+every key is known, typed and range-checked here, and the first problem stops start-up with
+ONE line that names the key, e.g.::
+
+    config error: limits.max_inflight: expected an integer >= 1, got "ten"
+    config error: unknown key broker.colour
+
+The schema lives in the dataclasses below: each field's default is the embedded default and
+its ``metadata["check"]`` is the rule for it, so adding a key is one line and the loader, the
+error messages and the defaults cannot drift apart. ``docs/configuration.md`` and
+``relaymq.example.toml`` document every key (a test loads the example).
+
+Relative paths in a configuration file are resolved against the directory of that file (a
+service started from ``/`` with ``--config /etc/relaymq/relaymq.toml`` finds its files next
+to the configuration); paths given on the command line and the built-in ``./data`` default
+are relative to the current directory, as a user typing them expects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import ipaddress
+import json
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: A rule for one key: returns None when the value is acceptable, else what was expected.
+Check = Callable[[Any], str | None]
+
+_UNKNOWN_KEY = "unknown key"
+
+#: Largest MQTT packet: 268,435,455 bytes of Remaining Length + 1 type byte + 4 length bytes.
+MAX_PACKET_SIZE_LIMIT = 268_435_460
+#: Largest MQTT 5 Session Expiry Interval (a four-byte integer; this value means "never").
+SESSION_EXPIRY_LIMIT = 4_294_967_295
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; ``str(error)`` is the one line to show the operator.
+
+    ``key`` is the dotted key at fault (``limits.max_inflight``, ``listener[1].port``) or, for a
+    file that cannot be read or parsed, the file's path; ``message`` says what is wrong.
+    """
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if self.message.startswith(_UNKNOWN_KEY):
+            return f"config error: {_UNKNOWN_KEY} {self.key}{self.message[len(_UNKNOWN_KEY):]}"
+        return f"config error: {self.key}: {self.message}"
+
+
+def _show(value: object) -> str:
+    """Render a value the way the operator wrote it in TOML (strings quoted, true/false)."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _is_int(value: object) -> bool:
+    # bool is a subclass of int in Python; TOML's `true` is not an integer.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def int_range(low: int, high: int | None = None) -> Check:
+    """An integer in low..high (high None: no upper bound)."""
+    expected = f"an integer >= {low}" if high is None else f"an integer in {low}..{high}"
+
+    def check(value: Any) -> str | None:
+        if _is_int(value) and value >= low and (high is None or value <= high):
+            return None
+        return expected
+
+    return check
+
+
+def unlimited_or_at_least(low: int) -> Check:
+    """-1 (meaning unlimited) or an integer >= low."""
+
+    def check(value: Any) -> str | None:
+        if _is_int(value) and (value == -1 or value >= low):
+            return None
+        return f"-1 (unlimited) or an integer >= {low}"
+
+    return check
+
+
+def one_of(*choices: str) -> Check:
+    """One of a fixed set of strings (case sensitive, as written in the schema)."""
+    expected = "one of " + ", ".join(_show(choice) for choice in choices)
+
+    def check(value: Any) -> str | None:
+        return None if isinstance(value, str) and value in choices else expected
+
+    return check
+
+
+def boolean(value: Any) -> str | None:
+    """true or false."""
+    return None if isinstance(value, bool) else "true or false"
+
+
+def text(value: Any) -> str | None:
+    """Any string, empty included."""
+    return None if isinstance(value, str) else "a string"
+
+
+def non_empty_text(value: Any) -> str | None:
+    """A string with at least one non-blank character."""
+    return None if isinstance(value, str) and value.strip() else "a non-empty string"
+
+
+def url_path(value: Any) -> str | None:
+    """An HTTP request path such as /mqtt."""
+    if isinstance(value, str) and value.startswith("/") and not any(c.isspace() for c in value):
+        return None
+    return 'a path starting with "/" and without spaces'
+
+
+def text_list(value: Any) -> str | None:
+    """A list of non-empty strings."""
+    if isinstance(value, list) and all(isinstance(item, str) and item for item in value):
+        return None
+    return "a list of non-empty strings"
+
+
+# Field metadata: the rule, and whether the value is a path to resolve ("dir") or a file that
+# must exist and be readable when not "" ("file").
+def _key(default: Any, check: Check, path: str | None = None) -> Any:
+    return field(default=default, metadata={"check": check, "path": path})
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """[broker]: storage, timers and logging of the broker as a whole."""
+
+    data_dir: str = _key("./data", non_empty_text, path="dir")
+    store: str = _key("sqlite", one_of("sqlite", "memory"))
+    sqlite_synchronous: str = _key("FULL", one_of("FULL", "NORMAL"))
+    commit_delay_ms: int = _key(0, int_range(0, 60_000))
+    sys_interval: int = _key(10, int_range(0))
+    retry_interval: int = _key(20, int_range(1))
+    log_level: str = _key("info", one_of("debug", "info", "warning", "error"))
+    max_keepalive: int = _key(65535, int_range(1, 65535))
+    session_expiry_max: int = _key(SESSION_EXPIRY_LIMIT, int_range(0, SESSION_EXPIRY_LIMIT))
+
+
+@dataclass(frozen=True)
+class LimitsConfig:
+    """[limits]: the bounds that keep memory flat under load (design guide, "Bounded everything")."""
+
+    max_connections: int = _key(-1, unlimited_or_at_least(1))
+    max_packet_size: int = _key(MAX_PACKET_SIZE_LIMIT, int_range(2, MAX_PACKET_SIZE_LIMIT))
+    max_inflight: int = _key(20, int_range(1, 65535))
+    max_queued_messages: int = _key(1000, int_range(1))
+    max_queued_bytes: int = _key(0, int_range(0))
+    max_topic_length: int = _key(65535, int_range(1, 65535))
+    topic_alias_maximum: int = _key(10, int_range(0, 65535))
+    max_outbound_buffer: int = _key(4_194_304, int_range(1024))
+    retain_available: bool = _key(True, boolean)
+    max_qos: int = _key(2, int_range(0, 2))
+
+
+@dataclass(frozen=True)
+class AccessConfig:
+    """[access]: who may connect and what they may do."""
+
+    allow_anonymous: bool = _key(True, boolean)
+    password_file: str = _key("", text, path="file")
+    acl_file: str = _key("", text, path="file")
+    administrators: tuple[str, ...] = _key((), text_list)
+
+
+@dataclass(frozen=True)
+class ListenerConfig:
+    """One [[listener]]: where clients connect, with which transport and TLS settings."""
+
+    name: str = _key("default", non_empty_text)
+    host: str = _key("0.0.0.0", non_empty_text)
+    port: int = _key(1883, int_range(0, 65535))
+    protocol: str = _key("mqtt", one_of("mqtt", "websocket"))
+    path: str = _key("/mqtt", url_path)
+    tls_cert: str = _key("", text, path="file")
+    tls_key: str = _key("", text, path="file")
+    tls_ca: str = _key("", text, path="file")
+    require_certificate: bool = _key(False, boolean)
+
+    @property
+    def tls(self) -> bool:
+        """True when this listener speaks TLS (a certificate and its key are configured)."""
+        return bool(self.tls_cert)
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole, validated configuration. ``source`` is the file it came from (None: defaults)."""
+
+    broker: BrokerConfig = field(default_factory=BrokerConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    access: AccessConfig = field(default_factory=AccessConfig)
+    listeners: tuple[ListenerConfig, ...] = (ListenerConfig(),)
+    source: str | None = None
+
+
+# Top-level tables and the dataclass each becomes; "listener" is the array of tables.
+_SECTIONS: dict[str, type] = {"broker": BrokerConfig, "limits": LimitsConfig, "access": AccessConfig}
+_LISTENER = "listener"
+
+#: Command-line overrides accepted by load_config, and the key each one sets.
+OVERRIDES: dict[str, str] = {
+    "port": "listener[0].port",
+    "data_dir": "broker.data_dir",
+    "store": "broker.store",
+    "log_level": "broker.log_level",
+}
+
+
+def _unknown(key: str, known: list[str]) -> ConfigError:
+    """An unknown-key error, with a suggestion when the key looks like a typo of a known one."""
+    close = difflib.get_close_matches(key.rsplit(".", 1)[-1], known, n=1)
+    prefix = key.rsplit(".", 1)[0] + "." if "." in key else ""
+    hint = f" (did you mean {prefix}{close[0]}?)" if close else ""
+    return ConfigError(key, _UNKNOWN_KEY + hint)
+
+
+def _resolve(value: str, base_dir: str | None) -> str:
+    """A relative path from the configuration file is relative to that file's directory."""
+    if base_dir is None or not value or os.path.isabs(value):
+        return value
+    return os.path.normpath(os.path.join(base_dir, value))
+
+
+def _check_readable(key: str, path: str) -> None:
+    if not os.path.exists(path):
+        raise ConfigError(key, f"no such file: {_show(path)}")
+    if not os.path.isfile(path):
+        raise ConfigError(key, f"not a regular file: {_show(path)}")
+    if not os.access(path, os.R_OK):
+        raise ConfigError(key, f"file is not readable: {_show(path)}")
+
+
+def _build(cls: type, table: object, prefix: str, base_dirs: Mapping[str, str | None]) -> Any:
+    """Turn one TOML table into ``cls``, checking every key against the field's rule.
+
+    ``base_dirs`` gives, per key, the directory a relative path is resolved against (the
+    configuration file's directory, or None for command-line values).
+    """
+    if not isinstance(table, dict):
+        raise ConfigError(prefix, f"expected a table, got {_show(table)}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for key in table:
+        if key not in fields:
+            raise _unknown(f"{prefix}.{key}", list(fields))
+    values: dict[str, Any] = {}
+    for name, spec in fields.items():
+        if name not in table:
+            continue
+        value = table[name]
+        key = f"{prefix}.{name}"
+        expected = spec.metadata["check"](value)
+        if expected is not None:
+            raise ConfigError(key, f"expected {expected}, got {_show(value)}")
+        kind = spec.metadata["path"]
+        if kind is not None:
+            value = _resolve(value, base_dirs.get(name))
+            if kind == "file" and value:
+                _check_readable(key, value)
+        values[name] = tuple(value) if isinstance(value, list) else value
+    return cls(**values)
+
+
+def _same_address(host_a: str, host_b: str) -> bool:
+    """Would two listeners on these hosts and one port collide? Equal hosts do, and a
+    wildcard address collides with every address of its family."""
+    if host_a == host_b:
+        return True
+    try:
+        a, b = ipaddress.ip_address(host_a), ipaddress.ip_address(host_b)
+    except ValueError:
+        return False
+    return a.version == b.version and (a.is_unspecified or b.is_unspecified)
+
+
+def _check_listener(listener: ListenerConfig, key: str) -> None:
+    """Rules that involve more than one key of a listener."""
+    if listener.tls_cert and not listener.tls_key:
+        raise ConfigError(f"{key}.tls_key", "tls_cert is set but tls_key is not (both are needed for TLS)")
+    if listener.tls_key and not listener.tls_cert:
+        raise ConfigError(f"{key}.tls_cert", "tls_key is set but tls_cert is not (both are needed for TLS)")
+    if listener.tls_ca and not listener.tls_cert:
+        raise ConfigError(f"{key}.tls_ca", "tls_ca needs tls_cert and tls_key (client certificates need TLS)")
+    if listener.require_certificate and not listener.tls_ca:
+        raise ConfigError(
+            f"{key}.require_certificate", "true needs tls_ca (the CA that signs client certificates)"
+        )
+
+
+def _build_listeners(raw: object, base_dir: str | None, port_override: object) -> tuple[ListenerConfig, ...]:
+    """The [[listener]] array: zero or more listeners, none meaning the default one."""
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list):
+        raise ConfigError(_LISTENER, f"expected [[listener]] tables, got {_show(raw)}")
+    tables = [dict(table) if isinstance(table, dict) else table for table in raw] or [{}]
+    if port_override is not None and isinstance(tables[0], dict):
+        tables[0]["port"] = port_override
+    listeners: list[ListenerConfig] = []
+    for index, table in enumerate(tables):
+        key = f"{_LISTENER}[{index}]"
+        dirs = {name: base_dir for name in ("tls_cert", "tls_key", "tls_ca")}
+        if isinstance(table, dict) and "name" not in table and index > 0:
+            table["name"] = f"listener{index}"
+        listener = _build(ListenerConfig, table, key, dirs)
+        _check_listener(listener, key)
+        for earlier_index, earlier in enumerate(listeners):
+            if earlier.name == listener.name:
+                raise ConfigError(
+                    f"{key}.name", f"{_show(listener.name)} is already the name of {_LISTENER}[{earlier_index}]"
+                )
+            if listener.port != 0 and earlier.port == listener.port and _same_address(earlier.host, listener.host):
+                raise ConfigError(
+                    f"{key}.port",
+                    f"{listener.host}:{listener.port} collides with {_LISTENER}[{earlier_index}]"
+                    f" ({earlier.host}:{earlier.port})",
+                )
+        listeners.append(listener)
+    return tuple(listeners)
+
+
+def _read_toml(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as error:
+        raise ConfigError(path, f"cannot read the configuration file: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(path, f"invalid TOML: {error}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(path, f"invalid TOML: not UTF-8 ({error.reason})") from None
+
+
+def _check_access_files(access: AccessConfig) -> None:
+    """Parse the password and ACL files now, so a broken line stops start-up, not a login."""
+    # Imported here: relaymq.auth is only needed when such a file is configured.
+    from relaymq.auth.acl import Acl, AclError
+    from relaymq.auth.passwords import PasswordFile, PasswordFileError
+
+    if access.password_file:
+        try:
+            PasswordFile.load(access.password_file)
+        except PasswordFileError as error:
+            raise ConfigError("access.password_file", str(error)) from None
+    if access.acl_file:
+        try:
+            Acl.load(access.acl_file)
+        except AclError as error:
+            raise ConfigError("access.acl_file", str(error)) from None
+
+
+def load_config(path: str | None, overrides: Mapping[str, object] | None = None) -> Config:
+    """Read, validate and return the configuration; raise ConfigError on the first problem.
+
+    ``path`` None means the embedded defaults. ``overrides`` come from the command line:
+    ``port`` (the first listener's port, creating the default listener when the file has
+    none), ``data_dir``, ``store`` and ``log_level``. They are checked by the same rules as
+    the file's keys, so ``--port 70000`` fails exactly like ``port = 70000``.
+    """
+    raw: dict[str, Any] = _read_toml(path) if path is not None else {}
+    base_dir = os.path.dirname(os.path.abspath(path)) if path is not None else None
+    overrides = dict(overrides or {})
+    for name in overrides:
+        if name not in OVERRIDES:
+            raise ConfigError(name, f"unknown override (known: {', '.join(OVERRIDES)})")
+
+    for key in raw:
+        if key not in _SECTIONS and key != _LISTENER:
+            raise _unknown(key, [*_SECTIONS, _LISTENER])
+
+    sections: dict[str, Any] = {}
+    for name, cls in _SECTIONS.items():
+        table = raw.get(name, {})
+        dirs: dict[str, str | None] = {f.name: base_dir for f in dataclasses.fields(cls)}
+        if isinstance(table, dict):
+            table = dict(table)
+            for override, key in OVERRIDES.items():
+                section, _, field_name = key.partition(".")
+                if section == name and overrides.get(override) is not None:
+                    table[field_name] = overrides[override]
+                    dirs[field_name] = None  # command-line paths are relative to the cwd
+        sections[name] = _build(cls, table, name, dirs)
+
+    listeners = _build_listeners(raw.get(_LISTENER), base_dir, overrides.get("port"))
+    _check_access_files(sections["access"])
+    return Config(listeners=listeners, source=os.path.abspath(path) if path else None, **sections)
+
+
+def default_config() -> Config:
+    """The embedded defaults: MQTT on 0.0.0.0:1883, SQLite under ./data, anonymous allowed."""
+    return Config()

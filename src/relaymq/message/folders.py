@@ -1,0 +1,236 @@
+"""MQRFH2 folders: the XML-like NameValueData (formats-and-jms.md item 4; seed 003
+l.5183-5281).
+
+A folder is a restricted XML element: elements, ``dt`` and other attributes, text, the five
+predefined entities and character references. There is no DTD, no processing instruction,
+no user-defined entity - so nothing can expand or be fetched - and nesting is bounded. The
+parser is hand-written for that subset: it reports the byte offset of every error and never
+recurses.
+
+Folder rules checked here: one folder per NameValueData; in ``usr``, simple elements only,
+names without a colon, each name at most once. Values with a ``dt`` attribute are typed
+(see :mod:`relaymq.message.typed`); ``xsi:nil='true'`` is a null value, as IBM MQ JMS writes it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from relaymq.message.errors import DataTypeError, FolderError
+from relaymq.message.tree import Element
+from relaymq.message.typed import STRING, canonical_dt, format_value, infer_dt, parse_value
+
+MAX_DEPTH = 64
+
+_NAME = re.compile(r"[A-Za-z_:\u00c0-\uffff][-A-Za-z0-9_.:\u00b7\u00c0-\uffff]*")
+_ATTR = re.compile(r"\s*([A-Za-z_:][-A-Za-z0-9_.:]*)\s*=\s*(?:'([^'<]*)'|\"([^\"<]*)\")")
+_ENTITY = re.compile(r"&(#[0-9]+|#x[0-9a-fA-F]+|lt|gt|amp|quot|apos);")
+_PREDEFINED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
+NIL_ATTR = "xsi:nil"
+
+
+def unescape(text: str, pos: int, where: Callable[[int], int], field: str) -> str:
+    """Replace entity and character references; anything else after ``&`` is an error."""
+    if "&" not in text:
+        return text
+    out, i = [], 0
+    while True:
+        j = text.find("&", i)
+        if j < 0:
+            out.append(text[i:])
+            return "".join(out)
+        out.append(text[i:j])
+        m = _ENTITY.match(text, j)
+        if not m:
+            raise FolderError(field, where(pos + j), "undefined entity reference (only &lt; &gt; &amp; &quot; &apos; and &#...; are allowed)")
+        ref = m.group(1)
+        if ref.startswith("#"):
+            code = int(ref[2:], 16) if ref.startswith("#x") else int(ref[1:])
+            if not 0 < code <= 0x10FFFF:
+                raise FolderError(field, where(pos + j), f"character reference {ref} out of range")
+            out.append(chr(code))
+        else:
+            out.append(_PREDEFINED[ref])
+        i = m.end()
+
+
+def escape_text(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def escape_attr(text: str) -> str:
+    return escape_text(text).replace("'", "&apos;").replace('"', "&quot;")
+
+
+def parse_folder(text: str, where: Callable[[int], int] = lambda i: i, field: str = "NameValueData") -> Element:
+    """Parse one folder. ``where`` maps a character index of ``text`` to a byte offset in the
+    message, so errors point into the original bytes."""
+    n = len(text)
+    i = _skip_space(text, 0)
+    if i >= n:
+        raise FolderError(field, where(0), "empty NameValueData (a folder is required)")
+    stack: list[Element] = []
+    texts: list[list[str]] = []
+    root: Element | None = None
+    while True:
+        if i >= n:
+            name = stack[-1].name if stack else field
+            raise FolderError(f"{field}.{name}", where(n), "folder ends before its closing tag")
+        if text[i] != "<":
+            if not stack:
+                raise FolderError(field, where(i), "text outside the folder element")
+            j = text.find("<", i)
+            j = n if j < 0 else j
+            texts[-1].append(unescape(text[i:j], i, where, f"{field}.{stack[-1].name}"))
+            i = j
+            continue
+        nxt = text[i + 1] if i + 1 < n else ""
+        if nxt == "!":
+            if text.startswith("<!--", i):
+                j = text.find("-->", i + 4)
+                if j < 0:
+                    raise FolderError(field, where(i), "unterminated comment")
+                i = j + 3
+                continue
+            if text.startswith("<![CDATA[", i):
+                if not stack:
+                    raise FolderError(field, where(i), "CDATA outside the folder element")
+                j = text.find("]]>", i + 9)
+                if j < 0:
+                    raise FolderError(field, where(i), "unterminated CDATA section")
+                texts[-1].append(text[i + 9 : j])
+                i = j + 3
+                continue
+            raise FolderError(field, where(i), "declarations and processing instructions are not allowed in a folder")
+        if nxt == "?":
+            raise FolderError(field, where(i), "declarations and processing instructions are not allowed in a folder")
+        if nxt == "/":
+            m = _NAME.match(text, i + 2)
+            if not m or not stack:
+                raise FolderError(field, where(i), "unexpected closing tag")
+            node = stack.pop()
+            if m.group(0) != node.name:
+                raise FolderError(f"{field}.{node.name}", where(i), f"closing tag </{m.group(0)}> does not match <{node.name}>")
+            j = m.end()
+            if j < n and text[j] != ">":
+                j = _skip_space(text, j)
+            if j >= n or text[j] != ">":
+                raise FolderError(field, where(j), "expected '>'")
+            _finish(node, texts.pop(), i, where, field)
+            i = j + 1
+            if not stack:
+                root = node
+                break
+            continue
+        # start tag
+        m = _NAME.match(text, i + 1)
+        if not m:
+            raise FolderError(field, where(i + 1), "expected an element name after '<'")
+        node = Element(m.group(0))
+        j = m.end()
+        while True:
+            a = _ATTR.match(text, j)
+            if not a:
+                break
+            value = a.group(2) if a.group(2) is not None else a.group(3)
+            node.attrs[a.group(1)] = unescape(value, a.start(), where, f"{field}.{node.name}")
+            j = a.end()
+        j = _skip_space(text, j)
+        empty = text.startswith("/>", j)
+        if not empty and (j >= n or text[j] != ">"):
+            raise FolderError(f"{field}.{node.name}", where(j), "malformed start tag")
+        if stack:
+            stack[-1].children.append(node)
+        if len(stack) >= MAX_DEPTH:
+            raise FolderError(f"{field}.{node.name}", where(i), f"folder nested deeper than {MAX_DEPTH}")
+        i = j + (2 if empty else 1)
+        if empty:
+            _finish(node, [], i, where, field)
+            if not stack:
+                root = node
+                break
+        else:
+            stack.append(node)
+            texts.append([])
+    rest = text[i:].strip(" \t\r\n\x00")
+    if rest:
+        raise FolderError(field, where(i), "only one folder is allowed per NameValueData")
+    check_folder_rules(root, where(0), field)
+    return root
+
+
+def _skip_space(text: str, i: int) -> int:
+    n = len(text)
+    while i < n and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _finish(node: Element, parts: list[str], index: int, where: Callable[[int], int], field: str) -> None:
+    """Give a closed element its value. ``index`` is a character index, turned into a byte
+    offset (which costs an encode) only when there is an error to report."""
+    content = "".join(parts) if len(parts) != 1 else parts[0]
+    if node.children:
+        if content.strip():
+            raise FolderError(f"{field}.{node.name}", where(index), "an element holds both text and elements")
+        return
+    if not node.attrs:
+        node.value = content
+        return
+    if node.attrs.get(NIL_ATTR) == "true":
+        node.value = None
+        return
+    dt = node.attrs.pop("dt", None)
+    if dt is None:
+        node.value = content
+        return
+    try:
+        kind = canonical_dt(dt)
+        node.value = parse_value(content, kind)
+    except DataTypeError as exc:
+        raise DataTypeError(f"{field}.{node.name}", where(index), exc.reason) from None
+    node.dt = None if kind == STRING else kind
+
+
+def check_folder_rules(folder: Element, offset: int, field: str = "NameValueData") -> None:
+    """The ``usr`` folder rules of seed 003 l.5266-5281."""
+    if folder.name != "usr":
+        return
+    seen: set[str] = set()
+    for child in folder.children:
+        where = f"usr.{child.name}"
+        if ":" in child.name:
+            raise FolderError(where, offset, "names in the usr folder may not contain a colon")
+        if child.children:
+            raise FolderError(where, offset, "the usr folder holds simple elements only, not groups")
+        if child.name in seen:
+            raise FolderError(where, offset, "an element may occur only once in the usr folder")
+        seen.add(child.name)
+
+
+def serialize_folder(folder: Element) -> str:
+    """The NameValueData text of ``folder`` (no padding)."""
+    out: list[str] = []
+    _write(folder, out)
+    return "".join(out)
+
+
+def _write(node: Element, out: list[str]) -> None:
+    attrs = dict(node.attrs)
+    if not node.children:
+        if node.value is None:
+            text = ""
+        else:
+            dt = node.dt or (None if isinstance(node.value, str) else infer_dt(node.value))
+            text = escape_text(format_value(node.value, dt, node.name))
+            if dt and dt != STRING:
+                attrs["dt"] = dt
+    head = node.name + "".join(f" {k}='{escape_attr(v)}'" for k, v in attrs.items())
+    if node.children:
+        out.append(f"<{head}>")
+        for c in node.children:
+            _write(c, out)
+        out.append(f"</{node.name}>")
+    else:
+        out.append(f"<{head}>{text}</{node.name}>")

@@ -1,0 +1,208 @@
+"""JMS <-> MQ Everyplace message fields (formats-and-jms.md item 21; seed 004 l.6964-7216).
+
+An MQe message is a JMS message when it has ``MQe_JMS_VERSION`` (short, 1). Top-level fields:
+``MQe_JMS_CLASS`` (jms_bytes/map/null/object/stream/text), ``MQe_JMS_BODY`` (bytes; text as
+UTF-8), and the MQe message fields the headers map onto: JMSTimestamp -> ``Msg_Time``,
+JMSCorrelationID -> ``Msg_CorrelID``, JMSExpiration -> ``Msg_ExpireTime`` (long: absolute),
+JMSPriority -> ``Msg_Priority``, JMSReplyTo -> ``Msg_ReplyToQMgr`` + ``Msg_ReplyToQ``. The
+headers MQe has no field for - delivery mode, redelivered, type - are in the embedded
+``MQe_JMS_HEADER`` fields; properties in ``MQe_JMS_PROPERTIES`` (application),
+``MQe_JMSX_PROPERTIES`` (standard) and ``MQe_JMS_PS_PROPERTIES`` (provider). JMSDestination
+is not stored: the receiver recreates it. JMSMessageID is ``ID:`` + a 24-byte hash of
+(``Msg_OriginQMgr``, ``Msg_Time``).
+
+DECISIONS (documented in docs/formats.md): the MQe constants' field names are their symbolic
+names (the seed gives no values); the hash is the first 24 bytes of SHA-256 over
+``origin-qmgr NUL time``; an arbitrary-string JMSCorrelationID is also kept in
+``MQe_JMS_HEADER.MQe_JMS_CORRELATIONID`` so that it survives (``Msg_CorrelID`` holds bytes);
+map and stream bodies, which MQe JMS does not support, travel as JMSMap/JMSStream XML.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from relaymq.message.domains.jms_body import JMSMAP, JMSSTREAM, map_body, stream_body
+from relaymq.message.errors import MappingError
+from relaymq.message.jms import (
+    APPLICATION,
+    BYTES,
+    MAP,
+    NON_PERSISTENT,
+    NONE,
+    OBJECT,
+    PERSISTENT,
+    PROVIDER,
+    STANDARD,
+    STREAM,
+    TEXT,
+    JMSMessage,
+    TypedProperties,
+    property_family,
+)
+from relaymq.message.jms_mq import body_types_dict, id_string, split_queue_uri, standard_id, queue_uri
+from relaymq.message.mqe_fields import (
+    BOOLEAN,
+    BYTE,
+    BYTE_ARRAY,
+    DOUBLE,
+    FLOAT,
+    INT,
+    LONG,
+    SHORT,
+    UNICODE,
+    MQeFields,
+)
+from relaymq.message.typed import STRING
+
+MQE_JMS_VERSION = "MQe_JMS_VERSION"
+MQE_JMS_CLASS = "MQe_JMS_CLASS"
+MQE_JMS_HEADER = "MQe_JMS_HEADER"
+MQE_JMS_PROPERTIES = "MQe_JMS_PROPERTIES"
+MQE_JMSX_PROPERTIES = "MQe_JMSX_PROPERTIES"
+MQE_JMS_PS_PROPERTIES = "MQe_JMS_PS_PROPERTIES"
+MQE_JMS_BODY = "MQe_JMS_BODY"
+MQE_JMS_DELIVERYMODE = "MQe_JMS_DELIVERYMODE"
+MQE_JMS_REDELIVERED = "MQe_JMS_REDELIVERED"
+MQE_JMS_TYPE = "MQe_JMS_TYPE"
+MQE_JMS_CORRELATIONID = "MQe_JMS_CORRELATIONID"
+MSG_TIME = "Msg_Time"
+MSG_CORRELID = "Msg_CorrelID"
+MSG_EXPIRETIME = "Msg_ExpireTime"
+MSG_PRIORITY = "Msg_Priority"
+MSG_REPLYTOQMGR = "Msg_ReplyToQMgr"
+MSG_REPLYTOQ = "Msg_ReplyToQ"
+MSG_ORIGINQMGR = "Msg_OriginQMgr"
+
+#: JMS class <-> MQe_JMS_CLASS (seed 004 table 5: a body-less message is ``jms_null``).
+CLASS_TO_MQE = {BYTES: "jms_bytes", MAP: "jms_map", NONE: "jms_null", OBJECT: "jms_object", STREAM: "jms_stream", TEXT: "jms_text"}
+MQE_TO_CLASS = {v: k for k, v in CLASS_TO_MQE.items()}
+
+#: property dt -> MQe field type (and back). char travels as unicode and comes back a string.
+DT_TO_MQE = {
+    STRING: UNICODE, "char": UNICODE, "boolean": BOOLEAN, "i1": BYTE, "i2": SHORT,
+    "i4": INT, "int": LONG, "i8": LONG, "r4": FLOAT, "r8": DOUBLE, "bin.hex": BYTE_ARRAY,
+}
+MQE_TO_DT = {UNICODE: STRING, "ascii": STRING, BOOLEAN: "boolean", BYTE: "i1", SHORT: "i2", INT: "i4", LONG: "i8", FLOAT: "r4", DOUBLE: "r8", BYTE_ARRAY: "bin.hex"}
+
+_FAMILY_FOLDER = {APPLICATION: MQE_JMS_PROPERTIES, STANDARD: MQE_JMSX_PROPERTIES, PROVIDER: MQE_JMS_PS_PROPERTIES}
+
+
+def message_id(origin_qmgr: str, time_ms: int) -> str:
+    """``ID:`` + 24 bytes derived from the MQe unique id (origin queue manager, time)."""
+    digest = hashlib.sha256(origin_qmgr.encode("utf-8") + b"\x00" + str(time_ms).encode("ascii")).digest()
+    return "ID:" + digest[:24].hex()
+
+
+def is_jms(fields: MQeFields) -> bool:
+    return MQE_JMS_VERSION in fields
+
+
+def jms_to_mqe(jms: JMSMessage, origin_qmgr: str = "") -> MQeFields:
+    msg = MQeFields()
+    msg.put(MQE_JMS_VERSION, SHORT, 1)
+    msg.put(MQE_JMS_CLASS, "ascii", CLASS_TO_MQE[jms.message_type])
+    if origin_qmgr:
+        msg.put(MSG_ORIGINQMGR, "ascii", origin_qmgr)
+    msg.put(MSG_TIME, LONG, jms.JMSTimestamp)
+    header = MQeFields()
+    if jms.JMSCorrelationID is not None:
+        std = standard_id(jms.JMSCorrelationID)
+        if std is not None:
+            msg.put(MSG_CORRELID, BYTE_ARRAY, std)
+        else:
+            msg.put(MSG_CORRELID, BYTE_ARRAY, str(jms.JMSCorrelationID).encode("utf-8"))
+            header.put(MQE_JMS_CORRELATIONID, UNICODE, str(jms.JMSCorrelationID))
+    if jms.JMSExpiration:
+        msg.put(MSG_EXPIRETIME, LONG, jms.JMSExpiration)  # long = absolute (everyplace item 5)
+    if not 0 <= jms.JMSPriority <= 9:
+        raise MappingError(f"JMSPriority {jms.JMSPriority} is outside 0-9")
+    msg.put(MSG_PRIORITY, BYTE, jms.JMSPriority)
+    if jms.JMSReplyTo:
+        text = jms.JMSReplyTo
+        qmgr, queue = text.split("+", 1) if "+" in text and "://" not in text else split_queue_uri(text)
+        msg.put(MSG_REPLYTOQMGR, "ascii" if qmgr.isascii() else UNICODE, qmgr)
+        msg.put(MSG_REPLYTOQ, "ascii" if queue.isascii() else UNICODE, queue)
+    header.put(MQE_JMS_DELIVERYMODE, INT, jms.JMSDeliveryMode)
+    header.put(MQE_JMS_REDELIVERED, BOOLEAN, jms.JMSRedelivered)
+    if jms.JMSType is not None:
+        header.put(MQE_JMS_TYPE, UNICODE, jms.JMSType)
+    msg.put_fields(MQE_JMS_HEADER, header)
+    folders = {name: MQeFields() for name in _FAMILY_FOLDER.values()}
+    for name, value in jms.properties.items():
+        if value is None:
+            continue  # MQeFields has no null scalar; a null property is simply absent
+        folders[_FAMILY_FOLDER[property_family(name)]].put(name, DT_TO_MQE[jms.properties.dt(name)], value)
+    for name, sub in folders.items():
+        msg.put_fields(name, sub)
+    body = _body_bytes(jms)
+    if body is not None:
+        msg.put(MQE_JMS_BODY, BYTE_ARRAY, body)
+    return msg
+
+
+def _body_bytes(jms: JMSMessage) -> bytes | None:
+    kind, body = jms.message_type, jms.body
+    if kind == NONE or body is None:
+        return None
+    if kind == TEXT:
+        return str(body).encode("utf-8")
+    if kind in (BYTES, OBJECT):
+        return bytes(body)  # type: ignore[call-overload]
+    if kind == MAP:
+        return JMSMAP.serialize(map_body(dict(body), body_types_dict(jms)))  # type: ignore[call-overload]
+    return JMSSTREAM.serialize(stream_body(list(body), jms.body_types if isinstance(jms.body_types, list) else None))  # type: ignore[call-overload]
+
+
+def mqe_to_jms(msg: MQeFields, destination: str | None = None) -> JMSMessage:
+    """The JMS message in ``msg``; ``destination`` is the queue it was received from."""
+    if not is_jms(msg):
+        raise MappingError("not an MQe JMS message: no MQe_JMS_VERSION field")
+    cls = msg.get(MQE_JMS_CLASS)
+    if cls not in MQE_TO_CLASS:
+        raise MappingError(f"MQe_JMS_CLASS {cls!r} is not a JMS message class")
+    jms = JMSMessage(message_type=MQE_TO_CLASS[cls], JMSDestination=destination)  # type: ignore[index]
+    jms.JMSTimestamp = int(msg.get(MSG_TIME, 0))  # type: ignore[call-overload]
+    jms.JMSMessageID = message_id(str(msg.get(MSG_ORIGINQMGR, "")), jms.JMSTimestamp)
+    header = msg.get_fields(MQE_JMS_HEADER) or MQeFields()
+    cid = header.get(MQE_JMS_CORRELATIONID)
+    raw_cid = msg.get(MSG_CORRELID)
+    jms.JMSCorrelationID = str(cid) if cid is not None else (id_string(raw_cid) if isinstance(raw_cid, bytes) else None)
+    exp = msg.get(MSG_EXPIRETIME)
+    if exp is not None:
+        # an int ExpireTime is relative to creation, a long is absolute (everyplace item 5)
+        jms.JMSExpiration = int(exp) if msg.get_type(MSG_EXPIRETIME) == LONG else jms.JMSTimestamp + int(exp)  # type: ignore[call-overload]
+    jms.JMSPriority = int(msg.get(MSG_PRIORITY, 4))  # type: ignore[call-overload]
+    queue = msg.get(MSG_REPLYTOQ)
+    if queue:
+        jms.JMSReplyTo = queue_uri(str(msg.get(MSG_REPLYTOQMGR, "")), str(queue))
+    mode = header.get(MQE_JMS_DELIVERYMODE, PERSISTENT)
+    jms.JMSDeliveryMode = mode if mode in (PERSISTENT, NON_PERSISTENT) else PERSISTENT  # type: ignore[assignment]
+    jms.JMSRedelivered = bool(header.get(MQE_JMS_REDELIVERED, False))
+    t = header.get(MQE_JMS_TYPE)
+    jms.JMSType = str(t) if t is not None else None
+    props = TypedProperties()
+    for folder_name in (MQE_JMS_PROPERTIES, MQE_JMSX_PROPERTIES, MQE_JMS_PS_PROPERTIES):
+        sub = msg.get_fields(folder_name)
+        if sub is None:
+            continue
+        for name, kind, value in sub.items():
+            if kind not in MQE_TO_DT:
+                raise MappingError(f"property {name} has MQe type {kind}, which JMS cannot hold")
+            props.set(name, value if value is not None or kind != BYTE_ARRAY else b"", MQE_TO_DT[kind])
+    jms.properties = props
+    body = msg.get(MQE_JMS_BODY)
+    data = body if isinstance(body, bytes) else b""
+    if jms.message_type == TEXT:
+        jms.body = data.decode("utf-8")
+    elif jms.message_type in (BYTES, OBJECT):
+        jms.body = data
+    elif jms.message_type == MAP:
+        root = JMSMAP.parse(data).children[0]
+        jms.body = {c.name: c.value for c in root.children}
+        jms.body_types = {c.name: c.dt or STRING for c in root.children}
+    elif jms.message_type == STREAM:
+        root = JMSSTREAM.parse(data).children[0]
+        jms.body = [c.value for c in root.children]
+        jms.body_types = [c.dt or STRING for c in root.children]
+    return jms

@@ -1,0 +1,150 @@
+"""JMS <-> MQTT 5 PUBLISH (the product's own mapping, documented in docs/formats.md).
+
+MQTT 5 has no JMS model, so this module defines one mapping both ways over a neutral
+:class:`MQTT5Publish` (this package sits above ``relaymq.mqtt`` and must not import it):
+
+============================  ============================================================
+JMS                           MQTT 5
+============================  ============================================================
+JMSDestination ``topic://T``  topic name ``T`` (unless a topic is given)
+JMSDeliveryMode               QoS 0 -> NON_PERSISTENT, QoS 1/2 -> PERSISTENT (inbound only;
+                              the outbound QoS is the caller's)
+JMSExpiration                 Message Expiry Interval, whole seconds rounded up, relative to
+                              JMSTimestamp or ``now_ms``
+JMSCorrelationID              Correlation Data: ``ID:``+hex / bytes as raw bytes, other
+                              strings as UTF-8; inbound, UTF-8 text is a string and other
+                              bytes ``ID:``+hex
+JMSReplyTo ``topic://T``      Response Topic ``T`` (a queue URI travels as written)
+JMSPriority, JMSType,         user properties of the same names (text); JMSTimestamp and
+JMSMessageID, JMSTimestamp    JMSPriority are read back as integers
+properties                    user properties, value as text (MQTT has no types: they come
+                              back as strings)
+JMS_RelayMQ_ContentType       Content Type
+body class                    user property ``JMS_Class``; text/map/stream set Payload Format
+                              Indicator 1 (UTF-8); map is a JSON object, stream a JSON array
+                              (Content Type ``application/json`` unless one was set)
+============================  ============================================================
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from relaymq.message.errors import MappingError
+from relaymq.message.jms import BYTES, MAP, MESSAGE_TYPES, NON_PERSISTENT, NONE, OBJECT, PERSISTENT, STREAM, TEXT, JMSMessage
+from relaymq.message.jms_mq import id_string, standard_id
+from relaymq.message.typed import format_value
+
+CONTENT_TYPE_PROPERTY = "JMS_RelayMQ_ContentType"
+CLASS_PROPERTY = "JMS_Class"
+_HEADER_PROPERTIES = ("JMSPriority", "JMSType", "JMSMessageID", "JMSTimestamp")
+
+
+@dataclass
+class MQTT5Publish:
+    """The parts of an MQTT 5 PUBLISH the mapping reads and writes."""
+
+    topic: str
+    payload: bytes = b""
+    qos: int = 0
+    retain: bool = False
+    payload_format_indicator: int | None = None
+    message_expiry_interval: int | None = None
+    content_type: str | None = None
+    response_topic: str | None = None
+    correlation_data: bytes | None = None
+    user_properties: list[tuple[str, str]] = field(default_factory=list)
+
+
+def jms_to_mqtt5(jms: JMSMessage, topic: str | None = None, qos: int = 0, now_ms: int | None = None) -> MQTT5Publish:
+    if topic is None:
+        dest = jms.JMSDestination or ""
+        topic = dest[len("topic://"):] if dest.startswith("topic://") else dest
+    if not topic:
+        raise MappingError("no topic: give one or set JMSDestination to topic://...")
+    pub = MQTT5Publish(topic=topic, qos=qos)
+    if jms.JMSExpiration:
+        ref = now_ms if now_ms is not None else jms.JMSTimestamp
+        pub.message_expiry_interval = max(1, -(-(jms.JMSExpiration - ref) // 1000))
+    if jms.JMSCorrelationID is not None:
+        std = standard_id(jms.JMSCorrelationID)
+        pub.correlation_data = std if std is not None else str(jms.JMSCorrelationID).encode("utf-8")
+    if jms.JMSReplyTo:
+        r = jms.JMSReplyTo
+        pub.response_topic = r[len("topic://"):] if r.startswith("topic://") else r
+    props = pub.user_properties
+    props.append((CLASS_PROPERTY, jms.message_type))
+    for name in _HEADER_PROPERTIES:
+        value = getattr(jms, name)
+        if value not in (None, 0) or name == "JMSPriority":
+            props.append((name, str(value)))
+    for name, value in jms.properties.items():
+        if name == CONTENT_TYPE_PROPERTY:
+            pub.content_type = str(value)
+        elif value is not None:
+            props.append((name, format_value(value, jms.properties.dt(name), name)))
+    kind, body = jms.message_type, jms.body
+    if kind == TEXT:
+        pub.payload, pub.payload_format_indicator = str(body or "").encode("utf-8"), 1
+    elif kind in (BYTES, OBJECT):
+        pub.payload, pub.payload_format_indicator = bytes(body or b""), 0  # type: ignore[call-overload]
+    elif kind in (MAP, STREAM):
+        value = dict(body or {}) if kind == MAP else list(body or [])  # type: ignore[call-overload]
+        pub.payload = json.dumps(value, default=_json_default, ensure_ascii=False).encode("utf-8")
+        pub.payload_format_indicator = 1
+        pub.content_type = pub.content_type or "application/json"
+    return pub
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def mqtt5_to_jms(pub: MQTT5Publish, now_ms: int = 0) -> JMSMessage:
+    """The JMS view of a received PUBLISH; ``now_ms`` is the receive time (expiry base)."""
+    users = list(pub.user_properties)
+    cls = next((v for k, v in users if k == CLASS_PROPERTY), None)
+    if cls not in MESSAGE_TYPES:
+        cls = TEXT if pub.payload_format_indicator == 1 else BYTES
+    jms = JMSMessage(message_type=cls, JMSDestination=f"topic://{pub.topic}")  # type: ignore[arg-type]
+    jms.JMSDeliveryMode = PERSISTENT if pub.qos > 0 else NON_PERSISTENT
+    headers = {k: v for k, v in users if k in _HEADER_PROPERTIES}
+    jms.JMSTimestamp = int(headers["JMSTimestamp"]) if headers.get("JMSTimestamp", "").isdigit() else now_ms
+    if pub.message_expiry_interval is not None:
+        jms.JMSExpiration = (now_ms or jms.JMSTimestamp) + pub.message_expiry_interval * 1000
+    if pub.correlation_data is not None:
+        try:
+            text = pub.correlation_data.decode("utf-8")
+            jms.JMSCorrelationID = text if text.isprintable() else id_string(pub.correlation_data)
+        except UnicodeDecodeError:
+            jms.JMSCorrelationID = "ID:" + pub.correlation_data.hex()
+    if pub.response_topic:
+        r = pub.response_topic
+        jms.JMSReplyTo = r if "://" in r else f"topic://{r}"
+    if headers.get("JMSPriority", "").isdigit() and 0 <= int(headers["JMSPriority"]) <= 9:
+        jms.JMSPriority = int(headers["JMSPriority"])
+    jms.JMSType = headers.get("JMSType")
+    jms.JMSMessageID = headers.get("JMSMessageID")
+    for k, v in users:
+        if k != CLASS_PROPERTY and k not in _HEADER_PROPERTIES:
+            jms.properties.set(k, v)
+    if pub.content_type is not None:
+        jms.properties.set(CONTENT_TYPE_PROPERTY, pub.content_type)
+    if cls == TEXT:
+        jms.body = pub.payload.decode("utf-8", errors="replace")
+    elif cls in (MAP, STREAM):
+        try:
+            value = json.loads(pub.payload.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise MappingError("map/stream payload is not JSON") from None
+        if cls == MAP and not isinstance(value, dict) or cls == STREAM and not isinstance(value, list):
+            raise MappingError(f"{cls} payload has the wrong JSON shape")
+        jms.body = value
+    elif cls == NONE:
+        jms.body = None
+    else:
+        jms.body = pub.payload
+    return jms

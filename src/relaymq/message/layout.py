@@ -1,0 +1,106 @@
+"""Fixed-layout MQ structures (MQMD, MQRFH, MQRFH2, MQDLH) read and written from one table.
+
+Each structure is a list of fields: ``MQLONG`` integers (4 bytes, byte order from the
+Encoding that governs the structure), ``MQCHARn`` blank-padded text (in the governing CCSID)
+and ``MQBYTEn`` opaque bytes. One :class:`Layout` compiles the table into a :mod:`struct`
+format per byte order, so decoding a header is a single ``unpack_from`` plus text decoding,
+and every truncation is reported with the name and offset of the first missing field.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from relaymq.message.ccsid import decode_text, encode_text
+from relaymq.message.constants import MQENC_INTEGER_MASK, MQENC_INTEGER_NORMAL, MQENC_INTEGER_REVERSED
+from relaymq.message.errors import FormatError, TruncatedError
+
+LONG, CHAR, BYTE = "l", "c", "b"
+
+
+def byte_order(encoding: int) -> str:
+    """``'>'`` or ``'<'`` for an MQ Encoding value. MQENC_INTEGER_UNDEFINED is read as the
+    x86 native order (reversed), the platform this product runs on."""
+    integer = encoding & MQENC_INTEGER_MASK
+    if integer == MQENC_INTEGER_NORMAL:
+        return ">"
+    if integer in (MQENC_INTEGER_REVERSED, 0):
+        return "<"
+    raise FormatError("Encoding", None, f"unknown integer encoding in {encoding}")
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    kind: str  # LONG, CHAR or BYTE
+    size: int = 4
+
+
+class Layout:
+    """A fixed-length MQ structure: ``decode`` -> dict of field values, ``encode`` -> bytes."""
+
+    def __init__(self, structure: str, fields: list[Field]):
+        self.structure = structure
+        self.fields = tuple(fields)
+        body = "".join("i" if f.kind == LONG else f"{f.size}s" for f in fields)
+        self._formats = {order: struct.Struct(order + body) for order in "<>"}
+        self.size = self._formats[">"].size
+        offsets, pos = [], 0
+        for f in fields:
+            offsets.append(pos)
+            pos += f.size
+        self.offsets = tuple(offsets)
+
+    def offset_of(self, name: str) -> int:
+        for f, off in zip(self.fields, self.offsets):
+            if f.name == name:
+                return off
+        raise KeyError(name)
+
+    def check_room(self, data: bytes, offset: int) -> None:
+        """Raise :class:`TruncatedError` naming the first field that does not fit."""
+        available = len(data) - offset
+        if available >= self.size:
+            return
+        for f, off in zip(self.fields, self.offsets):
+            if off + f.size > available:
+                raise TruncatedError(
+                    f"{self.structure}.{f.name}",
+                    offset + off,
+                    f"needs {f.size} bytes, {max(0, available - off)} left",
+                )
+
+    def decode(self, data: bytes, offset: int, order: str, ccsid: int, encoding: int) -> dict[str, object]:
+        self.check_room(data, offset)
+        raw = self._formats[order].unpack_from(data, offset)
+        values: dict[str, object] = {}
+        for f, off, value in zip(self.fields, self.offsets, raw):
+            if f.kind == CHAR:
+                text = decode_text(value, ccsid, encoding, f"{self.structure}.{f.name}", offset + off)
+                values[f.name] = text.rstrip(" \x00")
+            else:
+                values[f.name] = value
+        return values
+
+    def encode(self, values: dict[str, object], order: str, ccsid: int, encoding: int) -> bytes:
+        packed: list[object] = []
+        for f in self.fields:
+            value = values[f.name]
+            where = f"{self.structure}.{f.name}"
+            if f.kind == LONG:
+                if not isinstance(value, int) or not -(2**31) <= value < 2**31:
+                    raise FormatError(where, None, f"{value!r} is not a 32-bit integer")
+                packed.append(value)
+            elif f.kind == CHAR:
+                raw = encode_text(str(value), ccsid, encoding, where)
+                if len(raw) > f.size:
+                    raise FormatError(where, None, f"{value!r} is longer than {f.size} bytes")
+                pad, blank = f.size - len(raw), encode_text(" ", ccsid, encoding)
+                packed.append(raw + (blank * (pad // len(blank))).ljust(pad, b"\x00"))
+            else:
+                raw = bytes(value)  # type: ignore[arg-type]
+                if len(raw) > f.size:
+                    raise FormatError(where, None, f"{len(raw)} bytes do not fit in {f.size}")
+                packed.append(raw.ljust(f.size, b"\x00"))
+        return self._formats[order].pack(*packed)

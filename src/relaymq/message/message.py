@@ -1,0 +1,144 @@
+"""The canonical message: one object every transport converts to, seen in MQ's own format
+(MQMD + headers + body bytes), as a message tree, and as JMS (formats-and-jms.md item 6).
+
+The body is parsed lazily, on the first look inside it, in the domain chosen by the rules of
+items 1 and 8: ``mcd.Msd`` of the last MQRFH2, else the domain the input was configured with,
+else BLOB (``jms_*`` classes in Msd choose JMSMap/JMSStream/XML/BLOB as a JMSInput would).
+"""
+
+from __future__ import annotations
+
+from relaymq.message.domains.choice import BY_CLASS, domain_for_mq
+from relaymq.message.domains.registry import canonical_domain, parse_body, serialize_body
+from relaymq.message.headers import MQMessage, decode_message, encode_message
+from relaymq.message.jms import JMSMessage
+from relaymq.message.jms_mq import jms_to_mq, mq_to_jms
+from relaymq.message.mqrfh2 import MQRFH2
+from relaymq.message.tree import Element
+
+#: Names under which each header appears in the tree (``Root.MQMD``, ``Root.MQRFH2``...).
+TREE_NAMES = {"MQRFH2": "MQRFH2", "MQRFH": "MQRFH", "MQDLH": "MQDLH"}
+
+
+class Message:
+    """An MQ-format message with its tree and JMS views.
+
+    ``transport`` holds extra header folders a transport adds to the tree (``HTTPInputHeader``,
+    ``JMSTransport``...), placed after the MQ headers and before the body.
+    """
+
+    def __init__(
+        self,
+        mq: MQMessage | None = None,
+        *,
+        configured_domain: str | None = None,
+        transport: list[Element] | None = None,
+    ):
+        self.mq = mq if mq is not None else MQMessage()
+        self.configured_domain = configured_domain
+        self.transport: list[Element] = transport or []
+        self._body: Element | None = None
+        self._jms: JMSMessage | None = None
+
+    # -- construction --------------------------------------------------------------------
+    @classmethod
+    def from_bytes(cls, data: bytes, configured_domain: str | None = None) -> Message:
+        return cls(decode_message(data), configured_domain=configured_domain)
+
+    @classmethod
+    def from_jms(cls, jms: JMSMessage, *, with_rfh2: bool = True) -> Message:
+        msg = cls(jms_to_mq(jms, with_rfh2=with_rfh2))
+        msg._jms = jms
+        return msg
+
+    def to_bytes(self) -> bytes:
+        """The MQ-format bytes; a body tree that was parsed (and maybe changed) is written back."""
+        if self._body is not None:
+            self.mq.body = serialize_body(self._body, self.mq.body_ccsid, self.mq.body_encoding)
+        return encode_message(self.mq)
+
+    # -- views ---------------------------------------------------------------------------
+    @property
+    def domain(self) -> str:
+        last = self.mq.last_rfh2()
+        msd = last.get("mcd.Msd") if last is not None else None
+        if isinstance(msd, str) and msd.startswith("jms_"):
+            return canonical_domain(self.configured_domain) if self.configured_domain else BY_CLASS.get(msd, "BLOB")
+        return domain_for_mq(msd if isinstance(msd, str) else None, self.configured_domain)
+
+    def body(self) -> Element:
+        """The body folder (parsed on first use). Raises a FormatError if the body does not
+        parse in its domain."""
+        if self._body is None:
+            self._body = parse_body(self.domain, self.mq.body, self.mq.body_ccsid, self.mq.body_encoding)
+        return self._body
+
+    def set_body(self, body: Element) -> None:
+        self._body = body
+        self._jms = None
+
+    def jms(self) -> JMSMessage:
+        """The JMS view (computed once)."""
+        if self._jms is None:
+            self._jms = mq_to_jms(self.mq)
+        return self._jms
+
+    def properties(self) -> Element:
+        """The ``Properties`` folder: domain, set, type, format, encoding, CCSID, topic."""
+        props = Element("Properties")
+        last, first = self.mq.last_rfh2(), self.mq.first_rfh2()
+        props.add("MessageDomain", self.domain)
+        props.add("MessageSet", (last.get("mcd.Set", "") if last else ""))
+        props.add("MessageType", (last.get("mcd.Type", "") if last else ""))
+        props.add("MessageFormat", (last.get("mcd.Fmt", "") if last else ""))
+        props.add("Encoding", self.mq.body_encoding)
+        props.add("CodedCharSetId", self.mq.body_ccsid)
+        props.add("Persistence", self.mq.md.Persistence)
+        props.add("Priority", self.mq.md.Priority)
+        topic = first.get("psc.Topic") if first else None
+        if topic is not None:
+            props.add("Topic", topic)
+        return props
+
+    def headers_tree(self) -> list[Element]:
+        """``MQMD`` then each header as a folder, in message order."""
+        out = [_fields_folder("MQMD", self.mq.md.to_dict())]
+        for h in self.mq.headers:
+            if isinstance(h, MQRFH2):
+                folder = _fields_folder("MQRFH2", {k: v for k, v in h.to_dict().items() if not isinstance(v, dict)})
+                folder.children.extend(f.copy() for f in h.folders)
+                out.append(folder)
+            else:
+                name = type(h).__name__ if type(h).__name__ in TREE_NAMES else h.FORMAT_NAME
+                out.append(_fields_folder(name, h.to_dict()))
+        return out
+
+    def tree(self) -> Element:
+        """``Root -> Properties, MQMD, MQRFH2..., transport folders, body``."""
+        root = Element("Root")
+        root.children.append(self.properties())
+        root.children.extend(self.headers_tree())
+        root.children.extend(self.transport)
+        root.children.append(self.body())
+        return root
+
+    def get(self, path: str, default: object = None) -> object:
+        """A value by path: ``Root.MQMD.Priority``, ``MQRFH2.usr.colour``, ``Body.a.b``,
+        ``Properties.MessageDomain``."""
+        head, _, rest = path.partition(".")
+        if head == "Body":
+            return self.body().get(rest, default) if rest else default
+        if head == "Root":
+            return self.tree().get(rest, default) if rest else default
+        return self.tree().get(path, default)
+
+
+def _fields_folder(name: str, values: dict[str, object]) -> Element:
+    folder = Element(name)
+    for key, value in values.items():
+        if isinstance(value, list):
+            for item in value:
+                folder.add(key, item if not isinstance(item, list) else " ".join(map(str, item)))
+        else:
+            folder.add(key, value)
+    return folder

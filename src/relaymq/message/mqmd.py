@@ -1,0 +1,186 @@
+"""MQMD, the message descriptor: the first header of every MQ message (formats-and-jms.md
+item 1; seed 000 l.280-287).
+
+Layout as IBM publishes it in ``cmqc.h``: StrucId ``MD  ``, version 1 is 324 bytes, version 2
+adds the group and segmentation fields and is 364 bytes. Field names are IBM's, so
+``Root.MQMD.Priority`` in a selector is ``md.Priority`` here.
+
+The MQMD's own integers and text are in the queue manager's encoding and character set, which
+the message does not record. On decode both are detected: the byte order from the Version
+field (1 or 2 read one way or the other), the character family from StrucId (``MD  `` in ASCII
+or in EBCDIC). Encoding and CodedCharSetId *inside* the MQMD describe what follows it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from relaymq.message.constants import (
+    MQACT_NONE,
+    MQCCSI_Q_MGR,
+    MQCI_NONE,
+    MQEI_UNLIMITED,
+    MQENC_NATIVE,
+    MQENC_NATIVE_BIG,
+    MQFB_NONE,
+    MQFMT_NONE,
+    MQGI_NONE,
+    MQMD_STRUC_ID,
+    MQMD_VERSION_1,
+    MQMD_VERSION_2,
+    MQMF_NONE,
+    MQMI_NONE,
+    MQMT_DATAGRAM,
+    MQOL_UNDEFINED,
+    MQPER_PERSISTENCE_AS_Q_DEF,
+    MQPRI_PRIORITY_AS_Q_DEF,
+    MQRO_NONE,
+    MQAT_NO_CONTEXT,
+)
+from relaymq.message.errors import StrucIdError, TruncatedError
+from relaymq.message.layout import BYTE, CHAR, LONG, Field, Layout, byte_order
+
+_V1_FIELDS = [
+    Field("StrucId", CHAR, 4),
+    Field("Version", LONG),
+    Field("Report", LONG),
+    Field("MsgType", LONG),
+    Field("Expiry", LONG),
+    Field("Feedback", LONG),
+    Field("Encoding", LONG),
+    Field("CodedCharSetId", LONG),
+    Field("Format", CHAR, 8),
+    Field("Priority", LONG),
+    Field("Persistence", LONG),
+    Field("MsgId", BYTE, 24),
+    Field("CorrelId", BYTE, 24),
+    Field("BackoutCount", LONG),
+    Field("ReplyToQ", CHAR, 48),
+    Field("ReplyToQMgr", CHAR, 48),
+    Field("UserIdentifier", CHAR, 12),
+    Field("AccountingToken", BYTE, 32),
+    Field("ApplIdentityData", CHAR, 32),
+    Field("PutApplType", LONG),
+    Field("PutApplName", CHAR, 28),
+    Field("PutDate", CHAR, 8),
+    Field("PutTime", CHAR, 8),
+    Field("ApplOriginData", CHAR, 4),
+]
+_V2_FIELDS = [
+    Field("GroupId", BYTE, 24),
+    Field("MsgSeqNumber", LONG),
+    Field("Offset", LONG),
+    Field("MsgFlags", LONG),
+    Field("OriginalLength", LONG),
+]
+
+LAYOUT_V1 = Layout("MQMD", _V1_FIELDS)
+LAYOUT_V2 = Layout("MQMD", _V1_FIELDS + _V2_FIELDS)
+
+#: CCSID used for the MQMD's own text when none is given: ISO 8859-1, the default CCSID of
+#: MQ queue managers on Linux; EBCDIC descriptors are read as CCSID 500.
+MD_CCSID_ASCII = 819
+MD_CCSID_EBCDIC = 500
+_EBCDIC_STRUC_ID = b"\xd4\xc4\x40\x40"
+
+
+@dataclass
+class MQMD:
+    """The message descriptor, with IBM's initial values (``MQMD_DEFAULT``)."""
+
+    Version: int = MQMD_VERSION_2
+    Report: int = MQRO_NONE
+    MsgType: int = MQMT_DATAGRAM
+    Expiry: int = MQEI_UNLIMITED
+    Feedback: int = MQFB_NONE
+    Encoding: int = MQENC_NATIVE
+    CodedCharSetId: int = MQCCSI_Q_MGR
+    Format: str = MQFMT_NONE.strip()
+    Priority: int = MQPRI_PRIORITY_AS_Q_DEF
+    Persistence: int = MQPER_PERSISTENCE_AS_Q_DEF
+    MsgId: bytes = MQMI_NONE
+    CorrelId: bytes = MQCI_NONE
+    BackoutCount: int = 0
+    ReplyToQ: str = ""
+    ReplyToQMgr: str = ""
+    UserIdentifier: str = ""
+    AccountingToken: bytes = MQACT_NONE
+    ApplIdentityData: str = ""
+    PutApplType: int = MQAT_NO_CONTEXT
+    PutApplName: str = ""
+    PutDate: str = ""
+    PutTime: str = ""
+    ApplOriginData: str = ""
+    GroupId: bytes = MQGI_NONE
+    MsgSeqNumber: int = 1
+    Offset: int = 0
+    MsgFlags: int = MQMF_NONE
+    OriginalLength: int = MQOL_UNDEFINED
+
+    def to_dict(self) -> dict[str, object]:
+        """Field name -> value, in layout order (what ``Root.MQMD`` shows)."""
+        names = [f.name for f in (LAYOUT_V2 if self.Version >= 2 else LAYOUT_V1).fields]
+        return {n: getattr(self, n) for n in names if n != "StrucId"}
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+
+def detect_md(data: bytes, offset: int = 0) -> tuple[int, int]:
+    """(encoding, ccsid) of the MQMD's own fields, read from StrucId and Version."""
+    if len(data) - offset < 8:
+        raise TruncatedError("MQMD.StrucId" if len(data) - offset < 4 else "MQMD.Version",
+                             offset if len(data) - offset < 4 else offset + 4,
+                             "input too short for an MQMD")
+    sid = bytes(data[offset : offset + 4])
+    if sid == MQMD_STRUC_ID.encode("ascii"):
+        ccsid = MD_CCSID_ASCII
+    elif sid == _EBCDIC_STRUC_ID:
+        ccsid = MD_CCSID_EBCDIC
+    else:
+        raise StrucIdError("MQMD.StrucId", offset, f"expected 'MD  ', found {sid!r}")
+    version = bytes(data[offset + 4 : offset + 8])
+    if int.from_bytes(version, "big") in (1, 2):
+        encoding = MQENC_NATIVE_BIG
+    elif int.from_bytes(version, "little") in (1, 2):
+        encoding = MQENC_NATIVE
+    else:
+        raise StrucIdError("MQMD.Version", offset + 4, f"unsupported MQMD version bytes {version.hex()}")
+    return encoding, ccsid
+
+
+def decode_mqmd(
+    data: bytes, offset: int = 0, encoding: int | None = None, ccsid: int | None = None
+) -> tuple[MQMD, int]:
+    """Decode an MQMD at ``offset``; returns it and the offset just after it.
+
+    ``encoding``/``ccsid`` give the MQMD's own representation when known; otherwise detected.
+    """
+    det_enc, det_ccsid = detect_md(data, offset)
+    enc = det_enc if encoding is None else encoding
+    cs = det_ccsid if ccsid is None else ccsid
+    order = byte_order(enc)
+    head = LAYOUT_V1.decode(data, offset, order, cs, enc)
+    if head["StrucId"] != MQMD_STRUC_ID.rstrip():
+        raise StrucIdError("MQMD.StrucId", offset, f"expected 'MD  ', found {head['StrucId']!r}")
+    version = head["Version"]
+    if version == MQMD_VERSION_1:
+        values, end = head, offset + LAYOUT_V1.size
+    elif version == MQMD_VERSION_2:
+        values, end = LAYOUT_V2.decode(data, offset, order, cs, enc), offset + LAYOUT_V2.size
+    else:
+        raise StrucIdError("MQMD.Version", offset + 4, f"unsupported MQMD version {version}")
+    values.pop("StrucId")
+    return MQMD(**values), end  # type: ignore[arg-type]
+
+
+def encode_mqmd(md: MQMD, encoding: int = MQENC_NATIVE, ccsid: int = MD_CCSID_ASCII) -> bytes:
+    """The MQMD as bytes (324 for version 1, 364 for version 2), its own fields in
+    ``encoding``/``ccsid``."""
+    if md.Version not in (MQMD_VERSION_1, MQMD_VERSION_2):
+        raise StrucIdError("MQMD.Version", 4, f"unsupported MQMD version {md.Version}")
+    layout = LAYOUT_V2 if md.Version == MQMD_VERSION_2 else LAYOUT_V1
+    values = {n: getattr(md, n) for n in MQMD.field_names()}
+    values["StrucId"] = MQMD_STRUC_ID
+    return layout.encode(values, byte_order(encoding), ccsid, encoding)

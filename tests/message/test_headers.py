@@ -1,0 +1,67 @@
+"""Header chaining by Format beyond MQRFH2: MQRFH v1 (formats-and-jms.md item 5, pubsub.md
+item 37), MQDLH and other MQH* headers (item 1: each Format names the next header)."""
+
+from __future__ import annotations
+
+import pytest
+
+from relaymq.message import MQDLH, MQMD, MQRFH, MQRFH2, FolderError, MQMessage, RawHeader, decode_message, encode_message
+from relaymq.message.folders import parse_folder
+from relaymq.message.mqrfh import format_name_values, from_psc, parse_name_values, to_psc
+
+from .golden import mqmd_bytes, rfh1_bytes
+
+
+def test_rfh_v1_golden_and_psc_mapping() -> None:
+    """Item 5 / pubsub.md 37 (seed 003 l.3636-3660): MQRFH name/values map to a psc folder;
+    names without a counterpart (MQPSStreamName) are not copied."""
+    nv = b'MQPSCommand Publish MQPSPubOpts RetainPub MQPSStreamName SAMPLE.BROKER.RESULTS.STREAM MQPSTopic "Sport/Soccer/State/LatestScore/Team1 Team2"'
+    nv += b" " * (-len(nv) % 4)
+    raw = mqmd_bytes(CodedCharSetId=819, Format="MQHRF") + rfh1_bytes(nv, ccsid=819) + b"score"
+    msg = decode_message(raw)
+    rfh = msg.headers[0]
+    assert isinstance(rfh, MQRFH) and rfh.get("MQPSTopic") == "Sport/Soccer/State/LatestScore/Team1 Team2"
+    psc = to_psc(rfh)
+    assert [(c.name, c.value) for c in psc.children] == [
+        ("Command", "Publish"), ("PubOpt", "RetainPub"), ("Topic", "Sport/Soccer/State/LatestScore/Team1 Team2"),
+    ]
+    assert from_psc(psc) == [("MQPSCommand", "Publish"), ("MQPSPubOpts", "RetainPub"), ("MQPSTopic", "Sport/Soccer/State/LatestScore/Team1 Team2")]
+    assert encode_message(msg) == raw and msg.body == b"score"
+
+
+def test_name_value_quoting_round_trip() -> None:
+    """MQRFH NameValueString: quoted tokens with doubled quotes."""
+    pairs = [("MQPSTopic", 'a "quoted" b'), ("Empty", ""), ("X", "y")]
+    assert parse_name_values(format_name_values(pairs)) == pairs
+    with pytest.raises(FolderError):
+        parse_name_values('MQPSTopic "open')
+    with pytest.raises(FolderError):
+        parse_name_values("LonelyName")
+
+
+def test_dead_letter_header_then_rfh2() -> None:
+    """A message from a dead-letter queue: MQMD -> MQDLH -> MQRFH2 -> body."""
+    dlh = MQDLH(Reason=2053, DestQName="FULL.Q", DestQMgrName="QM1", CodedCharSetId=1208, PutApplName="qmgr")
+    rfh2 = MQRFH2(Format="MQSTR", folders=[parse_folder("<usr><a>1</a></usr>")])
+    raw = encode_message(MQMessage(md=MQMD(CodedCharSetId=1208), headers=[dlh, rfh2], body=b"data"))
+    assert raw[364:368] == b"DLH " and raw[364 + 172 : 364 + 176] == b"RFH "
+    back = decode_message(raw)
+    assert back.md.Format == "MQDEAD" and isinstance(back.headers[0], MQDLH)
+    assert back.headers[0].Reason == 2053 and back.headers[0].Format == "MQHRF2"
+    assert back.headers[1].get("usr.a") == "1" and back.body == b"data"
+
+
+def test_unknown_standard_header_is_carried_through() -> None:
+    """Other MQH* headers share the chained prefix: kept byte for byte and followed."""
+    cih = b"CIH " + (2).to_bytes(4, "little") + (32).to_bytes(4, "little") + (546).to_bytes(4, "little") + (1208).to_bytes(4, "little") + b"MQSTR   " + bytes(4)
+    raw = mqmd_bytes(CodedCharSetId=1208, Format="MQHCIH") + cih + b"payload"
+    msg = decode_message(raw)
+    assert isinstance(msg.headers[0], RawHeader) and msg.body_format == "MQSTR" and msg.body == b"payload"
+    assert encode_message(msg) == raw
+
+
+def test_no_headers_body_described_by_mqmd() -> None:
+    """Item 1: without an MQRFH2 the MQMD's Format/CCSID describe the body."""
+    raw = mqmd_bytes(CodedCharSetId=437, Format="MQSTR") + "héllo".encode("cp437")
+    msg = decode_message(raw)
+    assert (msg.headers, msg.body_format, msg.body_ccsid) == ([], "MQSTR", 437)

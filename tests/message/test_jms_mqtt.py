@@ -1,0 +1,62 @@
+"""JMS <-> MQTT 5 mapping (issue 3 'JMS'; documented in docs/formats.md): user properties,
+content type, correlation data, response topic, message expiry."""
+
+from __future__ import annotations
+
+import pytest
+
+from relaymq.message import JMSMessage, MappingError, MQTT5Publish, jms_to_mqtt5, mqtt5_to_jms
+
+T0 = 1_700_000_000_000
+
+
+def test_expiry_correlation_response_topic() -> None:
+    """JMSExpiration <-> Message Expiry Interval (seconds, rounded up); JMSCorrelationID <->
+    Correlation Data; JMSReplyTo topic:// <-> Response Topic."""
+    jms = JMSMessage(message_type="jms_text", body="hi", JMSTimestamp=T0, JMSExpiration=T0 + 1500, JMSCorrelationID="req-42", JMSReplyTo="topic://replies/me", JMSDestination="topic://a/b")
+    pub = jms_to_mqtt5(jms)
+    assert (pub.topic, pub.message_expiry_interval, pub.correlation_data, pub.response_topic) == ("a/b", 2, b"req-42", "replies/me")
+    back = mqtt5_to_jms(pub, now_ms=T0)
+    assert (back.JMSExpiration, back.JMSCorrelationID, back.JMSReplyTo, back.JMSDestination) == (T0 + 2000, "req-42", "topic://replies/me", "topic://a/b")
+
+
+def test_binary_correlation_id() -> None:
+    """A standard 'ID:' correlation id travels as its 24 raw bytes and comes back the same."""
+    cid = "ID:" + "00ff" * 12
+    pub = jms_to_mqtt5(JMSMessage(JMSCorrelationID=cid), topic="t")
+    assert pub.correlation_data == bytes.fromhex("00ff" * 12)
+    assert mqtt5_to_jms(pub).JMSCorrelationID == cid
+
+
+def test_user_properties_and_content_type() -> None:
+    """Properties become user properties (text); JMS_RelayMQ_ContentType <-> Content Type."""
+    jms = JMSMessage(JMSPriority=6, JMSType="order")
+    jms.properties.set("colour", "blue")
+    jms.properties.set("n", 5, "i2")
+    jms.properties.set("JMS_RelayMQ_ContentType", "text/csv")
+    pub = jms_to_mqtt5(jms, topic="t", qos=1)
+    assert ("colour", "blue") in pub.user_properties and ("n", "5") in pub.user_properties
+    assert pub.content_type == "text/csv"
+    back = mqtt5_to_jms(pub)
+    assert (back.JMSPriority, back.JMSType, back.JMSDeliveryMode) == (6, "order", 2)
+    assert back.properties["colour"] == "blue" and back.properties["n"] == "5"  # MQTT has no types
+    assert back.properties["JMS_RelayMQ_ContentType"] == "text/csv"
+
+
+@pytest.mark.parametrize(("kind", "body", "pfi"), [("jms_text", "héllo", 1), ("jms_bytes", b"\x00\xff", 0), ("jms_map", {"a": 1, "b": "x"}, 1), ("jms_stream", [1, "x", True], 1), ("jms_object", b"\xac\xed", 0)])
+def test_body_classes(kind: str, body: object, pfi: int) -> None:
+    """Body class rides in user property JMS_Class; text/map/stream are UTF-8 (indicator 1)."""
+    pub = jms_to_mqtt5(JMSMessage(message_type=kind, body=body), topic="t")
+    assert pub.payload_format_indicator == pfi
+    back = mqtt5_to_jms(pub)
+    assert (back.message_type, back.body) == (kind, body)
+
+
+def test_plain_mqtt_publish_without_jms_hints() -> None:
+    """A publish from a plain MQTT client: indicator 1 -> TextMessage, else BytesMessage."""
+    assert mqtt5_to_jms(MQTT5Publish(topic="t", payload=b"21.5", payload_format_indicator=1)).body == "21.5"
+    assert mqtt5_to_jms(MQTT5Publish(topic="t", payload=b"\x01")).message_type == "jms_bytes"
+    with pytest.raises(MappingError):
+        jms_to_mqtt5(JMSMessage())  # no topic anywhere
+    with pytest.raises(MappingError):
+        mqtt5_to_jms(MQTT5Publish(topic="t", payload=b"[1]", user_properties=[("JMS_Class", "jms_map")]))

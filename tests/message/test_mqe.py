@@ -1,0 +1,217 @@
+"""MQeFields (everyplace.md item 1; seed 004 l.386-492) and the JMS <-> MQe mapping
+(formats-and-jms.md item 21; seed 004 l.6964-7216): one test per mapping rule."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relaymq.message import JMSMessage, MappingError, MQeFields, MQeFieldsError, dump, dump_to_string, jms_to_mqe, mqe_to_jms, restore, restore_from_string
+from relaymq.message.jms_mqe import message_id
+from relaymq.message.mqe_dump import MAGIC
+
+
+# -- names and types ------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["", " a", "a b", "a{", "a}", "a[", "a]", "a#", "a(", "a)", "a;", "a,", "a'", 'a"', "a=", "é", "a\x7f\x80"])
+def test_invalid_names(name: str) -> None:
+    """Seed 004 l.410-415: at least 1 char, 0x21-0x7F, none of { } [ ] # ( ) ; , ' " =."""
+    with pytest.raises(MQeFieldsError):
+        MQeFields().put_int(name, 1)
+
+
+def test_valid_names_and_uniqueness() -> None:
+    """Names are unique: a put of an existing name replaces it."""
+    f = MQeFields().put_int("Int1", 1).put_int("a.b-c_d!~\x7f", 2).put_ascii("Int1", "x")
+    assert len(f) == 2 and f.get("Int1") == "x" and f.get_type("Int1") == "ascii"
+
+
+@pytest.mark.parametrize(
+    ("kind", "value"),
+    [("byte", 128), ("short", 2**15), ("int", 2**31), ("long", 2**63), ("ascii", "é"), ("boolean", 1), ("float", "x"), ("arrayOfInt", [1, 2**31]), ("arrayOfByte", [1]), ("fields", {}), ("nosuch", 1)],
+)
+def test_values_checked_against_type(kind: str, value: object) -> None:
+    """Types of seed 004 l.417-460: a value its type cannot carry is refused."""
+    with pytest.raises(MQeFieldsError):
+        MQeFields().put("x", kind, value)
+
+
+def _sample() -> MQeFields:
+    inner = MQeFields().put_boolean("ok", True).put("deep", "fields", MQeFields().put_unicode("u", "ünï"))
+    return (
+        MQeFields().put_ascii("a", "text").put_unicode("u", "ünïcode\n").put_byte("b", -128).put_short("s", 32767)
+        .put_int("i", -(2**31)).put_long("l", 2**63 - 1).put_float("f", 2.5).put_double("d", 1e300)
+        .put_boolean("t", False).put_array_of_byte("ab", b"\x00\xff").put("as", "arrayOfShort", [1, -2])
+        .put("ai", "arrayOfInt", [2**31 - 1]).put("al", "arrayOfLong", [-(2**63)]).put("af", "arrayOfFloat", [0.5])
+        .put("ad", "arrayOfDouble", [1.25, -3.5]).put_fields("nested", inner)
+    )
+
+
+def test_binary_dump_round_trips_every_type_and_nesting() -> None:
+    """Seed 004 l.468-472 + digest decision: the product's own dump round-trips every type,
+    nested fields and typed arrays."""
+    f = _sample()
+    raw = dump(f)
+    assert raw[:4] == MAGIC and raw[4] == 1
+    assert restore(raw) == f
+
+
+def test_empty_fixed_array_restores_as_null() -> None:
+    """Seed 004 l.474: a zero-length fixed array restores as null."""
+    f = MQeFields().put("e", "arrayOfInt", []).put_array_of_byte("b", b"")
+    back = restore(dump(f))
+    assert back.get("e") is None and back.get("b") is None and back.get_type("e") == "arrayOfInt"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda d: d[:3], "dump"),
+        (lambda d: b"XXXX" + d[4:], "dump.magic"),
+        (lambda d: d[:4] + b"\x09" + d[5:], "dump.version"),
+        (lambda d: d[:-1], "nested"),
+        (lambda d: d + b"\x00", "dump"),
+        (lambda d: d[:5] + b"\xff\xff\xff\xff" + d[9:], "name length"),
+    ],
+)
+def test_malformed_dump_is_a_clear_error(mutate, field: str) -> None:  # type: ignore[no-untyped-def]
+    """Digest decision: malformed input is rejected with a clear error (field and offset)."""
+    with pytest.raises(MQeFieldsError) as info:
+        restore(mutate(dump(_sample())))
+    assert field in info.value.field and info.value.offset is not None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=200))
+def test_restore_never_raises_anything_else(data: bytes) -> None:
+    """Bad input (hypothesis): restore raises MQeFieldsError or succeeds, never hangs."""
+    try:
+        restore(MAGIC + b"\x01" + data)
+    except MQeFieldsError:
+        pass
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=60))
+def test_flipping_bytes_of_a_valid_dump(data: bytes) -> None:
+    """Bad input (hypothesis): any corruption of a real dump is a typed error or a valid fields."""
+    raw = bytearray(dump(_sample()))
+    for i, b in enumerate(data):
+        raw[(i * 37 + b) % len(raw)] ^= b
+    try:
+        restore(bytes(raw))
+    except MQeFieldsError:
+        pass
+
+
+def test_text_dump_with_template() -> None:
+    """Seed 004 l.476-492: #0 type, #1 name, #2 value; other characters copied; nested dumped."""
+    f = MQeFields().put_int("Int1", 1234).put_ascii("name", "a\r\nb").put_fields("sub", MQeFields().put_boolean("ok", True))
+    assert dump_to_string(f, "#1\t=\t#2\r\n") == "Int1\t=\t1234\r\nname\t=\ta\\r\\nb\r\nsub\t=\t{ok\t=\ttrue\r\n}\r\n"
+    assert dump_to_string(f, "(#0)#1=#2;", title="T:").startswith("T:(int)Int1=1234;(ascii)name=")
+
+
+def test_text_restore_of_flat_fields_and_nested_refused() -> None:
+    """Seed 004 l.492: flat fields restore from text; embedded fields may not be restored."""
+    flat = MQeFields().put_int("i", -5).put_unicode("u", "x=y;\\").put("ad", "arrayOfDouble", [1.5]).put_array_of_byte("b", b"\x01").put_boolean("t", True).put_long("l", 7)
+    assert restore_from_string(dump_to_string(flat)) == flat
+    with pytest.raises(MQeFieldsError):
+        restore_from_string(dump_to_string(MQeFields().put_fields("n", MQeFields())))
+    with pytest.raises(MQeFieldsError):
+        restore_from_string("garbage")
+
+
+# -- JMS <-> MQe (seed 004 l.6964-7216) -----------------------------------------------------------
+T0 = 1_032_876_532_326
+
+
+def _jms() -> JMSMessage:
+    jms = JMSMessage(message_type="jms_text", body="A test message to MQe JMS", JMSTimestamp=T0, JMSPriority=7,
+                     JMSType="testMsg", JMSDeliveryMode=2, JMSReplyTo="queue://QM2/REPLY", JMSCorrelationID="ID:" + "0a" * 24,
+                     JMSExpiration=T0 + 5000, JMSRedelivered=False, JMSDestination="queue:///SYSTEM.DEFAULT.LOCAL.QUEUE")
+    jms.properties.set("anInt", 12345, "i4")
+    jms.properties.set("JMSXRcvTimestamp", T0 + 200, "i8")
+    jms.properties.set("JMS_IBM_Format", "MQSTR")
+    return jms
+
+
+def test_rule_version_and_class_identify_a_jms_message() -> None:
+    """MQe_JMS_VERSION (short 1) marks a JMS message; MQe_JMS_CLASS names its type (table 5)."""
+    f = jms_to_mqe(_jms())
+    assert (f.get("MQe_JMS_VERSION"), f.get_type("MQe_JMS_VERSION"), f.get("MQe_JMS_CLASS")) == (1, "short", "jms_text")
+    assert jms_to_mqe(JMSMessage(message_type="jms_none")).get("MQe_JMS_CLASS") == "jms_null"
+    with pytest.raises(MappingError):
+        mqe_to_jms(MQeFields().put_int("x", 1))
+
+
+def test_rule_direct_header_fields() -> None:
+    """Table 6: JMSTimestamp->Msg_Time, JMSCorrelationID->Msg_CorrelID, JMSExpiration->
+    Msg_ExpireTime, JMSPriority->Msg_Priority."""
+    f = jms_to_mqe(_jms())
+    assert f.get("Msg_Time") == T0 and f.get("Msg_CorrelID") == b"\x0a" * 24
+    assert (f.get("Msg_ExpireTime"), f.get_type("Msg_ExpireTime")) == (T0 + 5000, "long")
+    assert (f.get("Msg_Priority"), f.get_type("Msg_Priority")) == (7, "byte")
+
+
+def test_rule_replyto_split_and_messageid_hash() -> None:
+    """JMSReplyTo splits into Msg_ReplyToQMgr + Msg_ReplyToQ; JMSMessageID = 'ID:' + 24-byte
+    hash of (Msg_OriginQMgr, Msg_Time)."""
+    f = jms_to_mqe(_jms(), origin_qmgr="QM1")
+    assert (f.get("Msg_ReplyToQMgr"), f.get("Msg_ReplyToQ")) == ("QM2", "REPLY")
+    back = mqe_to_jms(restore(dump(f)))
+    assert back.JMSReplyTo == "queue://QM2/REPLY"
+    assert back.JMSMessageID == message_id("QM1", T0) and len(back.JMSMessageID) == 3 + 48
+    assert message_id("QM1", T0) != message_id("QM2", T0)
+    assert jms_to_mqe(JMSMessage(JMSReplyTo="QM3+Q3")).get("Msg_ReplyToQMgr") == "QM3"
+
+
+def test_rule_header_fields_without_equivalent_in_mqe_jms_header() -> None:
+    """Delivery mode (int), redelivered (boolean) and type (string) go in MQe_JMS_HEADER;
+    JMSDestination is not stored but recreated by the receiver."""
+    f = jms_to_mqe(_jms())
+    header = f.get_fields("MQe_JMS_HEADER")
+    assert header is not None
+    assert (header.get("MQe_JMS_DELIVERYMODE"), header.get_type("MQe_JMS_DELIVERYMODE")) == (2, "int")
+    assert (header.get("MQe_JMS_REDELIVERED"), header.get("MQe_JMS_TYPE")) == (False, "testMsg")
+    assert "SYSTEM.DEFAULT.LOCAL.QUEUE" not in dump_to_string(f)
+    back = mqe_to_jms(f, destination="queue:///SYSTEM.DEFAULT.LOCAL.QUEUE")
+    assert (back.JMSDeliveryMode, back.JMSRedelivered, back.JMSType, back.JMSDestination) == (2, False, "testMsg", "queue:///SYSTEM.DEFAULT.LOCAL.QUEUE")
+
+
+def test_rule_three_property_folders() -> None:
+    """Table 7: application, JMSX and JMS_ properties in their own embedded fields, typed."""
+    f = jms_to_mqe(_jms())
+    assert (f.get_fields("MQe_JMS_PROPERTIES").get("anInt"), f.get_fields("MQe_JMS_PROPERTIES").get_type("anInt")) == (12345, "int")
+    assert f.get_fields("MQe_JMSX_PROPERTIES").get("JMSXRcvTimestamp") == T0 + 200
+    assert f.get_fields("MQe_JMS_PS_PROPERTIES").get("JMS_IBM_Format") == "MQSTR"
+    back = mqe_to_jms(restore(dump(f)))
+    assert back.properties == _jms().properties
+
+
+@pytest.mark.parametrize(("kind", "body"), [("jms_text", "ünï text"), ("jms_bytes", b"\x00\x01"), ("jms_object", b"\xac\xed"), ("jms_map", {"k": 1}), ("jms_stream", [1, "a"]), ("jms_none", None)])
+def test_rule_body_as_bytes(kind: str, body: object) -> None:
+    """Table 8: the body is stored as bytes in MQe_JMS_BODY (text as UTF-8)."""
+    f = jms_to_mqe(JMSMessage(message_type=kind, body=body))
+    if kind == "jms_text":
+        assert f.get("MQe_JMS_BODY") == "ünï text".encode("utf-8")
+    back = mqe_to_jms(restore(dump(f)))
+    assert (back.message_type, back.body) == (kind, body)
+
+
+def test_seed_example_message_is_understood() -> None:
+    """The seed's hand-built MQe JMS text message (l.7096-7140) converts to the JMS message it prints."""
+    msg = MQeFields().put_short("MQe_JMS_VERSION", 1).put_ascii("MQe_JMS_CLASS", "jms_text")
+    msg.put_byte("Msg_Priority", 7).put_long("Msg_ExpireTime", 0)
+    header = MQeFields().put_boolean("MQe_JMS_REDELIVERED", False).put_ascii("MQe_JMS_TYPE", "testMsg").put_int("MQe_JMS_DELIVERYMODE", 2)
+    msg.put_fields("MQe_JMS_HEADER", header).put_fields("MQe_JMS_PROPERTIES", MQeFields().put_int("anInt", 12345))
+    msg.put_fields("MQe_JMSX_PROPERTIES", MQeFields()).put_fields("MQe_JMS_PS_PROPERTIES", MQeFields())
+    msg.put_array_of_byte("MQe_JMS_BODY", "A test message to MQe JMS".encode("utf-8"))
+    jms = mqe_to_jms(msg)
+    assert (jms.JMSType, jms.JMSDeliveryMode, jms.JMSExpiration, jms.JMSPriority, jms.JMSCorrelationID, jms.JMSReplyTo, jms.JMSRedelivered) == ("testMsg", 2, 0, 7, None, None, False)
+    assert jms.properties["anInt"] == 12345 and jms.body == "A test message to MQe JMS"
+
+
+def test_int_expire_time_is_relative() -> None:
+    """everyplace.md item 5: an int ExpireTime is relative to creation, a long absolute."""
+    msg = MQeFields().put_short("MQe_JMS_VERSION", 1).put_ascii("MQe_JMS_CLASS", "jms_null").put_long("Msg_Time", 1000).put_int("Msg_ExpireTime", 500)
+    assert mqe_to_jms(msg).JMSExpiration == 1500

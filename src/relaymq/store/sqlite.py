@@ -316,6 +316,11 @@ class SQLiteStore(Store):
         with self._lock:
             self._submit((_DELETE_RETAINED, (topic,)))
 
+    @property
+    def notify(self) -> Callable[[Callable[[], None]], None]:
+        """How durable-callbacks are handed back to the owner's thread."""
+        return self._notify
+
     def on_durable(self, callback: Callable[[], None]) -> None:
         """Queue ``callback`` behind everything submitted so far; it goes to ``notify`` after the commit.
 

@@ -1,0 +1,199 @@
+"""The Broker: the state every connection shares, and the session lifecycle.
+
+It holds the sessions, the subscription tree, the retained tree and the store. Protocol
+handling per packet lives in the handle_*.py modules; fan-out in routing.py and delivery.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Callable
+
+from relaymq.broker import delivery as delivery_mod
+from relaymq.broker.clock import Clock
+from relaymq.broker.persistence import MessageRefs, save_session
+from relaymq.broker.session import Delivery, Session
+from relaymq.broker.shared import SharedGroup
+from relaymq.broker.stats import BrokerStats
+from relaymq.pubsub.retained import RetainedTree
+from relaymq.pubsub.topictree import SubscriptionTree
+from relaymq.store.base import NEVER_EXPIRES, QUEUED, Snapshot, Store, StoredMessage
+
+if TYPE_CHECKING:
+    from relaymq.broker.connection import Connection
+
+log = logging.getLogger("relaymq.broker")
+
+
+class Broker:
+    def __init__(self, config: Any, store: Store, clock: Clock | None = None,
+                 passwords: Any = None, acl: Any = None) -> None:
+        self.config = config
+        self.limits = config.limits
+        self.store = store
+        self.clock = clock or Clock()
+        self.passwords = passwords  # relaymq.auth.passwords.PasswordFile or None
+        self.acl = acl  # relaymq.auth.acl.Acl or None (everything allowed)
+        self.sessions: dict[str, Session] = {}
+        self.connections: set[Connection] = set()
+        self.subscriptions: SubscriptionTree = SubscriptionTree()
+        self.retained: RetainedTree[StoredMessage] = RetainedTree()
+        self.shared_groups: dict[tuple[str, str], SharedGroup] = {}  # (group, filter) -> group
+        self.refs = MessageRefs(store)
+        self.stats = BrokerStats()
+        self.started_at = self.clock.monotonic()
+        self._next_msg_id = 1
+        self._next_seq = 1
+        self._next_client_number = 1
+        self._next_sys = 0.0
+        # Set by the server: start/stop a listener ("1883" or "all", on/off).
+        self.listener_control: Callable[[str, bool], bool] | None = None
+        # Wills waiting for their delay (MQTT 5 will delay interval): client id -> (due, message)
+        self.pending_wills: dict[str, tuple[float, StoredMessage]] = {}
+
+    # ------------------------------------------------------------------ identifiers
+    def new_msg_id(self) -> int:
+        mid = self._next_msg_id
+        self._next_msg_id = mid + 1
+        return mid
+
+    def new_seq(self) -> int:
+        seq = self._next_seq
+        self._next_seq = seq + 1
+        return seq
+
+    def assign_client_id(self) -> str:
+        """An id for a client that sent an empty one (3.1.1 clean session; 5.0 always)."""
+        while True:
+            cid = f"relaymq-{self._next_client_number:08d}"
+            self._next_client_number += 1
+            if cid not in self.sessions:
+                return cid
+
+    def new_message(self, topic: str, payload: bytes, qos: int, retain: bool,
+                    properties: dict | None = None, expiry_interval: int | None = None) -> StoredMessage:
+        now = self.clock.wall()
+        expiry_at = now + expiry_interval if expiry_interval is not None else None
+        return StoredMessage(self.new_msg_id(), topic, payload, qos, retain, properties or {},
+                             expiry_at, now)
+
+    # ------------------------------------------------------------------ sessions
+    def end_session(self, session: Session) -> None:
+        """Discard a session: its subscriptions, queued and in-flight messages (mqtt.md item 20)."""
+        from relaymq.broker.handle_subscribe import remove_subscription
+
+        for topic_filter in list(session.subscriptions):
+            remove_subscription(self, session, topic_filter, persist=False)
+        for d in list(session.inflight.values()) + list(session.queue):
+            delivery_mod.discard(self, session, d, persist=False)
+        session.inflight.clear()
+        session.queue.clear()
+        for msg in session.inbound.values():
+            if msg is not None and session.persisted:
+                self.refs.release(msg)
+        session.inbound.clear()
+        if session.persisted:
+            self.store.delete_session(session.client_id)
+            session.persisted = False
+        if self.sessions.get(session.client_id) is session:
+            del self.sessions[session.client_id]
+        will = self.pending_wills.pop(session.client_id, None)
+        if will is not None:  # a session that ends publishes its delayed will now (MQTT 5 3.1.3.2)
+            self.publish_will(will[1])
+
+    def publish_will(self, message: StoredMessage) -> None:
+        from relaymq.broker.routing import process_publication
+
+        process_publication(self, message, origin=None)
+
+    # ------------------------------------------------------------------ restore
+    def restore(self, snap: Snapshot) -> None:
+        """Rebuild sessions, subscriptions, queues and retained messages from the store."""
+        from relaymq.broker.handle_subscribe import add_subscription_to_tree
+
+        now = self.clock.monotonic()
+        self._next_msg_id = max(self._next_msg_id, getattr(snap, "next_msg_id", 1))
+        self._next_seq = max(self._next_seq, getattr(snap, "next_seq", 1))
+        for rec in snap.sessions.values():
+            s = Session(rec.client_id, rec.protocol_level, rec.expiry_interval, rec.username)
+            s.persisted = True
+            s.disconnected_at = now  # the expiry clock restarts at the broker's start
+            self.sessions[rec.client_id] = s
+        for sub in snap.subscriptions:
+            s = self.sessions.get(sub.client_id)
+            if s is None:
+                continue
+            s.subscriptions[sub.topic_filter] = sub
+            add_subscription_to_tree(self, s, sub)
+        for rec in snap.deliveries:
+            s = self.sessions.get(rec.client_id)
+            msg = snap.messages.get(rec.msg_id)
+            if s is None or msg is None:
+                continue
+            d = Delivery(rec.seq, msg, rec.qos, rec.retain, list(rec.subscription_ids),
+                         rec.packet_id, rec.state, persisted=True)
+            self.refs.counts[msg.msg_id] = self.refs.counts.get(msg.msg_id, 0) + 1
+            if rec.state != QUEUED and rec.packet_id is not None and rec.packet_id not in s.inflight:
+                s.inflight[rec.packet_id] = d
+            else:
+                d.state, d.packet_id = QUEUED, None
+                s.queue.append(d)
+            s.queued_bytes += len(msg.payload)
+        for rec in snap.inbound:
+            s = self.sessions.get(rec.client_id)
+            if s is None:
+                continue
+            msg = snap.messages.get(rec.msg_id) if rec.msg_id is not None else None
+            if msg is not None:
+                self.refs.counts[msg.msg_id] = self.refs.counts.get(msg.msg_id, 0) + 1
+            s.inbound[rec.packet_id] = msg
+        for topic, msg_id in snap.retained.items():
+            msg = snap.messages.get(msg_id)
+            if msg is not None:
+                self.retained.set(topic, msg)
+                self.refs.counts[msg_id] = self.refs.counts.get(msg_id, 0) + 1
+        for msg_id in snap.messages:
+            if msg_id not in self.refs.counts:  # orphan left by a crash between two writes
+                self.store.delete_message(msg_id)
+            self._next_msg_id = max(self._next_msg_id, msg_id + 1)
+        for rec in snap.deliveries:
+            self._next_seq = max(self._next_seq, rec.seq + 1)
+        log.info("restored %d sessions, %d subscriptions, %d queued messages, %d retained",
+                 len(snap.sessions), len(snap.subscriptions), len(snap.deliveries),
+                 len(snap.retained))
+
+    # ------------------------------------------------------------------ time
+    def tick(self) -> None:
+        """Called about once a second by the server: keep-alive, retries, wills, expiry, $SYS."""
+        from relaymq.broker import sys_tree
+
+        now = self.clock.monotonic()
+        for conn in list(self.connections):
+            conn.check_timers(now)
+        for cid, (due, msg) in list(self.pending_wills.items()):
+            if now >= due:
+                del self.pending_wills[cid]
+                self.publish_will(msg)
+        for session in [s for s in self.sessions.values() if s.expired(now)]:
+            log.info("session %s expired", session.client_id)
+            self.end_session(session)
+        interval = self.config.broker.sys_interval
+        if interval and now >= self._next_sys:
+            self._next_sys = now + interval
+            sys_tree.publish_stats(self)
+
+    def shutdown(self) -> None:
+        """Close every connection without publishing wills, then flush the store."""
+        for conn in list(self.connections):
+            conn.shutdown()
+        for session in self.sessions.values():
+            if session.persistent:
+                save_session(self, session)
+        self.store.flush()
+
+    # ------------------------------------------------------------------ helpers
+    def session_expiry_for(self, level: int, clean_start: bool, requested: int | None) -> int:
+        if level < 5:
+            return 0 if clean_start else NEVER_EXPIRES
+        value = requested or 0
+        return min(value, self.config.broker.session_expiry_max)

@@ -1,0 +1,169 @@
+"""PUBLISH from a client and the acknowledgements of both directions (mqtt.md items 6-12,
+25-29; MQTT 5 topic aliases, receive maximum, message expiry).
+
+Inbound QoS 1: route (which stores the deliveries), then PUBACK once the store says durable.
+Inbound QoS 2: store on PUBLISH and PUBREC once durable; route on PUBREL, then PUBCOMP
+(seed 000 l.736-741: store on PUBLISH, deliver on PUBREL, exactly once).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from relaymq.broker import delivery
+from relaymq.broker.listener_control import LISTENER_CONTROL_PREFIX, handle_listener_control
+from relaymq.broker.persistence import forget_inbound, persist_inbound
+from relaymq.broker.routing import process_publication
+from relaymq.mqtt import packets as p
+from relaymq.mqtt import reason_codes as rc
+from relaymq.mqtt.errors import MalformedPacket, ProtocolError
+from relaymq.pubsub import topics
+from relaymq.pubsub.topics import TopicError, validate_topic_name
+from relaymq.store.base import RELEASED, SENT
+
+if TYPE_CHECKING:
+    from relaymq.broker.connection import Connection
+
+log = logging.getLogger("relaymq.publish")
+
+# MQTT 5 properties a publication carries to its subscribers (3.3.2.3).
+FORWARDED = ("payload_format_indicator", "content_type", "response_topic", "correlation_data",
+             "user_property")
+
+
+def resolve_topic(conn: Connection, pkt: p.Publish) -> str:
+    topic = pkt.topic
+    if conn.level == 5:
+        alias = pkt.properties.get("topic_alias")
+        if alias is not None:
+            if alias == 0 or alias > conn.broker.limits.topic_alias_maximum:
+                raise ProtocolError(f"topic alias {alias} out of range", rc.TOPIC_ALIAS_INVALID)
+            if topic:
+                conn.aliases_in[alias] = topic
+            else:
+                topic = conn.aliases_in.get(alias, "")
+                if not topic:
+                    raise ProtocolError(f"topic alias {alias} is not set", rc.PROTOCOL_ERROR)
+    try:
+        validate_topic_name(topic, conn.broker.limits.max_topic_length)
+    except TopicError as err:
+        if err.reason == topics.WILDCARD_IN_NAME:
+            raise MalformedPacket(f"wildcard in topic name {topic!r}") from None
+        raise ProtocolError(f"invalid topic name: {err.reason}", rc.TOPIC_NAME_INVALID) from None
+    response_topic = pkt.properties.get("response_topic") if conn.level == 5 else None
+    if response_topic is not None:
+        try:
+            validate_topic_name(response_topic, conn.broker.limits.max_topic_length)
+        except TopicError as err:
+            raise ProtocolError(f"invalid response topic: {err.reason}") from None
+    return topic
+
+
+def handle_publish(conn: Connection, pkt: p.Publish) -> None:
+    broker = conn.broker
+    session = conn.session
+    broker.stats.messages_received += 1
+    topic = resolve_topic(conn, pkt)
+    qos = pkt.qos
+    limits = broker.limits
+    if qos > limits.max_qos:
+        raise ProtocolError(f"QoS {qos} above the maximum {limits.max_qos}", rc.QOS_NOT_SUPPORTED)
+    if pkt.retain and not limits.retain_available:
+        raise ProtocolError("retain is not available", rc.RETAIN_NOT_SUPPORTED)
+
+    if qos == 2 and pkt.packet_id in session.inbound:
+        conn.send(p.Pubrec(pkt.packet_id))  # a duplicate: acknowledge again, deliver nothing
+        return
+    if qos > 0 and conn.level == 5:
+        if conn.inbound_unacked >= limits.max_inflight:
+            raise ProtocolError("receive maximum exceeded", rc.RECEIVE_MAXIMUM_EXCEEDED)
+
+    allowed = broker.acl is None or broker.acl.can_publish(conn.username, conn.client_id, topic)
+    if topic.startswith(LISTENER_CONTROL_PREFIX) and allowed:
+        allowed = handle_listener_control(conn, topic, pkt.payload)
+    message = None
+    if allowed:
+        props = pkt.properties
+        fwd = {k: props[k] for k in FORWARDED if k in props} if props else {}
+        message = broker.new_message(topic, pkt.payload, qos, pkt.retain, fwd,
+                                     props.get("message_expiry_interval") if props else None)
+    else:
+        log.info("client %s may not publish to %r", conn.client_id, topic)
+    refused = rc.NOT_AUTHORIZED if not allowed and conn.level == 5 else rc.SUCCESS
+
+    if qos == 0:
+        if message is not None:
+            process_publication(broker, message, session)
+        return
+    pid = pkt.packet_id
+    conn.inbound_unacked += 1
+    if qos == 1:
+        code = refused
+        if message is not None:
+            receivers = process_publication(broker, message, session)
+            if receivers == 0 and conn.level == 5:
+                code = rc.NO_MATCHING_SUBSCRIBERS
+        broker.store.on_durable(lambda: _ack(conn, p.Puback(pid, code)))
+        return
+    session.inbound[pid] = message
+    if session.persistent:
+        persist_inbound(broker, session, pid, message)
+    if refused:  # MQTT 5 4.3.3: a PUBREC with a failure code ends the exchange
+        broker.store.on_durable(lambda: _ack(conn, p.Pubrec(pid, refused)))
+    else:
+        broker.store.on_durable(lambda: conn.send(p.Pubrec(pid)))
+
+
+def _ack(conn: Connection, packet: p.Packet) -> None:
+    conn.inbound_unacked -= 1
+    conn.send(packet)
+
+
+def handle_pubrel(conn: Connection, pkt: p.Pubrel) -> None:
+    broker = conn.broker
+    session = conn.session
+    pid = pkt.packet_id
+    if pid not in session.inbound:
+        conn.send(p.Pubcomp(pid))  # already released: complete it again
+        return
+    message = session.inbound.pop(pid)
+    if message is not None:
+        process_publication(broker, message, session)
+    if session.persistent:
+        forget_inbound(broker, session, pid, message)
+    broker.store.on_durable(lambda: _ack(conn, p.Pubcomp(pid)))
+
+
+def expect_inflight(conn: Connection, packet_id: int, qos: int, states: tuple[int, ...],
+                    what: str) -> None:
+    """An acknowledgement that does not fit the in-flight message it names is a protocol
+    error (PUBREC for QoS 1, PUBACK for QoS 2, PUBCOMP before PUBREC); an id not in flight at
+    all is ignored, since it may be a late duplicate."""
+    d = conn.session.inflight.get(packet_id)
+    if d is not None and (d.qos != qos or d.state not in states):
+        raise ProtocolError(f"{what} for packet {packet_id}, a QoS {d.qos} message in state {d.state}")
+
+
+def handle_puback(conn: Connection, pkt: p.Puback) -> None:
+    expect_inflight(conn, pkt.packet_id, 1, (SENT,), "PUBACK")
+    delivery.acknowledged(conn.broker, conn.session, pkt.packet_id, SENT, 1)
+
+
+def handle_pubrec(conn: Connection, pkt: p.Pubrec) -> None:
+    broker = conn.broker
+    session = conn.session
+    pid = pkt.packet_id
+    expect_inflight(conn, pid, 2, (SENT, RELEASED), "PUBREC")
+    if conn.level == 5 and pkt.reason_code >= 0x80:
+        # the subscriber refused it: the exchange ends here (MQTT 5 4.3.3)
+        delivery.acknowledged(broker, session, pid, SENT, 2)
+        return
+    # unknown ids get a plain PUBREL too (as Mosquitto answers; the conformance cases expect it)
+    delivery.received(broker, session, pid)
+    conn.send(p.Pubrel(pid))
+
+
+def handle_pubcomp(conn: Connection, pkt: p.Pubcomp) -> None:
+    expect_inflight(conn, pkt.packet_id, 2, (RELEASED,), "PUBCOMP")
+    delivery.acknowledged(conn.broker, conn.session, pkt.packet_id, RELEASED, 2)

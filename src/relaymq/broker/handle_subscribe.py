@@ -1,0 +1,134 @@
+"""SUBSCRIBE and UNSUBSCRIBE (mqtt.md items 11, 12, 30, 31; MQTT 5 subscription options,
+subscription identifiers, shared subscriptions).
+
+Grants the requested QoS (capped by the broker's maximum) unless the ACL refuses: then 0x80 in
+3.1.1, 0x87 in 5.0, and in MQIsdp v3, which has no failure code, the requested QoS with nothing
+delivered (mqtt.md decision). SUBACK leaves once the subscriptions are durable; retained
+messages follow it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from relaymq.broker.retain import send_retained
+from relaymq.broker.shared import SharedGroup
+from relaymq.mqtt import packets as p
+from relaymq.mqtt import reason_codes as rc
+from relaymq.mqtt.errors import ProtocolError
+from relaymq.pubsub.topics import TopicError, parse_shared, validate_topic_filter
+from relaymq.store.base import SubscriptionRecord
+
+if TYPE_CHECKING:
+    from relaymq.broker.broker import Broker
+    from relaymq.broker.connection import Connection
+    from relaymq.broker.session import Session
+
+log = logging.getLogger("relaymq.subscribe")
+
+
+def add_subscription_to_tree(broker: Broker, session: Session, sub: SubscriptionRecord) -> None:
+    group, topic_filter = parse_shared(sub.topic_filter)
+    if group is None:
+        broker.subscriptions.insert(topic_filter, session.client_id, sub)
+        return
+    shared = broker.shared_groups.get((group, topic_filter))
+    if shared is None:
+        shared = SharedGroup(group, topic_filter)
+        broker.shared_groups[(group, topic_filter)] = shared
+        broker.subscriptions.insert(topic_filter, ("$share", group), shared)
+    shared.members[session.client_id] = sub
+
+
+def remove_subscription(broker: Broker, session: Session, full_filter: str, persist: bool) -> bool:
+    sub = session.subscriptions.pop(full_filter, None)
+    if sub is None:
+        return False
+    group, topic_filter = parse_shared(full_filter)
+    if group is None:
+        broker.subscriptions.remove(topic_filter, session.client_id)
+    else:
+        shared = broker.shared_groups.get((group, topic_filter))
+        if shared is not None:
+            shared.members.pop(session.client_id, None)
+            if not shared.members:
+                del broker.shared_groups[(group, topic_filter)]
+                broker.subscriptions.remove(topic_filter, ("$share", group))
+    if persist and session.persisted:
+        broker.store.delete_subscription(session.client_id, full_filter)
+    return True
+
+
+def handle_subscribe(conn: Connection, pkt: p.Subscribe) -> None:
+    broker = conn.broker
+    session = conn.session
+    level = conn.level
+    sub_id = pkt.properties.get("subscription_identifier") if level == 5 else None
+    codes: list[int] = []
+    retained_to_send: list[tuple[SubscriptionRecord, str]] = []
+    for req in pkt.subscriptions:
+        full = req.topic_filter
+        try:
+            group, topic_filter = parse_shared(full)
+        except TopicError as err:
+            raise ProtocolError(f"invalid shared subscription {full!r}: {err.reason}") from None
+        try:
+            validate_topic_filter(topic_filter, strict=True, max_length=broker.limits.max_topic_length)
+        except TopicError as err:
+            log.info("client %s: invalid topic filter %r: %s", conn.client_id, full, err.reason)
+            if level == 5:
+                codes.append(rc.TOPIC_FILTER_INVALID)
+                continue
+            raise ProtocolError(f"invalid topic filter {full!r}: {err.reason}") from None
+        if group is not None and req.no_local and level == 5:
+            raise ProtocolError("no local on a shared subscription")  # MQTT 5 3.8.3.1
+        qos = min(req.qos, broker.limits.max_qos)
+        if broker.acl is not None and not broker.acl.can_subscribe(conn.username, conn.client_id, full):
+            log.info("client %s may not subscribe to %r", conn.client_id, full)
+            codes.append(req.qos if level == 3 else (rc.NOT_AUTHORIZED if level == 5 else 0x80))
+            continue
+        existed = full in session.subscriptions
+        sub = SubscriptionRecord(session.client_id, full, qos, req.no_local,
+                                 req.retain_as_published, req.retain_handling, sub_id)
+        if existed:
+            remove_subscription(broker, session, full, persist=False)
+        session.subscriptions[full] = sub
+        add_subscription_to_tree(broker, session, sub)
+        if session.persistent:
+            broker.store.put_subscription(sub)
+        codes.append(qos)
+        # retain handling: 0 always, 1 only for a new subscription, 2 never; none for shared
+        if group is None and (req.retain_handling == 0 or (req.retain_handling == 1 and not existed)):
+            retained_to_send.append((sub, topic_filter))
+    pid = pkt.packet_id
+
+    def acknowledge() -> None:
+        conn.send(p.Suback(pid, codes))
+        if conn.closed:
+            return
+        for sub, topic_filter in retained_to_send:
+            if session.subscriptions.get(sub.topic_filter) is sub:
+                send_retained(broker, session, sub, topic_filter)
+
+    broker.store.on_durable(acknowledge)
+
+
+def handle_unsubscribe(conn: Connection, pkt: p.Unsubscribe) -> None:
+    broker = conn.broker
+    session = conn.session
+    codes = []
+    for full in pkt.topic_filters:
+        try:
+            group, topic_filter = parse_shared(full)
+            validate_topic_filter(topic_filter, strict=True, max_length=broker.limits.max_topic_length)
+        except TopicError as err:
+            if conn.level == 5:
+                codes.append(rc.TOPIC_FILTER_INVALID)
+                continue
+            raise ProtocolError(f"invalid topic filter {full!r}: {err.reason}") from None
+        existed = remove_subscription(broker, session, full, persist=True)
+        codes.append(rc.SUCCESS if existed else rc.NO_SUBSCRIPTION_EXISTED)
+    pid = pkt.packet_id
+    reason_codes = codes if conn.level == 5 else []
+    broker.store.on_durable(lambda: conn.send(p.Unsuback(pid, reason_codes)))

@@ -1,0 +1,93 @@
+"""The bridge between the broker's in-memory state and the store (spec README decision 4).
+
+Messages are shared by every delivery, retained slot and pending QoS 2 release that refers to
+them; the store keeps one copy, counted here, and deletes it when the last reference goes.
+Only persistent sessions are written: a clean session does not outlive the process anyway.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from relaymq.store.base import DeliveryRecord, InboundRecord, SessionRecord, StoredMessage
+
+if TYPE_CHECKING:
+    from relaymq.broker.broker import Broker
+    from relaymq.broker.session import Delivery, Session
+
+
+class MessageRefs:
+    """Reference counts of the messages held in the store."""
+
+    def __init__(self, store) -> None:
+        self.store = store
+        self.counts: dict[int, int] = {}
+
+    def acquire(self, message: StoredMessage) -> None:
+        count = self.counts.get(message.msg_id)
+        if count is None:
+            self.store.put_message(message)
+            self.counts[message.msg_id] = 1
+        else:
+            self.counts[message.msg_id] = count + 1
+
+    def release(self, message: StoredMessage) -> None:
+        count = self.counts.get(message.msg_id)
+        if count is None:
+            return
+        if count <= 1:
+            del self.counts[message.msg_id]
+            self.store.delete_message(message.msg_id)
+        else:
+            self.counts[message.msg_id] = count - 1
+
+
+def session_record(session: Session) -> SessionRecord:
+    return SessionRecord(session.client_id, session.protocol_level, session.expiry_interval,
+                         None, session.username)
+
+
+def save_session(broker: Broker, session: Session) -> None:
+    """Write or remove the session record as its persistence requires."""
+    if session.persistent:
+        broker.store.put_session(session_record(session))
+        session.persisted = True
+    elif session.persisted:
+        broker.store.delete_session(session.client_id)
+        session.persisted = False
+
+
+def persist_delivery(broker: Broker, session: Session, delivery: Delivery) -> None:
+    broker.refs.acquire(delivery.message)
+    broker.store.put_delivery(DeliveryRecord(
+        session.client_id, delivery.seq, delivery.message.msg_id, delivery.qos, delivery.retain,
+        delivery.packet_id, delivery.state, list(delivery.subscription_ids)))
+    delivery.persisted = True
+
+
+def update_delivery(broker: Broker, session: Session, delivery: Delivery) -> None:
+    if delivery.persisted:
+        broker.store.update_delivery(session.client_id, delivery.seq, delivery.packet_id,
+                                     delivery.state)
+
+
+def forget_delivery(broker: Broker, session: Session, delivery: Delivery) -> None:
+    if delivery.persisted:
+        broker.store.delete_delivery(session.client_id, delivery.seq)
+        broker.refs.release(delivery.message)
+        delivery.persisted = False
+
+
+def persist_inbound(broker: Broker, session: Session, packet_id: int,
+                    message: StoredMessage | None) -> None:
+    if message is not None:
+        broker.refs.acquire(message)
+    broker.store.put_inbound(InboundRecord(session.client_id, packet_id,
+                                           message.msg_id if message else None))
+
+
+def forget_inbound(broker: Broker, session: Session, packet_id: int,
+                   message: StoredMessage | None) -> None:
+    broker.store.delete_inbound(session.client_id, packet_id)
+    if message is not None:
+        broker.refs.release(message)

@@ -1,0 +1,63 @@
+"""From one publication to every matching session (design guide: "How the parts meet").
+
+Topic tree match (cached) -> per subscription: no-local, ACL -> one delivery per client at the
+highest granted QoS with every matching subscription identifier -> delivery.deliver.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from relaymq.broker.delivery import deliver
+from relaymq.broker.retain import store_retained
+from relaymq.broker.shared import SharedGroup
+
+if TYPE_CHECKING:
+    from relaymq.broker.broker import Broker
+    from relaymq.broker.session import Session
+    from relaymq.store.base import StoredMessage
+
+
+def process_publication(broker: Broker, message: StoredMessage, origin: Session | None) -> int:
+    """Retain (if flagged) and route a publication. Returns the number of receiving clients."""
+    if message.retain:
+        store_retained(broker, message)
+    return route(broker, message, origin)
+
+
+def route(broker: Broker, message: StoredMessage, origin: Session | None) -> int:
+    topic = message.topic
+    sessions = broker.sessions
+    acl = broker.acl
+    origin_id = origin.client_id if origin is not None else None
+    targets: dict[str, list] = {}  # client id -> [qos, retain, subscription ids]
+    for key, value in broker.subscriptions.match(topic):
+        if isinstance(value, SharedGroup):
+            chosen = value.choose(sessions)
+            if chosen is None:
+                continue
+            client_id, sub = chosen
+        else:
+            client_id, sub = key, value
+        if sub.no_local and client_id == origin_id:
+            continue
+        session = sessions.get(client_id)
+        if session is None:
+            continue
+        if acl is not None and not acl.can_receive(session.username, client_id, topic):
+            continue
+        qos = sub.qos if sub.qos < message.qos else message.qos  # mqtt.md item 12
+        # 3.1.1 sets RETAIN 0 on live messages; MQTT 5 keeps it with retain-as-published
+        retain = message.retain and sub.retain_as_published
+        t = targets.get(client_id)
+        if t is None:
+            targets[client_id] = [qos, retain, [sub.subscription_id] if sub.subscription_id else []]
+        else:
+            if qos > t[0]:
+                t[0] = qos
+            t[1] = t[1] or retain
+            if sub.subscription_id:
+                t[2].append(sub.subscription_id)
+    for client_id, (qos, retain, sub_ids) in targets.items():
+        deliver(broker, sessions[client_id], message, qos, retain, sub_ids)
+    return len(targets)

@@ -1,0 +1,84 @@
+"""A client's session: what survives its connection (mqtt.md items 20, 26; MQTT 5 session expiry).
+
+The session owns its subscriptions, the outbound queue and in-flight window for QoS 1/2, and
+the QoS 2 packet ids received but not yet released. Connection-scoped state (topic aliases,
+keep-alive, the will) lives on the Connection.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from relaymq.store.base import NEVER_EXPIRES, QUEUED, StoredMessage, SubscriptionRecord
+
+if TYPE_CHECKING:
+    from relaymq.broker.connection import Connection
+
+
+@dataclass(slots=True)
+class Delivery:
+    """One outbound QoS 1/2 message for one session (mirrors store.base.DeliveryRecord)."""
+
+    seq: int
+    message: StoredMessage
+    qos: int
+    retain: bool
+    subscription_ids: list[int] = field(default_factory=list)
+    packet_id: int | None = None
+    state: int = QUEUED
+    persisted: bool = False
+    sent_at: float = 0.0  # monotonic time of the last (re)transmission
+
+
+class Session:
+    __slots__ = (
+        "client_id", "protocol_level", "expiry_interval", "username", "subscriptions",
+        "queue", "inflight", "inbound", "connection", "disconnected_at", "_next_packet_id",
+        "queued_bytes", "dropped", "persisted", "will_due",
+    )
+
+    def __init__(self, client_id: str, protocol_level: int, expiry_interval: int,
+                 username: str | None = None) -> None:
+        self.client_id = client_id
+        self.protocol_level = protocol_level
+        self.expiry_interval = expiry_interval
+        self.username = username
+        # full topic filter as subscribed (incl. $share/...) -> options
+        self.subscriptions: dict[str, SubscriptionRecord] = {}
+        self.queue: deque[Delivery] = deque()  # QoS 1/2 waiting for an in-flight slot
+        self.inflight: OrderedDict[int, Delivery] = OrderedDict()  # packet id -> delivery
+        self.inbound: dict[int, StoredMessage | None] = {}  # QoS 2 received, awaiting PUBREL
+        self.connection: Connection | None = None
+        self.disconnected_at: float | None = None  # monotonic time
+        self._next_packet_id = 1
+        self.queued_bytes = 0
+        self.dropped = 0
+        self.persisted = False  # a SessionRecord is in the store
+        self.will_due: float | None = None  # monotonic time a delayed will is due (MQTT 5)
+
+    @property
+    def persistent(self) -> bool:
+        """A session outlives its connection when its expiry interval is not 0."""
+        return self.expiry_interval != 0
+
+    def expired(self, now: float) -> bool:
+        if self.connection is not None or self.disconnected_at is None:
+            return False
+        if self.expiry_interval == NEVER_EXPIRES:
+            return False
+        return now - self.disconnected_at >= self.expiry_interval
+
+    def next_packet_id(self) -> int:
+        """A free packet id in 1..65535 (mqtt.md item 28: 0 is invalid), skipping ids in use."""
+        for _ in range(65535):
+            pid = self._next_packet_id
+            self._next_packet_id = pid + 1 if pid < 65535 else 1
+            if pid not in self.inflight:
+                return pid
+        raise RuntimeError("no free packet identifier")  # impossible: inflight is bounded
+
+    def reset_packet_ids(self) -> None:
+        """Clean start resets the message id to 1 (mqtt.md item 20; seed 000 l.957-959)."""
+        self._next_packet_id = 1

@@ -1,0 +1,44 @@
+"""$SYS/broker/... statistics, published retained at the configured interval (issue 2:
+version, uptime, clients, messages and bytes in/out, subscriptions, retained count). They are
+kept in memory only: they describe this process."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from relaymq import __version__
+from relaymq.broker.retain import store_retained
+from relaymq.broker.routing import route
+
+if TYPE_CHECKING:
+    from relaymq.broker.broker import Broker
+
+
+def stats_values(broker: Broker) -> dict[str, str]:
+    s = broker.stats
+    connected = sum(1 for c in broker.connections if c.connected)
+    return {
+        "version": f"relaymq {__version__}",
+        "uptime": f"{int(broker.clock.monotonic() - broker.started_at)} seconds",
+        "clients/connected": str(connected),
+        "clients/disconnected": str(len(broker.sessions) - sum(
+            1 for x in broker.sessions.values() if x.connection is not None)),
+        "clients/total": str(len(broker.sessions)),
+        "clients/maximum": str(s.clients_maximum),
+        "connections/total": str(s.connections_total),
+        "messages/received": str(s.messages_received),
+        "messages/sent": str(s.messages_sent),
+        "bytes/received": str(s.bytes_received),
+        "bytes/sent": str(s.bytes_sent),
+        "publish/messages/dropped": str(s.publish_dropped),
+        "subscriptions/count": str(len(broker.subscriptions)),
+        "retained messages/count": str(len(broker.retained)),
+        "store/messages": str(len(broker.refs.counts)),
+    }
+
+
+def publish_stats(broker: Broker) -> None:
+    for name, value in stats_values(broker).items():
+        msg = broker.new_message(f"$SYS/broker/{name}", value.encode(), 0, True)
+        store_retained(broker, msg, persist=False)
+        route(broker, msg, None)

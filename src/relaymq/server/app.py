@@ -1,0 +1,99 @@
+"""Start-up and shutdown of the broker process.
+
+``run(config)``: open the store, restore the broker from it, open the listeners, drive time
+with a periodic tick, and on SIGTERM/SIGINT close connections without wills, flush the store
+and exit (issue 2: graceful shutdown).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from typing import Any
+
+from relaymq import __version__
+from relaymq.broker.broker import Broker
+from relaymq.server.listeners import ListenerError, Listeners
+from relaymq.store.base import StoreError
+from relaymq.store.factory import open_store
+
+log = logging.getLogger("relaymq")
+
+TICK_SECONDS = 0.5
+
+
+def setup_logging(level: str) -> None:
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+
+
+def load_access(config: Any):
+    passwords = acl = None
+    access = config.access
+    if access.password_file:
+        from relaymq.auth.passwords import PasswordFile
+
+        passwords = PasswordFile.load(access.password_file)
+    if access.acl_file:
+        from relaymq.auth.acl import Acl
+
+        acl = Acl.load(access.acl_file)
+    return passwords, acl
+
+
+async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
+    loop = asyncio.get_running_loop()
+    b = config.broker
+    store = open_store(b.store, b.data_dir, loop.call_soon_threadsafe,
+                       synchronous=b.sqlite_synchronous, commit_delay=b.commit_delay_ms / 1000.0)
+    try:
+        passwords, acl = load_access(config)
+        broker = Broker(config, store, passwords=passwords, acl=acl)
+        broker.restore(store.load())
+        listeners = Listeners(config.listeners, broker, config.limits.max_outbound_buffer)
+        broker.listener_control = listeners.control
+        try:
+            await listeners.start_all()
+        except ListenerError as err:
+            log.error("%s", err)
+            await listeners.stop_all()
+            return 1
+        log.info("relaymq %s started (store: %s, data: %s)", __version__, b.store, b.data_dir)
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        if ready is not None:
+            ready.set()
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), TICK_SECONDS)
+            except asyncio.TimeoutError:
+                pass
+            broker.tick()
+        log.info("shutting down")
+        await listeners.stop_all()
+        broker.shutdown()
+        return 0
+    finally:
+        store.close()
+        log.info("store closed")
+
+
+def run(config: Any) -> int:
+    setup_logging(config.broker.log_level)
+    try:
+        import uvloop  # type: ignore
+
+        uvloop.install()
+    except ImportError:
+        pass
+    try:
+        return asyncio.run(serve(config))
+    except StoreError as err:
+        log.error("store error: %s", err)
+        return 1
+    except (OSError, ValueError) as err:
+        log.error("%s", err)
+        return 1

@@ -1,0 +1,97 @@
+"""Authentication, ACLs and listener control in the broker core (issue 2 "Listeners and
+access"; mqtt.md item 5 and the ACL decision)."""
+
+from __future__ import annotations
+
+from relaymq.auth.acl import Acl
+from relaymq.auth.passwords import PasswordFile
+from relaymq.mqtt import packets as p
+
+from .driver import TestClient, make_broker
+
+
+def acl_file(tmp_path, text: str) -> Acl:
+    path = tmp_path / "acl"
+    path.write_text(text)
+    return Acl.load(str(path))
+
+
+def test_password_file_and_anonymous_access(tmp_path):
+    """Issue 2: a password file with salted hashes; anonymous access can be turned off.
+    Bad credentials: 3.1.1 return code 4, MQTT 5 0x86; anonymous refused: 5 / 0x87."""
+    pw = PasswordFile()
+    pw.set("alice", "secret")
+    broker = make_broker(passwords=pw, allow_anonymous=False)
+    assert TestClient(broker).connect("a", username="alice", password=b"secret").reason_code == 0
+    assert TestClient(broker).connect("b", username="alice", password=b"wrong").reason_code == 4
+    assert TestClient(broker, 5).connect("c", username="alice", password=b"x").reason_code == 0x86
+    assert TestClient(broker).connect("d").reason_code == 5
+    assert TestClient(broker, 5).connect("e").reason_code == 0x87
+
+
+def test_acl_refuses_subscription_per_level(tmp_path):
+    """mqtt.md decision: a subscription the ACL refuses gets 0x80 in 3.1.1, 0x87 in 5.0, and in
+    MQIsdp v3 (no failure code) the requested QoS, with nothing delivered."""
+    acl = acl_file(tmp_path, "topic readwrite public/#\n")
+    broker = make_broker(acl=acl)
+    assert TestClient(broker, 4).connect("c4").reason_code == 0
+    c4 = TestClient(broker, 4)
+    c4.connect("c4b")
+    assert c4.subscribe("secret/x", qos=1).reason_codes == [0x80]
+    c5 = TestClient(broker, 5)
+    c5.connect("c5")
+    assert c5.subscribe("secret/x", qos=1).reason_codes == [0x87]
+    c3 = TestClient(broker, 3)
+    c3.connect("c3")
+    assert c3.subscribe("secret/x", qos=1).reason_codes == [1]
+    pub = TestClient(broker)
+    pub.connect("p")
+    pub.publish("secret/x", b"no")  # not allowed to write either: dropped
+    assert c3.publishes() == []
+    c3.subscribe("public/x", qos=0, packet_id=2)
+    pub.publish("public/x", b"yes")
+    assert [m.payload for m in c3.publishes()] == [b"yes"]
+
+
+def test_acl_refused_publish_gets_not_authorized_in_mqtt5(tmp_path):
+    """MQTT 5 3.4.2.1: a refused QoS 1 publication is acknowledged with 0x87."""
+    broker = make_broker(acl=acl_file(tmp_path, "topic read public/#\n"))
+    c = TestClient(broker, 5)
+    c.connect("c")
+    [ack] = c.publish("public/x", b"x", qos=1, packet_id=3)
+    assert isinstance(ack, p.Puback) and ack.reason_code == 0x87
+
+
+def test_listener_control_is_for_administrators_only():
+    """mqtt.md item 5 (seed 000 l.415): ON/OFF on $SYS/SCADA/MQIsdpListener/<port> or /all
+    starts or stops a listener; only an administrator may."""
+    calls = []
+    broker = make_broker(administrators=("admin",))
+    broker.listener_control = lambda target, on: calls.append((target, on)) or True
+    user = TestClient(broker)
+    user.connect("u", username="bob")
+    user.publish("$SYS/SCADA/MQIsdpListener/1883", b"OFF")
+    assert calls == []
+    admin = TestClient(broker)
+    admin.connect("a", username="admin")
+    admin.publish("$SYS/SCADA/MQIsdpListener/1883", b"OFF")
+    admin.publish("$SYS/SCADA/MQIsdpListener/all", b"ON")
+    assert calls == [("1883", False), ("all", True)]
+
+
+def test_sys_statistics_are_published():
+    """Issue 2: $SYS/broker/... statistics at the configured interval; '$' topics are not
+    matched by a leading wildcard (spec decision 2)."""
+    broker = make_broker(sys_interval=10)
+    plain = TestClient(broker)
+    plain.connect("plain")
+    plain.subscribe("#")
+    sys_sub = TestClient(broker)
+    sys_sub.connect("sys")
+    sys_sub.subscribe("$SYS/broker/#")
+    broker.tick()
+    got = {m.topic: m.payload for m in sys_sub.publishes()}
+    assert got["$SYS/broker/clients/connected"] == b"2"
+    assert got["$SYS/broker/version"].startswith(b"relaymq")
+    assert "$SYS/broker/messages/received" in got and "$SYS/broker/uptime" in got
+    assert plain.publishes() == []

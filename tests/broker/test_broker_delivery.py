@@ -1,0 +1,323 @@
+"""Delivery, flow control, limits and routing options in the sans-I/O broker core."""
+
+from __future__ import annotations
+
+from relaymq.mqtt import packets as p
+from relaymq.store.memory import MemoryStore
+from relaymq.store.sqlite import SQLiteStore
+
+from .driver import Callbacks, TestClient, make_broker
+
+
+def test_delivered_qos_is_min_of_published_and_granted():
+    """mqtt.md item 12 (seed 000 l.1767-1769): delivered QoS = min(published, granted)."""
+    broker = make_broker()
+    s = TestClient(broker)
+    s.connect("s")
+    s.subscribe("a", qos=1)
+    pub = TestClient(broker)
+    pub.connect("p")
+    pub.publish("a", b"x", qos=2, packet_id=5)
+    pub.send(p.Pubrel(5))
+    pub.publish("a", b"y", qos=0)
+    assert [m.qos for m in s.publishes()] == [1, 0]
+
+
+def test_qos2_inbound_is_delivered_once_on_pubrel_even_if_published_twice():
+    """mqtt.md item 9 (seed 000 l.736-741): store on PUBLISH, deliver on PUBREL, exactly once;
+    a duplicate PUBLISH with the same id before PUBREL is acknowledged again, not delivered."""
+    broker = make_broker()
+    s = TestClient(broker)
+    s.connect("s")
+    s.subscribe("a", qos=2)
+    pub = TestClient(broker)
+    pub.connect("p")
+    assert isinstance(pub.publish("a", b"x", qos=2, packet_id=9)[0], p.Pubrec)
+    assert s.publishes() == []  # held until PUBREL
+    pub.send(p.Publish("a", b"x", 2, False, True, 9))  # DUP resend
+    assert isinstance(pub.received()[0], p.Pubrec)
+    pub.send(p.Pubrel(9))
+    assert isinstance(pub.received()[0], p.Pubcomp)
+    assert [m.payload for m in s.publishes()] == [b"x"]
+
+
+def test_receive_maximum_limits_the_inflight_window():
+    """MQTT 5 3.3.4 / 4.9: no more unacknowledged QoS 1/2 PUBLISH than the client's Receive
+    Maximum; the next one follows a PUBACK."""
+    broker = make_broker()
+    s = TestClient(broker, 5)
+    s.connect("s", properties={"receive_maximum": 2})
+    s.subscribe("a", qos=1)
+    pub = TestClient(broker)
+    pub.connect("p")
+    for i in range(5):
+        pub.publish("a", str(i).encode(), qos=1, packet_id=i + 1)
+    first = s.publishes()
+    assert [m.payload for m in first] == [b"0", b"1"]
+    s.send(p.Puback(first[0].packet_id))
+    assert [m.payload for m in s.publishes()] == [b"2"]
+
+
+def test_inflight_is_resent_with_dup_on_reconnect():
+    """mqtt.md item 8 and decision (3.1.1 rule): unacknowledged QoS 1 messages are resent with
+    DUP=1 on reconnect; a QoS 2 past PUBREC resumes with PUBREL."""
+    broker = make_broker()
+    s = TestClient(broker)
+    s.connect("s", clean=False)
+    s.subscribe("a", qos=2)
+    s.subscribe("b", qos=1, packet_id=2)
+    pub = TestClient(broker)
+    pub.connect("p")
+    pub.publish("b", b"one", qos=1, packet_id=1)
+    pub.publish("a", b"two", qos=2, packet_id=2)
+    pub.send(p.Pubrel(2))
+    got = s.publishes()
+    assert [m.dup for m in got] == [False, False]
+    q2 = [m for m in got if m.qos == 2][0]
+    s.send(p.Pubrec(q2.packet_id))
+    assert isinstance(s.received()[0], p.Pubrel)
+    s.drop()
+    back = TestClient(broker)
+    back.connect("s", clean=False)
+    again = back.received()
+    assert [(type(x).__name__, getattr(x, "dup", None)) for x in again] == [
+        ("Publish", True), ("Pubrel", None)]
+
+
+def test_v3_retransmits_on_a_timer():
+    """mqtt.md decision: unacknowledged messages are retransmitted to MQIsdp v3 clients on the
+    configured retry interval (seed 000 l.709, 720: resend with DUP on time-out)."""
+    broker = make_broker(retry_interval=20)
+    s = TestClient(broker, 3)
+    s.connect("v3sub", keep_alive=0)
+    s.subscribe("a", qos=1)
+    pub = TestClient(broker)
+    pub.connect("p")
+    pub.publish("a", b"x", qos=1, packet_id=1)
+    [first] = s.publishes()
+    broker.clock.advance(19)
+    broker.tick()
+    assert s.publishes() == []
+    broker.clock.advance(2)
+    broker.tick()
+    [again] = s.publishes()
+    assert again.dup and again.packet_id == first.packet_id
+
+
+def test_queue_limit_drops_and_counts():
+    """Issue 2 limits: past max_queued_messages QoS 1/2 is dropped and counted, so a stuck
+    subscriber cannot grow the broker's memory without bound."""
+    broker = make_broker(max_queued_messages=3, max_inflight=1)
+    s = TestClient(broker)
+    s.connect("slow")
+    s.subscribe("a", qos=1)
+    pub = TestClient(broker)
+    pub.connect("p")
+    for i in range(10):
+        pub.publish("a", b"x", qos=1, packet_id=i + 1)
+    session = broker.sessions["slow"]
+    assert len(session.inflight) == 1 and len(session.queue) == 3
+    assert broker.stats.publish_dropped == 6
+
+
+def test_qos0_dropped_when_the_link_is_congested():
+    """Issue 2 limits / design guide "Bounded everything": QoS 0 is dropped and counted while
+    the subscriber's socket buffer is over max_outbound_buffer."""
+    broker = make_broker(max_outbound_buffer=1024)
+    s = TestClient(broker)
+    s.connect("s")
+    s.subscribe("a")
+    s.link.buffered = 5000
+    pub = TestClient(broker)
+    pub.connect("p")
+    pub.publish("a", b"x")
+    assert s.publishes() == [] and broker.stats.publish_dropped == 1
+
+
+def test_overlapping_subscriptions_deliver_once_with_all_identifiers():
+    """MQTT 5 3.3.4: overlapping subscriptions of one client get one copy at the highest QoS,
+    carrying every matching subscription identifier (seed 003 l.2738-2740: one copy)."""
+    broker = make_broker()
+    s = TestClient(broker, 5)
+    s.connect("s")
+    s.subscribe("a/+", qos=0, subscription_identifier=1)
+    s.subscribe("a/#", qos=1, packet_id=2, subscription_identifier=2)
+    pub = TestClient(broker)
+    pub.connect("p")
+    pub.publish("a/b", b"x", qos=1, packet_id=1)
+    [m] = s.publishes()
+    assert m.qos == 1 and sorted(m.properties["subscription_identifier"]) == [1, 2]
+
+
+def test_no_local_and_retain_as_published():
+    """MQTT 5 3.8.3.1: no-local suppresses the client's own publications; retain-as-published
+    keeps RETAIN on live messages, which 3.1.1 clears (MQTT-3.3.1-9)."""
+    broker = make_broker()
+    c = TestClient(broker, 5)
+    c.connect("c")
+    c.subscribe("mine", no_local=True)
+    c.subscribe("rap", packet_id=2, retain_as_published=True)
+    c.publish("mine", b"self")
+    assert c.publishes() == []
+    other = TestClient(broker)
+    other.connect("o")
+    other.publish("rap", b"r", retain=True)
+    [m] = c.publishes()
+    assert m.retain
+
+
+def test_retained_sent_after_suback_at_min_qos_and_cleared_by_empty_payload():
+    """mqtt.md item 31 and decision: after SUBACK, one retained message per matching topic with
+    RETAIN=1 at min(original, granted) QoS; an empty retained payload clears it."""
+    broker = make_broker()
+    pub = TestClient(broker)
+    pub.connect("p")
+    pub.publish("r/1", b"one", qos=1, retain=True, packet_id=1)
+    pub.publish("r/2", b"two", qos=0, retain=True)
+    s = TestClient(broker)
+    s.connect("s")
+    s.send(p.Subscribe(1, [p.Subscription("r/+", 2)]))
+    got = s.received()
+    assert isinstance(got[0], p.Suback)
+    assert sorted((m.topic, m.qos, m.retain) for m in got[1:]) == [("r/1", 1, True), ("r/2", 0, True)]
+    pub.publish("r/1", b"", retain=True)
+    s2 = TestClient(broker)
+    s2.connect("s2")
+    s2.send(p.Subscribe(1, [p.Subscription("r/+", 2)]))
+    assert [m.topic for m in s2.received()[1:]] == ["r/2"]
+
+
+def test_retain_handling_options():
+    """MQTT 5 3.8.3.1: retain handling 1 sends retained messages only for a new subscription,
+    2 never."""
+    broker = make_broker()
+    pub = TestClient(broker)
+    pub.connect("p")
+    pub.publish("r", b"x", retain=True)
+    c = TestClient(broker, 5)
+    c.connect("c")
+    c.send(p.Subscribe(1, [p.Subscription("r", 0, retain_handling=1)]))
+    assert len(c.received()) == 2
+    c.send(p.Subscribe(2, [p.Subscription("r", 0, retain_handling=1)]))
+    assert len(c.received()) == 1
+    c.send(p.Subscribe(3, [p.Subscription("r", 0, retain_handling=2)]))
+    assert len(c.received()) == 1
+
+
+def test_shared_subscription_gives_each_message_to_one_member():
+    """Issue 2: shared subscriptions $share/<group>/<filter> (MQTT 5 4.8.2): each message goes
+    to one member of the group, in turn."""
+    broker = make_broker()
+    a, b = TestClient(broker, 5), TestClient(broker, 5)
+    a.connect("a")
+    b.connect("b")
+    a.subscribe("$share/g/jobs/#")
+    b.subscribe("$share/g/jobs/#")
+    pub = TestClient(broker)
+    pub.connect("p")
+    for i in range(4):
+        pub.publish("jobs/x", str(i).encode())
+    got_a = [m.payload for m in a.publishes()]
+    got_b = [m.payload for m in b.publishes()]
+    assert len(got_a) == 2 and len(got_b) == 2
+    assert sorted(got_a + got_b) == [b"0", b"1", b"2", b"3"]
+
+
+def test_topic_alias_from_the_client():
+    """MQTT 5 3.3.2.3.4: a topic alias set with a topic is used by later PUBLISH with an empty
+    topic; an alias above Topic Alias Maximum is a protocol error (0x94)."""
+    broker = make_broker(topic_alias_maximum=5)
+    s = TestClient(broker)
+    s.connect("s")
+    s.subscribe("long/topic/name")
+    c = TestClient(broker, 5)
+    c.connect("c")
+    c.publish("long/topic/name", b"1", properties={"topic_alias": 3})
+    c.publish("", b"2", properties={"topic_alias": 3})
+    assert [m.payload for m in s.publishes()] == [b"1", b"2"]
+    [d] = c.publish("x", b"3", properties={"topic_alias": 6})
+    assert isinstance(d, p.Disconnect) and d.reason_code == 0x94
+
+
+def test_message_expiry_drops_a_queued_message_and_counts_down():
+    """MQTT 5 3.3.2.3.3: a message whose expiry interval passed is not delivered; one delivered
+    late carries the remaining interval."""
+    broker = make_broker()
+    s = TestClient(broker, 5)
+    s.connect("s", clean=False, properties={"session_expiry_interval": 3600})
+    s.subscribe("a", qos=1)
+    s.send(p.Disconnect())
+    pub = TestClient(broker, 5)
+    pub.connect("p")
+    pub.publish("a", b"short", qos=1, packet_id=1, properties={"message_expiry_interval": 5})
+    pub.publish("a", b"long", qos=1, packet_id=2, properties={"message_expiry_interval": 50})
+    broker.clock.advance(10)
+    back = TestClient(broker, 5)
+    back.connect("s", clean=False, properties={"session_expiry_interval": 3600})
+    [m] = back.publishes()
+    assert m.payload == b"long" and m.properties["message_expiry_interval"] == 40
+
+
+def test_user_properties_and_request_response_pass_through():
+    """Issue 2: response topic, correlation data, content type and user properties pass
+    through unchanged (MQTT 5 3.3.2.3)."""
+    broker = make_broker()
+    s = TestClient(broker, 5)
+    s.connect("s")
+    s.subscribe("req")
+    c = TestClient(broker, 5)
+    c.connect("c")
+    props = {"response_topic": "resp/c", "correlation_data": b"\x01\x02",
+             "content_type": "text/plain", "user_property": [("k", "v"), ("k", "w")]}
+    c.publish("req", b"q", properties=dict(props))
+    [m] = s.publishes()
+    for key, value in props.items():
+        assert m.properties[key] == value
+
+
+def test_restart_from_sqlite_restores_sessions_queues_and_retained(tmp_path):
+    """Issue 2 durable store: persistent sessions, subscriptions, queued QoS 1/2 and retained
+    messages survive a restart (spec README decision 4)."""
+    path = str(tmp_path / "r.db")
+    store = SQLiteStore(path, notify=Callbacks())
+    broker = make_broker(store=store)
+    s = TestClient(broker)
+    s.connect("s", clean=False)
+    s.subscribe("q/#", qos=2)
+    s.send(p.Disconnect())
+    pub = TestClient(broker)
+    pub.connect("p")
+    pub.publish("q/1", b"one", qos=1, packet_id=1)
+    pub.publish("keep", b"retained", qos=1, retain=True, packet_id=2)
+    store.close()
+
+    store2 = SQLiteStore(path, notify=Callbacks())
+    broker2 = make_broker(store=store2)
+    broker2.restore(store2.load())
+    back = TestClient(broker2)
+    assert back.connect("s", clean=False).session_present
+    [m] = back.publishes()
+    assert (m.topic, m.payload, m.qos) == ("q/1", b"one", 1)
+    back.send(p.Puback(m.packet_id))
+    assert broker2.retained.get("keep").payload == b"retained"
+    store2.close()
+    store3 = SQLiteStore(path, notify=Callbacks())
+    snap = store3.load()
+    assert snap.deliveries == [] and list(snap.retained) == ["keep"]
+    assert len(snap.messages) == 1  # the acknowledged message is gone, the retained one stays
+    store3.close()
+
+
+def test_clean_sessions_write_nothing_to_the_store():
+    """docs/architecture.md Durability: clean sessions do not outlive the process, so their
+    deliveries are never written."""
+    store = MemoryStore()
+    broker = make_broker(store=store)
+    s = TestClient(broker)
+    s.connect("s", clean=True)
+    s.subscribe("a", qos=1)
+    pub = TestClient(broker)
+    pub.connect("p")
+    pub.publish("a", b"x", qos=1, packet_id=1)
+    snap = store.load()
+    assert snap.sessions == {} and snap.deliveries == [] and snap.messages == {}

@@ -1,0 +1,1 @@
+"""Conformance tests (see docs/conformance.md for how to run them)."""

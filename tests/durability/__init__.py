@@ -1,0 +1,1 @@
+"""Durability tests (see docs/conformance.md for how to run them)."""

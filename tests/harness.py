@@ -1,0 +1,353 @@
+"""Broker process management shared by the test suites and the benchmarks.
+
+The tests talk to a real broker over real sockets, so something has to start one, know when it
+is ready, kill it the hard way (durability tests) and bring it back on the same port and data
+directory (persistence tests). This module does that for two kinds of broker:
+
+* ``relaymq``: this project, started as ``python -m relaymq serve`` with a generated TOML config;
+* ``mosquitto``: the Debian Eclipse Mosquitto broker, the reference the conformance data was
+  recorded against, so every test can be validated against a known-good broker first.
+
+Callers describe the broker with one neutral config dict in relaymq's own schema
+(``{"limits": {"max_inflight": 20}, "access": {...}}``); for Mosquitto the keys that have an
+equivalent are translated, so one test body serves both kinds. The kind for a whole test run is
+chosen with the environment variable ``RELAYMQ_TEST_BROKER`` (``relaymq`` by default).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+BrokerKind = Literal["relaymq", "mosquitto"]
+KINDS: tuple[BrokerKind, ...] = ("relaymq", "mosquitto")
+ENV_KIND = "RELAYMQ_TEST_BROKER"
+MOSQUITTO_BINARY = os.environ.get("RELAYMQ_MOSQUITTO", "/usr/sbin/mosquitto")
+
+# The limits the conformance data assumes (its default CONNACK for MQTT 5 advertises Topic Alias
+# Maximum 10 and Receive Maximum 20); every broker the harness starts uses them unless told
+# otherwise, so the suites agree on what a "default" broker is.
+DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
+    "access": {"allow_anonymous": True},
+    "limits": {"max_inflight": 20, "topic_alias_maximum": 10},
+}
+
+# relaymq config key -> mosquitto.conf option, for the keys Mosquitto has an equivalent of.
+_MOSQUITTO_EQUIVALENTS: dict[tuple[str, str], str] = {
+    ("limits", "max_inflight"): "max_inflight_messages",
+    ("limits", "topic_alias_maximum"): "max_topic_alias",
+    ("limits", "max_packet_size"): "max_packet_size",
+    ("limits", "max_queued_messages"): "max_queued_messages",
+    ("broker", "max_keepalive"): "max_keepalive",
+    ("access", "allow_anonymous"): "allow_anonymous",
+}
+# Password and ACL files are not mapped: relaymq's formats are its own. Give Mosquitto's in a
+# ``mosquitto`` section when a test needs them.
+# Options that Mosquitto needs to sit inside the listener block (per-listener settings).
+_MOSQUITTO_LISTENER_OPTIONS = {"max_topic_alias", "allow_anonymous"}
+
+
+class BrokerStartError(RuntimeError):
+    """The broker did not accept connections in time, or exited while starting."""
+
+
+def default_kind() -> BrokerKind:
+    """The broker kind selected for this run by ``RELAYMQ_TEST_BROKER``."""
+    kind = os.environ.get(ENV_KIND, "relaymq").strip().lower() or "relaymq"
+    if kind not in KINDS:
+        raise ValueError(f"{ENV_KIND}={kind!r}: expected one of {', '.join(KINDS)}")
+    return kind  # type: ignore[return-value]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free a moment ago (the OS picks it, so parallel runs rarely clash)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_accepts(host: str, port: int, timeout: float = 0.5) -> bool:
+    """True when something accepts a TCP connection on host:port; readiness means exactly that."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def merge_config(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Merge config dicts section by section; later layers win key by key.
+
+    Sections whose value is a list (``[[listener]]`` tables) are replaced, not merged.
+    """
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        for section, body in (layer or {}).items():
+            if isinstance(body, Mapping) and isinstance(merged.get(section), dict):
+                merged[section] = {**merged[section], **body}
+            elif isinstance(body, Mapping):
+                merged[section] = dict(body)
+            else:
+                merged[section] = body
+    return merged
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        return f'"{escaped}"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {value!r} ({type(value).__name__}) to TOML")
+
+
+def to_toml(config: Mapping[str, Any]) -> str:
+    """Serialise a two-level config dict to TOML.
+
+    Only what the broker config needs: sections of scalars and lists (``[limits]``) and arrays
+    of tables (``[[listener]]``, given as a list of dicts). The standard library reads TOML but
+    does not write it, and a dependency for this is not worth it.
+    """
+    lines: list[str] = []
+    for section, body in config.items():
+        if isinstance(body, Mapping):
+            lines.append(f"[{section}]")
+            lines.extend(f"{key} = {_toml_value(val)}" for key, val in body.items())
+            lines.append("")
+        elif isinstance(body, (list, tuple)) and all(isinstance(t, Mapping) for t in body):
+            for table in body:
+                lines.append(f"[[{section}]]")
+                lines.extend(f"{key} = {_toml_value(val)}" for key, val in table.items())
+                lines.append("")
+        else:
+            raise TypeError(f"config section {section!r} must be a table or a list of tables")
+    return "\n".join(lines)
+
+
+def to_mosquitto_conf(config: Mapping[str, Any], port: int, host: str, data_dir: Path,
+                      store: str = "sqlite") -> str:
+    """Translate the neutral config to a mosquitto.conf on one listener; persistence is on
+    unless ``store`` is ``memory`` (the closest equivalent of relaymq's stores).
+
+    Keys without a Mosquitto equivalent are ignored: they tune relaymq only. Raw Mosquitto
+    options can be passed in a ``mosquitto`` section and are written verbatim.
+    """
+    general = [
+        "per_listener_settings false",
+        f"persistence {'false' if store == 'memory' else 'true'}",
+        f"persistence_location {data_dir}/",
+        "log_dest stderr",
+        "log_type error",
+        "log_type warning",
+        "log_type notice",
+        "log_type information",
+        "log_timestamp true",
+        "set_tcp_nodelay true",
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        # Run as root, mosquitto drops to user "mosquitto", which cannot write our temp dir.
+        general.append("user root")
+    listener = [f"listener {port} {host}"]
+    for (section, key), option in _MOSQUITTO_EQUIVALENTS.items():
+        if key not in config.get(section, {}):
+            continue
+        value = config[section][key]
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        (listener if option in _MOSQUITTO_LISTENER_OPTIONS else general).append(f"{option} {text}")
+    for option, value in config.get("mosquitto", {}).items():
+        general.append(f"{option} {value}")
+    return "\n".join(general + listener) + "\n"
+
+
+class BrokerProcess:
+    """One broker subprocess on 127.0.0.1, a free port and its own data directory.
+
+    ``start()`` returns once the port accepts connections; ``restart()`` keeps port and data
+    directory so persistence across restarts can be tested; ``kill()`` is SIGKILL, for crash
+    durability. Output (stdout and stderr, all starts appended) goes to ``<workdir>/broker.log``
+    and its tail is quoted in every start error.
+    """
+
+    def __init__(
+        self,
+        kind: BrokerKind | None = None,
+        *,
+        config: Mapping[str, Any] | None = None,
+        store: str = "sqlite",
+        workdir: Path | str | None = None,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        start_timeout: float = 30.0,
+    ) -> None:
+        self.kind: BrokerKind = kind or default_kind()
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown broker kind {self.kind!r}")
+        self.config = merge_config(DEFAULT_CONFIG, config)
+        self.store = store
+        self._own_workdir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"{self.kind}-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.data_dir = self.workdir / "data"
+        self.data_dir.mkdir(exist_ok=True)
+        self.log_path = self.workdir / "broker.log"
+        self.host = host
+        self.port = port or free_port(host)
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    # -- command line -------------------------------------------------------------------------
+
+    def command(self) -> list[str]:
+        """Write the config file for this kind and return the command that starts the broker."""
+        if self.kind == "relaymq":
+            conf = self.workdir / "relaymq.toml"
+            config = dict(self.config)
+            # Listen on loopback only (the default listener binds 0.0.0.0); --port below
+            # replaces this listener's port.
+            config.setdefault("listener", [{"name": "default", "host": self.host}])
+            conf.write_text(to_toml(config))
+            return [
+                sys.executable, "-m", "relaymq", "serve",
+                "--config", str(conf),
+                "--port", str(self.port),
+                "--data-dir", str(self.data_dir),
+                "--store", self.store,
+            ]
+        if not Path(MOSQUITTO_BINARY).exists():
+            raise BrokerStartError(f"mosquitto not installed at {MOSQUITTO_BINARY}")
+        conf = self.workdir / "mosquitto.conf"
+        conf.write_text(to_mosquitto_conf(self.config, self.port, self.host, self.data_dir,
+                                           self.store))
+        # Line-buffered output, so the log tail is current while the broker runs.
+        stdbuf = shutil.which("stdbuf")
+        return ([stdbuf, "-oL", "-eL"] if stdbuf else []) + [MOSQUITTO_BINARY, "-c", str(conf)]
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.host, self.port
+
+    def start(self) -> "BrokerProcess":
+        """Start the broker and wait until its port accepts connections."""
+        if self.running:
+            raise RuntimeError("broker already running")
+        cmd = self.command()
+        self.starts += 1
+        with self.log_path.open("ab") as log:
+            log.write(f"\n=== start #{self.starts}: {' '.join(cmd)}\n".encode())
+            log.flush()
+            env = dict(os.environ, PYTHONUNBUFFERED="1")
+            self.proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.workdir,
+                env=env,
+                start_new_session=True,  # a Ctrl-C on the test run must not hit the broker first
+            )
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        assert self.proc is not None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise BrokerStartError(
+                    f"{self.kind} exited with status {self.proc.returncode} before accepting "
+                    f"connections on {self.host}:{self.port}\n{self.describe_log()}"
+                )
+            if port_accepts(self.host, self.port, timeout=0.5):
+                # The port could belong to someone else who grabbed it first; a broker that
+                # failed to bind exits, so check it is still alive once more.
+                if self.proc.poll() is None:
+                    return
+            time.sleep(0.05)
+        pid = self.proc.pid
+        self._terminate(signal.SIGKILL, timeout=5)
+        raise BrokerStartError(
+            f"{self.kind} (pid {pid}) did not accept connections on {self.host}:{self.port} "
+            f"within {self.start_timeout:.0f}s\n{self.describe_log()}"
+        )
+
+    def _terminate(self, sig: signal.Signals, timeout: float) -> int | None:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        return self.proc.returncode
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM and wait (a clean shutdown; SIGKILL after ``timeout``). Returns the status."""
+        return self._terminate(signal.SIGTERM, timeout)
+
+    def kill(self) -> int | None:
+        """SIGKILL: the crash the durability tests simulate. Nothing gets flushed."""
+        return self._terminate(signal.SIGKILL, timeout=10)
+
+    def restart(self, *, hard: bool = False) -> "BrokerProcess":
+        """Stop (or kill, when ``hard``) and start again on the same port and data directory."""
+        if hard:
+            self.kill()
+        else:
+            self.stop()
+        return self.start()
+
+    def cleanup(self) -> None:
+        """Stop the broker and remove the work directory if this object created it."""
+        self.stop()
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> "BrokerProcess":
+        if not self.running:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+    # -- diagnostics --------------------------------------------------------------------------
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last lines of the broker's combined stdout/stderr."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def describe_log(self, lines: int = 40) -> str:
+        return f"--- {self.log_path} (last {lines} lines) ---\n{self.log_tail(lines)}"
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"<BrokerProcess {self.kind} {self.host}:{self.port} {state} {self.workdir}>"

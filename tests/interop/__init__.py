@@ -1,0 +1,1 @@
+"""Interop tests (see docs/conformance.md for how to run them)."""

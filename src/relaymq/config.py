@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib
 import ipaddress
 import json
 import os
@@ -211,11 +212,47 @@ class Config:
     access: AccessConfig = field(default_factory=AccessConfig)
     listeners: tuple[ListenerConfig, ...] = (ListenerConfig(),)
     source: str | None = None
+    #: Sections owned by other parts of the product (see PLUGIN_SECTIONS), built by them.
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def section(self, name: str) -> Any:
+        """A plugin section by its TOML table name, built from defaults when the file has none."""
+        if name in self.extra:
+            return self.extra[name]
+        module = _plugin_module(name)
+        return module.build(None, name, None) if module is not None else None
 
 
 # Top-level tables and the dataclass each becomes; "listener" is the array of tables.
 _SECTIONS: dict[str, type] = {"broker": BrokerConfig, "limits": LimitsConfig, "access": AccessConfig}
 _LISTENER = "listener"
+
+#: Sections whose schema lives with the part of the product that uses it: TOML table name ->
+#: module. Each module has ``build(raw, key, base_dir) -> object``: ``raw`` is the table (or
+#: array of tables) from the file, None when absent (then it returns the defaults); ``key`` is
+#: the table name to put in error messages; ``base_dir`` resolves relative paths. It raises
+#: ConfigError naming the key at fault. A module that is not installed means an unknown key.
+PLUGIN_SECTIONS: dict[str, str] = {
+    "qmgr": "relaymq.qmgr.settings",
+    "http": "relaymq.http.settings",
+    "pubsub": "relaymq.pubsub.settings",
+    "flows": "relaymq.flows.settings",
+    "archive": "relaymq.pipeline.settings",
+}
+
+
+def _plugin_module(name: str) -> Any:
+    """The module that builds plugin section ``name``, or None when that part is not there."""
+    qualified = PLUGIN_SECTIONS.get(name)
+    if qualified is None:
+        return None
+    try:
+        return importlib.import_module(qualified)
+    except ModuleNotFoundError as error:
+        if error.name is not None and qualified.startswith(error.name):
+            return None
+        raise
+
 
 #: Command-line overrides accepted by load_config, and the key each one sets.
 OVERRIDES: dict[str, str] = {
@@ -223,6 +260,9 @@ OVERRIDES: dict[str, str] = {
     "data_dir": "broker.data_dir",
     "store": "broker.store",
     "log_level": "broker.log_level",
+    "qmgr": "qmgr.name",
+    "http_port": "http.port",
+    "channel_port": "qmgr.channel_port",
 }
 
 
@@ -278,6 +318,20 @@ def _build(cls: type, table: object, prefix: str, base_dirs: Mapping[str, str | 
                 _check_readable(key, value)
         values[name] = tuple(value) if isinstance(value, list) else value
     return cls(**values)
+
+
+def build_section(cls: type, table: object, key: str, base_dir: str | None) -> Any:
+    """Build a plugin section's dataclass (fields declared with ``key_field``) from its TOML
+    table, or its defaults when ``table`` is None: what most ``build`` functions need."""
+    if table is None:
+        return cls()
+    return _build(cls, table, key, {f.name: base_dir for f in dataclasses.fields(cls)})
+
+
+def key_field(default: Any, check: Check, path: str | None = None) -> Any:
+    """A configuration key for a plugin section's dataclass: its default and its rule;
+    ``path`` is "file" or "dir" when the value is a path to resolve (and, for "file", check)."""
+    return _key(default, check, path)
 
 
 def _same_address(host_a: str, host_b: str) -> bool:
@@ -383,9 +437,10 @@ def load_config(path: str | None, overrides: Mapping[str, object] | None = None)
         if name not in OVERRIDES:
             raise ConfigError(name, f"unknown override (known: {', '.join(OVERRIDES)})")
 
+    plugins = {name: module for name in PLUGIN_SECTIONS if (module := _plugin_module(name)) is not None}
     for key in raw:
-        if key not in _SECTIONS and key != _LISTENER:
-            raise _unknown(key, [*_SECTIONS, _LISTENER])
+        if key not in _SECTIONS and key != _LISTENER and key not in plugins:
+            raise _unknown(key, [*_SECTIONS, _LISTENER, *plugins])
 
     sections: dict[str, Any] = {}
     for name, cls in _SECTIONS.items():
@@ -402,7 +457,18 @@ def load_config(path: str | None, overrides: Mapping[str, object] | None = None)
 
     listeners = _build_listeners(raw.get(_LISTENER), base_dir, overrides.get("port"))
     _check_access_files(sections["access"])
-    return Config(listeners=listeners, source=os.path.abspath(path) if path else None, **sections)
+    extra: dict[str, Any] = {}
+    for name, module in plugins.items():
+        table = raw.get(name)
+        for override, key in OVERRIDES.items():
+            section, _, field_name = key.partition(".")
+            if section == name and overrides.get(override) is not None:
+                table = dict(table) if isinstance(table, dict) else {} if table is None else table
+                if isinstance(table, dict):
+                    table[field_name] = overrides[override]
+        extra[name] = module.build(table, name, base_dir)
+    return Config(listeners=listeners, source=os.path.abspath(path) if path else None, extra=extra,
+                  **sections)
 
 
 def default_config() -> Config:

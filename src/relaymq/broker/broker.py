@@ -50,6 +50,9 @@ class Broker:
         self.listener_control: Callable[[str, bool], bool] | None = None
         # Wills waiting for their delay (MQTT 5 will delay interval): client id -> (due, message)
         self.pending_wills: dict[str, tuple[float, StoredMessage]] = {}
+        # Called with every publication once it is routed (the message log, flows that listen
+        # to topics): fn(message). A tap must not block; one that raises is logged and skipped.
+        self.publication_taps: list[Callable[[StoredMessage], None]] = []
 
     # ------------------------------------------------------------------ identifiers
     def new_msg_id(self) -> int:
@@ -100,6 +103,16 @@ class Broker:
         will = self.pending_wills.pop(session.client_id, None)
         if will is not None:  # a session that ends publishes its delayed will now (MQTT 5 3.1.3.2)
             self.publish_will(will[1])
+
+    def publish(self, topic: str, payload: bytes, qos: int = 0, retain: bool = False,
+                properties: dict | None = None, expiry_interval: int | None = None) -> int:
+        """Publish from inside the broker (a flow, a ``psc`` command, the REST interface) as
+        if a client had; returns the number of receiving clients. The topic is taken as
+        valid: callers check names they did not make themselves (relaymq.pubsub.topics)."""
+        from relaymq.broker.routing import process_publication
+
+        return process_publication(self, self.new_message(topic, payload, qos, retain, properties,
+                                                          expiry_interval), origin=None)
 
     def publish_will(self, message: StoredMessage) -> None:
         from relaymq.broker.routing import process_publication

@@ -6,11 +6,14 @@ highest granted QoS with every matching subscription identifier -> delivery.deli
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from relaymq.broker.delivery import deliver
 from relaymq.broker.retain import store_retained
 from relaymq.broker.shared import SharedGroup
+
+log = logging.getLogger("relaymq.routing")
 
 if TYPE_CHECKING:
     from relaymq.broker.broker import Broker
@@ -22,7 +25,13 @@ def process_publication(broker: Broker, message: StoredMessage, origin: Session 
     """Retain (if flagged) and route a publication. Returns the number of receiving clients."""
     if message.retain:
         store_retained(broker, message)
-    return route(broker, message, origin)
+    receivers = route(broker, message, origin)
+    for tap in broker.publication_taps:
+        try:
+            tap(message)
+        except Exception:  # a faulty tap must not stop delivery to the others
+            log.exception("publication tap %r failed on %s", tap, message.topic)
+    return receivers
 
 
 def route(broker: Broker, message: StoredMessage, origin: Session | None) -> int:

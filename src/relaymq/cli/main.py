@@ -18,7 +18,9 @@ from types import ModuleType
 from relaymq import __version__
 
 #: The command modules under relaymq.cli, in the order they are listed in --help.
-COMMAND_MODULES: tuple[str, ...] = ("serve", "pub", "sub", "passwd", "msg", "selector")
+COMMAND_MODULES: tuple[str, ...] = (
+    "serve", "pub", "sub", "passwd", "msg", "selector", "queue", "acl", "flow", "pipeline", "bench",
+)
 
 _DESCRIPTION = """\
 relaymq is an integration message broker: MQTT (MQIsdp v3, 3.1.1 and 5.0) with

@@ -46,13 +46,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument(
         "--log-level", choices=("debug", "info", "warning", "error"), help="logging threshold (default info)"
     )
+    parser.add_argument("--qmgr", metavar="NAME", help="name of the queue manager (default QM1)")
+    parser.add_argument("--http-port", type=int, metavar="N",
+                        help="port of the HTTP server: REST interface and HTTP flows (default 8080)")
+    parser.add_argument("--channel-port", type=int, metavar="N",
+                        help="port of the queue manager's channel listener (default 8081)")
     parser.add_argument("--check", action="store_true", help="only validate the configuration, then exit")
     parser.set_defaults(func=run)
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
     """The configuration file plus the command-line overrides (raises ConfigError)."""
-    overrides = {"port": args.port, "data_dir": args.data_dir, "store": args.store, "log_level": args.log_level}
+    overrides = {"port": args.port, "data_dir": args.data_dir, "store": args.store, "log_level": args.log_level,
+                 "qmgr": args.qmgr, "http_port": args.http_port, "channel_port": args.channel_port}
     return load_config(args.config, {key: value for key, value in overrides.items() if value is not None})
 
 

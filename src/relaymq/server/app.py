@@ -8,9 +8,12 @@ and exit (issue 2: graceful shutdown).
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import signal
 import sys
+from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 from relaymq import __version__
@@ -22,6 +25,63 @@ from relaymq.store.factory import open_store
 log = logging.getLogger("relaymq")
 
 TICK_SECONDS = 0.5
+
+#: Parts of the product that run beside the MQTT listeners, started in this order and stopped
+#: in reverse. Each module has ``async def start(context: ServiceContext) -> service`` where
+#: the service has ``async def stop()``; it may register itself in ``context.services`` under
+#: its name so later services find it (the HTTP server, where REST and flows add routes; the
+#: queue manager, which pub/sub and flows put to). A module that is not installed is skipped.
+SERVICE_MODULES: tuple[str, ...] = (
+    "relaymq.http.service",
+    "relaymq.qmgr.service",
+    "relaymq.pubsub.service",
+    "relaymq.flows.service",
+    "relaymq.pipeline.service",
+)
+
+
+class ServiceError(Exception):
+    """A service cannot start (port in use, bad state on disk): one line for the operator."""
+
+
+@dataclass
+class ServiceContext:
+    """What a service gets at start: the configuration, the broker, and the services so far."""
+
+    config: Any
+    broker: Broker
+    services: dict[str, Any] = field(default_factory=dict)
+
+
+def _service_modules() -> list[ModuleType]:
+    modules = []
+    for qualified in SERVICE_MODULES:
+        try:
+            modules.append(importlib.import_module(qualified))
+        except ModuleNotFoundError as error:
+            if error.name is None or not qualified.startswith(error.name):
+                raise
+    return modules
+
+
+async def start_services(context: ServiceContext) -> list[Any]:
+    """Start every installed service in order; on a failure stop those already started."""
+    started: list[Any] = []
+    try:
+        for module in _service_modules():
+            started.append(await module.start(context))
+    except BaseException:
+        await stop_services(started)
+        raise
+    return started
+
+
+async def stop_services(started: list[Any]) -> None:
+    for service in reversed(started):
+        try:
+            await service.stop()
+        except Exception:  # one service failing to stop must not keep the others running
+            log.exception("stopping %r failed", service)
 
 
 def setup_logging(level: str) -> None:
@@ -60,6 +120,14 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
             log.error("%s", err)
             await listeners.stop_all()
             return 1
+        context = ServiceContext(config, broker)
+        try:
+            services = await start_services(context)
+        except ServiceError as err:
+            log.error("%s", err)
+            await listeners.stop_all()
+            broker.shutdown()
+            return 1
         log.info("relaymq %s started (store: %s, data: %s)", __version__, b.store, b.data_dir)
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -74,6 +142,7 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
             broker.tick()
         log.info("shutting down")
         await listeners.stop_all()
+        await stop_services(services)
         broker.shutdown()
         return 0
     finally:

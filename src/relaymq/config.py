@@ -166,6 +166,7 @@ class LimitsConfig:
     max_inflight: int = _key(20, int_range(1, 65535))
     max_queued_messages: int = _key(1000, int_range(1))
     max_queued_bytes: int = _key(0, int_range(0))
+    max_stored_messages: int = _key(1_000_000, int_range(1))
     max_topic_length: int = _key(65535, int_range(1, 65535))
     topic_alias_maximum: int = _key(10, int_range(0, 65535))
     max_outbound_buffer: int = _key(4_194_304, int_range(1024))

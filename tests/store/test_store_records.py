@@ -184,3 +184,19 @@ def test_closed_store_refuses_further_calls(engine: Engine) -> None:
         store.on_durable(lambda: None)
     with pytest.raises(StoreError):
         store.load()
+
+
+def test_read_deliveries_pages_a_clients_backlog_in_seq_order(engine: Engine) -> None:
+    """Issue 2 limits ("keep QoS 1/2 in the store"): a backlog kept only in the store is read
+    back a page at a time, in seq order, with its messages, including writes not yet committed."""
+    store = engine.open()
+    for i in range(1, 8):
+        store.put_message(StoredMessage(i, f"t/{i}", f"p{i}".encode(), 1))
+        store.put_delivery(DeliveryRecord("c", i * 10, i, 1, False, None, 0, [i]))
+    store.put_delivery(DeliveryRecord("other", 25, 2, 1))
+    store.delete_delivery("c", 30)
+    page = store.read_deliveries("c", 10, 3)
+    assert [(rec.seq, msg.payload, rec.subscription_ids) for rec, msg in page] == [
+        (20, b"p2", [2]), (40, b"p4", [4]), (50, b"p5", [5])]
+    assert [rec.seq for rec, _ in store.read_deliveries("c", 50, 10)] == [60, 70]
+    assert store.read_deliveries("nobody", 0, 10) == []

@@ -91,6 +91,8 @@ class Broker:
             delivery_mod.discard(self, session, d, persist=False)
         session.inflight.clear()
         session.queue.clear()
+        while session.spilled:
+            self.refs.release_id(session.spilled.popleft()[1])
         for msg in session.inbound.values():
             if msg is not None and session.persisted:
                 self.refs.release(msg)
@@ -138,15 +140,20 @@ class Broker:
                 continue
             s.subscriptions[sub.topic_filter] = sub
             add_subscription_to_tree(self, s, sub)
+        max_queued = self.limits.max_queued_messages
         for rec in snap.deliveries:
             s = self.sessions.get(rec.client_id)
             msg = snap.messages.get(rec.msg_id)
             if s is None or msg is None:
                 continue
+            self.refs.add(msg.msg_id)
+            inflight = rec.state != QUEUED and rec.packet_id is not None and rec.packet_id not in s.inflight
+            if not inflight and (s.spilled or len(s.queue) >= max_queued):
+                s.spilled.append((rec.seq, msg.msg_id))  # stays in the store until there is room
+                continue
             d = Delivery(rec.seq, msg, rec.qos, rec.retain, list(rec.subscription_ids),
                          rec.packet_id, rec.state, persisted=True)
-            self.refs.counts[msg.msg_id] = self.refs.counts.get(msg.msg_id, 0) + 1
-            if rec.state != QUEUED and rec.packet_id is not None and rec.packet_id not in s.inflight:
+            if inflight:
                 s.inflight[rec.packet_id] = d
             else:
                 d.state, d.packet_id = QUEUED, None
@@ -158,13 +165,13 @@ class Broker:
                 continue
             msg = snap.messages.get(rec.msg_id) if rec.msg_id is not None else None
             if msg is not None:
-                self.refs.counts[msg.msg_id] = self.refs.counts.get(msg.msg_id, 0) + 1
+                self.refs.add(msg.msg_id)
             s.inbound[rec.packet_id] = msg
         for topic, msg_id in snap.retained.items():
             msg = snap.messages.get(msg_id)
             if msg is not None:
                 self.retained.set(topic, msg)
-                self.refs.counts[msg_id] = self.refs.counts.get(msg_id, 0) + 1
+                self.refs.add(msg_id)
         for msg_id in snap.messages:
             if msg_id not in self.refs.counts:  # orphan left by a crash between two writes
                 self.store.delete_message(msg_id)

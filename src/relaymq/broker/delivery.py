@@ -9,15 +9,18 @@ a persistent session) and moves into the in-flight window as slots free up.
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import TYPE_CHECKING
 
 from relaymq.broker.persistence import forget_delivery, persist_delivery, update_delivery
 from relaymq.broker.session import Delivery
 from relaymq.mqtt import packets as p
+from relaymq.mqtt.reason_codes import QUOTA_EXCEEDED
 from relaymq.store.base import QUEUED, RELEASED, SENT, StoredMessage
 
 if TYPE_CHECKING:
     from relaymq.broker.broker import Broker
+    from relaymq.broker.connection import Connection
     from relaymq.broker.session import Session
 
 log = logging.getLogger("relaymq.delivery")
@@ -35,13 +38,9 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
         return
     limits = broker.limits
     size = len(message.payload)
-    if len(session.queue) >= limits.max_queued_messages or (
+    if session.spilled or len(session.queue) >= limits.max_queued_messages or (
             limits.max_queued_bytes and session.queued_bytes + size > limits.max_queued_bytes):
-        broker.stats.publish_dropped += 1
-        session.dropped += 1
-        if session.dropped == 1 or session.dropped % 1000 == 0:
-            log.warning("session %s: queue full (%d messages, %d bytes); %d messages dropped",
-                        session.client_id, len(session.queue), session.queued_bytes, session.dropped)
+        overflow(broker, session, message, qos, retain, subscription_ids)
         return
     d = Delivery(broker.new_seq(), message, qos, retain, list(subscription_ids or ()))
     if session.persistent:
@@ -50,6 +49,48 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
     session.queued_bytes += size
     if conn is not None and conn.connected:
         pump(broker, session)
+
+
+def overflow(broker: Broker, session: Session, message: StoredMessage, qos: int, retain: bool,
+             subscription_ids: list[int] | None) -> None:
+    """The in-memory queue is full (issue 2, limits). A persistent session keeps the message in
+    the store only, up to ``max_stored_messages``; past that hard limit, or for a clean session,
+    the message is dropped and counted, and a connected client that let its persistent backlog
+    reach the hard limit is disconnected (MQTT 5 reason 0x97, quota exceeded)."""
+    limits = broker.limits
+    backlog = len(session.queue) + len(session.spilled) + len(session.inflight)
+    if session.persistent and backlog < limits.max_stored_messages:
+        d = Delivery(broker.new_seq(), message, qos, retain, list(subscription_ids or ()))
+        persist_delivery(broker, session, d)
+        session.spilled.append((d.seq, message.msg_id))
+        return
+    broker.stats.publish_dropped += 1
+    session.dropped += 1
+    if session.dropped == 1 or session.dropped % 1000 == 0:
+        log.warning("session %s: queue full (%d in memory, %d in the store only, %d bytes); %d messages dropped",
+                    session.client_id, len(session.queue), len(session.spilled), session.queued_bytes,
+                    session.dropped)
+    conn = session.connection
+    if session.persistent and conn is not None and conn.connected and not conn.closed:
+        conn.disconnect_with(QUOTA_EXCEEDED, f"{backlog} messages waiting: max_stored_messages reached")
+
+
+def refill(broker: Broker, session: Session) -> None:
+    """Bring deliveries kept only in the store back into memory once the queue has room,
+    in seq order, so the client receives them after everything queued before them."""
+    room = broker.limits.max_queued_messages - len(session.queue)
+    if room <= 0 or not session.spilled:
+        return
+    first_seq = session.spilled[0][0]
+    for rec, msg in broker.store.read_deliveries(session.client_id, first_seq - 1, room):
+        while session.spilled and session.spilled[0][0] < rec.seq:  # gone from the store
+            broker.refs.release_id(session.spilled.popleft()[1])
+        if not session.spilled or session.spilled[0][0] != rec.seq:
+            continue
+        session.spilled.popleft()
+        session.queue.append(Delivery(rec.seq, msg, rec.qos, rec.retain, list(rec.subscription_ids),
+                                      persisted=True))
+        session.queued_bytes += len(msg.payload)
 
 
 def pump(broker: Broker, session: Session) -> None:
@@ -61,7 +102,13 @@ def pump(broker: Broker, session: Session) -> None:
     inflight = session.inflight
     now = broker.clock.monotonic()
     wall = broker.clock.wall()
-    while queue and len(inflight) < conn.send_quota and not conn.outbound_congested():
+    while len(inflight) < conn.send_quota and not conn.outbound_congested():
+        if not queue:
+            if not session.spilled:
+                break
+            refill(broker, session)
+            if not queue:
+                break
         d = queue.popleft()
         msg = d.message
         if msg.expiry_at is not None and msg.expiry_at <= wall:
@@ -72,9 +119,29 @@ def pump(broker: Broker, session: Session) -> None:
         d.sent_at = now
         inflight[d.packet_id] = d
         update_delivery(broker, session, d)
-        if not conn.send_publish(msg, d.qos, d.retain, d.packet_id, False, d.subscription_ids):
-            inflight.pop(d.packet_id, None)
-            release(broker, session, d)
+        if d.qos == 2 and d.persisted:
+            # Exactly once across a crash: the packet id must be in the store before the client
+            # sees it, or a restarted broker would send the message again under a new id and a
+            # receiver that already released the first would deliver it twice.
+            broker.store.on_durable(partial(send_when_durable, broker, session, conn, d))
+            continue
+        send_first(broker, session, conn, d)
+
+
+def send_first(broker: Broker, session: Session, conn: Connection, d: Delivery) -> None:
+    """The first transmission of an in-flight delivery; one the client cannot take (larger
+    than its maximum packet size) is finished as if delivered (MQTT 5 3.1.2.25)."""
+    if not conn.send_publish(d.message, d.qos, d.retain, d.packet_id, False, d.subscription_ids):
+        session.inflight.pop(d.packet_id, None)  # type: ignore[arg-type]
+        release(broker, session, d)
+
+
+def send_when_durable(broker: Broker, session: Session, conn: Connection, d: Delivery) -> None:
+    """Send a QoS 2 delivery whose packet id is now durable, unless things moved on meanwhile
+    (the client went away: the reconnect resends it with DUP from the in-flight window)."""
+    if (session.connection is conn and conn.connected and not conn.closed and d.state == SENT
+            and session.inflight.get(d.packet_id) is d):  # type: ignore[arg-type]
+        send_first(broker, session, conn, d)
 
 
 def resend_inflight(broker: Broker, session: Session) -> None:
@@ -146,5 +213,5 @@ def received(broker: Broker, session: Session, packet_id: int) -> Delivery | Non
     return d
 
 
-__all__ = ["deliver", "pump", "resend_inflight", "retransmit_due", "release", "discard",
+__all__ = ["deliver", "overflow", "refill", "pump", "resend_inflight", "retransmit_due", "release", "discard",
            "acknowledged", "received", "QUEUED"]

@@ -32,14 +32,22 @@ class MessageRefs:
             self.counts[message.msg_id] = count + 1
 
     def release(self, message: StoredMessage) -> None:
-        count = self.counts.get(message.msg_id)
+        self.release_id(message.msg_id)
+
+    def release_id(self, msg_id: int) -> None:
+        """Drop one reference to a stored message (the message object may not be in memory)."""
+        count = self.counts.get(msg_id)
         if count is None:
             return
         if count <= 1:
-            del self.counts[message.msg_id]
-            self.store.delete_message(message.msg_id)
+            del self.counts[msg_id]
+            self.store.delete_message(msg_id)
         else:
-            self.counts[message.msg_id] = count - 1
+            self.counts[msg_id] = count - 1
+
+    def add(self, msg_id: int) -> None:
+        """Count a reference to a message already in the store (at restore)."""
+        self.counts[msg_id] = self.counts.get(msg_id, 0) + 1
 
 
 def session_record(session: Session) -> SessionRecord:

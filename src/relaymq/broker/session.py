@@ -36,7 +36,7 @@ class Session:
     __slots__ = (
         "client_id", "protocol_level", "expiry_interval", "username", "subscriptions",
         "queue", "inflight", "inbound", "connection", "disconnected_at", "_next_packet_id",
-        "queued_bytes", "dropped", "persisted", "will_due",
+        "queued_bytes", "dropped", "persisted", "will_due", "spilled",
     )
 
     def __init__(self, client_id: str, protocol_level: int, expiry_interval: int,
@@ -48,6 +48,9 @@ class Session:
         # full topic filter as subscribed (incl. $share/...) -> options
         self.subscriptions: dict[str, SubscriptionRecord] = {}
         self.queue: deque[Delivery] = deque()  # QoS 1/2 waiting for an in-flight slot
+        # Deliveries past the in-memory queue limit, kept only in the store: (seq, msg_id) in
+        # seq order, all after every delivery in ``queue`` (persistent sessions only).
+        self.spilled: deque[tuple[int, int]] = deque()
         self.inflight: OrderedDict[int, Delivery] = OrderedDict()  # packet id -> delivery
         self.inbound: dict[int, StoredMessage | None] = {}  # QoS 2 received, awaiting PUBREL
         self.connection: Connection | None = None

@@ -137,6 +137,12 @@ class Store(ABC):
     @abstractmethod
     def delete_delivery(self, client_id: str, seq: int) -> None: ...
 
+    @abstractmethod
+    def read_deliveries(self, client_id: str, after_seq: int,
+                        limit: int) -> list[tuple[DeliveryRecord, StoredMessage]]:
+        """Up to ``limit`` of the client's deliveries with seq > ``after_seq``, in seq order, each
+        with its message: how a backlog kept only in the store (issue 2: limits) comes back."""
+
     # -- inbound QoS 2
     @abstractmethod
     def put_inbound(self, record: InboundRecord) -> None: ...

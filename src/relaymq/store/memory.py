@@ -107,6 +107,13 @@ class MemoryStore(Store):
         self._check()
         _discard(self._deliveries, client_id, seq)
 
+    def read_deliveries(self, client_id: str, after_seq: int,
+                        limit: int) -> list[tuple[DeliveryRecord, StoredMessage]]:
+        self._check()
+        rows = sorted((seq, row) for seq, row in self._deliveries.get(client_id, {}).items() if seq > after_seq)
+        return [(ser.delivery_from_row(row), ser.message_from_row(self._messages[row[2]]))
+                for _, row in rows[:limit]]
+
     def put_inbound(self, record: InboundRecord) -> None:
         self._check()
         self._inbound.setdefault(record.client_id, {})[record.packet_id] = ser.inbound_row(record)

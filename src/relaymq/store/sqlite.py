@@ -198,6 +198,7 @@ class SQLiteStore(Store):
         self._commits = 0
         self._written = 0
         self._coalesced = 0
+        self._reader: sqlite3.Connection | None = None  # read_deliveries' own connection
         self._thread = threading.Thread(target=self._run, name="relaymq-store-writer", daemon=True)
         self._thread.start()
 
@@ -299,6 +300,23 @@ class SQLiteStore(Store):
         with self._lock:
             self._ready().delete(("d", client_id, seq), (_DELETE_DELIVERY, (client_id, seq)))
 
+    def read_deliveries(self, client_id: str, after_seq: int,
+                        limit: int) -> list[tuple[DeliveryRecord, StoredMessage]]:
+        """Flushes first (the rows may still be in a pending batch), then reads on a connection of
+        the caller's own, kept open: called only when a session's in-memory queue runs low."""
+        self.flush()
+        if self._reader is None:
+            self._reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            rows = self._reader.execute(
+                "SELECT d.client_id, d.seq, d.msg_id, d.qos, d.retain, d.packet_id, d.state,"
+                " d.subscription_ids, m.* FROM deliveries d JOIN messages m ON m.msg_id = d.msg_id"
+                " WHERE d.client_id = ? AND d.seq > ? ORDER BY d.seq LIMIT ?",
+                (client_id, after_seq, limit)).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read store {self.path!r}: {exc}") from exc
+        return [(ser.delivery_from_row(row[:8]), ser.message_from_row(row[8:])) for row in rows]
+
     def put_inbound(self, record: InboundRecord) -> None:
         row = ser.inbound_row(record)
         with self._lock:
@@ -355,6 +373,9 @@ class SQLiteStore(Store):
         if already:
             return
         self._thread.join()
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
         if self._failed is not None:
             raise StoreError(f"store {self.path!r} failed: {self._failed}") from self._failed
 

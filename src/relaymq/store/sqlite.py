@@ -37,6 +37,7 @@ import time
 from typing import Any, Callable
 
 from . import serialize as ser
+from .sqlite_file import SYNCHRONOUS_MODES, DatabaseFileError, open_database
 from .base import (
     DeliveryRecord,
     InboundRecord,
@@ -54,7 +55,6 @@ log = logging.getLogger("relaymq.store")
 
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x524D5131  # "RMQ1": tells a relaymq store from any other SQLite file
-SYNCHRONOUS_MODES = ("FULL", "EXTRA", "NORMAL")
 
 # Statements applied by version; a file at version N gets the steps N+1..SCHEMA_VERSION.
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -478,41 +478,10 @@ class SQLiteStore(Store):
 def _open(path: str, synchronous: str) -> sqlite3.Connection:
     """Connect, check this is a relaymq store we understand, bring its schema up to date."""
     try:
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot open store {path!r}: {exc}") from exc
-    try:
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        if app_id not in (0, APPLICATION_ID) or (version == 0 and tables):
-            raise StoreError(f"{path!r} is an SQLite database but not a relaymq store")
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"store {path!r} has schema version {version}, newer than this relaymq knows"
-                f" ({SCHEMA_VERSION}); use a newer relaymq"
-            )
-        conn.execute("PRAGMA busy_timeout = 5000")
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if mode.lower() != "wal":
-            raise StoreError(f"store {path!r}: cannot use write-ahead logging (journal mode stays {mode!r})")
-        conn.execute(f"PRAGMA synchronous = {synchronous}")
-        conn.execute("PRAGMA journal_size_limit = 67108864")  # shrink the WAL back after a burst
-        if version < SCHEMA_VERSION:
-            conn.execute("BEGIN IMMEDIATE")
-            for step in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[step]:
-                    conn.execute(statement)
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            conn.execute("COMMIT")
-        return conn
-    except StoreError:
-        conn.close()
-        raise
-    except sqlite3.Error as exc:
-        conn.close()
-        raise StoreError(f"cannot open store {path!r}: {exc}") from exc
+        return open_database(path, application_id=APPLICATION_ID, schema_version=SCHEMA_VERSION,
+                             migrations=_MIGRATIONS, synchronous=synchronous, what="relaymq store")
+    except DatabaseFileError as exc:
+        raise StoreError(str(exc)) from exc
 
 
 def _read_marks(conn: sqlite3.Connection) -> tuple[int, int]:

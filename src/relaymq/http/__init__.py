@@ -1,0 +1,1 @@
+"""HTTP for relaymq: the asyncio server other parts add routes to, a client, and the service."""

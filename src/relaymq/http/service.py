@@ -1,0 +1,73 @@
+"""The HTTP service: starts the HttpServer from [http], registers it as
+``context.services["http"]`` so the channel adapter and flows add routes, and adds the REST
+interface's routes.
+
+It starts first (see relaymq.server.app.SERVICE_MODULES): the routes are added by services
+that start later, on a server that already listens; a request that arrives in between gets 404.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from typing import Any
+
+from relaymq.http.auth import BasicAuth
+from relaymq.http.server import HttpServer
+
+log = logging.getLogger("relaymq.http")
+
+
+class HttpService:
+    """The running server (``server``) and how to stop it."""
+
+    def __init__(self, server: HttpServer | None) -> None:
+        self.server = server
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            await self.server.stop()
+
+
+def _password_file(config: Any, settings: Any) -> Any:
+    path = settings.password_file or config.access.password_file
+    if not path:
+        return None
+    from relaymq.auth.passwords import PasswordFile, PasswordFileError
+    from relaymq.server.app import ServiceError
+
+    try:
+        return PasswordFile.load(path)
+    except PasswordFileError as error:
+        raise ServiceError(f"http: {error}") from None
+
+
+async def start(context: Any) -> HttpService:
+    from relaymq.server.app import ServiceError
+
+    settings = context.config.section("http")
+    if not settings.enabled:
+        return HttpService(None)
+    server = HttpServer(max_header_bytes=settings.max_header_bytes, max_body_bytes=settings.max_body_bytes,
+                        idle_timeout=float(settings.idle_timeout))
+    server.auth = BasicAuth(_password_file(context.config, settings), settings.allow_anonymous)
+    ssl_context = None
+    if settings.tls_cert:
+        ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        try:
+            ssl_context.load_cert_chain(settings.tls_cert, settings.tls_key)
+        except (OSError, ssl.SSLError) as error:
+            raise ServiceError(f"http: cannot load TLS certificate: {error}") from None
+    try:
+        await server.start(settings.host, settings.port, ssl_context)
+    except OSError as error:
+        raise ServiceError(f"http: cannot listen on {settings.host}:{settings.port}: "
+                           f"{error.strerror or error}") from None
+    context.services["http"] = server
+    # The REST interface (relaymq.qmgr.rest) finds the queue manager per request in the
+    # registry, so its routes can be added now, before the queue manager service starts.
+    from relaymq.qmgr.rest import add_routes
+
+    add_routes(server, context.services, context.broker)
+    log.info("HTTP listening on %s:%d", settings.host, server.port)
+    return HttpService(server)

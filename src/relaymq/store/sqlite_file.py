@@ -1,0 +1,73 @@
+"""Opening an SQLite file that belongs to relaymq: the broker's store, a queue manager's store
+and the message log all open their file here.
+
+Each kind of file is marked with its own ``PRAGMA application_id`` and versioned with
+``PRAGMA user_version``. A file is refused when it belongs to something else, when its schema is
+newer than this relaymq knows, or when it has tables but no version (not ours). A new or older
+file is brought up to date in ONE transaction: the tables and both marks commit together, so a
+process killed while creating the file leaves either nothing or a complete, marked schema, never
+a file that the next start would refuse.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+
+SYNCHRONOUS_MODES = ("FULL", "EXTRA", "NORMAL")
+
+
+class DatabaseFileError(Exception):
+    """The file cannot be used; ``str()`` is one line naming the file and the reason."""
+
+
+def open_database(
+    path: str,
+    *,
+    application_id: int,
+    schema_version: int,
+    migrations: Mapping[int, Sequence[str]],
+    synchronous: str,
+    what: str,
+) -> sqlite3.Connection:
+    """Connect in autocommit mode with WAL, check the marks, apply the missing migrations.
+
+    ``migrations[n]`` holds the statements that take a file from version n-1 to n; ``what``
+    names the kind of file in errors ("relaymq store", "relaymq queue manager store", ...);
+    ``synchronous`` is one of SYNCHRONOUS_MODES (callers check it: a wrong one is a caller's bug).
+    """
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise DatabaseFileError(f"cannot open {what} {path!r}: {exc}") from exc
+    try:
+        found_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if found_id not in (0, application_id) or (version == 0 and tables):
+            raise DatabaseFileError(f"{path!r} is an SQLite database but not a {what}")
+        if version > schema_version:
+            raise DatabaseFileError(
+                f"{what} {path!r} has schema version {version}, newer than this relaymq knows"
+                f" ({schema_version}); use a newer relaymq")
+        conn.execute("PRAGMA busy_timeout = 5000")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if mode.lower() != "wal":
+            raise DatabaseFileError(f"{what} {path!r}: cannot use write-ahead logging (journal mode stays {mode!r})")
+        conn.execute(f"PRAGMA synchronous = {synchronous}")
+        conn.execute("PRAGMA journal_size_limit = 67108864")  # shrink the WAL back after a burst
+        if version < schema_version:
+            conn.execute("BEGIN IMMEDIATE")
+            for step in range(version + 1, schema_version + 1):
+                for statement in migrations[step]:
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA application_id = {application_id}")
+            conn.execute(f"PRAGMA user_version = {schema_version}")
+            conn.execute("COMMIT")
+        return conn
+    except DatabaseFileError:
+        conn.close()
+        raise
+    except sqlite3.Error as exc:
+        conn.close()
+        raise DatabaseFileError(f"cannot open {what} {path!r}: {exc}") from exc

@@ -1,0 +1,169 @@
+"""Messages per second through the three-queue-manager chain of issue 5: DEVICE (asynchronous
+remote queue, connection via SERVER) -> SERVER (store-and-forward queue) -> TARGET (local
+queue), each queue manager in its own process on SQLite, assured two-phase transfer on both
+hops (docs/channels.md).
+
+The messages are put on the device's store first (not timed); the clock runs from the start
+of the device process until TARGET shows all of them confirmed, so the figure is the
+end-to-end channel throughput (two hops, each message put unconfirmed, confirmed and removed
+at the sender: six durable writes per message per hop pair).
+
+Run: ``.venv/bin/python bench/bench_chain.py [--messages 10000] [--batch 200]
+[--synchronous FULL|NORMAL] [--size 100] [--dir DIR]``. The directory must be on the disk you
+care about (tmpfs makes fsync free).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _define(qm: Any, queues: list[dict[str, Any]]) -> None:
+    from relaymq.qmgr.errors import QueueExists
+
+    for queue in queues:
+        props = dict(queue)
+        name, kind = props.pop("name"), props.pop("kind", "local")
+        try:
+            qm.define_queue(name, kind, **props)
+        except QueueExists:
+            pass
+
+
+def run_node(config_path: str) -> None:
+    """One queue manager with its channels until SIGTERM; TARGET reports its depth."""
+    from relaymq.qmgr import QueueManager
+    from relaymq.qmgr.channel_service import ChannelService
+    from relaymq.qmgr.channel_settings import build_connections
+
+    config = json.loads(Path(config_path).read_text())
+    qm = QueueManager.open(config["name"], config["data_dir"], synchronous=config["synchronous"])
+    _define(qm, config["queues"])
+
+    async def main() -> None:
+        channels = ChannelService(qm, build_connections(config["connections"], "connection", None),
+                                  listen_host="127.0.0.1", listen_port=config["port"])
+        await channels.start()
+        stop = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        report = config.get("report")
+        while not stop.is_set():
+            if report:
+                # depth() is cheap; browse() decodes every message, so only at the end: the
+                # figure counts confirmed (visible) messages only.
+                depth = qm.depth("IN")
+                if depth >= config["expect"]:
+                    depth = len(qm.browse("IN"))
+                Path(report).write_text(str(depth))
+            try:
+                await asyncio.wait_for(stop.wait(), 0.05)
+            except TimeoutError:
+                pass
+        await channels.stop()
+
+    asyncio.run(main())
+    qm.close()
+
+
+def _node(workdir: Path, name: str, port: int, queues: list, connections: list, synchronous: str,
+          report: str | None = None, expect: int = 0) -> tuple[Path, dict[str, Any]]:
+    data_dir = workdir / name
+    data_dir.mkdir(parents=True, exist_ok=True)
+    config = {"name": name, "data_dir": str(data_dir), "port": port, "queues": queues,
+              "connections": connections, "synchronous": synchronous, "report": report,
+              "expect": expect}
+    path = data_dir / "node.json"
+    path.write_text(json.dumps(config))
+    return path, config
+
+
+def _start(path: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, __file__, "node", str(path)], stdin=subprocess.DEVNULL)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--batch", type=int, default=200)
+    parser.add_argument("--size", type=int, default=100, help="body bytes per message")
+    parser.add_argument("--synchronous", default="FULL", choices=("FULL", "NORMAL"))
+    parser.add_argument("--dir", default=None)
+    args = parser.parse_args()
+
+    from relaymq.message import Message
+    from relaymq.qmgr import QueueManager
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-chain-", dir=args.dir))
+    ports = {name: _free_port() for name in ("TARGET", "SERVER", "DEVICE")}
+    link = {"batch": args.batch, "retry_initial_ms": 20, "retry_max_ms": 500}
+    report = str(workdir / "target-depth")
+    target = _node(workdir, "TARGET", ports["TARGET"], [{"name": "IN"}], [], args.synchronous, report,
+                   args.messages)
+    server = _node(workdir, "SERVER", ports["SERVER"],
+                   [{"name": "SF", "kind": "store_and_forward", "target_queue_managers": ["TARGET"]}],
+                   [{"name": "TARGET", "address": f"127.0.0.1:{ports['TARGET']}", **link}], args.synchronous)
+    device = _node(workdir, "DEVICE", ports["DEVICE"],
+                   [{"name": "IN", "kind": "remote", "queue_manager": "TARGET", "mode": "async"}],
+                   [{"name": "SERVER", "address": f"127.0.0.1:{ports['SERVER']}", **link},
+                    {"name": "TARGET", "via": "SERVER"}], args.synchronous)
+
+    qm = QueueManager.open("DEVICE", device[1]["data_dir"], synchronous=args.synchronous)
+    _define(qm, device[1]["queues"])
+    started = time.perf_counter()
+    for seq in range(args.messages):
+        message = Message()
+        message.mq.md.Format = "MQSTR"
+        message.mq.md.Priority = seq % 10
+        message.mq.body = (b"%08d" % seq).ljust(args.size, b".")
+        qm.put("IN", message, qmgr="TARGET")
+    put_seconds = time.perf_counter() - started
+    qm.close()
+
+    procs = [_start(target[0]), _start(server[0])]
+    time.sleep(1.0)  # listeners up before the device starts pushing
+    started = time.perf_counter()
+    procs.append(_start(device[0]))
+    depth = 0
+    try:
+        while depth < args.messages:
+            time.sleep(0.05)
+            try:
+                depth = int(Path(report).read_text() or 0)
+            except (OSError, ValueError):
+                pass
+            if time.perf_counter() - started > 600:
+                raise SystemExit(f"only {depth} of {args.messages} arrived in 600 s")
+        elapsed = time.perf_counter() - started
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            proc.wait(30)
+    print(f"device puts: {args.messages / put_seconds:,.0f} msg/s (one at a time, synchronous={args.synchronous})")
+    print(f"chain DEVICE -> SERVER -> TARGET: {args.messages} messages of {args.size} bytes in {elapsed:.2f} s"
+          f" = {args.messages / elapsed:,.0f} msg/s (batch {args.batch}, synchronous={args.synchronous},"
+          f" includes process start-up)")
+    print(f"work directory: {workdir}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "node":
+        run_node(sys.argv[2])
+    else:
+        main()

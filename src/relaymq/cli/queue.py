@@ -1,0 +1,303 @@
+"""``relaymq queue``: define, delete, show, put to, get from and browse queues.
+
+Why: an operator needs to create a queue, look at its depth, and move a test message in and
+out without writing Python. Two ways to reach the queues:
+
+* a local data directory (``--data-dir``, the queue manager named by ``--qmgr``), while the
+  broker that owns that directory is stopped (a running broker keeps its queues in memory and
+  would not see the changes);
+* a running broker (``--url http://host:8080``), through its REST interface (IBM MQ's
+  messaging REST API v3 shape): show, put, get and browse; define and delete are not offered
+  there because the REST admin interface is read-only.
+
+Output is JSON, one object per line, so scripts can read it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import sys
+import urllib.parse
+from typing import Any
+
+from relaymq.message.message import Message
+from relaymq.qmgr.definitions import KINDS, QueueDefinition
+from relaymq.qmgr.errors import QueueError
+from relaymq.qmgr.manager import QueueManager
+
+_EPILOG = """\
+examples:
+  relaymq queue define ORDERS --max-depth 10000 --data-dir ./data
+  relaymq queue define TO.QM2 --type remote --queue-manager QM2 --mode async
+  relaymq queue put ORDERS --message 'hello' --priority 7
+  relaymq queue get ORDERS --wait 5
+  relaymq queue browse ORDERS --selector "JMSPriority > 4"
+  relaymq queue show            # every queue with its depth
+  relaymq queue get ORDERS --url http://localhost:8080 --user app   # a running broker (REST);
+                                # the password comes from RELAYMQ_PASSWORD
+
+exit status: 0 success, 1 a queue manager error (one line on stderr, with the reason code),
+2 usage. `get` on an empty queue prints nothing and exits 1 with MQRC_NO_MSG_AVAILABLE."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``queue`` with define, delete, show, put, get and browse."""
+    parser = subparsers.add_parser(
+        "queue", help="define, show, put to, get from and browse queues",
+        description="Queue manager operations on a local data directory (--data-dir) or a running broker (--url).",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", default="./data", help="the broker's data directory (default ./data)")
+    common.add_argument("--qmgr", default="QM1", help="queue manager name (default QM1)")
+    common.add_argument("--url", help="a running broker's HTTP address (REST), instead of --data-dir")
+    common.add_argument("--user", help="HTTP basic authentication user (password: $RELAYMQ_PASSWORD)")
+    common.add_argument("--timeout", type=float, default=30.0, help="seconds for a REST request (default 30)")
+    sub = parser.add_subparsers(dest="queue_command", metavar="SUBCOMMAND", required=True)
+
+    define = sub.add_parser("define", parents=[common], help="define a queue")
+    define.add_argument("name")
+    define.add_argument("--type", default="local", choices=KINDS, dest="kind")
+    define.add_argument("--max-depth", type=int)
+    define.add_argument("--max-message-size", type=int)
+    define.add_argument("--expiry", type=int, help="milliseconds a message may stay (0: never expires)")
+    define.add_argument("--priority", type=int, dest="default_priority", help="default priority 0-9")
+    define.add_argument("--alias", action="append", dest="aliases", help="an alias name (repeatable)")
+    define.add_argument("--mode", choices=("sync", "async"), help="remote queues: sync or async")
+    define.add_argument("--queue-manager", help="remote/home-server: the queue manager owning the real queue")
+    define.add_argument("--target", action="append", dest="target_queue_managers",
+                        help="store-and-forward: a target queue manager (repeatable)")
+    define.add_argument("--no-push", dest="push", action="store_const", const=False,
+                        help="store-and-forward: hold messages for pull instead of pushing")
+    define.add_argument("--poll-interval", type=int, help="home-server: ms between pulls")
+    define.add_argument("--description")
+    define.add_argument("--rule", help="'module:Class' of a queue rule")
+
+    delete = sub.add_parser("delete", parents=[common], help="delete a queue definition")
+    delete.add_argument("name")
+    delete.add_argument("--on", dest="owner", help="queue manager owning a remote definition")
+    delete.add_argument("--purge", action="store_true", help="delete its messages too")
+
+    show = sub.add_parser("show", parents=[common], help="show queue definitions and depths")
+    show.add_argument("name", nargs="?")
+    show.add_argument("--on", dest="owner", help="queue manager owning a remote definition")
+
+    put = sub.add_parser("put", parents=[common], help="put a message")
+    put.add_argument("name")
+    put.add_argument("--to-qmgr", help="destination queue manager (default: this one)")
+    source = put.add_mutually_exclusive_group()
+    source.add_argument("--message", "-m", help="the body text (UTF-8)")
+    source.add_argument("--file", "-f", help="the body bytes from a file ('-' stdin)")
+    put.add_argument("--priority", type=int, default=-1)
+    put.add_argument("--correl-id", help="CorrelId as hex (up to 24 bytes)")
+    put.add_argument("--format", default="MQSTR", help="MQMD.Format (default MQSTR)")
+
+    for name, helptext in (("get", "get (remove) the next message"), ("browse", "show messages without removing")):
+        p = sub.add_parser(name, parents=[common], help=helptext)
+        p.add_argument("name")
+        p.add_argument("--msg-id", help="MsgId as hex")
+        p.add_argument("--correl-id", help="CorrelId as hex")
+        p.add_argument("--selector", help="a JMS selector")
+        if name == "get":
+            p.add_argument("--wait", type=float, default=0.0, help="seconds to wait for a message")
+        else:
+            p.add_argument("--limit", type=int)
+    for p in (define, delete, show, put, *sub.choices.values()):
+        p.set_defaults(func=run)
+
+
+def _hex(value: str | None) -> bytes | None:
+    return bytes.fromhex(value) if value else None
+
+
+def _definition_json(qm: QueueManager, d: QueueDefinition) -> dict[str, Any]:
+    data = d.to_dict()
+    data["depth"] = qm.depth(d.name, qmgr=None if d.owner == qm.name else d.owner) if d.holds_messages else None
+    return data
+
+
+def _message_json(uid: str, message: Message) -> dict[str, Any]:
+    md = message.mq.md
+    out: dict[str, Any] = {"uid": uid, "msg_id": md.MsgId.hex(), "correl_id": md.CorrelId.hex(),
+                           "priority": md.Priority, "format": md.Format.strip()}
+    try:
+        out["body"] = message.mq.body.decode("utf-8")
+    except UnicodeDecodeError:
+        out["body_base64"] = base64.b64encode(message.mq.body).decode("ascii")
+    return out
+
+
+def _emit(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
+
+
+def _execute(qm: QueueManager, args: argparse.Namespace) -> int:
+    command = args.queue_command
+    if command == "define":
+        props = {k: getattr(args, k) for k in ("max_depth", "max_message_size", "expiry", "default_priority",
+                                               "aliases", "mode", "queue_manager", "target_queue_managers",
+                                               "push", "poll_interval", "description", "rule")
+                 if getattr(args, k) is not None}
+        _emit(_definition_json(qm, qm.define_queue(args.name, args.kind, **props)))
+    elif command == "delete":
+        qm.delete_queue(args.name, qmgr=args.owner, purge=args.purge)
+    elif command == "show":
+        defs = [qm.queue(args.name, qmgr=args.owner)] if args.name else qm.definitions()
+        for d in sorted(defs, key=lambda d: (d.owner, d.name)):
+            _emit(_definition_json(qm, d))
+    elif command == "put":
+        message = Message()
+        md = message.mq.md
+        md.Format, md.Priority = args.format, args.priority
+        if args.correl_id:
+            md.CorrelId = bytes.fromhex(args.correl_id).ljust(24, b"\0")[:24]
+        if args.file:
+            message.mq.body = sys.stdin.buffer.read() if args.file == "-" else open(args.file, "rb").read()
+        else:
+            message.mq.body = (args.message or "").encode("utf-8")
+        _emit({"msg_id": qm.put(args.name, message, qmgr=args.to_qmgr).hex()})
+    elif command == "get":
+        env = qm.get_envelope(args.name, wait=args.wait, msg_id=_hex(args.msg_id), correl_id=_hex(args.correl_id),
+                              selector=args.selector)
+        if env is None:
+            print(f"relaymq queue get: no message available on {args.name} (reason 2033 MQRC_NO_MSG_AVAILABLE)",
+                  file=sys.stderr)
+            return 1
+        _emit(_message_json(env.uid, env.message))
+    else:
+        for env in qm.browse_envelopes(args.name, msg_id=_hex(args.msg_id), correl_id=_hex(args.correl_id),
+                                       selector=args.selector, limit=args.limit):
+            _emit(_message_json(env.uid, env.message))
+    return 0
+
+
+class RemoteError(Exception):
+    """A REST request failed; ``str()`` is the one line to show."""
+
+
+def _remote_headers(args: argparse.Namespace) -> list[tuple[str, str]]:
+    headers = [("ibm-mq-rest-csrf-token", "relaymq")]
+    if args.user:
+        secret = f"{args.user}:{os.environ.get('RELAYMQ_PASSWORD', '')}".encode()
+        headers.append(("authorization", "Basic " + base64.b64encode(secret).decode("ascii")))
+    return headers
+
+
+def _remote_call(args: argparse.Namespace, method: str, path: str, query: dict[str, str] | None = None,
+                 headers: list[tuple[str, str]] | None = None, body: bytes = b"") -> Any:
+    from relaymq.http.client import HttpClientError, request
+
+    url = args.url.rstrip("/") + "/ibmmq/rest/v3" + path + ("?" + urllib.parse.urlencode(query) if query else "")
+    try:
+        response = asyncio.run(request(method, url, headers=_remote_headers(args) + (headers or []), body=body,
+                                       timeout=args.timeout))
+    except HttpClientError as exc:
+        raise RemoteError(str(exc)) from None
+    if response.status >= 400:
+        try:
+            item = json.loads(response.body)["error"][0]
+            reason = f" (reason {item['reasonCode']})" if "reasonCode" in item else ""
+            raise RemoteError(f"HTTP {response.status}: {item['message']}{reason}")
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise RemoteError(f"HTTP {response.status}: {response.body[:200]!r}") from None
+    return response
+
+
+def _quote(name: str) -> str:
+    return urllib.parse.quote(name, safe="")
+
+
+def _remote_message(response: Any) -> dict[str, Any]:
+    headers = {k.lower(): v for k, v in response.headers}
+    out: dict[str, Any] = {"msg_id": headers.get("ibm-mq-md-messageid", "").removeprefix("ID:"),
+                           "correl_id": headers.get("ibm-mq-md-correlationid", "").removeprefix("ID:"),
+                           "priority": int(headers.get("ibm-mq-md-priority", "-1"))}
+    if "ibm-mq-usr" in headers:
+        out["usr"] = headers["ibm-mq-usr"]
+    if headers.get("content-type", "").startswith("text/"):
+        out["body"] = response.body.decode("utf-8", "replace")
+    else:
+        out["body_base64"] = base64.b64encode(response.body).decode("ascii")
+    return out
+
+
+def _run_remote(args: argparse.Namespace) -> int:
+    """The REST form of each subcommand; define/delete are usage errors (read-only admin)."""
+    command, qmgr = args.queue_command, _quote(args.qmgr)
+    if command in ("define", "delete"):
+        print(f"relaymq queue {command}: error: not possible with --url (the REST admin interface is"
+              " read-only); use --data-dir with the broker stopped, or [[qmgr.queue]] in the configuration",
+              file=sys.stderr)
+        return 2
+    if getattr(args, "selector", None):
+        print(f"relaymq queue {command}: error: --selector is not available with --url", file=sys.stderr)
+        return 2
+    if command == "show":
+        path = f"/admin/qmgr/{qmgr}/queue" + (f"/{_quote(args.name)}" if args.name else "")
+        for queue in json.loads(_remote_call(args, "GET", path).body)["queue"]:
+            _emit(queue)
+        return 0
+    if command == "put":
+        if args.to_qmgr:
+            print("relaymq queue put: error: --to-qmgr is not available with --url", file=sys.stderr)
+            return 2
+        data = (sys.stdin.buffer.read() if args.file == "-" else open(args.file, "rb").read()) if args.file \
+            else (args.message or "").encode("utf-8")
+        headers = [("content-type", "text/plain;charset=utf-8")]
+        if args.priority >= 0:
+            headers.append(("ibm-mq-md-priority", str(args.priority)))
+        if args.correl_id:
+            headers.append(("ibm-mq-md-correlationId", "ID:" + args.correl_id))
+        response = _remote_call(args, "POST", f"/messaging/qmgr/{qmgr}/queue/{_quote(args.name)}/message",
+                                headers=headers, body=data)
+        _emit({"msg_id": dict((k.lower(), v) for k, v in response.headers)
+               .get("ibm-mq-md-messageid", "").removeprefix("ID:")})
+        return 0
+    query: dict[str, str] = {}
+    if args.msg_id:
+        query["messageId"] = "ID:" + args.msg_id
+    if args.correl_id:
+        query["correlationId"] = "ID:" + args.correl_id
+    path = f"/messaging/qmgr/{qmgr}/queue/{_quote(args.name)}/message"
+    if command == "get":
+        query["wait"] = str(int(args.wait * 1000))
+        response = _remote_call(args, "DELETE", path, query)
+    else:  # browse: the REST API shows the first matching message only
+        response = _remote_call(args, "GET", path, query)
+    if response.status == 204:
+        if command == "get":
+            print(f"relaymq queue get: no message available on {args.name} (reason 2033 MQRC_NO_MSG_AVAILABLE)",
+                  file=sys.stderr)
+            return 1
+        return 0
+    _emit(_remote_message(response))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    command = args.queue_command
+    if args.url:
+        try:
+            return _run_remote(args)
+        except (RemoteError, OSError, ValueError) as exc:
+            print(f"relaymq queue {command}: error: {exc}", file=sys.stderr)
+            return 1
+    try:
+        qm = QueueManager.open(args.qmgr, args.data_dir)
+    except (QueueError, OSError, ValueError) as exc:
+        print(f"relaymq queue {command}: error: {exc}", file=sys.stderr)
+        return 1
+    try:
+        return _execute(qm, args)
+    except QueueError as exc:
+        print(f"relaymq queue {command}: error: {exc}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as exc:
+        print(f"relaymq queue {command}: error: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, ValueError) else 1
+    finally:
+        qm.close()

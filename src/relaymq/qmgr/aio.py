@@ -1,0 +1,111 @@
+"""The asyncio face of the queue manager (issue 5, embedded use).
+
+Every call runs the synchronous method in a worker thread (``asyncio.to_thread``), because a
+put waits for its commit and a get may wait for a message: neither may block the event loop.
+A ``get`` with ``wait`` polls in short slices so cancelling the awaiting task frees its
+thread within a slice instead of holding it for the whole wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from relaymq.message.message import Message
+from relaymq.qmgr.manager import QueueManager
+from relaymq.qmgr.states import Envelope
+
+#: Longest time one worker thread blocks inside a waiting get.
+WAIT_SLICE = 0.25
+
+
+class AsyncQueueManager:
+    """Coroutine versions of :class:`QueueManager`'s methods; ``sync`` is the wrapped one."""
+
+    def __init__(self, qm: QueueManager) -> None:
+        self.sync = qm
+
+    @classmethod
+    async def open(cls, name: str, data_dir: str | None, **options: Any) -> AsyncQueueManager:
+        return cls(await asyncio.to_thread(QueueManager.open, name, data_dir, **options))
+
+    @property
+    def name(self) -> str:
+        return self.sync.name
+
+    async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(getattr(self.sync, method), *args, **kwargs)
+
+    async def define_queue(self, name: str, kind: str = "local", **properties: Any) -> Any:
+        return await self._call("define_queue", name, kind, **properties)
+
+    async def alter_queue(self, name: str, **changes: Any) -> Any:
+        return await self._call("alter_queue", name, **changes)
+
+    async def delete_queue(self, name: str, **options: Any) -> None:
+        await self._call("delete_queue", name, **options)
+
+    async def queue_names(self) -> list[str]:
+        return self.sync.queue_names()
+
+    async def depth(self, name: str, **options: Any) -> int:
+        return await self._call("depth", name, **options)
+
+    async def put(self, queue: str, message: Message, **options: Any) -> bytes:
+        return await self._call("put", queue, message, **options)
+
+    async def get_envelope(self, queue: str, *, wait: float = 0.0, **options: Any) -> Envelope | None:
+        deadline = time.monotonic() + wait
+        while True:
+            slice_ = min(max(deadline - time.monotonic(), 0.0), WAIT_SLICE)
+            envelope = await self._call("get_envelope", queue, wait=slice_, **options)
+            if envelope is not None or time.monotonic() >= deadline:
+                return envelope
+
+    async def get(self, queue: str, *, wait: float = 0.0, **options: Any) -> Message | None:
+        envelope = await self.get_envelope(queue, wait=wait, **options)
+        return envelope.message if envelope is not None else None
+
+    wait_for_message = get_envelope
+
+    async def browse(self, queue: str, **options: Any) -> list[Message]:
+        return await self._call("browse", queue, **options)
+
+    async def browse_envelopes(self, queue: str, **options: Any) -> list[Envelope]:
+        return await self._call("browse_envelopes", queue, **options)
+
+    async def browse_and_lock(self, queue: str, **options: Any) -> list[Envelope]:
+        return await self._call("browse_and_lock", queue, **options)
+
+    async def unlock(self, queue: str, uid: str, lock_id: int, **options: Any) -> None:
+        await self._call("unlock", queue, uid, lock_id, **options)
+
+    async def delete(self, queue: str, uid: str, **options: Any) -> None:
+        await self._call("delete", queue, uid, **options)
+
+    async def confirm_put(self, uid: str) -> bool:
+        return await self._call("confirm_put", uid)
+
+    async def confirm_get(self, uid: str) -> bool:
+        return await self._call("confirm_get", uid)
+
+    async def undo(self, queue: str, confirm_id: int, **options: Any) -> int:
+        return await self._call("undo", queue, confirm_id, **options)
+
+    async def pending_transmission(self, remote_qmgr: str, **options: Any) -> list[tuple[str, str, Message]]:
+        return await self._call("pending_transmission", remote_qmgr, **options)
+
+    async def transmitted(self, uid: str) -> None:
+        await self._call("transmitted", uid)
+
+    def add_listener(self, queue: str, fn: Any) -> None:
+        """Listeners run in the putting thread: an asyncio user passes a function that hands
+        over with ``loop.call_soon_threadsafe``."""
+        self.sync.add_listener(queue, fn)
+
+    def remove_listener(self, queue: str, fn: Any) -> None:
+        self.sync.remove_listener(queue, fn)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.sync.close)

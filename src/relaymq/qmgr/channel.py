@@ -1,0 +1,327 @@
+"""The two ends of a channel as sans-I/O state machines: the sender that moves confirmed
+messages off this queue manager and the receiver that stores them on the other
+(everyplace.md items 18-20; seed 004 l.2597-3136; docs/channels.md).
+
+Assured transfer is always two-phase (item 18, seed l.2619, 3136)::
+
+    sender                              receiver
+    PUT(uid, qmgr, queue, resend) --->  put unconfirmed (durable, invisible)
+                                  <---  ACK(uid)
+    CONFIRM(uid)                  --->  confirmPut (durable, visible)
+                                  <---  CONFIRMED(uid)
+    remove the message here (QueueManager.transmitted)
+
+Failures at any point leave the message on the sender, which sends it again with ``resend``
+set: the receiver replaces an unconfirmed copy (item 19), answers CONFIRMED at once for a UID
+it remembers as confirmed (duplicate removal, the digest's confirm-window decision), and
+answers ERROR (RMQRC_UNKNOWN_UID) to a CONFIRM for a UID it never stored, so the sender puts
+the message again instead of deleting it (the seed's "not found = success", l.3132-3134,
+would lose it).
+
+Order: the sender confirms a batch in the order it was taken (priority, then arrival, item
+15) and stops at the first message the receiver refused: the ones after it stay here (item 25:
+an undeliverable message blocks the rest of the route), so per source the receiver makes
+messages visible in the sender's order.
+
+No sockets here. :class:`ChannelSender` is pure; :class:`ChannelReceiver` calls a
+QueueManager (whose store may write to disk, so a transport runs it off the event loop).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from relaymq.message.message import Message
+from relaymq.qmgr.channel_frames import (
+    PROTOCOL,
+    VERSIONS,
+    ChannelProtocolError,
+    Frame,
+    FrameType,
+    encode_frame,
+    error_frame,
+    hello,
+)
+from relaymq.qmgr.errors import DuplicateMessage, QueueError, UnknownQueueManager, UnknownUID
+
+#: Reason code of a body that is not an MQ-format message (MQRC_FORMAT_ERROR).
+FORMAT_ERROR = (2110, "MQRC_FORMAT_ERROR")
+#: Reason code of a HELLO this side cannot serve (no common version: MQRC_CHANNEL_CONFIG_ERROR).
+VERSION_ERROR = (2539, "MQRC_CHANNEL_CONFIG_ERROR")
+
+
+class ReceivingQueueManager(Protocol):
+    """What the receiver needs of a queue manager (relaymq.qmgr.manager.QueueManager has it)."""
+
+    name: str
+
+    def put(self, queue: str, message: Message, *, qmgr: str | None = None, confirm_id: int = 0,
+            uid: str | None = None, resend: bool = False) -> bytes: ...
+    def confirm_put(self, uid: str) -> bool: ...
+    def is_confirmed(self, uid: str) -> bool: ...
+
+
+def negotiate(header: dict[str, Any]) -> int | None:
+    """The highest version both sides speak, None when there is none."""
+    if header.get("protocol") != PROTOCOL:
+        return None
+    offered = header.get("versions")
+    if not isinstance(offered, list):
+        return None
+    common = [v for v in VERSIONS if v in offered]
+    return max(common) if common else None
+
+
+class ChannelReceiver:
+    """The receiving end of one connection (or of one HTTP request).
+
+    ``handle(frame)`` returns the wire bytes of the reply. The first frame must be HELLO;
+    afterwards PUT and CONFIRM are served. ``peer`` is the calling queue manager's name once
+    the HELLO is accepted.
+    """
+
+    def __init__(self, qm: ReceivingQueueManager, *, aliases: tuple[str, ...] = ()) -> None:
+        self.qm = qm
+        self.names = (qm.name, *aliases)
+        self.peer: str | None = None
+        self.version: int | None = None
+        #: Counters for statistics and tests.
+        self.puts = 0
+        self.confirms = 0
+        self.duplicates = 0
+
+    @property
+    def ready(self) -> bool:
+        return self.version is not None
+
+    def handle(self, frame: Frame) -> bytes:
+        if frame.type is FrameType.HELLO:
+            return self._hello(frame)
+        if not self.ready:
+            raise ChannelProtocolError(f"{frame.type.name} before HELLO")
+        if frame.type is FrameType.PUT:
+            return self._put(frame)
+        if frame.type is FrameType.CONFIRM:
+            return self._confirm(frame)
+        raise ChannelProtocolError(f"unexpected {frame.type.name} frame at the receiver")
+
+    def _hello(self, frame: Frame) -> bytes:
+        if self.ready:
+            raise ChannelProtocolError("second HELLO on one connection")
+        version = negotiate(frame.header)
+        if version is None:
+            return error_frame(*VERSION_ERROR, f"no common protocol version (this side speaks {list(VERSIONS)})",
+                               reply_to=FrameType.HELLO)
+        peer = frame.header.get("peer")
+        if peer is not None and peer not in self.names:
+            error = UnknownQueueManager(f"this is queue manager {self.qm.name!r}, not {peer!r}")
+            return error_frame(error.reason, error.name, error.message, reply_to=FrameType.HELLO)
+        caller = frame.header.get("qmgr")
+        if not isinstance(caller, str) or not caller:
+            raise ChannelProtocolError("HELLO without the caller's queue manager name")
+        self.peer, self.version = caller, version
+        return encode_frame(FrameType.WELCOME, {"version": version, "qmgr": self.qm.name})
+
+    @staticmethod
+    def _uid(frame: Frame) -> str:
+        uid = frame.header.get("uid")
+        if not isinstance(uid, str) or not uid:
+            raise ChannelProtocolError(f"{frame.type.name} without a uid")
+        return uid
+
+    def _put(self, frame: Frame) -> bytes:
+        uid = self._uid(frame)
+        queue, qmgr = frame.header.get("queue"), frame.header.get("qmgr")
+        if not isinstance(queue, str) or not isinstance(qmgr, str):
+            raise ChannelProtocolError("PUT without queue and qmgr")
+        if self.qm.is_confirmed(uid):
+            # Already delivered once; the sender lost our CONFIRMED. Tell it again.
+            self.duplicates += 1
+            return encode_frame(FrameType.CONFIRMED, {"uid": uid, "already": True})
+        try:
+            message = Message.from_bytes(frame.body)
+        except Exception as exc:  # any decode failure is the sender's bad data, not ours
+            return error_frame(*FORMAT_ERROR, f"message {uid} is not MQ format: {exc}", uid=uid,
+                               reply_to=FrameType.PUT)
+        try:
+            self.qm.put(queue, message, qmgr=qmgr, confirm_id=1, uid=uid, resend=bool(frame.header.get("resend")))
+        except QueueError as error:
+            if self.qm.is_confirmed(uid):  # confirmed by a parallel connection meanwhile
+                return encode_frame(FrameType.CONFIRMED, {"uid": uid, "already": True})
+            return error_frame(error.reason, error.name, error.message, uid=uid, reply_to=FrameType.PUT)
+        self.puts += 1
+        return encode_frame(FrameType.ACK, {"uid": uid})
+
+    def _confirm(self, frame: Frame) -> bytes:
+        uid = self._uid(frame)
+        try:
+            fresh = self.qm.confirm_put(uid)
+        except QueueError as error:
+            return error_frame(error.reason, error.name, error.message, uid=uid, reply_to=FrameType.CONFIRM)
+        self.confirms += 1
+        return encode_frame(FrameType.CONFIRMED, {"uid": uid, "already": not fresh})
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A message the sender is to transfer: its UID, final destination and MQ-format bytes."""
+
+    uid: str
+    qmgr: str
+    queue: str
+    data: bytes
+    resend: bool = False
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """The receiver confirmed ``uid``: remove it here."""
+
+    uid: str
+    already: bool = False
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The receiver refused ``uid`` (reason, name, message of its QueueError): it stays here."""
+
+    uid: str
+    reason: int
+    name: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Held:
+    """``uid`` was stored unconfirmed at the receiver but not confirmed, because a message
+    before it in the batch was refused (item 25); it goes again, with Resend, later."""
+
+    uid: str
+
+
+Event = Delivered | Refused | Held
+
+# Per-UID states inside a batch.
+_SENT, _ACKED, _CONFIRMING, _DONE, _REFUSED, _HELD = range(6)
+
+
+class ChannelSender:
+    """The sending end: handshake, then batches of PUTs confirmed in order.
+
+    Use: ``hello()`` -> send; feed the reply to ``receive``; ``welcomed`` becomes true. Then
+    ``send_batch(items)`` -> send; feed every reply frame to ``receive(frame)``, which returns
+    (events, bytes to send); the batch is over when ``batch_done``.
+    """
+
+    def __init__(self, local_qmgr: str, peer: str | None = None) -> None:
+        self.local_qmgr = local_qmgr
+        self.peer = peer
+        self.remote_qmgr: str | None = None
+        self.version: int | None = None
+        self._batch: list[str] = []
+        self._state: dict[str, int] = {}
+        self._resend: dict[str, bool] = {}
+
+    @property
+    def welcomed(self) -> bool:
+        return self.version is not None
+
+    def hello(self) -> bytes:
+        return hello(self.local_qmgr, self.peer)
+
+    @property
+    def batch_done(self) -> bool:
+        return all(state in (_DONE, _REFUSED, _HELD) for state in self._state.values())
+
+    @property
+    def in_flight(self) -> int:
+        return sum(1 for state in self._state.values() if state not in (_DONE, _REFUSED, _HELD))
+
+    def send_batch(self, items: list[Outgoing]) -> bytes:
+        """PUT frames for ``items`` (in the order given: the confirm order)."""
+        if not self.welcomed:
+            raise ChannelProtocolError("send_batch before WELCOME")
+        if not self.batch_done:
+            raise ChannelProtocolError("send_batch while a batch is in flight")
+        self._batch = [item.uid for item in items]
+        self._state = {item.uid: _SENT for item in items}
+        self._resend = {item.uid: item.resend for item in items}
+        return b"".join(encode_frame(FrameType.PUT, {"uid": item.uid, "qmgr": item.qmgr, "queue": item.queue,
+                                                     "resend": item.resend}, item.data)
+                        for item in items)
+
+    def receive(self, frame: Frame) -> tuple[list[Event], bytes]:
+        if frame.type is FrameType.WELCOME:
+            if self.welcomed:
+                raise ChannelProtocolError("second WELCOME")
+            version = frame.header.get("version")
+            if version not in VERSIONS:
+                raise ChannelProtocolError(f"peer chose protocol version {version!r}, not offered")
+            self.version = version
+            self.remote_qmgr = frame.header.get("qmgr")
+            return [], b""
+        if frame.type is FrameType.ERROR and frame.header.get("reply_to") == FrameType.HELLO.name:
+            raise ChannelRefused(frame.header.get("reason", 0), frame.header.get("name", ""),
+                                 frame.header.get("message", ""))
+        if not self.welcomed:
+            raise ChannelProtocolError(f"{frame.type.name} before WELCOME")
+        uid = frame.header.get("uid")
+        state = self._state.get(uid) if isinstance(uid, str) else None
+        if state is None:
+            raise ChannelProtocolError(f"{frame.type.name} for uid {uid!r} not in flight")
+        if frame.type is FrameType.ACK and state == _SENT:
+            self._state[uid] = _ACKED
+            return [], self._confirm_ready()
+        if frame.type is FrameType.CONFIRMED and state in (_SENT, _CONFIRMING):
+            # From _SENT: the receiver already had it confirmed (a resend of a delivered UID).
+            self._state[uid] = _DONE
+            events: list[Event] = [Delivered(uid, bool(frame.header.get("already")))]
+            return events, self._confirm_ready() if state == _SENT else b""
+        if frame.type is FrameType.ERROR:
+            reason, name = int(frame.header.get("reason", 0)), str(frame.header.get("name", ""))
+            message = str(frame.header.get("message", ""))
+            if state == _CONFIRMING and reason == UnknownUID.reason:
+                # The receiver never stored it (or lost it): not delivered; it goes again.
+                self._state[uid] = _HELD
+                return [Held(uid)], b""
+            if state == _SENT and reason == DuplicateMessage.reason and not self._resend.get(uid, False):
+                # An unconfirmed copy from an earlier attempt is there: put it again with Resend.
+                self._state[uid] = _HELD
+                return [Held(uid)], self._confirm_ready()
+            if state in (_SENT, _CONFIRMING):
+                self._state[uid] = _REFUSED
+                return [Refused(uid, reason, name, message)], self._confirm_ready() if state == _SENT else b""
+        raise ChannelProtocolError(f"unexpected {frame.type.name} for uid {uid} in state {state}")
+
+    def _confirm_ready(self) -> bytes:
+        """Once every PUT of the batch is answered, CONFIRM the acknowledged ones in batch
+        order up to the first one that was not acknowledged (refused, or held for a resend);
+        hold the rest, so the receiver shows them in this order (items 15, 25)."""
+        if any(self._state[uid] == _SENT for uid in self._batch):
+            return b""
+        out = []
+        blocked = False
+        for uid in self._batch:
+            state = self._state[uid]
+            if state in (_REFUSED, _HELD):
+                blocked = True
+            elif state == _ACKED:
+                if blocked:
+                    self._state[uid] = _HELD
+                else:
+                    self._state[uid] = _CONFIRMING
+                    out.append(encode_frame(FrameType.CONFIRM, {"uid": uid}))
+        return b"".join(out)
+
+    def held(self) -> list[str]:
+        """UIDs of the finished batch that were held back (for the caller's bookkeeping)."""
+        return [uid for uid in self._batch if self._state.get(uid) == _HELD]
+
+
+class ChannelRefused(Exception):
+    """The peer refused the connection at HELLO (wrong queue manager, no common version)."""
+
+    def __init__(self, reason: int, name: str, message: str) -> None:
+        self.reason, self.name, self.message = reason, name, message
+        super().__init__(f"{message} (reason {reason} {name})")

@@ -1,0 +1,511 @@
+"""The channel protocol on asyncio: outbound links that push (and pull), the inbound TCP
+listener, and the HTTP adapter route (docs/channels.md; everyplace.md items 18-25, 30).
+
+The protocol logic is in :mod:`relaymq.qmgr.channel` (sans-I/O); here are only sockets,
+timeouts, reconnect backoff and the hops to worker threads for queue manager calls (a put
+waits for its commit, which must not block the event loop).
+
+Transmission is triggered by the queue manager's transmission listener (a message for queue
+manager X was committed: wake the link for X) and, as a safety net, by a poll every
+``POLL_SECONDS``; a link that fails waits ``retry_initial_ms``, doubling up to
+``retry_max_ms``, and connects again. Only confirmed messages are transmitted
+(QueueManager.pending_transmission gives only those).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import ssl
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from relaymq.http.client import HttpClientError
+from relaymq.http.client import request as http_request
+from relaymq.http.server import HttpRequest, HttpResponse
+from relaymq.qmgr.channel import (
+    ChannelReceiver,
+    ChannelRefused,
+    ChannelSender,
+    Delivered,
+    Held,
+    Outgoing,
+    Refused,
+)
+from relaymq.qmgr.channel_frames import (
+    ChannelProtocolError,
+    Frame,
+    FrameDecoder,
+    FrameType,
+    decode_all,
+    encode_frame,
+)
+from relaymq.qmgr.channel_settings import ConnectionSettings
+from relaymq.qmgr.errors import ALL_ERRORS, NotConnected, QueueError
+
+log = logging.getLogger("relaymq.qmgr.channel")
+
+#: The HTTP adapter's route (one POST per exchange; item 30: no GET).
+HTTP_CHANNEL_PATH = "/relaymq/channel/v1"
+#: Seconds between checks for pending messages when no trigger came.
+POLL_SECONDS = 1.0
+_READ_SIZE = 65536
+
+
+class Conversation(Protocol):
+    """A way to exchange frames with the peer: TCP stream or HTTP requests."""
+
+    async def send(self, data: bytes) -> None: ...
+    async def receive(self) -> list[Frame]: ...
+    async def close(self) -> None: ...
+
+
+class StreamConversation:
+    """Frames over a TCP (or TLS) stream."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, timeout: float | None) -> None:
+        self.reader, self.writer, self.timeout = reader, writer, timeout
+        self.decoder = FrameDecoder()
+
+    async def send(self, data: bytes) -> None:
+        if data:
+            self.writer.write(data)
+            await self.writer.drain()
+
+    async def receive(self) -> list[Frame]:
+        while True:
+            data = await asyncio.wait_for(self.reader.read(_READ_SIZE), self.timeout)
+            if not data:
+                raise ConnectionResetError("channel peer closed the connection")
+            frames = self.decoder.feed(data)
+            if frames:
+                return frames
+
+    async def close(self) -> None:
+        self.writer.close()
+        try:
+            await self.writer.wait_closed()
+        except (OSError, ssl.SSLError):
+            pass
+
+
+class HttpConversation:
+    """Frames POSTed over HTTP: each ``send`` + ``receive`` is one request whose body starts
+    with the HELLO (HTTP requests share no state), and whose response starts with WELCOME."""
+
+    def __init__(self, url: str, timeout: float, ssl_context: ssl.SSLContext | None) -> None:
+        self.url, self.timeout, self.ssl_context = url, timeout, ssl_context
+        self._hello: bytes | None = None
+        self._pending = b""
+        self._welcomed = False
+
+    async def send(self, data: bytes) -> None:
+        if self._hello is None:
+            self._hello = data  # the first thing a sender sends is its HELLO
+            return
+        self._pending += data
+
+    async def receive(self) -> list[Frame]:
+        if self._hello is None or (self._welcomed and not self._pending):
+            raise ChannelProtocolError("nothing to send over HTTP")
+        body, self._pending = self._hello + self._pending, b""
+        try:
+            response = await http_request("POST", self.url, headers=[("content-type", "application/octet-stream")],
+                                          body=body, timeout=self.timeout, ssl_context=self.ssl_context)
+        except HttpClientError as exc:
+            raise ConnectionError(str(exc)) from None
+        if response.status != 200:
+            raise ConnectionError(f"HTTP channel {self.url}: status {response.status}")
+        frames = decode_all(response.body)
+        if self._welcomed:  # every response repeats the WELCOME; the sender wants it once
+            return [f for f in frames if f.type is not FrameType.WELCOME]
+        self._welcomed = True
+        return frames
+
+    async def close(self) -> None:
+        return None
+
+
+def _client_ssl(connection: ConnectionSettings) -> ssl.SSLContext | None:
+    if not (connection.tls or connection.address.startswith("https://")):
+        return None
+    # The peer's certificate must chain to tls_ca (or the system CAs) and name the host of
+    # the address, as for any TLS client.
+    return ssl.create_default_context(cafile=connection.tls_ca or None)
+
+
+async def open_conversation(connection: ConnectionSettings) -> Conversation:
+    """Connect along ``connection`` (already followed through ``via``)."""
+    timeout = connection.timeout_ms / 1000.0
+    context = _client_ssl(connection)
+    if connection.is_http:
+        url = connection.address
+        if url.count("/") < 3 or url.endswith("/") and url.count("/") == 3:
+            url = url.rstrip("/") + HTTP_CHANNEL_PATH
+        return HttpConversation(url, timeout, context)
+    host, _, port = connection.address.rpartition(":")
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port), ssl=context), timeout)
+    return StreamConversation(reader, writer, timeout)
+
+
+async def run_in_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+#: Worker threads for queue manager calls of one batch made at once, so the store's group
+#: commit covers many of them with one commit (a put waits for its commit; calls made one
+#: after the other pay one commit each).
+_POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="relaymq-channel")
+
+
+def handle_frames(receiver: ChannelReceiver, frames: list[Frame]) -> bytes:
+    """The receiver's replies to ``frames``, in frame order (runs in a worker thread).
+
+    Consecutive PUTs are stored concurrently: unconfirmed puts have no order among them.
+    Consecutive CONFIRMs are started in frame order, each once the previous one is
+    registered (QueueManager.is_confirmed is true once its commit is submitted), so messages
+    become visible in the sender's order (item 12) while their commits are grouped; every
+    reply is sent only after all of them are durable.
+    """
+    replies: list[bytes] = []
+    index = 0
+    while index < len(frames):
+        kind = frames[index].type
+        end = index
+        while end < len(frames) and frames[end].type is kind:
+            end += 1
+        group = frames[index:end]
+        if kind is FrameType.PUT and len(group) > 1:
+            replies += list(_POOL.map(receiver.handle, group))
+        elif kind is FrameType.CONFIRM and len(group) > 1:
+            futures = []
+            for frame in group:
+                future = _POOL.submit(receiver.handle, frame)
+                uid = frame.header.get("uid")
+                spins = 0
+                while not future.done() and not receiver.qm.is_confirmed(uid):
+                    # The confirm registers within microseconds unless the queue manager is
+                    # busy; then stop spinning and poll gently.
+                    spins += 1
+                    time.sleep(0 if spins < 100 else 0.001)
+                futures.append(future)
+            replies += [future.result() for future in futures]
+        else:
+            replies += [receiver.handle(frame) for frame in group]
+        index = end
+    return b"".join(replies)
+
+
+async def push_pending(conversation: Conversation, sender: ChannelSender, qm: Any, target: str, *,
+                       pull: bool, batch: int, attempted: set[str]) -> tuple[int, Refused | None]:
+    """Send every confirmed message waiting here for ``target`` in batches, two-phase.
+
+    Returns (messages delivered, the refusal that stopped it or None). A refused message
+    stays here and blocks the route (item 25) until the caller tries again.
+    """
+    delivered = 0
+    while True:
+        pending = await run_in_thread(qm.pending_transmission, target, pull=pull, limit=batch)
+        if not pending:
+            return delivered, None
+        items = [Outgoing(uid, target, queue, message.to_bytes(), resend=uid in attempted)
+                 for uid, queue, message in pending]
+        attempted.update(item.uid for item in items)
+        out = sender.send_batch(items)
+        done: list[str] = []
+        refused: Refused | None = None
+        held = False
+        while not sender.batch_done:
+            await conversation.send(out)
+            out = b""
+            for frame in await conversation.receive():
+                events, more = sender.receive(frame)
+                out += more
+                for event in events:
+                    if isinstance(event, Delivered):
+                        done.append(event.uid)
+                    elif isinstance(event, Refused) and refused is None:
+                        refused = event
+                    elif isinstance(event, Held):
+                        held = True
+        if done:
+            await run_in_thread(_transmitted, qm, done)
+            delivered += len(done)
+            for uid in done:
+                attempted.discard(uid)
+        if refused is not None:
+            return delivered, refused
+        if held and not done:
+            # Only held messages: they go again at once with Resend set (already in attempted).
+            continue
+
+
+async def sync_put(local_qmgr: str, route: ConnectionSettings, qmgr: str, queue: str, message: Any) -> bytes:
+    """One synchronous put over its own connection: PUT + CONFIRM, then return the MsgId;
+    a refusal is raised as the receiver's QueueError (same reason code)."""
+    md = message.mq.md
+    if not any(md.MsgId):
+        md.MsgId = os.urandom(24)
+    uid = f"{local_qmgr}:sync:{uuid.uuid4().hex}"
+    conversation: Conversation | None = None
+    try:
+        conversation = await open_conversation(route)
+        sender = ChannelSender(local_qmgr, route.name)
+        await conversation.send(sender.hello())
+        while not sender.welcomed:
+            for frame in await conversation.receive():
+                sender.receive(frame)
+        out = sender.send_batch([Outgoing(uid, qmgr, queue, message.to_bytes())])
+        while not sender.batch_done:
+            await conversation.send(out)
+            out = b""
+            for frame in await conversation.receive():
+                events, more = sender.receive(frame)
+                out += more
+                for event in events:
+                    if isinstance(event, Refused):
+                        raise error_for(event.reason, event.message)
+        if sender.held():
+            raise NotConnected(f"synchronous put to {queue!r} on {qmgr!r} was not confirmed")
+        return bytes(md.MsgId)
+    except (OSError, TimeoutError, ChannelProtocolError, ChannelRefused) as exc:
+        raise NotConnected(f"synchronous put to {queue!r} on {qmgr!r}: {exc}") from None
+    finally:
+        if conversation is not None:
+            await conversation.close()
+
+
+def error_for(reason: int, message: str) -> QueueError:
+    """The QueueError class with ``reason`` (relaymq.qmgr.errors), for an ERROR frame."""
+    for cls in ALL_ERRORS:
+        if cls.reason == reason:
+            return cls(message)
+    return QueueError(message)
+
+
+def _transmitted(qm: Any, uids: list[str]) -> None:
+    """Remove delivered messages here; concurrently, so their commits are grouped."""
+
+    def one(uid: str) -> None:
+        try:
+            qm.transmitted(uid)
+        except QueueError:
+            pass  # already removed (a repeated CONFIRMED): nothing left to do
+
+    list(_POOL.map(one, uids))
+
+
+async def serve_pull(conversation: Conversation, qm: Any, peer: str, *, batch: int, attempted: set[str]) -> None:
+    """Answer a PULL (home-server, item 24): push what waits here for ``peer`` (also from
+    store-and-forward queues that do not push), then PULL_DONE."""
+    sender = ChannelSender(qm.name)
+    sender.version, sender.remote_qmgr = 1, peer  # the peer's HELLO already opened this connection
+    count, refused = await push_pending(conversation, sender, qm, peer, pull=True, batch=batch, attempted=attempted)
+    header: dict[str, Any] = {"count": count}
+    if refused is not None:
+        header["refused"] = {"uid": refused.uid, "reason": refused.reason, "message": refused.message}
+    await conversation.send(encode_frame(FrameType.PULL_DONE, header))
+
+
+class ChannelLink:
+    """The outbound side for one connection definition: connects (following ``via``),
+    pushes what waits for ``name``, pulls when asked to, reconnects with backoff."""
+
+    def __init__(self, qm: Any, name: str, route: ConnectionSettings, *, pull_interval: float = 0.0,
+                 open_fn: Callable[[ConnectionSettings], Any] = open_conversation) -> None:
+        self.qm = qm
+        self.name = name
+        self.route = route
+        self.pull_interval = pull_interval
+        self.open_fn = open_fn
+        self.connected = False
+        self.delivered = 0
+        self.pulled = 0
+        self.last_error: str | None = None
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._task: asyncio.Task[None] | None = None
+        self._attempted: set[str] = set()
+        self._receiver_aliases: tuple[str, ...] = ()
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"channel-link-{self.name}")
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    async def _run(self) -> None:
+        delay = self.route.retry_initial_ms / 1000.0
+        while not self._stopping:
+            conversation: Conversation | None = None
+            try:
+                conversation = await self.open_fn(self.route)
+                sender = ChannelSender(self.qm.name, self.route.name)
+                await conversation.send(sender.hello())
+                while not sender.welcomed:
+                    for frame in await conversation.receive():
+                        sender.receive(frame)
+                self.connected = True
+                if self.last_error is not None:
+                    log.info("channel to %s (%s) connected", self.name, self.route.address)
+                self.last_error = None
+                delay = self.route.retry_initial_ms / 1000.0
+                await self._session(conversation, sender)
+            except asyncio.CancelledError:
+                raise
+            except (OSError, TimeoutError, ChannelProtocolError, ChannelRefused, QueueError) as exc:
+                message = f"{type(exc).__name__}: {exc}"
+                if message != self.last_error:
+                    log.warning("channel to %s (%s): %s; retrying", self.name, self.route.address, message)
+                self.last_error = message
+            except Exception as exc:  # a bug must not end the link for good: log it, retry
+                log.exception("channel to %s (%s) failed", self.name, self.route.address)
+                self.last_error = f"{type(exc).__name__}: {exc}"
+            finally:
+                self.connected = False
+                if conversation is not None:
+                    await conversation.close()
+            if self._stopping:
+                return
+            await asyncio.sleep(delay * (0.5 + random.random() / 2))
+            delay = min(delay * 2, self.route.retry_max_ms / 1000.0)
+
+    async def _session(self, conversation: Conversation, sender: ChannelSender) -> None:
+        loop = asyncio.get_running_loop()
+        next_pull = loop.time()
+        while not self._stopping:
+            self._wake.clear()
+            count, refused = await push_pending(conversation, sender, self.qm, self.name, pull=False,
+                                                batch=self.route.batch, attempted=self._attempted)
+            self.delivered += count
+            if refused is not None:
+                raise ChannelProtocolError(f"message {refused.uid} refused: {refused.message}"
+                                           f" (reason {refused.reason} {refused.name})")
+            if self.pull_interval > 0 and loop.time() >= next_pull:
+                await self._pull(conversation, sender.remote_qmgr or self.name)
+                next_pull = loop.time() + self.pull_interval
+            timeout = POLL_SECONDS if self.pull_interval <= 0 else max(0.0, min(POLL_SECONDS, next_pull - loop.time()))
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            except TimeoutError:
+                pass
+
+    async def _pull(self, conversation: Conversation, peer: str) -> None:
+        """Ask the server for what it holds for this queue manager and receive it."""
+        receiver = ChannelReceiver(self.qm)
+        receiver.peer, receiver.version = peer, 1
+        await conversation.send(encode_frame(FrameType.PULL, {"qmgr": self.qm.name}))
+        while True:
+            frames = await conversation.receive()
+            done = [f for f in frames if f.type is FrameType.PULL_DONE]
+            work = [f for f in frames if f.type is not FrameType.PULL_DONE]
+            if work:
+                replies = await run_in_thread(handle_frames, receiver, work)
+                await conversation.send(replies)
+            if done:
+                self.pulled += int(done[0].header.get("count", 0))
+                return
+
+
+class ChannelListener:
+    """The inbound TCP (or TLS) listener: each connection gets a ChannelReceiver; a PULL is
+    answered by pushing what waits here for the caller."""
+
+    def __init__(self, qm: Any, *, aliases: tuple[str, ...] = (), batch: int = 100,
+                 idle_timeout: float | None = None) -> None:
+        self.qm = qm
+        self.aliases = aliases
+        self.batch = batch
+        self.idle_timeout = idle_timeout
+        self.port = 0
+        self._server: asyncio.base_events.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._attempted: dict[str, set[str]] = {}
+
+    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> None:
+        self._server = await asyncio.start_server(self._serve, host, port, ssl=ssl_context)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        conversation = StreamConversation(reader, writer, self.idle_timeout)
+        receiver = ChannelReceiver(self.qm, aliases=self.aliases)
+        try:
+            while True:
+                frames = await conversation.receive()
+                index = 0
+                while index < len(frames):
+                    if frames[index].type is FrameType.PULL:
+                        if not receiver.ready or receiver.peer is None:
+                            raise ChannelProtocolError("PULL before HELLO")
+                        attempted = self._attempted.setdefault(receiver.peer, set())
+                        await serve_pull(conversation, self.qm, receiver.peer, batch=self.batch, attempted=attempted)
+                        index += 1
+                        continue
+                    end = index
+                    while end < len(frames) and frames[end].type is not FrameType.PULL:
+                        end += 1
+                    chunk = frames[index:end]
+                    replies = await run_in_thread(handle_frames, receiver, chunk)
+                    await conversation.send(replies)
+                    index = end
+        except (asyncio.CancelledError, ConnectionError, TimeoutError, ssl.SSLError, OSError):
+            pass
+        except ChannelProtocolError as exc:
+            log.warning("channel connection from %s closed: %s", writer.get_extra_info("peername"), exc)
+        except QueueError as exc:
+            log.warning("channel connection from %s closed: %s", writer.get_extra_info("peername"), exc)
+        finally:
+            self._tasks.discard(task)
+            await conversation.close()
+
+
+def http_channel_handler(qm: Any, *, aliases: tuple[str, ...] = ()) -> Callable[[HttpRequest], Any]:
+    """The HTTP adapter (item 30): the request body is HELLO followed by PUT/CONFIRM frames,
+    the response body the replies (WELCOME first). PULL is not served over HTTP."""
+
+    async def handle(request: HttpRequest) -> HttpResponse:
+        try:
+            frames = decode_all(request.body)
+        except ChannelProtocolError as exc:
+            return HttpResponse(400, [("content-type", "text/plain")], f"{exc}\n".encode())
+        if not frames or frames[0].type is not FrameType.HELLO:
+            return HttpResponse(400, [("content-type", "text/plain")], b"the body must start with a HELLO frame\n")
+        if any(f.type is FrameType.PULL for f in frames):
+            return HttpResponse(400, [("content-type", "text/plain")], b"PULL needs a TCP channel\n")
+        receiver = ChannelReceiver(qm, aliases=aliases)
+        try:
+            body = await run_in_thread(handle_frames, receiver, frames)
+        except ChannelProtocolError as exc:
+            return HttpResponse(400, [("content-type", "text/plain")], f"{exc}\n".encode())
+        return HttpResponse(200, [("content-type", "application/octet-stream")], body)
+
+    return handle

@@ -1,0 +1,73 @@
+"""Listeners: who hears that a message arrived (everyplace.md item 16; seed 004 l.2130-2367),
+and the wake-up of waiting getters.
+
+A mixin of :class:`relaymq.qmgr.manager.QueueManager`. Listeners run in the thread that made
+the message visible, after it is durable and outside the lock (a listener may call back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from relaymq.qmgr.definitions import HOLDING_KINDS
+from relaymq.qmgr.queue_index import QueueIndex
+from relaymq.qmgr.states import Entry, MessageEvent
+
+
+class ListenerMixin:
+    """Queue listeners, message listeners and the announcement of new visible messages."""
+
+    def add_listener(self, queue: str, fn: Callable[[str], None]) -> None:
+        """``fn(queue)`` is called (in the putting thread) after a message on ``queue``
+        becomes visible and durable. Local queues only (item 10)."""
+        with self._lock:
+            index = self._listenable(queue)
+            self._listeners.setdefault(index.definition.name, []).append(fn)
+            if index.rule is not None:
+                index.rule.listener_added(index.definition)
+
+    def remove_listener(self, queue: str, fn: Callable[[str], None]) -> None:
+        with self._lock:
+            index = self._listenable(queue)
+            fns = self._listeners.get(index.definition.name, [])
+            if fn in fns:
+                fns.remove(fn)
+                if index.rule is not None:
+                    index.rule.listener_removed(index.definition)
+
+    def add_message_listener(self, queue: str, fn: Callable[[MessageEvent], None]) -> None:
+        """``fn(MessageEvent)``: queue name, UID, MsgID, CorrelID, priority (item 16)."""
+        with self._lock:
+            index = self._listenable(queue)
+            self._message_listeners.setdefault(index.definition.name, []).append(fn)
+            if index.rule is not None:
+                index.rule.listener_added(index.definition)
+
+    def remove_message_listener(self, queue: str, fn: Callable[[MessageEvent], None]) -> None:
+        with self._lock:
+            fns = self._message_listeners.get(self._listenable(queue).definition.name, [])
+            if fn in fns:
+                fns.remove(fn)
+
+    def _listenable(self, queue: str) -> QueueIndex:
+        return self._holding_index(queue, None, "listen")
+
+    def _announce(self, index: QueueIndex, entries: list[Entry]) -> None:
+        """Wake waiters, then tell listeners (outside the lock: a listener may call back)."""
+        if not entries:
+            return
+        with self._lock:
+            self._cond.notify_all()
+            name = index.definition.name
+            local = index.definition.kind in HOLDING_KINDS
+            listeners = list(self._listeners.get(name, ())) if local else []
+            message_listeners = list(self._message_listeners.get(name, ())) if local else []
+            transmission = list(self._transmission_listeners) if index.definition.transmits else []
+        for fn in listeners:
+            fn(name)
+        for entry in entries:
+            event = MessageEvent(name, entry.uid, entry.msg_id, entry.correl_id, entry.priority)
+            for mfn in message_listeners:
+                mfn(event)
+            for tfn in transmission:
+                tfn(entry.target_qmgr)

@@ -1,0 +1,497 @@
+"""The queue manager: queues, message states and operations (everyplace.md items 6-22;
+seed 004 l.804-3136).
+
+Thread model: one lock guards every index; operations change memory and submit the matching
+store operations under the lock (so the store sees them in the same order), then wait for
+durability *outside* the lock, so while one caller's fsync runs the next callers' work joins
+the next batch (group commit). ``get(wait=...)`` blocks the calling thread on a condition;
+an asyncio program uses :class:`relaymq.qmgr.aio.AsyncQueueManager`, which runs these calls
+in worker threads.
+
+Time is injected (``clock`` returns epoch seconds) so expiry and the confirm window are
+tested without sleeping.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from relaymq.message.message import Message
+from relaymq.qmgr import resolution as res
+from relaymq.qmgr.definitions import (
+    HOLDING_KINDS,
+    LOCAL,
+    STORE_AND_FORWARD,
+    SYSTEM_QUEUES,
+    UNLIMITED,
+    QueueDefinition,
+    make_definition,
+)
+from relaymq.qmgr.errors import (
+    DuplicateMessage,
+    MessageExpired,
+    MessageTooBig,
+    NotAllowed,
+    NotConnected,
+    QueueExists,
+    QueueFull,
+    QueueManagerClosed,
+    QueueNotEmpty,
+    UnknownQueue,
+    UnknownUID,
+)
+from relaymq.qmgr.expiry import ExpireTime, expiry_deadline, is_expired
+from relaymq.qmgr.listeners import ListenerMixin
+from relaymq.qmgr.names import check_name
+from relaymq.qmgr.queue_index import QueueIndex
+from relaymq.qmgr.retrieval import RetrievalMixin, _envelope
+from relaymq.qmgr.rules import QueueManagerRule, QueueRule, call_veto, load_rule
+from relaymq.qmgr.states import PUT_UNCONFIRMED, UNLOCKED, Entry, MessageEvent
+from relaymq.qmgr.store import MemoryQueueStore, Op, QueueStore, Ticket
+from relaymq.qmgr.transmission import TransmissionMixin
+
+MQMI_NONE = bytes(24)
+#: How long a confirmed UID is remembered for duplicate removal (spec decision), seconds.
+DEFAULT_CONFIRM_WINDOW = 24 * 3600.0
+
+
+class SyncRemote(Protocol):
+    """What the channel part provides for synchronous remote queues and discovery (item 21)."""
+
+    def reachable(self, qmgr: str) -> bool: ...
+    def put(self, qmgr: str, queue: str, message: Message) -> bytes: ...
+
+
+class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
+    """A queue manager with its queues, over a :class:`QueueStore`."""
+
+    def __init__(self, name: str, store: QueueStore | None = None, *, clock: Callable[[], float] = time.time,
+                 confirm_window: float = DEFAULT_CONFIRM_WINDOW, rule: QueueManagerRule | str | None = None,
+                 define_system_queues: bool = True) -> None:
+        self.name = check_name(name, "queue manager")
+        self.store = store if store is not None else MemoryQueueStore()
+        self.clock = clock
+        self.confirm_window = confirm_window
+        self.rule: QueueManagerRule = (load_rule(rule, QueueManagerRule) if isinstance(rule, str)
+                                       else rule or QueueManagerRule())
+        #: Set by the channel part: synchronous remote puts and discovery go through it.
+        self.remote: SyncRemote | None = None
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        self._queues: dict[tuple[str, str], QueueIndex] = {}
+        self._queue_aliases: dict[tuple[str, str], str] = {}
+        self._qmgr_aliases: dict[str, str] = {}
+        self._by_uid: dict[str, Entry] = {}
+        self._confirmed: dict[str, int] = {}
+        self._listeners: dict[str, list[Callable[[str], None]]] = {}
+        self._message_listeners: dict[str, list[Callable[[MessageEvent], None]]] = {}
+        self._transmission_listeners: list[Callable[[str], None]] = []
+        self._seq = 0
+        self._lock_ids = itertools.count(1)
+        self._last_forget = 0
+        self._closed = False
+        self._quiescing = False
+        self._waiters = 0
+        self._load(define_system_queues)
+
+    # -- life cycle (item 28) -------------------------------------------------------------
+    @classmethod
+    def open(cls, name: str, data_dir: str | None, *, store: str = "sqlite", synchronous: str = "FULL",
+             **options: Any) -> QueueManager:
+        """Open (creating if needed) queue manager ``name``; its store is
+        ``<data_dir>/qmgr-<name>.db`` for ``store="sqlite"``; ``data_dir`` None or
+        ``store="memory"`` keeps everything in memory."""
+        check_name(name, "queue manager")
+        if data_dir is None or store == "memory" or data_dir == "memory":
+            return cls(name, MemoryQueueStore(), **options)
+        if store != "sqlite":
+            raise ValueError(f"store must be 'sqlite' or 'memory', got {store!r}")
+        from relaymq.qmgr.sqlite_store import SqliteQueueStore, store_path
+
+        engine = SqliteQueueStore(store_path(data_dir, name), synchronous)
+        try:
+            return cls(name, engine, **options)
+        except BaseException:
+            engine.close()
+            raise
+
+    def _load(self, define_system_queues: bool) -> None:
+        loaded = self.store.load()
+        for definition in loaded.queues:
+            self._install(definition)
+        self._seq = max([loaded.meta.get("seq", 0), *(e.seq for e in loaded.entries)])
+        self._confirmed = dict(loaded.confirmed)
+        for entry in sorted(loaded.entries, key=lambda e: e.seq):
+            index = self._queues.get((entry.qmgr, entry.queue))
+            if index is None:  # definition deleted with data kept: keep the rows, not in memory
+                continue
+            index.add(entry)
+            self._by_uid[entry.uid] = entry
+        lock_ids = [e.lock_id for e in loaded.entries if e.lock_id]
+        self._lock_ids = itertools.count(max(lock_ids, default=0) + 1)
+        call_veto("activate", self.rule.activate, self)
+        if define_system_queues:
+            for qname, kind in SYSTEM_QUEUES.items():
+                if (self.name, qname) not in self._queues:
+                    self.define_queue(qname, kind)
+        if self.rule.activate_queues(self):
+            with self._lock:
+                self._purge_expired_all()
+
+    def close(self, quiesce: float = 0.0) -> None:
+        """Stop (item 28). ``quiesce`` > 0: refuse new operations at once but let getters
+        already waiting go on for up to that many seconds; 0: immediate. Either way every
+        operation already acknowledged is durable (the store writes what is pending before
+        it closes); waiting getters then return None."""
+        with self._lock:
+            if self._closed:
+                return
+            self._quiescing = True
+            deadline = time.monotonic() + quiesce
+            while self._waiters and (remaining := deadline - time.monotonic()) > 0:
+                self._cond.wait(remaining)
+            self._closed = True
+            self._cond.notify_all()
+        for index in list(self._queues.values()):
+            if index.rule is not None:
+                index.rule.close(index.definition)
+        self.rule.close(self)
+        self.store.close()
+
+    def __enter__(self) -> QueueManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed or self._quiescing:
+            raise QueueManagerClosed(f"queue manager {self.name!r} is closed")
+
+    # -- definitions (items 6-9) ----------------------------------------------------------
+    def _install(self, definition: QueueDefinition) -> QueueIndex:
+        rule = load_rule(definition.rule, QueueRule) if definition.rule else None
+        index = QueueIndex(definition, rule)
+        self._queues[definition.key] = index
+        for alias in definition.aliases:
+            self._queue_aliases[(definition.owner, alias)] = definition.name
+        if rule is not None:
+            rule.activate(definition)
+        return index
+
+    def define_queue(self, name: str, kind: str = LOCAL, **properties: Any) -> QueueDefinition:
+        """Define a queue (see :mod:`relaymq.qmgr.definitions` for types and properties).
+        Raises QueueExists, BadName, BadProperty; durable on return."""
+        self._check_open()
+        definition = make_definition(name, kind, self.name, **properties)
+        with self._lock:
+            taken = [(definition.owner, n) for n in (definition.name, *definition.aliases)]
+            for key in taken:
+                if key in self._queues or key in self._queue_aliases:
+                    raise QueueExists(f"queue {key[1]!r} (on {key[0]!r}) is already defined")
+            if kind == STORE_AND_FORWARD:
+                for other in self._queues.values():
+                    shared = set(other.definition.target_queue_managers) & set(definition.target_queue_managers)
+                    if other.definition.kind == STORE_AND_FORWARD and shared:
+                        raise QueueExists(f"store-and-forward queue {other.definition.name!r} already serves"
+                                          f" {sorted(shared)} (item 8: two may not share a target)")
+            call_veto("queue add", self.rule.queue_added, self, definition)
+            self._install(definition)
+            ticket = self.store.submit([("queue", definition)])
+        ticket.wait()
+        return definition
+
+    def alter_queue(self, name: str, *, qmgr: str | None = None, **changes: Any) -> QueueDefinition:
+        """Change properties of a queue (not its name, type or owner)."""
+        self._check_open()
+        with self._lock:
+            index = self._index(name, qmgr)
+            old = index.definition
+            new = old.altered(**changes)
+            for alias in old.aliases:
+                self._queue_aliases.pop((old.owner, alias), None)
+            for alias in new.aliases:
+                if (new.owner, alias) in self._queues or (new.owner, alias) in self._queue_aliases:
+                    for a in old.aliases:
+                        self._queue_aliases[(old.owner, a)] = old.name
+                    raise QueueExists(f"alias {alias!r} is already a queue or alias")
+            for alias in new.aliases:
+                self._queue_aliases[(new.owner, alias)] = new.name
+            index.definition = new
+            if index.rule is not None:
+                index.rule.attribute_changed(old, new)
+            ticket = self.store.submit([("queue", new)])
+        ticket.wait()
+        return new
+
+    def delete_queue(self, name: str, *, qmgr: str | None = None, purge: bool = False) -> None:
+        """Delete a definition. A queue holding messages is refused (QueueNotEmpty) unless
+        ``purge``; expired messages are removed first (seed l.366-368)."""
+        self._check_open()
+        with self._lock:
+            index = self._index(name, qmgr)
+            definition = index.definition
+            self._purge_expired(index)
+            if len(index) and not purge:
+                raise QueueNotEmpty(f"queue {definition.name!r} holds {len(index)} messages")
+            call_veto("queue remove", self.rule.queue_removed, self, definition)
+            ops: list[Op] = []
+            for entry in list(index.entries.values()):
+                self._drop(index, entry, ops)
+            del self._queues[definition.key]
+            for alias in definition.aliases:
+                self._queue_aliases.pop((definition.owner, alias), None)
+            ops.append(("unqueue", definition.owner, definition.name))
+            ticket = self.store.submit(ops)
+            if index.rule is not None:
+                index.rule.close(definition)
+        ticket.wait()
+
+    def queue_names(self) -> list[str]:
+        """Names of the queues owned by this queue manager (local, dead-letter, admin, S&F)."""
+        with self._lock:
+            return sorted(name for owner, name in self._queues if owner == self.name)
+
+    def definitions(self) -> list[QueueDefinition]:
+        """Every definition, remote and home-server ones included."""
+        with self._lock:
+            return [index.definition for index in self._queues.values()]
+
+    def queue(self, name: str, *, qmgr: str | None = None) -> QueueDefinition:
+        """The definition of ``name`` (an alias finds its queue)."""
+        with self._lock:
+            return self._index(name, qmgr).definition
+
+    def depth(self, name: str, *, qmgr: str | None = None) -> int:
+        """Messages on the queue in any state (expired ones are removed first, seed l.370)."""
+        with self._lock:
+            index = self._index(name, qmgr)
+            self._purge_expired(index)
+            return len(index)
+
+    def add_qmgr_alias(self, alias: str, target: str) -> None:
+        """Make ``alias`` resolve to queue manager ``target`` (item 27; in memory: the channel
+        part restores its connection definitions at start)."""
+        check_name(alias, "queue manager")
+        check_name(target, "queue manager")
+        with self._lock:
+            self._qmgr_aliases[alias] = target
+
+    def remove_qmgr_alias(self, alias: str) -> None:
+        with self._lock:
+            self._qmgr_aliases.pop(alias, None)
+
+    def _index(self, name: str, qmgr: str | None) -> QueueIndex:
+        owner = res.resolve_qmgr_alias(qmgr, self._qmgr_aliases) if qmgr else self.name
+        index = self._queues.get((owner, name))
+        if index is None:
+            real = self._queue_aliases.get((owner, name))
+            index = self._queues.get((owner, real)) if real is not None else None
+        if index is None:
+            raise UnknownQueue(f"no queue {name!r} on queue manager {owner!r}")
+        return index
+
+    def _holding_index(self, name: str, qmgr: str | None, operation: str) -> QueueIndex:
+        index = self._index(name, qmgr)
+        if index.definition.kind not in HOLDING_KINDS:
+            raise NotAllowed(f"{operation} is not possible on {index.definition.kind} queue {name!r}"
+                             f"{' (mode ' + index.definition.mode + ')' if index.definition.kind == 'remote' else ''}")
+        return index
+
+    # -- resolution (item 22) -------------------------------------------------------------
+    def resolve(self, queue: str, qmgr: str | None = None) -> res.Resolution:
+        """Which queue a put to (qmgr, queue) lands on; see :mod:`relaymq.qmgr.resolution`."""
+        with self._lock:
+            definitions = {key: index.definition for key, index in self._queues.items()}
+            return res.resolve(self.name, qmgr or self.name, queue, definitions=definitions,
+                               queue_aliases=self._queue_aliases, qmgr_aliases=self._qmgr_aliases,
+                               reachable=self.remote.reachable if self.remote is not None else None)
+
+    # -- put (items 11, 12, 18, 19) -------------------------------------------------------
+    def put(self, queue: str, message: Message, *, qmgr: str | None = None, confirm_id: int = 0,
+            uid: str | None = None, resend: bool = False, expire_time: ExpireTime | None = None) -> bytes:
+        """Put ``message`` to ``queue`` on ``qmgr`` (default: this one); returns the MsgId.
+
+        Durable on return. With ``confirm_id > 0`` the message stays invisible until
+        :meth:`confirm_put` (or is removed by :meth:`undo`). ``uid`` is given by a sending
+        queue manager for assured delivery: a UID already here is a DuplicateMessage unless
+        ``resend`` replaces an unconfirmed copy; a UID remembered as confirmed is a
+        DuplicateMessage whose message says so. MQMD.MsgId of NONE is filled in; MQMD.Priority
+        -1 takes the queue's default priority.
+        """
+        self._check_open()
+        resolved = self.resolve(queue, qmgr)
+        if resolved.kind in (res.REMOTE_SYNC, res.DISCOVERY):
+            if self.remote is None or not self.remote.reachable(resolved.target_qmgr):
+                raise NotConnected(f"no connection to queue manager {resolved.target_qmgr!r}"
+                                   f" for synchronous queue {resolved.target_queue!r}")
+            return self.remote.put(resolved.target_qmgr, resolved.target_queue, message)
+        definition = resolved.definition
+        assert definition is not None
+        with self._lock:
+            self._check_open()
+            index = self._queues.get(definition.key)
+            if index is None:
+                raise UnknownQueue(f"queue {definition.name!r} was deleted")
+            entry, ops = self._new_entry(index, resolved, message, confirm_id, uid, resend, expire_time)
+            index.add(entry)
+            self._by_uid[entry.uid] = entry
+            ticket = self.store.submit(ops)
+        self._finish(ticket, [entry])
+        if entry.state == UNLOCKED:
+            self._announce(index, [entry])
+        return entry.msg_id
+
+    def _new_entry(self, index: QueueIndex, resolved: res.Resolution, message: Message, confirm_id: int,
+                   uid: str | None, resend: bool, expire_time: ExpireTime | None) -> tuple[Entry, list[Op]]:
+        definition = index.definition
+        if not definition.active:
+            raise NotAllowed(f"queue {definition.name!r} is not active")
+        now = self._now_ms()
+        ops: list[Op] = []
+        if uid is not None:
+            if uid in self._confirmed:
+                if index.rule is not None:
+                    index.rule.duplicate_put(definition, uid)
+                raise DuplicateMessage(f"message {uid} was already put and confirmed here")
+            old = self._by_uid.get(uid)
+            if old is not None:
+                if not (resend and old.state == PUT_UNCONFIRMED):
+                    if index.rule is not None:
+                        index.rule.duplicate_put(definition, uid)
+                    raise DuplicateMessage(f"message {uid} is already on queue {old.queue!r}"
+                                           f"{'' if resend else ' (put without Resend)'}")
+                self._drop(self._queues[(old.qmgr, old.queue)], old, ops)  # item 19: resend replaces
+        md = message.mq.md
+        if md.Priority < 0:
+            md.Priority = definition.default_priority
+        priority = min(md.Priority, 9)
+        self._seq += 1
+        seq = self._seq
+        if md.MsgId == MQMI_NONE:
+            md.MsgId = (b"RMQ" + self.name.encode("ascii")[:8].ljust(8, b".") + seq.to_bytes(8, "big")
+                        + (now % 2**40).to_bytes(5, "big"))
+        deadline = expiry_deadline(now, definition.expiry, md.Expiry, expire_time)
+        if is_expired(deadline, now):
+            raise MessageExpired(f"message expired before it was put to {definition.name!r}")
+        data = message.to_bytes()
+        limit = definition.max_message_size
+        if limit != UNLIMITED and len(data) > limit:
+            raise MessageTooBig(f"message of {len(data)} bytes exceeds max_message_size {limit}"
+                                f" of queue {definition.name!r}")
+        if definition.max_depth != UNLIMITED and len(index) >= definition.max_depth:
+            self._purge_expired(index)
+            if len(index) >= definition.max_depth:
+                raise QueueFull(f"queue {definition.name!r} is full (max_depth {definition.max_depth})")
+        call_veto("put", self.rule.put, self, definition, message, resolved.target_qmgr)
+        if index.rule is not None:
+            call_veto("put", index.rule.put, definition, message)
+        entry = Entry(uid=uid or f"{self.name}:{now}:{seq}", qmgr=definition.owner, queue=definition.name,
+                      seq=seq, priority=priority, data=data, msg_id=md.MsgId, correl_id=md.CorrelId,
+                      created_ms=now, expire_at=deadline,
+                      state=PUT_UNCONFIRMED if confirm_id > 0 else UNLOCKED, confirm_id=max(confirm_id, 0),
+                      target_qmgr="" if resolved.is_local else resolved.target_qmgr,
+                      target_queue="" if resolved.is_local else resolved.target_queue)
+        ops += [("entry", entry), ("meta", "seq", seq)]
+        return entry, ops
+
+    def confirm_put(self, uid: str) -> bool:
+        """Make an unconfirmed put visible (item 12: in confirm order). Returns True when
+        confirmed now, False when ``uid`` is remembered as confirmed already (a repeated
+        confirm after a lost acknowledgement); raises UnknownUID otherwise."""
+        self._check_open()
+        with self._lock:
+            entry = self._by_uid.get(uid)
+            if entry is None or entry.state != PUT_UNCONFIRMED:
+                return self._already_confirmed(uid, "confirmPut")
+            index = self._queues[(entry.qmgr, entry.queue)]
+            self._seq += 1
+            entry.seq, entry.state, entry.confirm_id = self._seq, UNLOCKED, 0
+            index.show(entry)
+            ops: list[Op] = [("entry", entry), ("meta", "seq", self._seq)]
+            self._remember(uid, ops)
+            ticket = self.store.submit(ops)
+        self._finish(ticket, [])
+        self._announce(index, [entry])
+        return True
+
+    def _already_confirmed(self, uid: str, what: str) -> bool:
+        if uid in self._confirmed:
+            return False
+        raise UnknownUID(f"{what}: no unconfirmed message {uid} here and none confirmed recently")
+
+    def _remember(self, uid: str, ops: list[Op]) -> None:
+        """Remember a confirmed UID for the configured window (spec decision) and forget old
+        ones now and then."""
+        now = self._now_ms()
+        self._confirmed[uid] = now
+        ops.append(("confirmed", uid, now))
+        window_ms = int(self.confirm_window * 1000)
+        if now - self._last_forget > window_ms // 10:
+            cutoff = now - window_ms
+            for old in [u for u, at in self._confirmed.items() if at < cutoff]:
+                del self._confirmed[old]
+            ops.append(("forget", cutoff))
+            self._last_forget = now
+
+    def is_confirmed(self, uid: str) -> bool:
+        """Is ``uid`` remembered as confirmed (within the window)?"""
+        with self._lock:
+            return uid in self._confirmed
+
+    # -- internals ------------------------------------------------------------------------
+    def _now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    def _drop(self, index: QueueIndex, entry: Entry, ops: list[Op]) -> None:
+        index.remove(entry)
+        self._by_uid.pop(entry.uid, None)
+        ops.append(("delete", entry.uid))
+
+    def _make_visible(self, index: QueueIndex, entry: Entry) -> None:
+        entry.state, entry.confirm_id, entry.lock_id = UNLOCKED, 0, 0
+        index.show(entry)
+        self._cond.notify_all()
+
+    def _expire(self, index: QueueIndex, entry: Entry, ops: list[Op]) -> None:
+        """Remove an expired message; the queue rule hears of it and cannot prevent it."""
+        self._drop(index, entry, ops)
+        if index.rule is not None:
+            try:
+                index.rule.message_expired(index.definition, _envelope(entry))
+            except Exception:  # noqa: BLE001 - l.306: the rule cannot affect the deletion
+                pass
+
+    def _purge_expired(self, index: QueueIndex) -> None:
+        now = self._now_ms()
+        ops: list[Op] = []
+        for entry in [e for e in index.entries.values() if is_expired(e.expire_at, now)]:
+            self._expire(index, entry, ops)
+        if ops:
+            self.store.submit(ops)
+
+    def _purge_expired_all(self) -> None:
+        for index in list(self._queues.values()):
+            self._purge_expired(index)
+
+    def purge_expired(self) -> None:
+        """Remove every expired message now (a periodic sweep calls this)."""
+        with self._lock:
+            self._purge_expired_all()
+
+    def _finish(self, ticket: Ticket, undo_entries: Iterable[Entry]) -> None:
+        """Wait for durability; if the store failed, the change is not kept in memory either."""
+        try:
+            ticket.wait()
+        except Exception:
+            with self._lock:
+                for entry in undo_entries:
+                    index = self._queues.get((entry.qmgr, entry.queue))
+                    if index is not None:
+                        index.remove(entry)
+                    self._by_uid.pop(entry.uid, None)
+            raise

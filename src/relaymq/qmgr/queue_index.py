@@ -1,0 +1,60 @@
+"""The in-memory index of one queue: every entry by UID, and the visible (unlocked) ones in
+priority-then-arrival order (everyplace.md items 4 and 15).
+
+Visible entries live in ten buckets, one per priority, each a dict in arrival (``seq``) order,
+so the next message is the first entry of the highest non-empty bucket: O(1) for the common
+put/get, no sorting. An entry that becomes visible again out of order (undo of a get, unlock)
+is placed by ``seq`` by rebuilding its bucket, which is rare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from relaymq.qmgr.definitions import QueueDefinition
+from relaymq.qmgr.states import UNLOCKED, Entry
+
+
+class QueueIndex:
+    """Entries of one queue and the ordered view of the visible ones."""
+
+    __slots__ = ("definition", "entries", "_buckets", "rule")
+
+    def __init__(self, definition: QueueDefinition, rule: object | None = None) -> None:
+        self.definition = definition
+        self.entries: dict[str, Entry] = {}
+        self._buckets: list[dict[str, Entry]] = [{} for _ in range(10)]
+        self.rule = rule
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def add(self, entry: Entry) -> None:
+        self.entries[entry.uid] = entry
+        if entry.state == UNLOCKED:
+            self.show(entry)
+
+    def remove(self, entry: Entry) -> None:
+        self.entries.pop(entry.uid, None)
+        self.hide(entry)
+
+    def show(self, entry: Entry) -> None:
+        """Make ``entry`` visible (state already UNLOCKED), keeping arrival order."""
+        bucket = self._buckets[entry.priority]
+        if bucket and next(reversed(bucket.values())).seq > entry.seq:
+            bucket[entry.uid] = entry
+            ordered = sorted(bucket.values(), key=lambda e: e.seq)
+            bucket.clear()
+            bucket.update((e.uid, e) for e in ordered)
+        else:
+            bucket[entry.uid] = entry
+
+    def hide(self, entry: Entry) -> None:
+        self._buckets[entry.priority].pop(entry.uid, None)
+
+    def visible(self) -> Iterator[Entry]:
+        """Visible entries, priority descending then arrival (a snapshot: safe to change the
+        index while iterating)."""
+        for bucket in reversed(self._buckets):
+            if bucket:
+                yield from list(bucket.values())

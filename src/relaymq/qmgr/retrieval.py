@@ -1,0 +1,256 @@
+"""Getting messages out: get, browse, browseAndLock, unlock, delete, confirmGet, undo and the
+waiting get (everyplace.md items 4, 11-17, 20; seed 004 l.1901-2367, 3012-3100).
+
+A mixin of :class:`relaymq.qmgr.manager.QueueManager`: it uses the manager's lock, indexes and
+store, and keeps the consumer side of the message states in one file.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from relaymq.message.message import Message
+from relaymq.qmgr.errors import BadSelector, ConfirmIdRequired, NoMessage, WrongLock
+from relaymq.qmgr.expiry import is_expired
+from relaymq.qmgr.queue_index import QueueIndex
+from relaymq.qmgr.rules import call_veto
+from relaymq.qmgr.states import GET_UNCONFIRMED, LOCKED, PUT_UNCONFIRMED, UNLOCKED, Entry, Envelope
+from relaymq.qmgr.store import Op
+from relaymq.selector import SelectorError, compile_selector
+from relaymq.selector.resolvers import message_resolver
+
+
+def _pad24(value: bytes | None) -> bytes | None:
+    return None if value is None else value.ljust(24, b"\0")[:24]
+
+
+def _envelope(entry: Entry, private: bool = False) -> Envelope:
+    message = Message.from_bytes(entry.data) if private else entry.message()
+    return Envelope(entry.uid, entry.queue, entry.priority, entry.msg_id, entry.correl_id, message,
+                    entry.lock_id, entry.target_qmgr, entry.target_queue)
+
+
+class RetrievalMixin:
+    """The get side of the queue manager."""
+
+    def _matcher(self, msg_id: bytes | None, correl_id: bytes | None, selector: str | None,
+                 fields: dict[str, Any] | None) -> Callable[[Entry], bool]:
+        msg_id, correl_id = _pad24(msg_id), _pad24(correl_id)
+        try:
+            compiled = compile_selector(selector) if selector else None
+        except SelectorError as exc:
+            raise BadSelector(f"selector {selector!r}: {exc}") from exc
+
+        def match(entry: Entry) -> bool:
+            if msg_id is not None and entry.msg_id != msg_id:
+                return False
+            if correl_id is not None and entry.correl_id != correl_id:
+                return False
+            if compiled is None and not fields:
+                return True
+            resolve = message_resolver(entry.message())
+            if fields and any(resolve(k) != v for k, v in fields.items()):
+                return False
+            return compiled is None or compiled.matches(resolve)
+
+        return match
+
+    def _first(self, index: QueueIndex, match: Callable[[Entry], bool], ops: list[Op]) -> Entry | None:
+        now = self._now_ms()
+        for entry in index.visible():
+            if is_expired(entry.expire_at, now):
+                self._expire(index, entry, ops)
+                continue
+            if match(entry):
+                return entry
+        return None
+
+    def get(self, queue: str, *, wait: float = 0.0, msg_id: bytes | None = None, correl_id: bytes | None = None,
+            selector: str | None = None, fields: dict[str, Any] | None = None, confirm_id: int = 0,
+            qmgr: str | None = None) -> Message | None:
+        """Destructive get of the first match, priority then FIFO (item 15); None when
+        nothing matches within ``wait`` seconds. See :meth:`get_envelope` for the UID."""
+        envelope = self.get_envelope(queue, wait=wait, msg_id=msg_id, correl_id=correl_id, selector=selector,
+                                     fields=fields, confirm_id=confirm_id, qmgr=qmgr)
+        return envelope.message if envelope is not None else None
+
+    def get_envelope(self, queue: str, *, wait: float = 0.0, msg_id: bytes | None = None,
+                     correl_id: bytes | None = None, selector: str | None = None,
+                     fields: dict[str, Any] | None = None, confirm_id: int = 0, uid: str | None = None,
+                     lock_id: int = 0, qmgr: str | None = None) -> Envelope | None:
+        """Get with everything: with ``confirm_id > 0`` the message becomes get-unconfirmed
+        until :meth:`confirm_get` (or :meth:`undo`); ``uid`` + ``lock_id`` take a message
+        locked by browseAndLock (item 13). ``wait`` > 0 blocks this thread (waitForMessage,
+        item 16)."""
+        self._check_open()
+        deadline = time.monotonic() + wait
+        with self._lock:
+            index = self._holding_index(queue, qmgr, "get")
+            match = self._matcher(msg_id, correl_id, selector, fields)
+            while True:
+                if self._closed:
+                    return None
+                ops: list[Op] = []
+                entry = self._locked_entry(index, uid, lock_id) if uid is not None else self._first(index, match, ops)
+                if entry is not None:
+                    envelope = _envelope(entry, private=confirm_id > 0)  # it may come back (undo)
+                    call_veto("get", self.rule.get, self, index.definition, envelope)
+                    if index.rule is not None:
+                        call_veto("get", index.rule.get, index.definition, envelope)
+                    if confirm_id > 0:
+                        index.hide(entry)
+                        entry.state, entry.confirm_id, entry.lock_id = GET_UNCONFIRMED, confirm_id, 0
+                        ops.append(("state", entry.uid, entry.state, entry.confirm_id, 0))
+                    else:
+                        self._drop(index, entry, ops)
+                    ticket = self.store.submit(ops)
+                    break
+                if ops:
+                    self.store.submit(ops)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or uid is not None:
+                    return None
+                self._waiters += 1
+                try:
+                    self._cond.wait(remaining)
+                finally:
+                    self._waiters -= 1
+                    self._cond.notify_all()  # a quiescing close counts waiters
+        self._finish(ticket, [])
+        return envelope
+
+    wait_for_message = get_envelope  # item 16: a get that waits (seed l.2138-2151)
+
+    def _locked_entry(self, index: QueueIndex, uid: str, lock_id: int) -> Entry:
+        entry = index.entries.get(uid)
+        if entry is None or entry.state not in (UNLOCKED, LOCKED):
+            raise NoMessage(f"no message {uid} available on queue {index.definition.name!r}")
+        if entry.state == LOCKED and entry.lock_id != lock_id:
+            raise WrongLock(f"message {uid} is locked; lock id {lock_id} is not the locker's")
+        if is_expired(entry.expire_at, self._now_ms()):
+            ops: list[Op] = []
+            self._expire(index, entry, ops)
+            self.store.submit(ops)
+            raise NoMessage(f"message {uid} has expired")
+        return entry
+
+    def browse(self, queue: str, *, msg_id: bytes | None = None, correl_id: bytes | None = None,
+               selector: str | None = None, fields: dict[str, Any] | None = None, limit: int | None = None,
+               qmgr: str | None = None) -> list[Message]:
+        """Copies of the visible matching messages in get order, nothing removed."""
+        return [e.message for e in self.browse_envelopes(queue, msg_id=msg_id, correl_id=correl_id,
+                                                          selector=selector, fields=fields, limit=limit, qmgr=qmgr)]
+
+    def browse_envelopes(self, queue: str, *, msg_id: bytes | None = None, correl_id: bytes | None = None,
+                         selector: str | None = None, fields: dict[str, Any] | None = None,
+                         limit: int | None = None, qmgr: str | None = None, _lock_confirm: int = 0) -> list[Envelope]:
+        self._check_open()
+        with self._lock:
+            index = self._holding_index(queue, qmgr, "browse")
+            match = self._matcher(msg_id, correl_id, selector, fields)
+            now = self._now_ms()
+            ops: list[Op] = []
+            found: list[Entry] = []
+            for entry in index.visible():
+                if limit is not None and len(found) >= limit:
+                    break
+                if is_expired(entry.expire_at, now):
+                    self._expire(index, entry, ops)
+                elif match(entry):
+                    found.append(entry)
+            lock_id = next(self._lock_ids) if _lock_confirm else 0
+            for entry in found if lock_id else ():
+                index.hide(entry)
+                entry.state, entry.lock_id, entry.confirm_id = LOCKED, lock_id, _lock_confirm
+                ops.append(("state", entry.uid, LOCKED, _lock_confirm, lock_id))
+            envelopes = [_envelope(e, private=True) for e in found]
+            if index.rule is not None:
+                index.rule.browse(index.definition, envelopes)
+            ticket = self.store.submit(ops) if ops else None
+        if ticket is not None:
+            self._finish(ticket, [])
+        return envelopes
+
+    def browse_and_lock(self, queue: str, *, confirm_id: int, msg_id: bytes | None = None,
+                        correl_id: bytes | None = None, selector: str | None = None,
+                        fields: dict[str, Any] | None = None, limit: int | None = None,
+                        qmgr: str | None = None) -> list[Envelope]:
+        """Lock the current matches (item 13); each envelope carries the lock id that get,
+        delete and unlock need. ``confirm_id`` (> 0) lets :meth:`undo` unlock them all."""
+        if confirm_id <= 0:
+            raise ConfirmIdRequired("browse_and_lock needs confirm_id > 0")
+        return self.browse_envelopes(queue, msg_id=msg_id, correl_id=correl_id, selector=selector, fields=fields,
+                                     limit=limit, qmgr=qmgr, _lock_confirm=confirm_id)
+
+    def unlock(self, queue: str, uid: str, lock_id: int, *, qmgr: str | None = None) -> None:
+        """Unlock a message locked by browseAndLock; only the locker (its lock id) may."""
+        self._check_open()
+        with self._lock:
+            index = self._holding_index(queue, qmgr, "unlock")
+            entry = index.entries.get(uid)
+            if entry is None or entry.state != LOCKED:
+                raise NoMessage(f"no locked message {uid} on queue {queue!r}")
+            if entry.lock_id != lock_id:
+                raise WrongLock(f"message {uid} is locked with another lock id")
+            self._make_visible(index, entry)
+            ticket = self.store.submit([("state", uid, UNLOCKED, 0, 0)])
+        self._finish(ticket, [])
+        self._announce(index, [entry])
+
+    def delete(self, queue: str, uid: str, *, lock_id: int = 0, qmgr: str | None = None) -> None:
+        """Delete exactly the message ``uid`` (item 14); a locked one needs its lock id."""
+        self._check_open()
+        with self._lock:
+            index = self._holding_index(queue, qmgr, "delete")
+            entry = self._locked_entry(index, uid, lock_id)
+            call_veto("delete", self.rule.delete, self, index.definition, uid)
+            if index.rule is not None:
+                call_veto("delete", index.rule.delete, index.definition, uid)
+            ops: list[Op] = []
+            self._drop(index, entry, ops)
+            ticket = self.store.submit(ops)
+        self._finish(ticket, [])
+
+    def confirm_get(self, uid: str) -> bool:
+        """Delete a get-unconfirmed message (item 20). True when done now, False when ``uid``
+        is remembered as confirmed already; UnknownUID otherwise."""
+        self._check_open()
+        with self._lock:
+            entry = self._by_uid.get(uid)
+            if entry is None or entry.state != GET_UNCONFIRMED:
+                return self._already_confirmed(uid, "confirmGet")
+            ops: list[Op] = []
+            self._drop(self._queues[(entry.qmgr, entry.queue)], entry, ops)
+            self._remember(uid, ops)
+            ticket = self.store.submit(ops)
+        self._finish(ticket, [])
+        return True
+
+    def undo(self, queue: str, confirm_id: int, *, qmgr: str | None = None) -> int:
+        """Undo every operation made with ``confirm_id`` on ``queue`` (item 17): an unconfirmed
+        put is deleted, a get-unconfirmed or locked message becomes visible again. Returns how
+        many messages changed; NoMessage when none did."""
+        self._check_open()
+        with self._lock:
+            index = self._index(queue, qmgr)
+            hits = [e for e in index.entries.values() if e.confirm_id == confirm_id and e.state != UNLOCKED]
+            if not hits or confirm_id <= 0:
+                raise NoMessage(f"nothing to undo on queue {queue!r} for confirm id {confirm_id}")
+            call_veto("undo", self.rule.undo, self, index.definition, confirm_id)
+            if index.rule is not None:
+                call_veto("undo", index.rule.undo, index.definition, confirm_id)
+            ops: list[Op] = []
+            shown: list[Entry] = []
+            for entry in hits:
+                if entry.state == PUT_UNCONFIRMED:
+                    self._drop(index, entry, ops)
+                else:
+                    self._make_visible(index, entry)
+                    ops.append(("state", entry.uid, UNLOCKED, 0, 0))
+                    shown.append(entry)
+            ticket = self.store.submit(ops)
+        self._finish(ticket, [])
+        self._announce(index, shown)
+        return len(hits)

@@ -1,0 +1,104 @@
+"""The queue manager inside the broker process (issue 5; server/app.py SERVICE_MODULES).
+
+``start`` opens the queue manager named by ``[qmgr] name`` under ``[broker] data_dir`` with
+the broker's store kind, defines the configured queues (a queue already stored keeps its
+messages; its properties follow the configuration), and registers ``context.services["qmgr"]``
+(the :class:`QueueManager`) and ``context.services["qmgr.aio"]`` (its asyncio face).
+
+The channel listener (``relaymq.qmgr.channel_service``) starts after the queue manager is
+open and stops before it closes; it finds the queue manager as ``qmgr_service.qm`` and the
+settings (``channel_port``, ``channel_host``, ``connection``) as ``qmgr_service.settings``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from relaymq.qmgr import channel_service
+from relaymq.qmgr.aio import AsyncQueueManager
+from relaymq.qmgr.errors import QueueError, QueueExists
+from relaymq.qmgr.manager import QueueManager
+from relaymq.qmgr.settings import QmgrSettings
+
+log = logging.getLogger("relaymq.qmgr")
+
+#: Seconds between sweeps that remove expired messages (seed 004 l.354-374 checks on access;
+#: the sweep keeps depth honest for queues nobody reads).
+EXPIRY_SWEEP_SECONDS = 30.0
+#: The channel part's service module (listener and links), started inside this service.
+
+
+class QmgrService:
+    """The running queue manager and what stops it."""
+
+    def __init__(self, qm: QueueManager, settings: QmgrSettings) -> None:
+        self.qm = qm
+        self.aio = AsyncQueueManager(qm)
+        self.settings = settings
+        #: Coroutines run first at stop (the channel listener registers its own here).
+        self.on_stop: list[Callable[[], Awaitable[None]]] = []
+        self._sweeper: asyncio.Task[None] | None = None
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(EXPIRY_SWEEP_SECONDS)
+            await asyncio.to_thread(self.qm.purge_expired)
+
+    async def stop(self) -> None:
+        for fn in reversed(self.on_stop):
+            try:
+                await fn()
+            except Exception:  # one part failing to stop must not keep the queue manager open
+                log.exception("stopping a queue manager part failed")
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        await asyncio.to_thread(self.qm.close)
+
+
+def apply_definitions(qm: QueueManager, settings: QmgrSettings) -> None:
+    """Define each configured queue; one already defined takes the configured properties."""
+    for definition in settings.queue:
+        try:
+            qm.define_queue(definition.name, definition.kind, **definition.properties())
+        except QueueExists:
+            owner = definition.owner if definition.owner != qm.name else None
+            props = definition.properties()
+            props.pop("queue_manager", None)
+            qm.alter_queue(definition.name, qmgr=owner, **props)
+
+
+async def start(context: Any) -> QmgrService:
+    """Open the queue manager, define the configured queues, register it."""
+    from relaymq.server.app import ServiceError
+
+    config = context.config
+    settings: QmgrSettings = config.section("qmgr")
+    broker = config.broker
+    try:
+        qm = await asyncio.to_thread(
+            QueueManager.open, settings.name, broker.data_dir, store=broker.store,
+            synchronous=broker.sqlite_synchronous, confirm_window=float(settings.confirm_window),
+            rule=settings.rule or None)
+    except (QueueError, OSError, ValueError) as exc:
+        raise ServiceError(f"queue manager {settings.name}: cannot open: {exc}") from exc
+    try:
+        await asyncio.to_thread(apply_definitions, qm, settings)
+    except QueueError as exc:
+        await asyncio.to_thread(qm.close)
+        raise ServiceError(f"queue manager {settings.name}: {exc}") from exc
+    service = QmgrService(qm, settings)
+    service._sweeper = asyncio.get_running_loop().create_task(service._sweep())
+    context.services["qmgr"] = qm
+    context.services["qmgr.aio"] = service.aio
+    context.services["qmgr.service"] = service
+    try:
+        started = await channel_service.start(context, service)
+    except BaseException:
+        await service.stop()
+        raise
+    service.on_stop.append(started.stop)
+    log.info("queue manager %s open (%s, %d queues)", qm.name, broker.store, len(qm.queue_names()))
+    return service

@@ -1,0 +1,132 @@
+"""The [qmgr] configuration section (issue 5 "Defaults"; everyplace.md items 7, 28, 29).
+
+    [qmgr]
+    name = "QM1"              # --qmgr NAME
+    channel_port = 8081       # --channel-port N: the channel listener (started by the channel part)
+    channel_host = "0.0.0.0"
+    confirm_window = 86400    # seconds a confirmed UID is remembered for duplicate removal
+    rule = ""                 # "module:Class" of a QueueManagerRule
+
+    [[qmgr.queue]]
+    name = "ORDERS"
+    type = "local"            # local, remote, store_and_forward, home_server, dead_letter, admin
+    max_depth = 10000         # ... and every property of relaymq.qmgr.definitions
+
+Every key is checked here, so a mistake stops start-up with one line naming it, e.g.
+``config error: qmgr.queue[2].max_depth: expected -1 (unlimited) or an integer >= 0, got "x"``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from relaymq.config import (
+    Check,
+    ConfigError,
+    boolean,
+    build_section,
+    int_range,
+    key_field,
+    non_empty_text,
+    one_of,
+    text,
+    text_list,
+    unlimited_or_at_least,
+)
+from relaymq.qmgr.channel_settings import build_connections
+from relaymq.qmgr.definitions import KINDS, QueueDefinition, make_definition
+from relaymq.qmgr.errors import QueueError
+from relaymq.qmgr.manager import DEFAULT_CONFIRM_WINDOW
+from relaymq.qmgr.names import is_valid_name
+
+
+def qmgr_name(value: Any) -> str | None:
+    """A queue or queue manager name: 0-9 a-z A-Z _ . % (everyplace.md item 6)."""
+    return None if is_valid_name(value) else "a name of 0-9 a-z A-Z _ . % characters"
+
+
+def name_list(value: Any) -> str | None:
+    if text_list(value) is None and all(is_valid_name(v) for v in value):
+        return None
+    return "a list of names of 0-9 a-z A-Z _ . % characters"
+
+
+#: Checks of each [[qmgr.queue]] key; ``type`` is the queue's kind.
+QUEUE_KEYS: dict[str, Check] = {
+    "name": qmgr_name,
+    "type": one_of(*KINDS),
+    "description": text,
+    "active": boolean,
+    "max_depth": unlimited_or_at_least(0),
+    "max_message_size": unlimited_or_at_least(0),
+    "expiry": int_range(0),
+    "default_priority": int_range(0, 9),
+    "aliases": name_list,
+    "mode": one_of("sync", "async"),
+    "queue_manager": qmgr_name,
+    "target_queue_managers": name_list,
+    "push": boolean,
+    "poll_interval": int_range(0),
+    "rule": text,
+}
+
+
+@dataclass(frozen=True)
+class QmgrSettings:
+    """[qmgr]: the queue manager of this broker process."""
+
+    name: str = key_field("QM1", qmgr_name)
+    channel_port: int = key_field(8081, int_range(0, 65535))
+    channel_host: str = key_field("0.0.0.0", non_empty_text)
+    confirm_window: int = key_field(int(DEFAULT_CONFIRM_WINDOW), int_range(1))
+    rule: str = key_field("", text)
+    queue: tuple[QueueDefinition, ...] = key_field((), lambda v: None)
+    #: [[qmgr.connection]] tables (relaymq.qmgr.channel_settings).
+    connection: tuple[Any, ...] = key_field((), lambda v: None)
+
+
+def _queue(table: object, key: str, qmgr: str) -> QueueDefinition:
+    if not isinstance(table, dict):
+        raise ConfigError(key, "expected a table")
+    for name, value in table.items():
+        check = QUEUE_KEYS.get(name)
+        if check is None:
+            raise ConfigError(f"{key}.{name}", f"unknown key (known: {', '.join(QUEUE_KEYS)})")
+        expected = check(value)
+        if expected is not None:
+            raise ConfigError(f"{key}.{name}", f"expected {expected}, got {value!r}")
+    if "name" not in table:
+        raise ConfigError(f"{key}.name", "missing: every queue needs a name")
+    props = {k: (tuple(v) if isinstance(v, list) else v) for k, v in table.items() if k not in ("name", "type")}
+    try:
+        return make_definition(table["name"], table.get("type", "local"), qmgr, **props)
+    except QueueError as exc:
+        raise ConfigError(key, exc.message) from exc
+
+
+def build(raw: object, key: str, base_dir: str | None) -> QmgrSettings:
+    """Build [qmgr] (defaults when ``raw`` is None); raise ConfigError naming the key."""
+    if raw is None:
+        return QmgrSettings()
+    if not isinstance(raw, dict):
+        raise ConfigError(key, "expected a table")
+    table = dict(raw)
+    queues = table.pop("queue", [])
+    connections_raw = table.pop("connection", None)
+    settings = build_section(QmgrSettings, table, key, base_dir)
+    connections = build_connections(connections_raw, f"{key}.connection", base_dir)
+    if not isinstance(queues, list):
+        raise ConfigError(f"{key}.queue", "expected [[qmgr.queue]] tables")
+    seen: dict[str, int] = {}
+    definitions = []
+    for i, queue in enumerate(queues):
+        definition = _queue(queue, f"{key}.queue[{i}]", settings.name)
+        if definition.name in seen and definition.kind not in ("remote", "home_server"):
+            raise ConfigError(f"{key}.queue[{i}].name",
+                              f"{definition.name!r} is already defined by {key}.queue[{seen[definition.name]}]")
+        seen.setdefault(definition.name, i)
+        definitions.append(definition)
+    return QmgrSettings(**{**settings.__dict__, "queue": tuple(definitions), "connection": connections})
+
+

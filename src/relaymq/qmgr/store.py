@@ -1,0 +1,102 @@
+"""The queue manager's storage interface and the in-memory engine.
+
+Why this shape: the queue manager keeps every queue's index in memory (the seed keeps index
+fields in memory too, everyplace.md item 4) and only *records* changes in a store. A change is
+an operation tuple; the store applies submitted operations in order and returns a
+:class:`Ticket` the caller waits on before it acknowledges (spec README decision 4: durable
+before acknowledged). An engine may apply many callers' operations in one transaction (group
+commit, :mod:`relaymq.qmgr.sqlite_store`).
+
+Operations:
+    ("entry", Entry)                               insert or replace a message row
+    ("state", uid, state, confirm_id, lock_id)     change a message's state
+    ("delete", uid)                                remove a message
+    ("queue", QueueDefinition)                     insert or replace a definition
+    ("unqueue", owner, name)                       remove a definition
+    ("confirmed", uid, at_ms)                      remember a confirmed UID (duplicate removal)
+    ("forget", before_ms)                          forget confirmed UIDs older than before_ms
+    ("meta", name, int)                            a counter (sequence, UID clock)
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from relaymq.qmgr.definitions import QueueDefinition
+from relaymq.qmgr.errors import StoreFailed
+from relaymq.qmgr.states import Entry
+
+Op = tuple[Any, ...]
+
+
+class Ticket:
+    """Completion of one submission: ``wait()`` returns once its operations are durable,
+    or raises StoreFailed if the batch holding them could not be written."""
+
+    __slots__ = ("_event", "error")
+
+    def __init__(self, done: bool = False) -> None:
+        self._event = threading.Event()
+        self.error: BaseException | None = None
+        if done:
+            self._event.set()
+
+    def finish(self, error: BaseException | None = None) -> None:
+        self.error = error
+        self._event.set()
+
+    @property
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> None:
+        if not self._event.wait(timeout):
+            raise StoreFailed("the store did not commit in time")
+        if self.error is not None:
+            raise StoreFailed(f"store write failed: {self.error}")
+
+
+DONE = Ticket(done=True)
+
+
+@dataclass
+class Loaded:
+    """Everything a store holds, read once when the queue manager opens."""
+
+    queues: list[QueueDefinition] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)
+    confirmed: dict[str, int] = field(default_factory=dict)
+    meta: dict[str, int] = field(default_factory=dict)
+
+
+class QueueStore:
+    """Interface of a queue manager store."""
+
+    kind = "abstract"
+
+    def load(self) -> Loaded:
+        raise NotImplementedError
+
+    def submit(self, ops: list[Op]) -> Ticket:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class MemoryQueueStore(QueueStore):
+    """Nothing survives the process: for tests, embedded use without persistence, and
+    ``[broker] store = "memory"``. Every submission is complete at once."""
+
+    kind = "memory"
+
+    def load(self) -> Loaded:
+        return Loaded()
+
+    def submit(self, ops: list[Op]) -> Ticket:
+        return DONE
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,309 @@
+"""Failure test of assured delivery through three queue managers in three processes (issue 5
+"Failure behaviour"; everyplace.md items 15, 18-19, 22-23, 25; seed 004 l.2597-3136).
+
+DEVICE (an embedded queue manager with an asynchronous remote queue IN@TARGET, connection
+TARGET via SERVER) -> SERVER (a store-and-forward queue for TARGET) -> TARGET (local queue
+IN). 10,000 messages with random priorities are put on the device in chunks; meanwhile each
+process is SIGKILLed and restarted at random points, and a TCP proxy on each link cuts the
+connection when it forwards a PUT frame (mid-transfer) or a CONFIRM frame (mid-confirm). At
+the end every message is on TARGET exactly once and a drain returns them in priority order,
+FIFO per priority (the device's put order).
+
+Each queue manager is a `relaymq serve` process with a generated configuration ([qmgr] queues
+and connections; [broker] sqlite_synchronous = "NORMAL": in WAL mode a committed transaction
+survives the process being killed, which is the failure simulated here; power loss is not).
+The device's messages are put by the test on the device's store while the device is down (an
+embedded application with the same store), then the device process sends them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+MESSAGES = int(os.environ.get("RELAYMQ_CHAIN_MESSAGES", "10000"))
+CHUNKS = 4
+KILLS_PER_CHUNK = 2
+SEED = int(os.environ.get("RELAYMQ_CHAIN_SEED", str(random.randrange(1 << 30))))
+FAST_RETRY = {"retry_initial_ms": 20, "retry_max_ms": 300, "timeout_ms": 5000, "batch": 200}
+
+
+def define_queues(qm: Any, queues: list[dict[str, Any]]) -> None:
+    from relaymq.qmgr.errors import QueueExists
+
+    for queue in queues:
+        props = dict(queue)
+        name, kind = props.pop("name"), props.pop("type", "local")
+        try:
+            qm.define_queue(name, kind, **props)
+        except QueueExists:
+            pass
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    return "[" + ", ".join(_toml(v) for v in value) + "]"
+
+
+def _tables(name: str, tables: list[dict[str, Any]]) -> str:
+    return "".join(f"[[{name}]]\n" + "".join(f"{k} = {_toml(v)}\n" for k, v in t.items()) + "\n" for t in tables)
+
+
+class Node:
+    """One `relaymq serve` process (MQTT, HTTP and the queue manager with its channels) on
+    fixed ports and a fixed data directory, restartable; depths are read over REST."""
+
+    def __init__(self, workdir: Path, name: str, queues: list[dict[str, Any]],
+                 connections: list[dict[str, Any]]) -> None:
+        from harness import free_port
+
+        self.name = name
+        self.port, self.http_port, self.mqtt_port = free_port(), free_port(), free_port()
+        self.data_dir = workdir / name
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.queues = queues
+        self.config = self.data_dir / "relaymq.toml"
+        self.config.write_text(
+            f'[broker]\ndata_dir = "{self.data_dir}"\nsqlite_synchronous = "NORMAL"\nsys_interval = 0\n\n'
+            f'[[listener]]\nhost = "127.0.0.1"\nport = {self.mqtt_port}\n\n'
+            f'[http]\nhost = "127.0.0.1"\nport = {self.http_port}\n\n'
+            f'[qmgr]\nname = "{name}"\nchannel_host = "127.0.0.1"\nchannel_port = {self.port}\n\n'
+            + _tables("qmgr.queue", queues) + _tables("qmgr.connection", connections))
+        self.log = self.data_dir / "broker.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.kills = 0
+
+    def start(self) -> None:
+        from harness import port_accepts
+
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "relaymq", "serve", "--config", str(self.config)],
+                                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while not port_accepts("127.0.0.1", self.port, timeout=0.2):  # the channel listener comes last
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} did not start:\n{self.log.read_text()[-3000:]}")
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+            self.kills += 1
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    def depths(self) -> dict[str, int]:
+        """Queue name -> current depth (GET /ibmmq/rest/v3/admin/qmgr/{qmgr}/queue), {} when down."""
+        import urllib.request
+
+        url = f"http://127.0.0.1:{self.http_port}/ibmmq/rest/v3/admin/qmgr/{self.name}/queue"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                queues = json.loads(response.read())["queue"]
+        except (OSError, ValueError, KeyError):
+            return {}
+        return {q["name"]: q["status"]["currentDepth"] for q in queues if "status" in q}
+
+
+class CuttingProxy:
+    """A TCP proxy that parses channel frames from the caller and, now and then, closes both
+    sides right after forwarding part of a PUT frame or a whole CONFIRM frame."""
+
+    PUT, CONFIRM = 3, 5
+
+    def __init__(self, target_port: int, rng: random.Random, cut_probability: float) -> None:
+        self.target_port = target_port
+        self.rng = rng
+        self.cut_probability = cut_probability
+        self.cuts = {"put": 0, "confirm": 0}
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.port = 0
+        self.enabled = True
+
+    def start(self) -> "CuttingProxy":
+        self.thread.start()
+
+        async def listen() -> int:
+            self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+            return self.server.sockets[0].getsockname()[1]
+
+        self.port = asyncio.run_coroutine_threadsafe(listen(), self.loop).result(10)
+        return self
+
+    def close(self) -> None:
+        async def shut() -> None:
+            self.server.close()
+
+        asyncio.run_coroutine_threadsafe(shut(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:
+            writer.close()
+            return
+
+        async def downstream() -> None:
+            try:
+                while data := await up_reader.read(65536):
+                    writer.write(data)
+                    await writer.drain()
+            except (OSError, asyncio.CancelledError):
+                pass
+            finally:
+                writer.close()
+
+        back = asyncio.ensure_future(downstream())
+        try:
+            while True:
+                head = await reader.readexactly(5)
+                length, kind = int.from_bytes(head[:4], "big"), head[4]
+                rest = await reader.readexactly(length - 1)
+                frame = head + rest
+                if self.enabled and kind in (self.PUT, self.CONFIRM) and self.rng.random() < self.cut_probability:
+                    if kind == self.PUT:
+                        up_writer.write(frame[: self.rng.randrange(1, len(frame))])  # mid-transfer
+                        self.cuts["put"] += 1
+                    else:
+                        up_writer.write(frame)  # the confirm arrives; its answer is lost
+                        self.cuts["confirm"] += 1
+                    await up_writer.drain()
+                    break
+                up_writer.write(frame)
+                await up_writer.drain()
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            up_writer.close()
+            writer.close()
+            back.cancel()
+
+
+def _put_chunk(device: Node, start: int, count: int, rng: random.Random) -> list[tuple[int, int]]:
+    """Put messages start..start+count-1 on the device's store (the device process is down);
+    returns (seq, priority) of each."""
+    from relaymq.message import Message
+    from relaymq.qmgr import QueueManager
+
+    qm = QueueManager.open("DEVICE", str(device.data_dir), synchronous="NORMAL")
+    try:
+        define_queues(qm, device.queues)
+        put = []
+        for seq in range(start, start + count):
+            priority = rng.randrange(10)
+            message = Message()
+            message.mq.md.Format = "MQSTR"
+            message.mq.md.Priority = priority
+            message.mq.body = f"{seq}:{priority}".encode()
+            qm.put("IN", message, qmgr="TARGET")
+            put.append((seq, priority))
+        return put
+    finally:
+        qm.close()
+
+
+def _wait_until(condition: Any, timeout: float, describe: Any) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(describe())
+        time.sleep(0.1)
+
+
+def _test_chain(tmp_path: Path) -> None:
+    rng = random.Random(SEED)
+    target = Node(tmp_path, "TARGET", [{"name": "IN"}], [])
+    # Per PUT or CONFIRM frame; with batches of 200 about a third of the batches are cut.
+    to_target = CuttingProxy(target.port, random.Random(SEED + 1), 0.002).start()
+    server = Node(tmp_path, "SERVER", [{"name": "SF", "type": "store_and_forward", "target_queue_managers": ["TARGET"]}],
+                  [{"name": "TARGET", "address": f"127.0.0.1:{to_target.port}", **FAST_RETRY}])
+    to_server = CuttingProxy(server.port, random.Random(SEED + 2), 0.002).start()
+    device = Node(tmp_path, "DEVICE", [{"name": "IN", "type": "remote", "queue_manager": "TARGET", "mode": "async"}],
+                  [{"name": "SERVER", "address": f"127.0.0.1:{to_server.port}", **FAST_RETRY},
+                   {"name": "TARGET", "via": "SERVER"}])
+    nodes = [target, server, device]
+    sent: list[tuple[int, int]] = []
+    try:
+        target.start()
+        server.start()
+        per_chunk = MESSAGES // CHUNKS
+        for chunk in range(CHUNKS):
+            device.kill()  # the device's store is written by the test while it is down
+            count = per_chunk if chunk < CHUNKS - 1 else MESSAGES - per_chunk * (CHUNKS - 1)
+            sent += _put_chunk(device, len(sent), count, rng)
+            device.start()
+            for _ in range(KILLS_PER_CHUNK):
+                time.sleep(rng.uniform(0.2, 1.2))
+                victim = rng.choice(nodes)
+                victim.kill()
+                time.sleep(rng.uniform(0.0, 0.3))
+                victim.start()
+        during = target.depths().get("IN", 0)
+        to_target.enabled = to_server.enabled = False  # let the last messages through
+        _wait_until(lambda: target.depths().get("IN") == MESSAGES
+                    and server.depths().get("SF") == 0 and device.depths().get("IN") == 0,
+                    120, lambda: f"not delivered (seed {SEED}): target {target.depths()}, "
+                                 f"server {server.depths()}, device {device.depths()}")
+    finally:
+        for node in nodes:
+            node.stop()
+        to_target.close()
+        to_server.close()
+
+    from relaymq.qmgr import QueueManager
+
+    qm = QueueManager.open("TARGET", str(target.data_dir), synchronous="NORMAL")
+    try:
+        drained = []
+        while (message := qm.get("IN")) is not None:
+            seq, priority = message.mq.body.decode().split(":")
+            assert int(priority) == message.mq.md.Priority
+            drained.append((int(seq), int(priority)))
+    finally:
+        qm.close()
+    assert len(drained) == len(set(drained)) == MESSAGES, f"duplicates or losses (seed {SEED})"
+    assert sorted(drained) == sorted(sent)
+    expected = sorted(sent, key=lambda item: (-item[1], item[0]))
+    assert drained == expected, f"order differs from priority-then-FIFO (seed {SEED})"
+    kills = {node.name: node.kills for node in nodes}
+    cuts = {"to_server": to_server.cuts, "to_target": to_target.cuts}
+    print(f"seed {SEED}: kills {kills}, cuts {cuts}, delivered before the last cut: {during}")
+    assert sum(kills.values()) >= CHUNKS * KILLS_PER_CHUNK
+    assert sum(c["put"] for c in cuts.values()) > 0 and sum(c["confirm"] for c in cuts.values()) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_chain_exactly_once_in_order_through_kills_and_cuts(tmp_path: Path) -> None:
+    """Issue 5 failure behaviour; everyplace.md items 15, 18-19, 22-25 (seed 004
+    l.2597-3136, 3143-3795): exactly once, priority then FIFO per source, through
+    SIGKILLs of every process and connections cut mid-transfer and mid-confirm."""
+    _test_chain(tmp_path)
+

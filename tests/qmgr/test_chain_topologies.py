@@ -1,0 +1,69 @@
+"""Topologies through `relaymq serve` processes: the HTTP adapter between queue managers and a
+home-server pull (everyplace.md items 8, 24, 30; seed 004 l.2385-2589, 3360-3390), checked
+through the REST interface as a user would."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from pathlib import Path
+
+from relaymq.message import Message
+from relaymq.qmgr import QueueManager
+
+from .test_chain_failure import Node, define_queues
+
+
+def _put_offline(node: Node, queue: str, qmgr: str, texts: list[str]) -> None:
+    """Put on a node's store while its process is down (an embedded application)."""
+    qm = QueueManager.open(node.name, str(node.data_dir), synchronous="NORMAL")
+    try:
+        define_queues(qm, node.queues)
+        for text in texts:
+            message = Message()
+            message.mq.md.Format = "MQSTR"
+            message.mq.body = text.encode()
+            qm.put(queue, message, qmgr=qmgr)
+    finally:
+        qm.close()
+
+
+def _drain(node: Node, queue: str) -> list[str]:
+    url = f"http://127.0.0.1:{node.http_port}/ibmmq/rest/v3/messaging/qmgr/{node.name}/queue/{queue}/message"
+    out = []
+    while True:
+        with urllib.request.urlopen(urllib.request.Request(url, method="DELETE"), timeout=5) as response:
+            if response.status == 204:
+                return out
+            out.append(response.read().decode())
+
+
+def test_http_adapter_and_home_server_pull_between_brokers(tmp_path: Path) -> None:
+    """DEVICE pushes to TARGET over HTTP (POST /relaymq/channel/v1 on TARGET's HTTP port) and
+    pulls from SERVER, which holds messages for it on a non-pushing store-and-forward queue
+    and has no connection to it."""
+    target = Node(tmp_path, "TARGET", [{"name": "IN"}], [])
+    server = Node(tmp_path, "SERVER", [{"name": "HOLD", "type": "store_and_forward",
+                                        "target_queue_managers": ["DEVICE"], "push": False}], [])
+    device = Node(tmp_path, "DEVICE",
+                  [{"name": "IN", "type": "remote", "queue_manager": "TARGET", "mode": "async"},
+                   {"name": "INBOX"},
+                   {"name": "HOLD", "type": "home_server", "queue_manager": "SERVER", "poll_interval": 100}],
+                  [{"name": "TARGET", "address": f"http://127.0.0.1:{target.http_port}", "retry_initial_ms": 50},
+                   {"name": "SERVER", "address": f"127.0.0.1:{server.port}", "retry_initial_ms": 50}])
+    _put_offline(device, "IN", "TARGET", ["d1", "d2", "d3"])
+    _put_offline(server, "INBOX", "DEVICE", ["s1", "s2"])
+    nodes = [target, server, device]
+    try:
+        for node in nodes:
+            node.start()
+        deadline = time.monotonic() + 30
+        while not (target.depths().get("IN") == 3 and device.depths().get("INBOX") == 2
+                   and server.depths().get("HOLD") == 0 and device.depths().get("IN") == 0):
+            assert time.monotonic() < deadline, (target.depths(), server.depths(), device.depths())
+            time.sleep(0.1)
+        assert _drain(target, "IN") == ["d1", "d2", "d3"]
+        assert _drain(device, "INBOX") == ["s1", "s2"]
+    finally:
+        for node in nodes:
+            node.stop()

@@ -1,0 +1,275 @@
+"""Channels over real sockets in one event loop: TCP push through a store-and-forward hop
+with a via connection, the HTTP adapter, home-server pull, reconnect after the peer starts
+late (everyplace.md items 18, 22-24, 29-30; seed 004 l.3143-3795, 2385-2589, 3955-4490)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from relaymq.http.server import HttpServer
+from relaymq.qmgr import QueueManager
+from relaymq.qmgr.channel_service import ChannelService
+from relaymq.qmgr.channel_settings import ConnectionSettings, build_connections
+from relaymq.qmgr.channel_transport import HTTP_CHANNEL_PATH
+
+from .helpers import body, text_message
+
+FAST = {"retry_initial_ms": 20, "retry_max_ms": 200, "timeout_ms": 5000}
+
+
+async def _wait_depth(qm: QueueManager, queue: str, depth: int, timeout: float = 20.0) -> None:
+    """Wait until ``depth`` messages are visible (confirmed) on ``queue``, and no more are
+    unconfirmed there."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while len(qm.browse(queue)) < depth or qm.depth(queue) != len(qm.browse(queue)):
+        if loop.time() > deadline:
+            raise AssertionError(f"{queue} on {qm.name} has {len(qm.browse(queue))} of {depth} messages")
+        await asyncio.sleep(0.02)
+
+
+async def _wait_empty(qm: QueueManager, queue: str, qmgr: str | None = None, timeout: float = 20.0) -> None:
+    """Wait until the sender removed its copies (it does when CONFIRMED arrives, item 18)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while qm.depth(queue, qmgr=qmgr):
+        if loop.time() > deadline:
+            raise AssertionError(f"{queue} on {qm.name} still holds {qm.depth(queue, qmgr=qmgr)} messages")
+        await asyncio.sleep(0.02)
+
+
+def _conn(**table) -> ConnectionSettings:
+    return build_connections([{**FAST, **table}], "connection", None)[0]
+
+
+def test_push_through_store_and_forward_with_via_connection():
+    """Items 22-23: DEV puts to async remote queue IN@TGT; its connection TGT goes via SRV;
+    SRV keeps it on a store-and-forward queue for TGT and pushes; order is priority then FIFO
+    (item 15) and each message arrives once."""
+
+    async def scenario():
+        tgt, srv, dev = (QueueManager.open(n, None) for n in ("TGT", "SRV", "DEV"))
+        tgt.define_queue("IN")
+        srv.define_queue("SF", "store_and_forward", target_queue_managers=["TGT"])
+        dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
+        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0)
+        await t.start()
+        s = ChannelService(srv, (_conn(name="TGT", address=f"127.0.0.1:{t.port}"),),
+                           listen_host="127.0.0.1", listen_port=0)
+        await s.start()
+        connections = build_connections([{**FAST, "name": "SRV", "address": f"127.0.0.1:{s.port}"},
+                                         {"name": "TGT", "via": "SRV"}], "connection", None)
+        d = ChannelService(dev, connections, listen_host=None)
+        await d.start()
+        try:
+            for i in range(30):
+                await asyncio.to_thread(dev.put, "IN", text_message(f"m{i}", priority=i % 3), qmgr="TGT")
+            await _wait_depth(tgt, "IN", 30)
+            got = [body(tgt.get("IN")) for _ in range(30)]
+            expected = sorted((f"m{i}" for i in range(30)), key=lambda b: (-(int(b[1:]) % 3), int(b[1:])))
+            assert got == expected
+            await _wait_empty(dev, "IN", "TGT")
+            await _wait_empty(srv, "SF")
+        finally:
+            for service in (d, s, t):
+                await service.stop()
+            for qm in (dev, srv, tgt):
+                qm.close()
+
+    asyncio.run(scenario())
+
+
+def test_http_adapter_carries_the_same_frames():
+    """Item 30 (seed l.2385-2589): each HTTP POST carries frames; PUT+CONFIRM over HTTP."""
+
+    async def scenario():
+        tgt, dev = QueueManager.open("TGT", None), QueueManager.open("DEV", None)
+        tgt.define_queue("IN")
+        dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
+        http = HttpServer()
+        await http.start("127.0.0.1", 0)
+        t = ChannelService(tgt, listen_host=None)
+        await t.start(http)
+        d = ChannelService(dev, (_conn(name="TGT", address=f"http://127.0.0.1:{http.port}{HTTP_CHANNEL_PATH}"),),
+                           listen_host=None)
+        await d.start()
+        try:
+            for i in range(5):
+                await asyncio.to_thread(dev.put, "IN", text_message(f"h{i}"), qmgr="TGT")
+            await _wait_depth(tgt, "IN", 5)
+            assert [body(m) for m in tgt.browse("IN")] == [f"h{i}" for i in range(5)]
+            await _wait_empty(dev, "IN", "TGT")
+        finally:
+            await d.stop()
+            await t.stop()
+            await http.stop()
+            dev.close()
+            tgt.close()
+
+    asyncio.run(scenario())
+
+
+def test_home_server_pull_takes_only_messages_for_the_puller():
+    """Item 24 (l.3360-3390): the server holds messages on a non-pushing store-and-forward
+    queue and needs no connection to the client; the client pulls only its own."""
+
+    async def scenario():
+        srv, dev = QueueManager.open("SRV", None), QueueManager.open("DEV", None)
+        srv.define_queue("HOLD", "store_and_forward", target_queue_managers=["DEV", "OTHER"], push=False)
+        dev.define_queue("INBOX")
+        dev.define_queue("HOLD", "home_server", queue_manager="SRV", poll_interval=50)
+        srv.put("INBOX", text_message("for-dev"), qmgr="DEV")
+        srv.put("INBOX", text_message("for-other"), qmgr="OTHER")
+        s = ChannelService(srv, listen_host="127.0.0.1", listen_port=0)
+        await s.start()
+        d = ChannelService(dev, (_conn(name="SRV", address=f"127.0.0.1:{s.port}"),), listen_host=None)
+        await d.start()
+        try:
+            await _wait_depth(dev, "INBOX", 1)
+            assert body(dev.get("INBOX")) == "for-dev"
+            assert srv.depth("HOLD") == 1  # the other queue manager's message stays
+        finally:
+            await d.stop()
+            await s.stop()
+            dev.close()
+            srv.close()
+
+    asyncio.run(scenario())
+
+
+def test_link_retries_until_the_peer_starts():
+    """Issue 5: async remote queues transmit when a connection exists, with backoff; messages
+    put while the target is down wait and then go."""
+
+    async def scenario():
+        from harness import free_port
+
+        port = free_port()
+        tgt, dev = QueueManager.open("TGT", None), QueueManager.open("DEV", None)
+        tgt.define_queue("IN")
+        dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
+        d = ChannelService(dev, (_conn(name="TGT", address=f"127.0.0.1:{port}"),), listen_host=None)
+        await d.start()
+        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=port)
+        try:
+            await asyncio.to_thread(dev.put, "IN", text_message("late"), qmgr="TGT")
+            await asyncio.sleep(0.3)
+            assert d.links["TGT"].last_error is not None and dev.depth("IN", qmgr="TGT") == 1
+            await t.start()
+            await _wait_depth(tgt, "IN", 1)
+            await _wait_empty(dev, "IN", "TGT")
+        finally:
+            await d.stop()
+            await t.stop()
+            dev.close()
+            tgt.close()
+
+    asyncio.run(scenario())
+
+
+def test_connection_settings_errors_name_the_key():
+    """Config rule (house rules): errors name the exact key."""
+    from relaymq.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"connection\[1\]\.via"):
+        build_connections([{"name": "A", "address": "h:1"}, {"name": "B", "via": "C"}], "connection", None)
+    with pytest.raises(ConfigError, match=r"connection\[0\]\.address"):
+        build_connections([{"name": "A", "address": "nohost"}], "connection", None)
+    with pytest.raises(ConfigError, match=r"connection\[0\]\.via: via loop"):
+        build_connections([{"name": "A", "via": "B"}, {"name": "B", "via": "A"}], "connection", None)
+
+
+def test_synchronous_remote_queue_and_discovery():
+    """Items 8, 21, 22: a synchronous remote queue works only while connected and reports the
+    target's errors to the application; discovery finds a queue manager with a connection
+    definition; with the peer down the put fails with NotConnected (nothing stored)."""
+    from relaymq.qmgr.errors import MessageTooBig, NotConnected
+
+    async def scenario():
+        tgt, dev = QueueManager.open("TGT", None), QueueManager.open("DEV", None)
+        tgt.define_queue("IN")
+        tgt.define_queue("TINY", max_message_size=10)
+        tgt.define_queue("OTHER_Q")
+        dev.define_queue("IN", "remote", queue_manager="TGT")  # mode sync (the default)
+        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0)
+        await t.start()
+        d = ChannelService(dev, (_conn(name="TGT", address=f"127.0.0.1:{t.port}"),), listen_host=None)
+        await d.start()
+        try:
+            msg_id = await asyncio.to_thread(dev.put, "IN", text_message("sync"), qmgr="TGT")
+            got = tgt.get("IN")
+            assert body(got) == "sync" and got.mq.md.MsgId == msg_id
+            await asyncio.to_thread(dev.put, "OTHER_Q", text_message("x"), qmgr="TGT")  # discovery
+            assert body(tgt.get("OTHER_Q")) == "x"
+            with pytest.raises(Exception) as refused:
+                await asyncio.to_thread(dev.put, "TINY", text_message("far too long"), qmgr="TGT")
+            assert isinstance(refused.value, MessageTooBig)
+            await t.stop()
+            with pytest.raises(NotConnected):
+                await asyncio.to_thread(dev.put, "IN", text_message("down"), qmgr="TGT")
+        finally:
+            await d.stop()
+            await t.stop()
+            dev.close()
+            tgt.close()
+
+    asyncio.run(scenario())
+
+
+def _certificates(directory) -> tuple[str, str, str]:
+    """A throw-away CA and a certificate for DNS:localhost (openssl CLI)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    (directory / "san.ext").write_text("subjectAltName=DNS:localhost\n")
+    for step in (
+        ["req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-subj", "/CN=channel CA", "-days", "2"],
+        ["req", *ec, "-keyout", "qm.key", "-out", "qm.csr", "-subj", "/CN=localhost"],
+        ["x509", "-req", "-in", "qm.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "qm.pem",
+         "-days", "2", "-extfile", "san.ext"],
+    ):
+        subprocess.run(["openssl", *step], check=True, capture_output=True, cwd=directory, timeout=30)
+    return str(directory / "ca.pem"), str(directory / "qm.pem"), str(directory / "qm.key")
+
+
+def test_tls_channel_verifies_the_server_certificate(tmp_path):
+    """Issue 5: the channel frames over TLS; a sender without the CA does not deliver."""
+    import ssl
+
+    ca, cert, key = _certificates(tmp_path)
+
+    async def scenario():
+        tgt, dev = QueueManager.open("TGT", None), QueueManager.open("DEV", None)
+        tgt.define_queue("IN")
+        dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert, key)
+        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0, ssl_context=context)
+        await t.start()
+        untrusted = ChannelService(dev, (_conn(name="TGT", address=f"localhost:{t.port}", tls=True),),
+                                   listen_host=None)
+        await untrusted.start()
+        try:
+            await asyncio.to_thread(dev.put, "IN", text_message("secret"), qmgr="TGT")
+            await asyncio.sleep(0.3)
+            assert "CERTIFICATE_VERIFY_FAILED" in (untrusted.links["TGT"].last_error or "")
+            assert tgt.depth("IN") == 0
+            await untrusted.stop()
+            trusted = ChannelService(dev, (_conn(name="TGT", address=f"localhost:{t.port}", tls=True, tls_ca=ca),),
+                                     listen_host=None)
+            await trusted.start()
+            await _wait_depth(tgt, "IN", 1)
+            assert body(tgt.get("IN")) == "secret"
+            await trusted.stop()
+        finally:
+            await untrusted.stop()
+            await t.stop()
+            dev.close()
+            tgt.close()
+
+    asyncio.run(scenario())

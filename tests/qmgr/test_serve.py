@@ -1,0 +1,72 @@
+"""The queue manager inside `relaymq serve` (issue 5 "Defaults"; server/app.py services), and
+`relaymq queue --url` against it through the REST interface (issue 5 "Command line")."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness import BrokerProcess, free_port  # noqa: E402
+
+from relaymq.cli.main import main  # noqa: E402
+from relaymq.qmgr import QueueManager  # noqa: E402
+
+
+def _start(tmp_path: Path, http_port: int = 0) -> BrokerProcess:
+    config = {"qmgr": {"name": "QMSERVE", "channel_host": "127.0.0.1", "channel_port": 0},
+              "http": {"host": "127.0.0.1", "port": http_port}}
+    broker = BrokerProcess("relaymq", config=config, workdir=tmp_path)
+    broker.start()
+    # The MQTT port opens before the services start; the "started" line comes after them.
+    deadline = time.monotonic() + 30
+    while " started (store" not in broker.log_path.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "queue manager QMSERVE open" in broker.log_path.read_text(), broker.log_tail()
+    return broker
+
+
+def test_serve_opens_named_qmgr_in_data_dir_and_closes_it(tmp_path) -> None:
+    """issue 5 step 7: the broker opens <data_dir>/qmgr-<NAME>.db with the system queues and
+    closes it at a graceful stop (the file is then usable by another process)."""
+    broker = _start(tmp_path)
+    assert broker.stop() == 0, broker.log_tail()
+    assert (broker.data_dir / "qmgr-QMSERVE.db").exists()
+    with QueueManager.open("QMSERVE", str(broker.data_dir)) as qm:
+        assert "SYSTEM.BROKER.CONTROL.QUEUE" in qm.queue_names()
+
+
+def test_cli_against_running_broker_via_rest(tmp_path, capsys) -> None:
+    """issue 5 Command line: `relaymq queue put|get|browse|show --url` on a running broker."""
+    pytest.importorskip("relaymq.qmgr.rest")
+    port = free_port()
+    broker = _start(tmp_path, port)
+    url = f"http://127.0.0.1:{port}"
+
+    def run(*argv: str) -> tuple[int, list[dict], str]:
+        code = main(["queue", *argv, "--url", url, "--qmgr", "QMSERVE"])
+        out, err = capsys.readouterr()
+        return code, [json.loads(line) for line in out.splitlines()], err
+
+    try:
+        code, (put,), _ = run("put", "SYSTEM.DEFAULT.LOCAL.QUEUE", "-m", "over rest", "--priority", "6")
+        assert code == 0 and len(put["msg_id"]) == 48
+        code, (shown,), _ = run("show", "SYSTEM.DEFAULT.LOCAL.QUEUE")
+        assert shown["status"]["currentDepth"] == 1
+        code, (browsed,), _ = run("browse", "SYSTEM.DEFAULT.LOCAL.QUEUE")
+        assert browsed["body"] == "over rest" and browsed["msg_id"] == put["msg_id"]
+        code, (got,), _ = run("get", "SYSTEM.DEFAULT.LOCAL.QUEUE")
+        assert got["body"] == "over rest" and got["priority"] == 6
+        code, out, err = run("get", "SYSTEM.DEFAULT.LOCAL.QUEUE")
+        assert code == 1 and out == [] and "2033" in err
+        code, out, err = run("put", "NOPE", "-m", "x")
+        assert code == 1 and "2085" in err
+        code, out, err = run("define", "NEWQ")
+        assert code == 2 and "read-only" in err
+    finally:
+        broker.stop()

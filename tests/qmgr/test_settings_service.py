@@ -1,0 +1,106 @@
+"""[qmgr] configuration and the broker service (issue 5 "Defaults"; everyplace.md items 7, 28)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from relaymq.config import ConfigError, load_config
+from relaymq.qmgr import QueueManager
+from relaymq.qmgr import service as qmgr_service
+from relaymq.server.app import ServiceContext
+
+from .helpers import body, text_message
+
+
+def _config(tmp_path, toml: str, **overrides):
+    path = tmp_path / "relaymq.toml"
+    path.write_text(toml)
+    return load_config(str(path), overrides or None)
+
+
+def test_defaults_qm1_and_channel_port_8081() -> None:
+    """issue 5 Defaults: queue manager QM1 unless told otherwise; channel listener on 8081."""
+    settings = load_config(None).section("qmgr")
+    assert (settings.name, settings.channel_port, settings.queue) == ("QM1", 8081, ())
+
+
+def test_command_line_overrides(tmp_path) -> None:
+    """issue 5 Defaults: --qmgr NAME and --channel-port N."""
+    settings = _config(tmp_path, "", qmgr="QMZ", channel_port=9001).section("qmgr")
+    assert (settings.name, settings.channel_port) == ("QMZ", 9001)
+
+
+@pytest.mark.parametrize("toml,key", [
+    ('[qmgr]\nname = "bad name"\n', "qmgr.name"),
+    ('[qmgr]\nchannel_port = 70000\n', "qmgr.channel_port"),
+    ('[qmgr]\ncolour = 1\n', "qmgr.colour"),
+    ('[[qmgr.queue]]\nname = "A"\n[[qmgr.queue]]\nname = "B"\n[[qmgr.queue]]\nname = "C"\nmax_depth = "x"\n',
+     "qmgr.queue[2].max_depth"),
+    ('[[qmgr.queue]]\nname = "A"\ndefault_priority = 10\n', "qmgr.queue[0].default_priority"),
+    ('[[qmgr.queue]]\nname = "A"\ntype = "queue"\n', "qmgr.queue[0].type"),
+    ('[[qmgr.queue]]\nname = "A"\nshade = 1\n', "qmgr.queue[0].shade"),
+    ('[[qmgr.queue]]\nmax_depth = 1\n', "qmgr.queue[0].name"),
+    ('[[qmgr.queue]]\nname = "A"\n[[qmgr.queue]]\nname = "A"\n', "qmgr.queue[1].name"),
+    ('[[qmgr.queue]]\nname = "R"\ntype = "remote"\n', "qmgr.queue[0]"),
+])
+def test_errors_name_the_key(tmp_path, toml: str, key: str) -> None:
+    """issue 5 step 7: errors name the key, e.g. qmgr.queue[2].max_depth."""
+    with pytest.raises(ConfigError) as err:
+        _config(tmp_path, toml)
+    assert err.value.key == key
+
+
+def test_service_opens_defines_registers_and_closes(tmp_path) -> None:
+    """issue 5 step 7: the service opens the queue manager under the broker's data_dir with
+    its store kind, defines the configured queues, registers services['qmgr'], closes on stop;
+    a restart keeps the messages and applies changed properties."""
+    toml = f"""
+[broker]
+data_dir = "{tmp_path / 'data'}"
+[qmgr]
+name = "QMS"
+channel_host = "127.0.0.1"
+channel_port = 0
+[[qmgr.queue]]
+name = "ORDERS"
+max_depth = 5
+[[qmgr.queue]]
+name = "OUT"
+type = "remote"
+queue_manager = "QMT"
+mode = "async"
+"""
+    config = _config(tmp_path, toml)
+
+    async def run_once(check):
+        context = ServiceContext(config, broker=None)
+        service = await qmgr_service.start(context)
+        try:
+            return check(context.services["qmgr"])
+        finally:
+            await service.stop()
+
+    def first(qm: QueueManager) -> str:
+        qm.put("ORDERS", text_message("kept"))
+        return qm.name
+
+    assert asyncio.run(run_once(first)) == "QMS"
+    assert (tmp_path / "data" / "qmgr-QMS.db").exists()
+    config = _config(tmp_path, toml.replace("max_depth = 5", "max_depth = 7"))
+
+    def second(qm: QueueManager):
+        return qm.queue("ORDERS").max_depth, body(qm.get("ORDERS")), qm.queue("OUT", qmgr="QMT").mode
+
+    assert asyncio.run(run_once(second)) == (7, "kept", "async")
+
+
+def test_connections_are_built_by_the_channel_part(tmp_path) -> None:
+    """[[qmgr.connection]] belongs to the channel part's schema; its errors name the key."""
+    pytest.importorskip("relaymq.qmgr.channel_settings")
+    settings = _config(tmp_path, '[[qmgr.connection]]\nname = "SERVER"\naddress = "localhost:8081"\n').section("qmgr")
+    assert [c.name for c in settings.connection] == ["SERVER"]
+    with pytest.raises(ConfigError) as err:
+        _config(tmp_path, '[[qmgr.connection]]\nname = "T"\nvia = "NOPE"\n')
+    assert err.value.key == "qmgr.connection[0].via"

@@ -1,0 +1,123 @@
+"""The durable store (issue 5 step 1; spec README decision 4: durable before acknowledged,
+group commit; everyplace.md item 31: disk store with fsync on write)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from relaymq.qmgr import QueueManager
+from relaymq.qmgr.errors import StoreFailed
+from relaymq.qmgr.sqlite_store import SqliteQueueStore, store_path
+
+from .helpers import body, text_message
+
+
+def test_file_location_and_reopen_keeps_everything(tmp_path) -> None:
+    """issue 5: <data_dir>/qmgr-<NAME>.db; definitions, messages, order and states survive."""
+    with QueueManager.open("QMX", str(tmp_path), synchronous="NORMAL") as qm:
+        qm.define_queue("Q", max_depth=50, aliases=["QA"])
+        for text, prio in [("a", 1), ("b", 7), ("c", 1)]:
+            qm.put("Q", text_message(text, prio))
+        qm.put("Q", text_message("pending", 1), uid="R:1", confirm_id=3)
+        (locked,) = qm.browse_and_lock("Q", confirm_id=4, limit=1)
+    assert os.path.exists(tmp_path / "qmgr-QMX.db")
+    with QueueManager.open("QMX", str(tmp_path), synchronous="NORMAL") as qm:
+        assert qm.queue("QA").max_depth == 50
+        assert [body(m) for m in qm.browse("Q")] == ["a", "c"]  # b still locked
+        qm.unlock("Q", locked.uid, locked.lock_id)
+        qm.confirm_put("R:1")
+        assert [body(qm.get("Q")) for _ in range(4)] == ["b", "a", "c", "pending"]
+        new_id = qm.put("Q", text_message("z"))
+        assert qm.browse_envelopes("Q")[0].msg_id == new_id
+
+
+def test_every_acknowledged_put_survives_sigkill(tmp_path) -> None:
+    """spec README decision 4: a put is durable when it returns. A child process puts and
+    prints each MsgId after put returns; it is killed with SIGKILL mid-stream; every printed
+    MsgId is on the queue after reopening, once."""
+    script = textwrap.dedent(f"""
+        import sys
+        from relaymq.qmgr import QueueManager
+        from relaymq.message import Message
+        qm = QueueManager.open("QMK", {str(tmp_path)!r}, synchronous="FULL")
+        qm.define_queue("Q")
+        i = 0
+        while True:
+            m = Message(); m.mq.body = str(i).encode()
+            print(qm.put("Q", m).hex(), flush=True)
+            i += 1
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    acked = []
+    assert child.stdout is not None
+    for line in child.stdout:
+        acked.append(bytes.fromhex(line.strip()))
+        if len(acked) == 40:
+            child.send_signal(signal.SIGKILL)
+            break
+    child.wait(30)
+    with QueueManager.open("QMK", str(tmp_path)) as qm:
+        envelopes = qm.browse_envelopes("Q")
+    ids = [e.msg_id for e in envelopes]
+    numbers = [int(body(e.message)) for e in envelopes]
+    assert len(ids) == len(set(ids))
+    assert set(acked) <= set(ids)
+    assert numbers == list(range(len(numbers)))  # FIFO, no gap, no duplicate
+
+
+def test_group_commit_under_concurrent_puts(tmp_path) -> None:
+    """spec README decision 4 / design guide: several pending operations share one commit."""
+    qm = QueueManager.open("QMG", str(tmp_path), synchronous="FULL")
+    qm.define_queue("Q")
+    start = qm.store.commits
+    barrier = threading.Barrier(8)
+
+    def worker(n: int) -> None:
+        barrier.wait()
+        for i in range(25):
+            qm.put("Q", text_message(f"{n}-{i}"))
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    commits = qm.store.commits - start
+    assert qm.depth("Q") == 200
+    assert commits < 200
+    qm.close()
+
+
+def test_failed_store_acknowledges_nothing(tmp_path) -> None:
+    """spec README decision 4: when the store cannot write, the put fails (StoreFailed, 2102)
+    and the message is not left in memory as if stored."""
+    qm = QueueManager.open("QMF", str(tmp_path), synchronous="NORMAL")
+    qm.define_queue("Q")
+    qm.store._db.execute("DROP TABLE messages")  # simulate a broken database
+    with pytest.raises(StoreFailed) as err:
+        qm.put("Q", text_message("lost?"))
+    assert err.value.reason == 2102
+    assert qm.depth("Q") == 0
+    with pytest.raises(StoreFailed):
+        qm.put("Q", text_message("again"))
+    qm.close()
+
+
+def test_foreign_sqlite_file_refused(tmp_path) -> None:
+    """A database that is not a queue manager store is refused, not overwritten."""
+    import sqlite3
+
+    path = store_path(str(tmp_path), "QM1")
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE other (x)")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreFailed):
+        SqliteQueueStore(path)

@@ -5,6 +5,10 @@ Grants the requested QoS (capped by the broker's maximum) unless the ACL refuses
 3.1.1, 0x87 in 5.0, and in MQIsdp v3, which has no failure code, the requested QoS with nothing
 delivered (mqtt.md decision). SUBACK leaves once the subscriptions are durable; retained
 messages follow it.
+
+An MQTT 5 SUBSCRIBE may carry a content filter in the user property ``relaymq-filter``
+(pubsub.md item 17, docs/pubsub.md); an invalid one is refused with 0x83 (implementation
+specific error) for that topic filter.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from relaymq.broker.shared import SharedGroup
 from relaymq.mqtt import packets as p
 from relaymq.mqtt import reason_codes as rc
 from relaymq.mqtt.errors import ProtocolError
+from relaymq.pubsub.content_filter import filter_from_properties, with_filter
 from relaymq.pubsub.topics import TopicError, parse_shared, validate_topic_filter
+from relaymq.selector import SelectorError
 from relaymq.store.base import SubscriptionRecord
 
 if TYPE_CHECKING:
@@ -29,6 +35,13 @@ log = logging.getLogger("relaymq.subscribe")
 
 
 def add_subscription_to_tree(broker: Broker, session: Session, sub: SubscriptionRecord) -> None:
+    stored_filter = getattr(sub, "content_filter", None)  # a record restored with its filter
+    if stored_filter:
+        try:
+            sub = with_filter(sub, stored_filter)
+            session.subscriptions[sub.topic_filter] = sub
+        except SelectorError:
+            log.warning("client %s: stored filter %r no longer compiles", session.client_id, stored_filter)
     group, topic_filter = parse_shared(sub.topic_filter)
     if group is None:
         broker.subscriptions.insert(topic_filter, session.client_id, sub)
@@ -65,6 +78,7 @@ def handle_subscribe(conn: Connection, pkt: p.Subscribe) -> None:
     session = conn.session
     level = conn.level
     sub_id = pkt.properties.get("subscription_identifier") if level == 5 else None
+    filter_text = filter_from_properties(pkt.properties) if level == 5 else None
     codes: list[int] = []
     retained_to_send: list[tuple[SubscriptionRecord, str]] = []
     for req in pkt.subscriptions:
@@ -91,6 +105,12 @@ def handle_subscribe(conn: Connection, pkt: p.Subscribe) -> None:
         existed = full in session.subscriptions
         sub = SubscriptionRecord(session.client_id, full, qos, req.no_local,
                                  req.retain_as_published, req.retain_handling, sub_id)
+        try:
+            sub = with_filter(sub, filter_text)
+        except SelectorError as err:
+            log.info("client %s: invalid content filter %r: %s", conn.client_id, filter_text, err)
+            codes.append(rc.IMPLEMENTATION_SPECIFIC_ERROR)
+            continue
         if existed:
             remove_subscription(broker, session, full, persist=False)
         session.subscriptions[full] = sub

@@ -1,12 +1,14 @@
 """Retained publications (mqtt.md item 31): kept per topic, replaced by the next retained
 publication, cleared by an empty payload, persisted, and sent after SUBACK at
-min(original QoS, granted QoS) with RETAIN=1."""
+min(original QoS, granted QoS) with RETAIN=1. A subscription's content filter applies to
+retained messages too (pubsub.md item 17)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from relaymq.broker.delivery import deliver
+from relaymq.pubsub.content_filter import FilteredSubscription, LazyView
 
 if TYPE_CHECKING:
     from relaymq.broker.broker import Broker
@@ -39,6 +41,8 @@ def send_retained(broker: Broker, session: Session, sub: SubscriptionRecord, top
             broker.store.delete_retained(topic)
             continue
         if acl is not None and not acl.can_receive(session.username, session.client_id, topic):
+            continue
+        if type(sub) is FilteredSubscription and sub.selector is not None and not LazyView(msg).selects(sub.selector):
             continue
         qos = min(msg.qos, sub.qos)
         deliver(broker, session, msg, qos, True, [sub.subscription_id] if sub.subscription_id else [])

@@ -1,7 +1,14 @@
 """From one publication to every matching session (design guide: "How the parts meet").
 
-Topic tree match (cached) -> per subscription: no-local, ACL -> one delivery per client at the
-highest granted QoS with every matching subscription identifier -> delivery.deliver.
+Topic tree match (cached) -> per subscription: no-local, content filter, ACL -> one delivery
+per client at the highest granted QoS with every matching subscription identifier ->
+delivery.deliver.
+
+The tree is shared with the pub/sub engine (pubsub.md: one engine for every client): queue
+subscribers registered with ``psc`` sit in it under tuple keys that are not session ids, so
+they are skipped here and served by the engine through its publication tap. A subscription
+with a content filter (``relaymq-filter``) is a ``FilteredSubscription``; the message view its
+filter needs is built lazily, once per publication, only when one is matched.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from typing import TYPE_CHECKING
 from relaymq.broker.delivery import deliver
 from relaymq.broker.retain import store_retained
 from relaymq.broker.shared import SharedGroup
+from relaymq.pubsub.content_filter import FilteredSubscription, LazyView
 
 log = logging.getLogger("relaymq.routing")
 
@@ -40,6 +48,7 @@ def route(broker: Broker, message: StoredMessage, origin: Session | None) -> int
     acl = broker.acl
     origin_id = origin.client_id if origin is not None else None
     targets: dict[str, list] = {}  # client id -> [qos, retain, subscription ids]
+    view: LazyView | None = None
     for key, value in broker.subscriptions.match(topic):
         if isinstance(value, SharedGroup):
             chosen = value.choose(sessions)
@@ -53,6 +62,11 @@ def route(broker: Broker, message: StoredMessage, origin: Session | None) -> int
         session = sessions.get(client_id)
         if session is None:
             continue
+        if type(sub) is FilteredSubscription and sub.selector is not None:
+            if view is None:
+                view = LazyView(message)
+            if not view.selects(sub.selector):
+                continue
         if acl is not None and not acl.can_receive(session.username, client_id, topic):
             continue
         qos = sub.qos if sub.qos < message.qos else message.qos  # mqtt.md item 12

@@ -1,0 +1,258 @@
+"""The pub/sub engine inside the broker process (pubsub.md; server/app.py SERVICE_MODULES).
+
+``start`` builds a ``PubSubEngine`` on the broker's own subscription tree and retained store
+(one engine for every kind of client), switches the topic ACLs on for MQTT clients too when
+``[pubsub] topic_security`` is set, and, when the queue manager runs
+(``context.services["qmgr"]``), listens on SYSTEM.BROKER.CONTROL.QUEUE and the publication
+input queues. It registers itself as ``context.services["pubsub"]``.
+
+Threads and the loop: the queue manager calls listeners in the putting thread, so a listener
+only wakes the queue's drain task on the loop. Puts go through the asyncio face of the queue
+manager (``qmgr.aio``), one at a time from a single outbox task, so their order is the order in
+which the engine produced them. MQTT publications reach queue subscribers through the broker's
+publication tap. Subscriptions and named-point retained publications are kept in
+``<data_dir>/pubsub-state.json``, written (off the loop) before the response that confirms the
+change is put (README decision 4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from typing import Any
+
+from relaymq.broker.retain import store_retained
+from relaymq.message.message import Message
+from relaymq.pubsub import reasons as r
+from relaymq.pubsub.engine import CONTROL_QUEUE, PubSubEngine
+from relaymq.pubsub.model import ClearRetained, MqttPublish, Publication, Put
+from relaymq.pubsub.settings import PubSubSettings
+from relaymq.pubsub.stats import statistics_payload, statistics_topic
+from relaymq.pubsub.topicacl import CombinedAcl
+
+log = logging.getLogger("relaymq.pubsub")
+
+STATE_FILE = "pubsub-state.json"
+#: Seconds between sweeps for expired subscriptions and retained publications.
+EXPIRY_SWEEP_SECONDS = 5.0
+
+
+class PubSubService:
+    """The running engine, its queue listeners and its outbox."""
+
+    def __init__(self, context: Any, settings: PubSubSettings) -> None:
+        self.context = context
+        self.broker = context.broker
+        self.settings = settings
+        self.qm = context.services.get("qmgr")
+        self.aio = context.services.get("qmgr.aio")
+        broker_config = context.config.broker
+        self.data_dir = broker_config.data_dir
+        self.state_path = None if broker_config.store == "memory" else os.path.join(self.data_dir, STATE_FILE)
+        self.topic_acl = settings.topic_acl(self.data_dir)
+        self._acl_stamp = _stamp(settings.acl_path(self.data_dir))
+        self.engine = PubSubEngine(
+            self.qm.name if self.qm is not None else settings.broker_name,
+            broker_name=settings.broker_name,
+            default_tree=self.broker.subscriptions,
+            default_retained=self.broker.retained,
+            mqtt_bridge=True,
+            acl=self.topic_acl if settings.topic_security else None,
+            input_queues=settings.input_queue_points(),
+            queue_check=self._queue_check if self.qm is not None else None,
+            events=settings.events,
+        )
+        self._loop = asyncio.get_running_loop()
+        self._outbox: asyncio.Queue[Any] = asyncio.Queue()
+        self._wake: dict[str, asyncio.Event] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._listeners: list[tuple[str, Any]] = []
+        self._bridging: Publication | None = None
+
+    # ---------------------------------------------------------------- life cycle
+    async def start(self) -> None:
+        if self.state_path is not None and os.path.exists(self.state_path):
+            data = await asyncio.to_thread(_read_json, self.state_path)
+            self.engine.restore(data)
+        if self.settings.topic_security:
+            self.broker.acl = CombinedAcl(self.broker.acl, self.topic_acl)
+        self.broker.publication_taps.append(self._tap)
+        self._tasks.append(asyncio.create_task(self._run_outbox()))
+        self._tasks.append(asyncio.create_task(self._sweep()))
+        if self.settings.stats_interval_ms > 0:
+            self._tasks.append(asyncio.create_task(self._statistics()))
+        if self.qm is None:
+            log.warning("pub/sub: no queue manager, so psc commands are not served (MQTT pub/sub only)")
+            return
+        for queue in [CONTROL_QUEUE, *self.engine.input_queues]:
+            if queue not in self.qm.queue_names():
+                await self.aio.define_queue(queue)
+            event = asyncio.Event()
+            self._wake[queue] = event
+
+            def listener(_queue: str, event: asyncio.Event = event) -> None:
+                self._loop.call_soon_threadsafe(event.set)
+
+            self.qm.add_listener(queue, listener)
+            self._listeners.append((queue, listener))
+            event.set()  # drain what arrived while the broker was down
+            self._tasks.append(asyncio.create_task(self._drain(queue, event)))
+        log.info("pub/sub engine of %s: %d queue subscriptions, commands on %s; topic security %s",
+                 self.qm.name, len(self.engine.subscriptions), ", ".join([CONTROL_QUEUE, *self.engine.input_queues]),
+                 "on" if self.settings.topic_security else "off")
+
+    async def stop(self) -> None:
+        if self._tap in self.broker.publication_taps:
+            self.broker.publication_taps.remove(self._tap)
+        for queue, listener in self._listeners:
+            try:
+                self.qm.remove_listener(queue, listener)
+            except Exception:  # the queue manager may be closing already
+                log.debug("removing listener on %s failed", queue, exc_info=True)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._save()
+
+    # ---------------------------------------------------------------- inputs
+    async def _drain(self, queue: str, event: asyncio.Event) -> None:
+        while True:
+            await event.wait()
+            event.clear()
+            while True:
+                try:
+                    message = await self.aio.get(queue)
+                except Exception:
+                    log.exception("reading %s failed", queue)
+                    break
+                if message is None:
+                    break
+                await self.handle(message, queue)
+
+    async def handle(self, message: Message, queue: str) -> None:
+        """One command message: process it, make the change durable, then act."""
+        actions = self.engine.handle_message(message, queue, self.broker.clock.wall())
+        await self._save()
+        for action in actions:
+            self._perform(action)
+
+    def _tap(self, stored: Any) -> None:
+        """Every routed MQTT publication: deliver to queue subscribers at the default point."""
+        now = self.broker.clock.wall()
+        bridging = self._bridging
+        if bridging is not None and bridging.topic == stored.topic:
+            actions = self.engine.route(bridging, now)
+        else:
+            actions = self.engine.deliver_mqtt(stored.topic, stored.payload, stored.qos, stored.properties,
+                                               stored.expiry_at, now)
+        for action in actions:
+            self._perform(action)
+
+    # ---------------------------------------------------------------- outputs
+    def _perform(self, action: Any) -> None:
+        if isinstance(action, Put):
+            self._outbox.put_nowait(action)
+        elif isinstance(action, MqttPublish):
+            self._bridging = action.publication
+            try:
+                self.broker.publish(action.topic, action.payload, action.qos, action.retain,
+                                    action.properties or None, action.expiry_interval)
+            finally:
+                self._bridging = None
+        elif isinstance(action, ClearRetained):
+            store_retained(self.broker, self.broker.new_message(action.topic, b"", 0, True))
+
+    async def _run_outbox(self) -> None:
+        while True:
+            action: Put = await self._outbox.get()
+            if self.aio is None:
+                continue
+            qmgr = None if self.qm is None or action.qmgr == self.qm.name else action.qmgr
+            try:
+                await self.aio.put(action.queue, action.message, qmgr=qmgr)
+            except Exception as error:
+                log.warning("pub/sub %s to %s/%s failed: %s", action.purpose, action.qmgr, action.queue, error)
+
+    async def _save(self) -> None:
+        if not self.engine.changed:
+            return
+        self.engine.changed = False
+        if self.state_path is not None:
+            await asyncio.to_thread(_write_json, self.state_path, self.engine.snapshot())
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(EXPIRY_SWEEP_SECONDS)
+            for action in self.engine.expire(self.broker.clock.wall()) + self.engine.remove_unreachable():
+                self._perform(action)
+            await self._save()
+            self.reload_acl()
+
+    def reload_acl(self) -> bool:
+        """Take a changed ACL file (``relaymq acl set|remove``) into the running ACLs, in
+        place, so the engine and the MQTT side see it at once. True if it changed."""
+        path = self.settings.acl_path(self.data_dir)
+        stamp = _stamp(path)
+        if stamp == self._acl_stamp:
+            return False
+        self._acl_stamp = stamp
+        try:
+            fresh = self.settings.topic_acl(self.data_dir)
+        except (OSError, ValueError, KeyError) as error:
+            log.warning("topic ACL file %s not taken: %s", path, error)
+            return False
+        self.topic_acl.groups, self.topic_acl.entries = fresh.groups, fresh.entries
+        log.info("topic ACLs reloaded from %s", path)
+        return True
+
+    async def _statistics(self) -> None:
+        """Item 44: the report every ``stats_interval_ms`` on the execution group's topic."""
+        topic = statistics_topic(self.settings.broker_name, self.settings.execution_group)
+        while True:
+            await asyncio.sleep(self.settings.stats_interval_ms / 1000)
+            payload = statistics_payload(self.broker, len(self.engine.subscriptions), self.broker.clock.wall())
+            self.broker.publish(topic, payload)
+
+    def _queue_check(self, qmgr: str, queue: str) -> int | None:
+        """3074 for a queue manager with no route, 3076 for an unknown queue (item 31)."""
+        from relaymq.qmgr.errors import QueueError
+
+        try:
+            self.qm.resolve(queue, None if qmgr == self.qm.name else qmgr)
+        except QueueError as error:
+            return r.Q_MGR_NAME_ERROR if type(error).__name__ == "UnknownQueueManager" else r.Q_NAME_ERROR
+        return None
+
+
+def _stamp(path: str) -> tuple[float, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_mtime, info.st_size)
+
+
+def _read_json(path: str) -> Any:
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def _write_json(path: str, data: Any) -> None:
+    """Atomically: a crash leaves the old state or the new one, never half of one."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+async def start(context: Any) -> PubSubService:
+    settings = context.config.section("pubsub")
+    service = PubSubService(context, settings)
+    await service.start()
+    context.services["pubsub"] = service
+    return service

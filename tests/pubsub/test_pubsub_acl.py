@@ -1,0 +1,102 @@
+"""Topic ACLs (pubsub.md items 6 and 38; seed 003 l.1288-1332, 2411-2486, 3147-3157)."""
+
+from __future__ import annotations
+
+import pytest
+
+from relaymq.pubsub import reasons as r
+from relaymq.pubsub.topicacl import PERSISTENT, PUBLISH, SUBSCRIBE, AclEntry, TopicAcl
+
+from psc_helpers import make_engine, send
+
+
+def stream_acl() -> TopicAcl:
+    """The seed's stream scenario (2422-2486): PublicGroup denied at the root; PDefault and
+    SDefault granted there and denied on $SYS/STREAM/; StreamX/StreamY groups granted on
+    their own stream."""
+    acl = TopicAcl.default()
+    acl.groups = {"PDefault": {"pd"}, "SDefault": {"sd"}, "PStreamX": {"px"}, "SStreamX": {"sx"},
+                  "PStreamY": {"py"}, "SStreamY": {"sy"}}
+    acl.set(AclEntry(" ", "PublicGroup", "deny", "deny", "deny"))
+    acl.set(AclEntry(" ", "PDefault", publish="allow"))
+    acl.set(AclEntry(" ", "SDefault", subscribe="allow"))
+    acl.set(AclEntry("$SYS/STREAM/", "PDefault", publish="deny"))
+    acl.set(AclEntry("$SYS/STREAM/", "SDefault", subscribe="deny"))
+    for stream in ("X", "Y"):
+        acl.set(AclEntry(f"$SYS/STREAM/Stream{stream}/", f"PStream{stream}", publish="allow"))
+        acl.set(AclEntry(f"$SYS/STREAM/Stream{stream}/", f"SStream{stream}", subscribe="allow"))
+    return acl
+
+
+@pytest.mark.parametrize("user, topic, permission, allowed", [
+    ("pd", "News/Today", PUBLISH, True),
+    ("pd", "$SYS/STREAM/StreamX/News", PUBLISH, False),
+    ("px", "$SYS/STREAM/StreamX/News", PUBLISH, True),
+    ("px", "$SYS/STREAM/StreamY/News", PUBLISH, False),
+    ("px", "News/Today", PUBLISH, False),
+    ("sd", "News/Today", SUBSCRIBE, True),
+    ("sd", "$SYS/STREAM/StreamY/News", SUBSCRIBE, False),
+    ("sy", "$SYS/STREAM/StreamY/News", SUBSCRIBE, True),
+    ("nobody", "News/Today", SUBSCRIBE, False),
+])
+def test_item_38_stream_scenario(user, topic, permission, allowed):
+    """pubsub.md item 38; seed 003 l.2422-2486: each grant and denial of the scenario."""
+    assert stream_acl().allowed(user, topic, permission) is allowed
+
+
+def test_item_38_exception_overrides_parent_denial():
+    """pubsub.md item 38; seed 003 l.2470-2478: an explicit ACL for PDefault on StreamX
+    overrides the denial on $SYS/STREAM/, not on StreamY."""
+    acl = stream_acl()
+    acl.set(AclEntry("$SYS/STREAM/StreamX/", "PDefault", publish="allow"))
+    assert acl.allowed("pd", "$SYS/STREAM/StreamX/a", PUBLISH)
+    assert not acl.allowed("pd", "$SYS/STREAM/StreamY/a", PUBLISH)
+
+
+def test_item_38_user_entry_beats_group_and_public_default():
+    """pubsub.md item 38; seed 003 l.1288-1332: PublicGroup at the root allows all by
+    default; a user's own entry decides over its groups at the same node."""
+    acl = TopicAcl.default()
+    assert acl.explain(None, "any/topic") == {PUBLISH: True, SUBSCRIBE: True, PERSISTENT: True}
+    acl.groups["Staff"] = {"carol"}
+    acl.set(AclEntry("Pay", "Staff", subscribe="deny"))
+    acl.set(AclEntry("Pay", "carol", subscribe="allow"))
+    assert acl.allowed("carol", "Pay/2024", SUBSCRIBE)
+    acl.groups["Staff"].add("dave")
+    assert not acl.allowed("dave", "Pay/2024", SUBSCRIBE)
+    assert acl.remove("Pay", "carol") and not acl.allowed("carol", "Pay/2024", SUBSCRIBE)
+
+
+def test_item_6_sys_and_isys_belong_to_the_broker():
+    """pubsub.md item 6; seed 003 l.3147-3157: with topic security, nobody else publishes
+    on $SYS or $ISYS, nor subscribes to $ISYS; $SYS/STREAM is left to the ACLs."""
+    acl = TopicAcl.default()
+    assert not acl.allowed("root", "$SYS/Broker/x", PUBLISH)
+    assert acl.allowed("root", "$SYS/Broker/x", SUBSCRIBE)
+    assert not acl.allowed("root", "$ISYS/x", SUBSCRIBE)
+    assert not acl.may_subscribe("root", "$ISYS/#")
+    assert acl.allowed("root", "$SYS/STREAM/S/x", PUBLISH)
+    assert TopicAcl.default(enabled=False).allowed("root", "$ISYS/x", PUBLISH)
+
+
+def test_item_38_wildcard_subscription_sees_only_permitted_topics():
+    """pubsub.md item 38; seed 003 l.1893-1899: a '#' subscription is accepted and delivers
+    only topics the subscriber may subscribe to; no Persistent authority means non-persistent
+    delivery."""
+    acl = TopicAcl.default()
+    acl.set(AclEntry("Private", "PublicGroup", subscribe="deny"))
+    acl.set(AclEntry("Cheap", "PublicGroup", persistent="deny"))
+    e = make_engine(acl=acl)
+    assert send(e, "RegSub", Topic="#", reply_to="S", RegOpt="Pers").completion == "ok"
+    assert send(e, "RegSub", Topic="Private/x", reply_to="S").reasons == [r.NOT_AUTHORIZED]
+    res = send(e, "Publish", Topic=["Private/x", "Public/x", "Cheap/x"], body=b"v")
+    assert sorted(res.topics_to("S")) == ["Cheap/x", "Public/x"]
+    persistence = {m.mq.first_rfh2().get("psc.Topic"): m.mq.md.Persistence for m in res.to("S")}
+    assert persistence == {"Public/x": 1, "Cheap/x": 0}
+
+
+def test_item_38_round_trip_through_data():
+    """The ACL file format (relaymq acl set/remove) keeps groups and rows."""
+    acl = stream_acl()
+    copy = TopicAcl.from_data(acl.to_data())
+    assert copy.to_data() == acl.to_data()

@@ -1,0 +1,187 @@
+"""The pub/sub service end to end in one process: MQTT clients on the real broker core, psc
+commands put through the real queue manager, the service as the broker starts it (issue 4:
+the seed's scenarios; pubsub.md items 16, 21-25, 35, 38, 44, 45)."""
+
+from __future__ import annotations
+
+import json
+
+from relaymq.pubsub import reasons as r
+
+from stack import STREAM, Stack, run, topic_of
+
+
+def test_scenario_stock_prices_subscription_points(tmp_path):
+    """pubsub.md item 16; seed 003 l.1935-1962: dollar prices at the default point, pound
+    prices at "Pounds"; each subscriber gets the currency of the point it chose; MQTT
+    subscribers are at the default point; an MQTT publication reaches a psc subscriber."""
+    async def scenario():
+        stack = await Stack(tmp_path, {"input_queues": [STREAM, "STOCK.POUNDS:Pounds"]}).start()
+        try:
+            mqtt = stack.mqtt("watcher")
+            mqtt.subscribe("Stock/#")
+            assert await stack.command("RegSub", Topic="Stock/IBM", QName="DOLLARS") == ("ok", [])
+            assert await stack.command("RegSub", Topic="Stock/IBM", QName="POUNDS", SubPoint="Pounds") == ("ok", [])
+            assert await stack.command("Publish", Topic="Stock/IBM", body=b"100") == ("ok", [])
+            assert await stack.command("Publish", Topic="Stock/IBM", body=b"80", queue="STOCK.POUNDS") == ("ok", [])
+            (dollars,) = await stack.messages("DOLLARS", 1)
+            (pounds,) = await stack.messages("POUNDS", 1)
+            assert (dollars.mq.body, pounds.mq.body) == (b"100", b"80")
+            assert pounds.mq.first_rfh2().get("psc.SubPoint") == "Pounds"
+            assert [m.payload for m in mqtt.publishes()] == [b"100"]
+            seller = stack.mqtt("seller")
+            seller.publish("Stock/IBM", b"101", qos=1, properties={"user_property": [("exchange", "NYSE")]})
+            (from_mqtt,) = await stack.messages("DOLLARS", 1)
+            assert from_mqtt.mq.body == b"101" and from_mqtt.mq.md.Persistence == 1
+            assert from_mqtt.mq.first_rfh2().get("usr.exchange") == "NYSE"
+            assert topic_of(from_mqtt) == "Stock/IBM"
+        finally:
+            await stack.stop()
+    run(scenario())
+
+
+def test_scenario_soccer_results(tmp_path):
+    """pubsub.md items 21-25 and 28; seed 003 l.5839-6765 (the Sport/Soccer examples):
+    retained latest scores, a PubOnReqOnly subscriber with CorrelAsId asking for an update,
+    Delete Publication, and the usr folder reaching MQTT 5 subscribers as user properties."""
+    score = "Sport/Soccer/State/LatestScore/Team1 Team2"
+    async def scenario():
+        stack = await Stack(tmp_path).start()
+        try:
+            fan = stack.mqtt("fan")
+            fan.subscribe("Sport/Soccer/#")
+            assert await stack.command("Publish", Topic="Sport/Soccer/Event/MatchStarted") == ("ok", [])
+            assert await stack.command("Publish", Topic=score, PubOpt="RetainPub", body=b"0-0",
+                                       usr={"minute": "1"}) == ("ok", [])
+            assert await stack.command("Publish", Topic=score, PubOpt="RetainPub", body=b"1-0",
+                                       usr={"minute": "23"}) == ("ok", [])
+            live = fan.publishes()
+            assert [m.topic for m in live] == ["Sport/Soccer/Event/MatchStarted", score, score]
+            assert live[-1].properties.get("user_property") == [("minute", "23")]
+            assert await stack.command("RegSub", Topic="Sport/Soccer/State/LatestScore/#", QName="SCORES",
+                                       RegOpt=["PubOnReqOnly", "CorrelAsId"], correl_id=b"fan-7") == ("ok", [])
+            assert await stack.command("RegSub", Topic="Sport/Soccer/State/LatestScore/#", QName="TICKER",
+                                       RegOpt="InformIfRet") == ("ok", [])
+            (first,) = await stack.messages("TICKER", 1)
+            assert first.mq.body == b"1-0" and first.mq.first_rfh2().get("psc.PubOpt") == "IsRetainedPub"
+            await stack.settle()
+            assert await stack.aio.get("SCORES") is None  # PubOnReqOnly: nothing until asked
+            assert await stack.command("ReqUpdate", Topic="Sport/Soccer/State/LatestScore/#", QName="SCORES",
+                                       RegOpt="CorrelAsId", correl_id=b"fan-7") == ("ok", [])
+            (update,) = await stack.messages("SCORES", 1)
+            assert update.mq.body == b"1-0" and update.mq.md.CorrelId == b"fan-7".ljust(24, b"\0")
+            late = stack.mqtt("late")
+            late.subscribe("Sport/Soccer/State/#")
+            assert [(m.payload, m.retain) for m in late.publishes()] == [(b"1-0", True)]
+            assert await stack.command("DeletePub", Topic=score, DelOpt="Local") == ("ok", [])
+            assert await stack.command("ReqUpdate", Topic="Sport/Soccer/State/LatestScore/#", QName="SCORES",
+                                       RegOpt="CorrelAsId", correl_id=b"fan-7") == ("error", [r.NO_RETAINED_MSG])
+            assert await stack.command("DeregSub", Topic="Sport/Soccer/State/LatestScore/#", QName="SCORES",
+                                       RegOpt="CorrelAsId", correl_id=b"fan-7") == ("ok", [])
+        finally:
+            await stack.stop()
+    run(scenario())
+
+
+STREAM_ACL = {
+    "topic_security": True,
+    "groups": {"PDefault": ["pd"], "SDefault": ["sd"], "PStreamX": ["px"], "SStreamX": ["sx"]},
+    "acl": [
+        {"topic": "", "principal": "PublicGroup", "publish": "deny", "subscribe": "deny", "persistent": "deny"},
+        {"topic": "", "principal": "PDefault", "publish": "allow"},
+        {"topic": "", "principal": "SDefault", "subscribe": "allow"},
+        {"topic": "$SYS/STREAM/", "principal": "PDefault", "publish": "deny"},
+        {"topic": "$SYS/STREAM/", "principal": "SDefault", "subscribe": "deny"},
+        {"topic": "$SYS/STREAM/StreamX/", "principal": "PStreamX", "publish": "allow"},
+        {"topic": "$SYS/STREAM/StreamX/", "principal": "SStreamX", "subscribe": "allow"},
+    ],
+}
+
+
+def test_scenario_stream_acls(tmp_path):
+    """pubsub.md item 38; seed 003 l.2422-2486: the stream ACL scenario configured in
+    [pubsub], for psc users and MQTT users alike."""
+    x_topic = "$SYS/STREAM/StreamX/News"
+    async def scenario():
+        stack = await Stack(tmp_path, STREAM_ACL).start()
+        try:
+            assert await stack.command("RegSub", Topic=x_topic, QName="SX.Q", user_id="sx") == ("ok", [])
+            assert await stack.command("RegSub", Topic=x_topic, QName="SD.Q", user_id="sd") == ("error", [r.NOT_AUTHORIZED])
+            assert await stack.command("Publish", Topic=x_topic, body=b"a", user_id="pd") == ("error", [r.NOT_AUTHORIZED])
+            assert await stack.command("Publish", Topic=[x_topic, "News"], body=b"b", user_id="px") == \
+                ("warning", [r.NOT_AUTHORIZED])
+            (got,) = await stack.messages("SX.Q", 1)
+            assert got.mq.body == b"b"
+            reader = stack.mqtt("reader", username="sd")
+            reader.subscribe("#")
+            writer = stack.mqtt("writer", username="pd")
+            writer.publish("News", b"c")
+            writer.publish(x_topic, b"d")  # refused: PDefault is denied on $SYS/STREAM/
+            assert [m.payload for m in reader.publishes()] == [b"c"]
+            (nothing_more,) = [await stack.aio.get("SX.Q")]
+            assert nothing_more is None
+        finally:
+            await stack.stop()
+    run(scenario())
+
+
+def test_item_22_subscriptions_and_retained_survive_restart(tmp_path):
+    """pubsub.md items 19 and 22; seed 003 l.2618-2622, 2789-2793: subscriptions stay until
+    removed and retained publications (of a named point here) are kept across a restart."""
+    async def scenario():
+        settings = {"input_queues": [STREAM, "P.IN:Point"]}
+        first = await Stack(tmp_path, settings, store="sqlite").start()
+        assert await first.command("RegSub", Topic="T", QName="SUBQ") == ("ok", [])
+        assert await first.command("Publish", Topic="T", body=b"kept", PubOpt="RetainPub", queue="P.IN") == ("ok", [])
+        await first.stop()
+        second = await Stack(tmp_path, settings, store="sqlite", qm=first.qm).start()
+        try:
+            assert await second.command("Publish", Topic="T", body=b"after") == ("ok", [])
+            (after,) = await second.messages("SUBQ", 1)
+            assert after.mq.body == b"after"
+            assert await second.command("RegSub", Topic="T", QName="POINTQ", SubPoint="Point") == ("ok", [])
+            (kept,) = await second.messages("POINTQ", 1)
+            assert kept.mq.body == b"kept"
+        finally:
+            await second.stop()
+    run(scenario())
+
+
+def test_item_44_statistics_and_item_45_events(tmp_path):
+    """pubsub.md item 44; seed 003 l.2871-2932, 3199-3370: with statsInterval > 0 the report
+    appears on $SYS/Broker/<broker>/ExecutionGroup/<eg>/Statistics. Item 45 (seed 4523-4556):
+    subscription add/remove events on $SYS/Broker/<broker>/Subscriptions/..."""
+    async def scenario():
+        stack = await Stack(tmp_path, {"broker_name": "B1", "execution_group": "eg1", "stats_interval_ms": 20}).start()
+        try:
+            watcher = stack.mqtt("watcher")
+            watcher.subscribe("$SYS/Broker/B1/#")
+            assert await stack.command("RegSub", Topic="T", QName="SUBQ") == ("ok", [])
+            assert await stack.command("DeregSub", Topic="T", QName="SUBQ") == ("ok", [])
+            seen: dict[str, list] = {}
+            for _ in range(500):
+                for m in watcher.publishes():
+                    seen.setdefault(m.topic, []).append(json.loads(m.payload))
+                if "$SYS/Broker/B1/ExecutionGroup/eg1/Statistics" in seen:
+                    break
+                await __import__("asyncio").sleep(0.02)
+            report = seen["$SYS/Broker/B1/ExecutionGroup/eg1/Statistics"][0]
+            assert report["broker"]["clientCount"] == 1 and "timestamp" in report["broker"]
+            assert [c["clientId"] for c in report["clients"]] == ["watcher"]
+            assert seen["$SYS/Broker/B1/Subscriptions/Added"][0]["queue"] == "SUBQ"
+            assert seen["$SYS/Broker/B1/Subscriptions/Removed"][0]["cause"] == "deregistered"
+        finally:
+            await stack.stop()
+    run(scenario())
+
+
+def test_statistics_off_by_default(tmp_path):
+    """pubsub.md item 44; seed 003 l.2871-2932: statsInterval 0 (the default) publishes none."""
+    async def scenario():
+        stack = await Stack(tmp_path).start()
+        try:
+            assert stack.service is not None
+            assert not any("_statistics" in repr(t.get_coro()) for t in stack.service._tasks)
+        finally:
+            await stack.stop()
+    run(scenario())

@@ -1,0 +1,20 @@
+"""Message flows: definitions, the node library and the runtime (flows-http.md).
+
+Pure parts (no I/O) that the Spark pipeline reuses: :class:`Flow` (``run_sync``),
+:func:`evaluate_node`, :func:`build_flow`/:func:`load_flow`, the nodes in
+:mod:`relaymq.flows.nodes`. The broker side: :mod:`relaymq.flows.service`.
+"""
+
+from relaymq.flows.assembly import Assembly
+from relaymq.flows.context import CollectingPorts, RunContext
+from relaymq.flows.definition import build_flow, load_definition, load_flow, parse_yaml
+from relaymq.flows.errors import FlowDefinitionError, FlowException, UserException
+from relaymq.flows.flow import Connection, Flow, FlowSettings, evaluate_node
+from relaymq.flows.node import Node
+from relaymq.flows.registry import NODE_TYPES
+
+__all__ = [
+    "Assembly", "CollectingPorts", "Connection", "Flow", "FlowDefinitionError", "FlowException",
+    "FlowSettings", "NODE_TYPES", "Node", "RunContext", "UserException", "build_flow",
+    "evaluate_node", "load_definition", "load_flow", "parse_yaml",
+]

@@ -1,0 +1,112 @@
+"""The flow administration routes on the broker's HTTP server, used by ``relaymq flow``:
+
+=======  =========================  ================================================
+GET      /relaymq/flows             JSON list of deployed flows (group, nodes, stats)
+GET      /relaymq/flows/{name}      one flow
+POST     /relaymq/flows?group=EG    deploy or redeploy; the body is the flow's YAML
+                                    (self-contained: Compute files inlined as code)
+DELETE   /relaymq/flows/{name}      undeploy
+=======  =========================  ================================================
+
+Answers are JSON; errors are ``{"error": "one line"}`` with 400 (invalid definition), 404
+(unknown flow), 409 (cannot run here: port in use, no queue manager), 403 (caller not
+allowed). A deployed flow runs Python code in the broker, so these routes are for
+administrators only: callers must pass the HTTP server's authentication, be listed in
+``[access] administrators`` when that list is not empty, and call from the loopback
+interface unless ``[flows] admin_remote`` is true.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from typing import Any
+
+from relaymq.flows.definition import parse_yaml
+from relaymq.flows.errors import FlowDefinitionError
+from relaymq.flows.manager import DeployError, FlowManager
+from relaymq.http.server import HttpRequest, HttpResponse
+
+BASE = "/relaymq/flows"
+
+
+def json_response(status: int, value: Any) -> HttpResponse:
+    return HttpResponse(status, [("content-type", "application/json")],
+                        (json.dumps(value, indent=1, sort_keys=False) + "\n").encode("utf-8"))
+
+
+def _loopback(remote: tuple[Any, ...]) -> bool:
+    try:
+        return bool(remote) and ipaddress.ip_address(str(remote[0])).is_loopback
+    except ValueError:
+        return False
+
+
+class FlowAdmin:
+    def __init__(self, manager: FlowManager, *, default_group: str, admin_remote: bool,
+                 administrators: tuple[str, ...]) -> None:
+        self.manager = manager
+        self.default_group = default_group
+        self.admin_remote = admin_remote
+        self.administrators = administrators
+
+    def routes(self) -> list[tuple[str, str, Any]]:
+        return [("GET", BASE, self.list), ("POST", BASE, self.deploy),
+                ("GET", BASE + "/{name}", self.show), ("DELETE", BASE + "/{name}", self.undeploy)]
+
+    def install(self, server: Any) -> None:
+        auth = getattr(server, "auth", None)
+        for method, pattern, handler in self.routes():
+            guarded = self._guard(handler)
+            server.add_route(method, pattern, auth.protect(guarded) if auth is not None else guarded)
+
+    def uninstall(self, server: Any) -> None:
+        for method, pattern, _ in self.routes():
+            try:
+                server.remove_route(method, pattern)
+            except KeyError:
+                pass
+
+    def _guard(self, handler: Any) -> Any:
+        async def guarded(request: HttpRequest) -> HttpResponse:
+            if not self.admin_remote and not _loopback(request.remote):
+                return json_response(403, {"error": "flow administration is only allowed from the loopback interface"})
+            if self.administrators and request.user not in self.administrators:
+                return json_response(403, {"error": "flow administration needs an administrator"})
+            return await handler(request)
+        return guarded
+
+    async def list(self, request: HttpRequest) -> HttpResponse:
+        return json_response(200, {"flows": self.manager.list()})
+
+    async def show(self, request: HttpRequest) -> HttpResponse:
+        deployed = self.manager.flows.get(request.path_params["name"])
+        if deployed is None:
+            return json_response(404, {"error": f"no flow {request.path_params['name']!r} is deployed"})
+        return json_response(200, deployed.describe())
+
+    async def deploy(self, request: HttpRequest) -> HttpResponse:
+        group = request.query_value("group") or self.default_group
+        source = request.query_value("source") or "<request>"
+        try:
+            text = request.body.decode("utf-8")
+        except UnicodeDecodeError:
+            return json_response(400, {"error": "the flow definition is not UTF-8"})
+        try:
+            redeploy = False
+            definition = parse_yaml(text, source)
+            redeploy = definition.get("flow") in self.manager.flows
+            deployed = await self.manager.deploy(definition, group, source)
+        except FlowDefinitionError as err:
+            return json_response(400, {"error": str(err)})
+        except DeployError as err:
+            return json_response(409, {"error": str(err)})
+        return json_response(200 if redeploy else 201, {**deployed.describe(), "redeployed": redeploy})
+
+    async def undeploy(self, request: HttpRequest) -> HttpResponse:
+        name = request.path_params["name"]
+        try:
+            deployed = await self.manager.undeploy(name)
+        except KeyError:
+            return json_response(404, {"error": f"no flow {name!r} is deployed"})
+        return json_response(200, {"name": name, "group": deployed.group, "undeployed": True})

@@ -1,0 +1,110 @@
+"""The context a flow runs one input message in: its unit of work and the I/O ports.
+
+Why a unit of work: the seed's flows are transactional (seed 000 l.443; flows-http.md item 4):
+a message that fails is backed out to its source, so whatever the failed run had already put
+or published must not be seen. Output nodes therefore *record* puts and publications here;
+the runtime commits them only after the whole run succeeded and discards them on a backout.
+HTTP replies, HTTP requests and trace lines are not transactional (as in the seed's broker)
+and go to the ports at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from relaymq.message.message import Message
+
+
+class Ports(Protocol):
+    """The I/O a running flow needs; the broker service, tests and Spark each provide one."""
+
+    def put(self, queue: str, message: Message, qmgr: str | None) -> Any: ...
+
+    def publish(self, topic: str, message: Message, *, qos: int, retain: bool,
+                subscription_point: str) -> Any: ...
+
+    def http_reply(self, request_id: str, status: int, headers: list[tuple[str, str]],
+                   body: bytes) -> bool: ...
+
+    async def http_request(self, method: str, url: str, headers: list[tuple[str, str]],
+                           body: bytes, timeout: float) -> Any: ...
+
+    def trace(self, node: str, text: str, destination: str) -> None: ...
+
+
+@dataclass
+class Action:
+    """A recorded output: ``kind`` is ``put`` or ``publish``; ``run(ports)`` performs it."""
+
+    kind: str
+    target: str
+    message: Message
+    run: Callable[[Ports], Any]
+
+
+@dataclass
+class RunContext:
+    """One run of one input message through a flow."""
+
+    ports: Ports
+    flow: str = ""
+    pending: list[Action] = field(default_factory=list)
+    #: Node evaluations so far in this run (bounded by flow.MAX_STEPS).
+    steps: int = 0
+
+    def put(self, queue: str, message: Message, qmgr: str | None = None) -> None:
+        self.pending.append(Action("put", queue, message, lambda p: p.put(queue, message, qmgr)))
+
+    def publish(self, topic: str, message: Message, *, qos: int = 0, retain: bool = False,
+                subscription_point: str = "") -> None:
+        self.pending.append(Action("publish", topic, message, lambda p: p.publish(
+            topic, message, qos=qos, retain=retain, subscription_point=subscription_point)))
+
+    def rollback(self) -> list[Action]:
+        """Forget the recorded outputs (a backout); returns them for the record."""
+        dropped, self.pending = self.pending, []
+        return dropped
+
+    async def commit(self) -> int:
+        """Perform the recorded outputs in order; returns how many. Ports may return
+        awaitables (an asynchronous queue manager)."""
+        actions, self.pending = self.pending, []
+        for action in actions:
+            result = action.run(self.ports)
+            if isinstance(result, Awaitable):
+                await result
+        return len(actions)
+
+
+class CollectingPorts:
+    """Ports that keep everything in lists: for running flows outside the broker (tests of
+    pure flows, the Spark pipeline collecting what a flow would put and publish)."""
+
+    def __init__(self) -> None:
+        self.puts: list[tuple[str, Message]] = []
+        self.publications: list[tuple[str, Message, int, bool, str]] = []
+        self.replies: list[tuple[str, int, list[tuple[str, str]], bytes]] = []
+        self.traces: list[tuple[str, str, str]] = []
+
+    def put(self, queue: str, message: Message, qmgr: str | None) -> None:
+        self.puts.append((queue, message))
+
+    def publish(self, topic: str, message: Message, *, qos: int, retain: bool,
+                subscription_point: str) -> None:
+        self.publications.append((topic, message, qos, retain, subscription_point))
+
+    def http_reply(self, request_id: str, status: int, headers: list[tuple[str, str]],
+                   body: bytes) -> bool:
+        self.replies.append((request_id, status, headers, body))
+        return True
+
+    async def http_request(self, method: str, url: str, headers: list[tuple[str, str]],
+                           body: bytes, timeout: float) -> Any:
+        from relaymq.flows.errors import NeedsEventLoop
+
+        raise NeedsEventLoop("HTTPRequest needs the broker's HTTP client")
+
+    def trace(self, node: str, text: str, destination: str) -> None:
+        self.traces.append((node, text, destination))

@@ -1,0 +1,1 @@
+"""The node library, one module per node type (flows-http.md item 2)."""

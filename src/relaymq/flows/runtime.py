@@ -1,0 +1,181 @@
+"""Running a deployed flow in the broker's event loop: instances, ordering, backout
+(flows-http.md items 3-4).
+
+Input transports hand :class:`Delivery` objects to :meth:`FlowRuntime.submit`. ``1 +
+additional_instances`` worker tasks run them. With ``order_mode: user_id`` each MQMD
+UserIdentifier is pinned to one worker, so one user's messages keep their order while
+different users' run concurrently (seed 003 l.4665-4716); otherwise workers share one queue.
+
+A run that raises past the input node is backed out: its recorded outputs are discarded, the
+message's BackoutCount goes up by one and it is run again from its input node. When a run
+fails and BackoutCount reaches the backout threshold (at least one run always happens), the
+message goes to the input node's ``failure`` terminal; when that is not connected or fails
+too, it is put to the flow's backout queue (default SYSTEM.DEAD.LETTER.QUEUE).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from relaymq.flows.assembly import Assembly
+from relaymq.flows.context import Ports, RunContext
+from relaymq.flows.errors import FlowException
+from relaymq.flows.flow import Flow
+from relaymq.message.message import Message
+from relaymq.message.tree import Element
+
+log = logging.getLogger("relaymq.flows")
+
+DEAD_LETTER_QUEUE = "SYSTEM.DEAD.LETTER.QUEUE"
+#: Deliveries waiting per worker queue before submit() waits (bounded memory).
+QUEUE_LIMIT = 1000
+
+
+@dataclass
+class Delivery:
+    """One input message for one input node. ``finished(outcome)`` is called once, with
+    ``"ok"``, ``"failure"`` (handled on the failure path), ``"backout"`` (put to the backout
+    queue) or ``"discarded"`` (nowhere to put it)."""
+
+    input_node: str
+    message: Message
+    local_environment: Element = field(default_factory=lambda: Element("LocalEnvironment"))
+    finished: Callable[[str, FlowException | None], None] | None = None
+
+
+@dataclass
+class FlowStats:
+    received: int = 0
+    completed: int = 0
+    backouts: int = 0
+    failures: int = 0
+    backout_queue: int = 0
+    discarded: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+async def commit(context: RunContext) -> None:
+    """Commit a run's outputs; a queue manager or broker that refuses one (queue full,
+    unknown queue) fails the run like a node would."""
+    try:
+        await context.commit()
+    except FlowException:
+        raise
+    except Exception as exc:
+        raise FlowException(f"output failed: {type(exc).__name__}: {exc}", node="(commit)") from exc
+
+
+class FlowRuntime:
+    """The workers of one deployed flow."""
+
+    def __init__(self, flow: Flow, ports: Ports) -> None:
+        self.flow = flow
+        self.ports = ports
+        self.stats = FlowStats()
+        self.instances = 1 + flow.settings.additional_instances
+        by_user = flow.settings.order_mode == "user_id"
+        count = self.instances if by_user else 1
+        self._queues: list[asyncio.Queue[Delivery | None]] = [asyncio.Queue(QUEUE_LIMIT) for _ in range(count)]
+        self._by_user = by_user
+        self._workers: list[asyncio.Task[None]] = []
+        self._next = 0
+
+    def start(self) -> None:
+        for i in range(self.instances):
+            queue = self._queues[i % len(self._queues)]
+            self._workers.append(asyncio.get_running_loop().create_task(
+                self._work(queue), name=f"flow {self.flow.name} #{i}"))
+
+    def _queue_for(self, delivery: Delivery) -> asyncio.Queue[Delivery | None]:
+        if not self._by_user:
+            return self._queues[0]
+        user = delivery.message.mq.md.UserIdentifier.strip()
+        return self._queues[hash(user) % len(self._queues)]
+
+    async def submit(self, delivery: Delivery) -> None:
+        """Queue a delivery (waits while the flow is QUEUE_LIMIT behind)."""
+        self.stats.received += 1
+        await self._queue_for(delivery).put(delivery)
+
+    def submit_nowait(self, delivery: Delivery) -> bool:
+        """Queue a delivery from synchronous code; False when the flow is too far behind."""
+        try:
+            self._queue_for(delivery).put_nowait(delivery)
+        except asyncio.QueueFull:
+            return False
+        self.stats.received += 1
+        return True
+
+    async def drain(self) -> None:
+        """Stop after every queued delivery has run (redeploy and undeploy lose nothing)."""
+        for i in range(self.instances):
+            await self._queues[i % len(self._queues)].put(None)
+        if self._workers:
+            await asyncio.gather(*self._workers, return_exceptions=True)
+        self._workers = []
+
+    async def _work(self, queue: asyncio.Queue[Delivery | None]) -> None:
+        while True:
+            delivery = await queue.get()
+            if delivery is None:
+                return
+            try:
+                await self.run(delivery)
+            except Exception:  # a bug in the runtime costs one message, never the worker
+                log.exception("flow %s: internal error", self.flow.name)
+
+    async def run(self, delivery: Delivery) -> str:
+        """Run one delivery to its end: success, failure path or backout queue."""
+        while True:
+            context = RunContext(self.ports, self.flow.name)
+            assembly = Assembly(delivery.message, delivery.local_environment.copy())
+            try:
+                await self.flow.process(delivery.input_node, assembly, context)
+                await commit(context)
+            except FlowException as err:
+                context.rollback()
+                md = delivery.message.mq.md
+                md.BackoutCount += 1
+                self.stats.backouts += 1
+                log.info("flow %s: backed out message (BackoutCount %d): %s in %s",
+                         self.flow.name, md.BackoutCount, err.text, err.node)
+                if md.BackoutCount >= max(1, self.flow.settings.backout_threshold):
+                    return self._finish(delivery, await self._failed(delivery, assembly.with_exception(err)), err)
+                continue
+            self.stats.completed += 1
+            return self._finish(delivery, "ok", None)
+
+    def _finish(self, delivery: Delivery, outcome: str, err: FlowException | None) -> str:
+        if delivery.finished is not None:
+            delivery.finished(outcome, err)
+        return outcome
+
+    async def _failed(self, delivery: Delivery, assembly: Assembly) -> str:
+        """Past the threshold: the failure terminal, else the backout queue."""
+        node = delivery.input_node
+        if self.flow.connected(node, "failure"):
+            context = RunContext(self.ports, self.flow.name)
+            try:
+                await self.flow.propagate(node, "failure", assembly, context)
+                await commit(context)
+                self.stats.failures += 1
+                return "failure"
+            except FlowException as err:
+                context.rollback()
+                log.warning("flow %s: the failure path failed too: %s", self.flow.name, err.text)
+        queue = self.flow.settings.backout_queue or DEAD_LETTER_QUEUE
+        try:
+            result = self.ports.put(queue, delivery.message, None)
+            if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+                await result
+        except Exception as err:  # noqa: BLE001 - no queue manager, or the queue refuses it
+            log.error("flow %s: message discarded, cannot put it to %s: %s", self.flow.name, queue, err)
+            self.stats.discarded += 1
+            return "discarded"
+        self.stats.backout_queue += 1
+        return "backout"

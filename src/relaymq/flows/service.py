@@ -1,0 +1,73 @@
+"""The flows service in the broker process (relaymq.server.app SERVICE_MODULES).
+
+At start: build the FlowManager over the broker, the queue manager (``services["qmgr.aio"]``)
+and the HTTP server (``services["http"]``), redeploy the flows stored under ``<data_dir>/flows``,
+deploy the ``[flows] deploy`` files, then add the admin routes (so an answering admin route
+means the flows are back). Registers the manager
+as ``context.services["flows"]``. At stop: the flows drain and stop (they stay stored).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from relaymq.flows.admin import FlowAdmin
+from relaymq.flows.bindings import PendingReplies
+from relaymq.flows.definition import load_definition
+from relaymq.flows.errors import FlowDefinitionError
+from relaymq.flows.manager import DeployError, FlowManager
+from relaymq.flows.ports import BrokerPorts
+from relaymq.flows.settings import FlowsSettings
+
+log = logging.getLogger("relaymq.flows")
+
+
+class FlowsService:
+    def __init__(self, manager: FlowManager | None, admin: FlowAdmin | None, server: Any) -> None:
+        self.manager = manager
+        self.admin = admin
+        self.server = server
+
+    async def stop(self) -> None:
+        if self.admin is not None and self.server is not None:
+            self.admin.uninstall(self.server)
+        if self.manager is not None:
+            await self.manager.stop()
+
+
+async def start(context: Any) -> FlowsService:
+    from relaymq.server.app import ServiceError
+
+    config = context.config
+    settings: FlowsSettings = config.section("flows")
+    if not settings.enabled:
+        return FlowsService(None, None, None)
+    server = context.services.get("http")
+    pending = PendingReplies()
+    store_dir = None if config.broker.store == "memory" else os.path.join(config.broker.data_dir, "flows")
+    response_type = None
+    if server is not None:
+        from relaymq.http.server import HttpResponse
+
+        response_type = HttpResponse
+    manager = FlowManager(config=config, ports=BrokerPorts(context.broker, context.services, pending),
+                          pending=pending, http_server=server, aio=context.services.get("qmgr.aio"),
+                          store_dir=store_dir, response_type=response_type)
+    context.services["flows"] = manager
+    restored = await manager.restore()
+    for path in settings.deploy:
+        try:
+            await manager.deploy(load_definition(path), settings.default_group, path)
+        except (FlowDefinitionError, DeployError) as err:
+            await manager.stop()
+            raise ServiceError(f"flows: {err}") from None
+    # The admin routes come last: once they answer, the stored flows are running again.
+    admin = None
+    if server is not None:
+        admin = FlowAdmin(manager, default_group=settings.default_group, admin_remote=settings.admin_remote,
+                          administrators=tuple(config.access.administrators))
+        admin.install(server)
+    log.info("flows: %d deployed (%d restored)", len(manager.flows), restored)
+    return FlowsService(manager, admin, server)

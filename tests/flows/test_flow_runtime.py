@@ -1,0 +1,119 @@
+"""The runtime: backout and redelivery, the backout threshold, the failure terminal and the
+backout queue, additional instances and ordering by user id (flows-http.md items 3-4;
+seed 000 l.443, l.508, l.2821-2828; seed 003 l.4665-4716). Real asyncio, real flows; the
+ports collect what would be put and published."""
+
+from __future__ import annotations
+
+import asyncio
+
+from relaymq.flows import CollectingPorts, build_flow
+from relaymq.flows.runtime import Delivery, FlowRuntime
+from relaymq.message.headers import MQMessage
+from relaymq.message.message import Message
+
+#: Fails while a message's BackoutCount is below the number in its body.
+FLAKY = ("def main(c):\n"
+         "    if c.input.mq.md.BackoutCount < int(c.input.mq.body):\n"
+         "        raise RuntimeError('not yet')\n"
+         "    return c.copy_input()\n")
+
+
+def flaky_flow(threshold: int, failure: bool, backout_queue: str = "") -> object:
+    nodes = {"In": {"type": "MQInput", "queue": "IN"}, "C": {"type": "Compute", "code": FLAKY},
+             "Out": {"type": "MQOutput", "queue": "OUT"}, "Failed": {"type": "MQOutput", "queue": "FAILED"}}
+    connections = ["In.out -> C", "C.out -> Out"] + (["In.failure -> Failed"] if failure else [])
+    return build_flow({"flow": "flaky", "backout_threshold": threshold, "backout_queue": backout_queue,
+                       "nodes": nodes, "connections": connections})
+
+
+def run_one(flow, body: bytes) -> tuple[str, CollectingPorts, Message]:
+    async def go():
+        ports = CollectingPorts()
+        runtime = FlowRuntime(flow, ports)
+        message = Message(MQMessage(body=body))
+        outcome = await runtime.run(Delivery("In", message))
+        return outcome, ports, message
+    return asyncio.run(go())
+
+
+def test_a_failing_message_is_redelivered_until_it_succeeds():
+    """flows-http.md item 4: a message that fails is backed out and redelivered (BackoutCount
+    counts the runs); outputs of failed runs are never seen."""
+    outcome, ports, message = run_one(flaky_flow(threshold=5, failure=True), b"2")
+    assert outcome == "ok"
+    assert message.mq.md.BackoutCount == 2
+    assert [q for q, _ in ports.puts] == ["OUT"]
+
+
+def test_past_the_threshold_the_failure_terminal_takes_it():
+    """flows-http.md item 4; seed 000 l.2821-2828: at the backout threshold the message goes
+    to the failure path instead of being retried again."""
+    outcome, ports, message = run_one(flaky_flow(threshold=3, failure=True), b"99")
+    assert outcome == "failure"
+    assert message.mq.md.BackoutCount == 3
+    assert [q for q, _ in ports.puts] == ["FAILED"]
+
+
+def test_without_a_failure_path_it_goes_to_the_backout_queue():
+    """formats-and-jms.md item 13: past the threshold the message goes to the backout
+    destination (the flow's backout_queue, else the dead-letter queue) and leaves the source."""
+    outcome, ports, _ = run_one(flaky_flow(threshold=2, failure=False, backout_queue="BO.Q"), b"99")
+    assert (outcome, [q for q, _ in ports.puts]) == ("backout", ["BO.Q"])
+    outcome, ports, _ = run_one(flaky_flow(threshold=1, failure=False), b"99")
+    assert (outcome, [q for q, _ in ports.puts]) == ("backout", ["SYSTEM.DEAD.LETTER.QUEUE"])
+
+
+class RecordingPorts(CollectingPorts):
+    """Puts that take a turn of the event loop, so concurrent workers interleave."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.active = 0
+        self.peak = 0
+
+    async def put(self, queue, message, qmgr):  # type: ignore[override]
+        self.active += 1
+        self.peak = max(self.peak, self.active)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        self.active -= 1
+        super().put(queue, message, qmgr)
+
+
+def run_many(order_mode: str, instances: int, messages: list[tuple[str, bytes]]) -> RecordingPorts:
+    flow = build_flow({"flow": "many", "additional_instances": instances - 1, "order_mode": order_mode,
+                       "nodes": {"In": {"type": "MQInput", "queue": "IN"}, "Out": {"type": "MQOutput", "queue": "OUT"}},
+                       "connections": ["In.out -> Out"]})
+
+    async def go():
+        ports = RecordingPorts()
+        runtime = FlowRuntime(flow, ports)
+        runtime.start()
+        for user, body in messages:
+            message = Message(MQMessage(body=body))
+            message.mq.md.UserIdentifier = user
+            await runtime.submit(Delivery("In", message))
+        await runtime.drain()
+        return ports
+    return asyncio.run(go())
+
+
+def test_additional_instances_run_concurrently_and_lose_nothing():
+    """flows-http.md item 3; seed 000 l.508: additional instances service one flow."""
+    messages = [("u", str(i).encode()) for i in range(40)]
+    ports = run_many("default", 4, messages)
+    assert sorted(int(m.mq.body) for _, m in ports.puts) == list(range(40))
+    assert ports.peak > 1  # more than one instance was at work at once
+
+
+def test_order_by_user_id_keeps_each_users_order():
+    """flows-http.md item 3; seed 003 l.4665-4716: with order by user id, each
+    UserIdentifier's messages leave in the order they came, across instances."""
+    users = ["alice", "bob", "carol", "dave"]
+    messages = [(users[i % 4], f"{users[i % 4]}:{i}".encode()) for i in range(80)]
+    ports = run_many("user_id", 4, messages)
+    assert len(ports.puts) == 80
+    for user in users:
+        seen = [int(m.mq.body.split(b":")[1]) for _, m in ports.puts if m.mq.md.UserIdentifier.strip() == user]
+        assert seen == sorted(seen) and len(seen) == 20

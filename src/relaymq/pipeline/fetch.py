@@ -1,0 +1,191 @@
+"""Reading the log from elsewhere: the HTTP fetch endpoint, and the two ways a reader gets at
+the log (``LocalAccess``: the SQLite file directly; ``HttpAccess``: the endpoint).
+
+Why an HTTP endpoint: Spark executors on other machines cannot open the broker's SQLite file;
+they ask the broker for a partition's range and get it as Arrow IPC, ready to hand to Spark.
+Routes (on the shared HTTP server, ``[http] port``)::
+
+    GET /archive/partitions                     -> {"telemetry-0": {"first_seq": 0, "next_seq": 42}, ...}
+    GET /archive/partitions/{name}?start=S&end=E[&limit=N]
+                                                -> 200 Arrow IPC stream of entries S <= seq < E
+                                                   404 unknown partition, 410 removed by retention,
+                                                   400 bad parameters, 501 pyarrow not installed
+
+``open_access(location)`` picks the access from what the user wrote: ``http://host:port`` or a
+directory (the log directory, or a broker data directory containing ``log/``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Protocol
+
+from relaymq.pipeline.arrowio import ARROW_MEDIA_TYPE, batches_from_ipc, to_batch, to_ipc
+from relaymq.pipeline.log import LOG_FILE, LogError, MessageLog, PartitionInfo, RetentionError
+
+ROUTE_PARTITIONS = "/archive/partitions"
+ROUTE_RANGE = "/archive/partitions/{name}"
+#: Most entries one fetch returns (a reader asks again for the rest).
+MAX_FETCH = 50_000
+
+
+class LogAccess(Protocol):
+    """What a reader needs from the log, wherever it is."""
+
+    def partitions(self) -> dict[str, PartitionInfo]: ...
+
+    def read_batches(self, partition: str, start: int, end: int) -> list[Any]: ...
+
+
+class LocalAccess:
+    """The log's SQLite file, read directly (same machine, or a shared filesystem)."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self._log: MessageLog | None = None
+
+    def _open(self) -> MessageLog:
+        if self._log is None:
+            self._log = MessageLog(self.directory, readonly=True)
+        return self._log
+
+    def partitions(self) -> dict[str, PartitionInfo]:
+        return self._open().partitions()
+
+    def read_batches(self, partition: str, start: int, end: int) -> list[Any]:
+        batches = []
+        while start < end:
+            records = self._open().read(partition, start, end, limit=MAX_FETCH)
+            if not records:
+                break
+            batches.append(to_batch(records))
+            start = records[-1].seq + 1
+        return batches
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+class HttpAccess:
+    """The broker's fetch endpoint (``http://host:port``)."""
+
+    def __init__(self, base_url: str, timeout: float = 30.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+
+    def _get(self, path: str) -> bytes:
+        try:
+            with urllib.request.urlopen(self.base_url + path, timeout=self.timeout) as response:
+                return response.read()
+        except urllib.error.HTTPError as error:
+            detail = _error_detail(error.read())
+            if error.code == 410:
+                raise RetentionError(detail.get("partition", "?"), int(detail.get("start", -1)),
+                                     int(detail.get("first_seq", -1))) from None
+            raise LogError(f"{self.base_url}{path}: HTTP {error.code}: {detail.get('error', error.reason)}") from None
+        except urllib.error.URLError as error:
+            raise LogError(f"cannot reach the message log at {self.base_url}: {error.reason}") from None
+
+    def partitions(self) -> dict[str, PartitionInfo]:
+        data = json.loads(self._get(ROUTE_PARTITIONS))
+        return {name: PartitionInfo(name, v["first_seq"], v["next_seq"]) for name, v in data.items()}
+
+    def read_batches(self, partition: str, start: int, end: int) -> list[Any]:
+        batches = []
+        quoted = urllib.parse.quote(partition, safe="")
+        while start < end:
+            got = batches_from_ipc(self._get(f"{ROUTE_PARTITIONS}/{quoted}?start={start}&end={end}&limit={MAX_FETCH}"))
+            rows = sum(b.num_rows for b in got)
+            if rows == 0:
+                break
+            batches.extend(got)
+            start += rows
+        return batches
+
+
+def _error_detail(body: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(body)
+        return value if isinstance(value, dict) else {}
+    except ValueError:
+        return {"error": body[:200].decode("utf-8", "replace")}
+
+
+def open_access(location: str) -> LogAccess:
+    """``http(s)://...`` -> HttpAccess; a directory holding the log (or ``log/`` of a broker's
+    data directory) -> LocalAccess."""
+    if location.startswith(("http://", "https://")):
+        return HttpAccess(location)
+    for candidate in (location, os.path.join(location, "log")):
+        if os.path.exists(os.path.join(candidate, LOG_FILE)):
+            return LocalAccess(candidate)
+    raise LogError(f"no message log at {location!r} (expected {LOG_FILE} there or in its log/ directory)")
+
+
+# -- the server side ----------------------------------------------------------------------------
+def _json(status: int, value: object) -> Any:
+    from relaymq.http.server import HttpResponse
+
+    return HttpResponse(status, [("content-type", "application/json")], json.dumps(value).encode())
+
+
+def _arg(request: Any, name: str, default: int | None) -> int | None:
+    values = request.query.get(name)
+    if not values:
+        return default
+    number = int(values[0])
+    if number < 0:
+        raise ValueError(f"{name} must be >= 0")
+    return number
+
+
+class FetchEndpoint:
+    """The HTTP handlers over one MessageLog; reads run on a worker thread, not the loop."""
+
+    def __init__(self, log: MessageLog) -> None:
+        self.log = log
+
+    async def list_partitions(self, request: Any) -> Any:
+        parts = await asyncio.to_thread(self.log.partitions)
+        return _json(200, {n: {"first_seq": p.first_seq, "next_seq": p.next_seq} for n, p in parts.items()})
+
+    async def read_range(self, request: Any) -> Any:
+        from relaymq.http.server import HttpResponse
+
+        name = request.path_params["name"]
+        try:
+            start = _arg(request, "start", 0) or 0
+            end = _arg(request, "end", None)
+            limit = min(_arg(request, "limit", MAX_FETCH) or MAX_FETCH, MAX_FETCH)
+        except ValueError as error:
+            return _json(400, {"error": str(error)})
+        try:
+            records = await asyncio.to_thread(self.log.read, name, start, end, limit)
+        except RetentionError as error:
+            return _json(410, {"error": str(error), "partition": name, "start": start, "first_seq": error.first_seq})
+        except LogError as error:
+            return _json(404, {"error": str(error)})
+        try:
+            body = await asyncio.to_thread(to_ipc, records)
+        except ImportError:
+            return _json(501, {"error": "pyarrow is not installed in the broker (pip install relaymq[spark])"})
+        return HttpResponse(200, [("content-type", ARROW_MEDIA_TYPE)], body)
+
+    def install(self, server: Any) -> None:
+        """Add the routes; behind the server's basic authentication when it has one (the log
+        holds every archived message, so it is as private as the queues)."""
+        auth = getattr(server, "auth", None)
+        guard = auth.protect if auth is not None else (lambda handler: handler)
+        server.add_route("GET", ROUTE_PARTITIONS, guard(self.list_partitions))
+        server.add_route("GET", ROUTE_RANGE, guard(self.read_range))
+
+    def uninstall(self, server: Any) -> None:
+        server.remove_route("GET", ROUTE_PARTITIONS)
+        server.remove_route("GET", ROUTE_RANGE)

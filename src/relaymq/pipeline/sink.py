@@ -1,0 +1,256 @@
+"""The ``relaymq`` sink: a DataFrame's rows published to topics (MQTT, to a running broker) or
+put to queues, exactly once per micro-batch across restarts.
+
+Input columns: ``topic`` or ``queue`` (or the ``topic``/``queue`` option for all rows),
+``body`` (binary or string), and optionally ``qos``, ``retain``, ``usr`` (map of strings),
+``correl_id`` (binary), ``content_type``. Options:
+
+* ``broker``: ``host:port`` (or ``mqtt://host:port``) of the MQTT listener to publish to;
+* ``queueManager`` + ``dataDir``: put to queues of that queue manager instead;
+* ``qos`` (default 1), ``clientId`` (default ``relaymq-sink-<sinkId>``), ``sinkId`` (default
+  ``sink``), ``ledger``: the ledger's directory (streaming; required: Spark does not pass the
+  query's checkpointLocation to a Python sink, so give a directory inside it).
+
+How exactly-once works: executors only stage the rows (their task result); the driver's
+``commit(messages, batchId)`` delivers them, waiting for every acknowledgement, and then
+records the batch id in the ledger (see ``ledger``). A batch id already in the ledger is not
+delivered again, so a restart after "sink committed, Spark did not record it" sends nothing
+twice. A batch write (``df.write.format("relaymq")``) has no batch id: it delivers at least once.
+Staging through the driver suits message-rate outputs (alerts, commands); bulk data belongs in
+Parquet through Spark's own file sink.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+
+from relaymq.pipeline.ledger import Ledger
+
+#: Fault injection for the crash test: "<batchId>" (or "first-delivery": the first batch that
+#: delivered messages) makes the process exit right after the ledger recorded that batch and
+#: before Spark could record it (tests/pipeline/test_example.py).
+FAULT_ENV = "RELAYMQ_SINK_EXIT_AFTER_BATCH"
+SINK_ID_PROPERTY = "relaymq-sink-id"
+
+
+@dataclass
+class OutMessage:
+    """One message to deliver, as staged by an executor."""
+
+    topic: str | None
+    queue: str | None
+    body: bytes
+    qos: int = 1
+    retain: bool = False
+    usr: dict[str, str] = field(default_factory=dict)
+    correl_id: bytes | None = None
+    content_type: str | None = None
+
+
+@dataclass
+class StagedRows(WriterCommitMessage):
+    """An executor's task result: the messages it read, in order."""
+
+    messages: list[OutMessage]
+
+
+def _text_or_bytes(value: Any) -> bytes:
+    if value is None:
+        return b""
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return bytes(value)
+
+
+def _lower(options: Any) -> dict[str, str]:
+    """Spark hands options over case-insensitively (lower-cased keys); so does this module."""
+    return {str(key).lower(): value for key, value in dict(options).items()}
+
+
+def stage(rows: Iterator[Any], options: dict[str, str]) -> StagedRows:
+    """Turn rows into OutMessages (runs on the executors)."""
+    options = _lower(options)
+    default_topic, default_queue = options.get("topic"), options.get("queue")
+    default_qos = int(options.get("qos", "1"))
+    staged: list[OutMessage] = []
+    for row in rows:
+        data = row.asDict() if hasattr(row, "asDict") else dict(row)
+        topic = data.get("topic") or default_topic
+        queue = data.get("queue") or default_queue
+        if not topic and not queue:
+            raise ValueError("relaymq sink: a row has neither a topic nor a queue (column or option)")
+        usr = data.get("usr") or {}
+        staged.append(OutMessage(
+            topic=topic, queue=None if topic else queue, body=_text_or_bytes(data.get("body")),
+            qos=int(data["qos"]) if data.get("qos") is not None else default_qos,
+            retain=bool(data.get("retain") or False), usr={str(k): str(v) for k, v in dict(usr).items()},
+            correl_id=_text_or_bytes(data["correl_id"]) if data.get("correl_id") is not None else None,
+            content_type=data.get("content_type"),
+        ))
+    return StagedRows(staged)
+
+
+class MqttPublisher:
+    """Publishes over MQTT 5 with paho and waits for every acknowledgement."""
+
+    def __init__(self, address: str, client_id: str, timeout: float = 30.0) -> None:
+        import paho.mqtt.client as mqtt
+
+        address = address.removeprefix("mqtt://")
+        host, _, port = address.rpartition(":")
+        self.timeout = timeout
+        self._mqtt = mqtt
+        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5)
+        connected = threading.Event()
+        self._reason: Any = None
+
+        def on_connect(_c: Any, _u: Any, _f: Any, reason: Any, _p: Any) -> None:
+            self._reason = reason
+            connected.set()
+
+        self.client.on_connect = on_connect
+        self.client.connect(host or "127.0.0.1", int(port or 1883), keepalive=60)
+        self.client.loop_start()
+        if not connected.wait(timeout) or self._reason.is_failure:
+            self.close()
+            raise ConnectionError(f"relaymq sink: cannot connect to the broker at {address}: {self._reason}")
+
+    def deliver(self, messages: list[OutMessage], sink_ids: list[str]) -> None:
+        from paho.mqtt.packettypes import PacketTypes
+        from paho.mqtt.properties import Properties
+
+        infos = []
+        for message, sink_id in zip(messages, sink_ids):
+            props = Properties(PacketTypes.PUBLISH)
+            props.UserProperty = [*message.usr.items(), (SINK_ID_PROPERTY, sink_id)]
+            if message.correl_id:
+                props.CorrelationData = message.correl_id
+            if message.content_type:
+                props.ContentType = message.content_type
+            infos.append(self.client.publish(message.topic, message.body, qos=message.qos,
+                                             retain=message.retain, properties=props))
+        for info in infos:
+            info.wait_for_publish(self.timeout)
+            if not info.is_published() and info.rc == self._mqtt.MQTT_ERR_SUCCESS and info.mid:
+                raise TimeoutError("relaymq sink: the broker did not acknowledge a publication in time")
+            if info.rc != self._mqtt.MQTT_ERR_SUCCESS:
+                raise ConnectionError(f"relaymq sink: publish failed: {self._mqtt.error_string(info.rc)}")
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+class QueuePutter:
+    """Puts to queues of a queue manager opened from its data directory (relaymq.qmgr)."""
+
+    def __init__(self, qmgr_name: str, data_dir: str | None) -> None:
+        from relaymq.qmgr import QueueManager
+
+        self.qm = QueueManager.open(qmgr_name, data_dir)
+
+    def deliver(self, messages: list[OutMessage], sink_ids: list[str]) -> None:
+        for message, sink_id in zip(messages, sink_ids):
+            self.qm.put(message.queue, to_mq_message(message, sink_id))
+
+    def close(self) -> None:
+        self.qm.close()
+
+
+def to_mq_message(message: OutMessage, sink_id: str) -> Any:
+    """An OutMessage as a relaymq Message: body, CorrelId, and an MQRFH2 whose ``usr`` folder
+    holds the user properties (flows-http.md decisions: usr travels in the RFH2 in MQ format)."""
+    from relaymq.message.headers import MQMessage
+    from relaymq.message.message import Message
+    from relaymq.message.mqmd import MQMD
+    from relaymq.message.mqrfh2 import MQRFH2
+
+    md = MQMD(Format="MQHRF2")
+    if message.correl_id:
+        md.CorrelId = message.correl_id[:24].ljust(24, b"\0")
+    rfh2 = MQRFH2(Format="MQSTR" if message.content_type and message.content_type.startswith("text") else "",
+                  CodedCharSetId=1208)
+    usr = rfh2.ensure_folder("usr")
+    for name, value in [*message.usr.items(), (SINK_ID_PROPERTY, sink_id)]:
+        usr.add(name, value)
+    return Message(MQMessage(md=md, headers=[rfh2], body=message.body))
+
+
+def _delivery(options: dict[str, str], sink_id: str) -> Any:
+    if options.get("queuemanager"):
+        return QueuePutter(options["queuemanager"], options.get("datadir"))
+    broker = options.get("broker")
+    if not broker:
+        raise ValueError('relaymq sink: option "broker" (host:port) or "queueManager" is required')
+    return MqttPublisher(broker, options.get("clientid") or f"relaymq-sink-{sink_id}")
+
+
+def deliver_batch(options: dict[str, str], messages: list[StagedRows | None], batch_id: int | None) -> int:
+    """Deliver the staged messages of one batch (driver side); returns how many were sent
+    (0 when the ledger says this batch was already delivered)."""
+    options = _lower(options)
+    sink_id = options.get("sinkid", "sink")
+    ledger = _ledger(options, sink_id) if batch_id is not None else None
+    if ledger is not None and ledger.delivered(batch_id):  # type: ignore[arg-type]
+        return 0
+    outgoing = [m for staged in messages if staged is not None for m in staged.messages]
+    if outgoing:
+        delivery = _delivery(options, sink_id)
+        try:
+            delivery.deliver(outgoing, [f"{sink_id}:{batch_id}:{i}" for i in range(len(outgoing))])
+        finally:
+            delivery.close()
+    if ledger is not None:
+        ledger.record(batch_id, len(outgoing))  # type: ignore[arg-type]
+        fault = os.environ.get(FAULT_ENV)
+        if fault == str(batch_id) or (fault == "first-delivery" and outgoing):
+            os._exit(137)  # the crash test: sink committed, Spark has not recorded the batch
+    return len(outgoing)
+
+
+
+def _ledger(options: dict[str, str], sink_id: str) -> Ledger:
+    """The ledger directory: option ``ledger``. Spark does not hand the query's
+    checkpointLocation to a Python sink, so the job names it; put it inside the checkpoint
+    directory so the two are kept, and deleted, together."""
+    root = options.get("ledger")
+    if not root:
+        raise ValueError('relaymq sink: streaming needs option "ledger" (a directory inside the query\'s '
+                         'checkpoint location) for exactly-once delivery')
+    return Ledger(os.path.join(root.removeprefix("file:"), sink_id))
+
+
+class RelayMQBatchWriter(DataSourceWriter):
+    """``df.write.format("relaymq")``: deliver every row once the job's tasks succeeded."""
+
+    def __init__(self, options: dict[str, str], schema: Any) -> None:
+        self.options = _lower(options)
+
+    def write(self, iterator: Iterator[Any]) -> StagedRows:
+        return stage(iterator, self.options)
+
+    def commit(self, messages: list[Any]) -> None:  # type: ignore[override]
+        deliver_batch(self.options, messages, None)
+
+
+class RelayMQStreamWriter(DataSourceStreamWriter):
+    """``writeStream.format("relaymq")``: one delivery per micro-batch id, ever."""
+
+    def __init__(self, options: dict[str, str], schema: Any) -> None:
+        self.options = _lower(options)
+        _ledger(self.options, self.options.get("sinkid", "sink"))  # fail at start, not at batch 0
+
+    def write(self, iterator: Iterator[Any]) -> StagedRows:
+        return stage(iterator, self.options)
+
+    def commit(self, messages: list[Any], batchId: int) -> None:  # type: ignore[override]  # noqa: N803
+        deliver_batch(self.options, messages, batchId)
+
+    def abort(self, messages: list[Any], batchId: int) -> None:  # type: ignore[override]  # noqa: N803
+        return None  # nothing was delivered: staging has no side effects

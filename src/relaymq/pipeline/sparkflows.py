@@ -1,0 +1,160 @@
+"""Message flows on Spark: the nodes of a relaymq flow (Compute, Filter, Route, the transforms,
+Publication, MQOutput...) run over a DataFrame of messages with ``mapInArrow``, using the very
+node code the broker runs (relaymq.flows: ``Flow.run_sync`` and ``evaluate_node``).
+
+    events = run_flow(spark.read.format("relaymq").option("log", ...).load(),
+                      "examples/telemetry-flow/telemetry.yaml")
+
+``run_flow`` feeds each message to the flow's input node and returns what the flow would
+publish (a row with ``topic``) or put (a row with ``queue``), in the log's schema, keeping the
+input's ``partition``/``seq``/``timestamp`` as lineage. ``map_node`` runs one node and adds
+the ``terminal`` it propagated to (a Filter's true/false, a Route's labels).
+
+The flow definition is loaded once on the driver (its code files inlined) and rebuilt on each
+executor from that mapping, so executors need only relaymq installed, not the flow's files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from relaymq.pipeline.arrowio import SPARK_SCHEMA, records_from_batches, to_batch
+from relaymq.pipeline.record import LogRecord, from_message
+
+#: The schema ``map_node`` returns: the log's columns plus the terminal.
+NODE_SCHEMA = SPARK_SCHEMA + ", `terminal` STRING"
+
+
+def to_message(record: LogRecord) -> Any:
+    """A log record as the flow input message the broker would have built: a publication
+    through flows.mqtt_mapping.from_mqtt (psc.Topic, usr), a queue message with its MQMD
+    fields, an RFH2 ``usr`` folder and the body, in the record's domain."""
+    from relaymq.flows.mqtt_mapping import from_mqtt
+    from relaymq.message.headers import MQMessage
+    from relaymq.message.message import Message
+    from relaymq.message.mqmd import MQMD
+    from relaymq.message.mqrfh2 import MQRFH2
+    from relaymq.pipeline.record import MQMD_COLUMNS
+
+    if record.topic is not None:
+        message = from_mqtt(record.topic, record.body, record.qos, list(record.usr.items()), domain=record.domain)
+        if record.correl_id:
+            message.mq.md.CorrelId = record.correl_id.ljust(24, b"\0")[:24]
+        return message
+    md = MQMD()
+    for name, column in MQMD_COLUMNS.items():
+        value = getattr(record, column)
+        if isinstance(value, bytes):
+            value = value.ljust(24, b"\0")[:24] if value else getattr(md, name)
+        setattr(md, name, value)
+    headers = []
+    if record.usr:
+        rfh2 = MQRFH2(CodedCharSetId=record.ccsid, Format=record.format, NameValueCCSID=1208)
+        usr = rfh2.ensure_folder("usr")
+        for key, value in record.usr.items():
+            usr.add(key, value)
+        headers.append(rfh2)
+        md.Format = "MQHRF2"
+        md.CodedCharSetId = 1208
+    return Message(MQMessage(md=md, headers=headers, body=record.body), configured_domain=record.domain)
+
+
+def _output(message: Any, source: LogRecord, *, topic: str | None = None, queue: str | None = None,
+            qos: int | None = None) -> LogRecord:
+    from relaymq.flows.assembly import body_bytes
+
+    out = from_message(queue or "", message)
+    out.queue = queue
+    out.topic = topic
+    out.body = body_bytes(message)
+    if qos is not None:
+        out.qos = qos
+    out.partition, out.seq, out.timestamp = source.partition, source.seq, source.timestamp
+    return out
+
+
+def flow_outputs(flow: Any, record: LogRecord, input_node: str | None = None) -> list[LogRecord]:
+    """What one message through the flow publishes and puts, as log records (lineage kept)."""
+    ports = flow.run_sync(to_message(record), input_node)
+    outputs = [_output(m, record, topic=topic, qos=qos) for topic, m, qos, _retain, _point in ports.publications]
+    outputs += [_output(m, record, queue=queue) for queue, m in ports.puts]
+    return outputs
+
+
+def load_definition(flow: str | Mapping[str, Any]) -> dict[str, Any]:
+    """A flow definition mapping from a YAML file (code files inlined) or a mapping."""
+    if isinstance(flow, Mapping):
+        return dict(flow)
+    from relaymq.flows.definition import load_definition as load
+
+    return load(flow)
+
+
+def run_flow(df: Any, flow: str | Mapping[str, Any], *, input_node: str | None = None,
+             on_error: str = "raise") -> Any:
+    """Run a flow over a DataFrame in the log's schema; returns its publications and puts.
+
+    ``on_error``: ``raise`` fails the Spark task on a message the flow rejects (the broker would
+    back it out); ``skip`` drops such messages (count them by comparing with the input)."""
+    if on_error not in ("raise", "skip"):
+        raise ValueError("on_error must be 'raise' or 'skip'")
+    definition = load_definition(flow)
+    from relaymq.flows.definition import build_flow
+
+    build_flow(definition)  # a definition error shows on the driver, before any task runs
+
+    def process(batches: Iterator[Any]) -> Iterator[Any]:
+        from relaymq.flows.errors import FlowException
+
+        built = build_flow(definition)
+        for batch in batches:
+            out: list[LogRecord] = []
+            for record in records_from_batches([batch]):
+                try:
+                    out.extend(flow_outputs(built, record, input_node))
+                except FlowException:
+                    if on_error == "raise":
+                        raise
+            if out:
+                yield to_batch(out)
+
+    return df.select(*_columns()).mapInArrow(process, SPARK_SCHEMA)
+
+
+def map_node(df: Any, kind: str, properties: Mapping[str, Any], name: str = "node") -> Any:
+    """Run one node (``kind`` as in a flow definition: Compute, Filter, Route, ...) over a
+    DataFrame of messages; each output row carries the ``terminal`` it was propagated to."""
+    from relaymq.flows.registry import NODE_TYPES
+
+    props = dict(properties)
+    if kind not in NODE_TYPES:
+        raise ValueError(f"unknown node type {kind!r}")
+    NODE_TYPES[kind](name, props)  # fail on the driver for bad properties
+
+    def process(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        from relaymq.flows.flow import evaluate_node
+
+        node = NODE_TYPES[kind](name, props)
+        for batch in batches:
+            out: list[LogRecord] = []
+            terminals: list[str] = []
+            for record in records_from_batches([batch]):
+                for terminal, message in evaluate_node(node, to_message(record)):
+                    result = _output(message, record, topic=record.topic, queue=record.queue)
+                    out.append(result)
+                    terminals.append(terminal)
+            if out:
+                base = to_batch(out)
+                yield pa.RecordBatch.from_arrays([*base.columns, pa.array(terminals, pa.string())],
+                                                 names=[*base.schema.names, "terminal"])
+
+    return df.select(*_columns()).mapInArrow(process, NODE_SCHEMA)
+
+
+def _columns() -> list[str]:
+    from relaymq.pipeline.record import COLUMNS
+
+    return list(COLUMNS)

@@ -1,0 +1,43 @@
+"""Fixtures of the pipeline tests: one local Spark session for all Spark tests (it takes 5-10 s
+to start on this machine), and a broker process with archive rules and an HTTP port.
+
+Spark tests are marked ``slow`` and skipped when pyspark is not installed (the ``spark`` extra).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pipeline_helpers import ArchiveBroker, archive_toml
+
+
+@pytest.fixture
+def archive_broker_factory() -> Iterator[Any]:
+    started: list[ArchiveBroker] = []
+
+    def make(rules: list[dict[str, Any]], **options: Any) -> ArchiveBroker:
+        broker = ArchiveBroker(archive_toml(rules, **options))
+        started.append(broker)
+        return broker.start()
+
+    yield make
+    for broker in started:
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The one local Spark session of the test run (local[2], no UI, 2 shuffle partitions)."""
+    pytest.importorskip("pyspark")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from relaymq.pipeline.runner import build_session
+
+    session = build_session("local[2]", app_name="relaymq-tests", conf={"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()

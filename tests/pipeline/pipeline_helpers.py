@@ -1,0 +1,143 @@
+"""What the pipeline tests and bench/bench_pipeline.py share: a broker process with archive rules
+and an HTTP port, an MQTT subscriber that waits for messages, publishing helpers.
+
+(A module with its own name rather than conftest.py, so test modules and the benchmark can
+import it without clashing with tests/conftest.py.)"""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from harness import BrokerProcess, free_port
+from relaymq.pipeline.log import LogError
+
+WAIT = 20.0
+EXAMPLE_DIR = Path(__file__).resolve().parents[2] / "examples" / "telemetry-analytics"
+
+
+def archive_toml(rules: list[dict[str, Any]], **options: Any) -> str:
+    """An ``[archive]`` section with ``[[archive.rule]]`` tables (harness.to_toml writes two
+    levels only)."""
+    def value(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(value(i) for i in v) + "]"
+        if isinstance(v, str):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return str(v)
+
+    lines = ["[archive]", *(f"{k} = {value(v)}" for k, v in options.items()), ""]
+    for rule in rules:
+        lines += ["[[archive.rule]]", *(f"{k} = {value(v)}" for k, v in rule.items()), ""]
+    return "\n".join(lines)
+
+
+class ArchiveBroker(BrokerProcess):
+    """A relaymq broker whose config file also has an [archive] section and an HTTP port."""
+
+    def __init__(self, archive: str, **kwargs: Any) -> None:
+        self.http_port = free_port()
+        config = dict(kwargs.pop("config", {}) or {})
+        config.setdefault("http", {"host": "127.0.0.1", "port": self.http_port})
+        # The queue manager's channel listener defaults to 8081: give each broker its own.
+        config.setdefault("qmgr", {"channel_host": "127.0.0.1", "channel_port": free_port()})
+        super().__init__("relaymq", config=config, **kwargs)
+        self.archive = archive
+
+    def command(self) -> list[str]:
+        cmd = super().command()
+        conf = self.workdir / "relaymq.toml"
+        conf.write_text(conf.read_text() + "\n" + self.archive + "\n")
+        return cmd
+
+    def _wait_ready(self) -> None:
+        """Ready = the archive's fetch route answers: the MQTT listener opens before the
+        services start, and publications before the archive is attached are not archived."""
+        super()._wait_ready()
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(self.http_url + "/archive/partitions", timeout=2):
+                    return
+            except OSError:
+                if self.proc is not None and self.proc.poll() is not None:
+                    break
+                time.sleep(0.05)
+        raise RuntimeError(f"archive endpoint of the broker did not come up\n{self.describe_log()}")
+
+    @property
+    def http_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.data_dir / "log"
+
+
+class Subscriber:
+    def __init__(self, port: int, topic_filter: str) -> None:
+        self.messages: list[mqtt.MQTTMessage] = []
+        self.cond = threading.Condition()
+        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv5)
+        subscribed = threading.Event()
+        self.client.on_subscribe = lambda *a: subscribed.set()
+        self.client.on_message = self._on_message
+        self.client.connect("127.0.0.1", port)
+        self.client.loop_start()
+        self.client.subscribe(topic_filter, 1)
+        assert subscribed.wait(WAIT)
+
+    def _on_message(self, _c, _u, message) -> None:
+        with self.cond:
+            self.messages.append(message)
+            self.cond.notify_all()
+
+    def wait_for(self, count: int) -> list[mqtt.MQTTMessage]:
+        with self.cond:
+            self.cond.wait_for(lambda: len(self.messages) >= count, WAIT)
+            return list(self.messages)
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+def publish_all(port: int, messages: list[tuple[str, bytes, list[tuple[str, str]]]]) -> None:
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv5)
+    client.connect("127.0.0.1", port)
+    client.loop_start()
+    infos = []
+    for topic, payload, usr in messages:
+        props = Properties(PacketTypes.PUBLISH)
+        if usr:
+            props.UserProperty = usr
+        infos.append(client.publish(topic, payload, qos=1, properties=props))
+    for info in infos:
+        info.wait_for_publish(WAIT)
+    client.disconnect()
+    client.loop_stop()
+
+
+def wait_for_entries(access, count: int) -> dict:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        try:
+            parts = access.partitions()
+        except LogError as error:
+            parts = {"error": error}
+        if "error" not in parts and sum(p.size for p in parts.values()) >= count:
+            return parts
+        time.sleep(0.05)
+    raise AssertionError(f"log did not reach {count} entries: {parts}")
+
+

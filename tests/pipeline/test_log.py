@@ -1,0 +1,111 @@
+"""The message log: order, sequence numbers per partition, visibility, retention (issue 7 item 1).
+
+Spec: issue 7 "appended, in order, to a partitioned append-only log with a sequence number
+per partition, timestamps, and a retention policy; only committed entries are visible".
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from relaymq.pipeline.log import LogError, LogWriter, MessageLog, RetentionError, log_path
+from relaymq.pipeline.record import LogRecord
+
+
+def rec(partition: str, body: bytes, **kw: object) -> LogRecord:
+    return LogRecord(topic="a/b", partition=partition, body=body, **kw)  # type: ignore[arg-type]
+
+
+def test_sequence_numbers_per_partition_in_order(tmp_path) -> None:
+    """issue 7: a sequence number per partition, assigned in append order, no gaps."""
+    log = MessageLog(str(tmp_path))
+    placed = log.append([rec("x-0", b"a"), rec("x-1", b"b"), rec("x-0", b"c")])
+    placed += log.append([rec("x-0", b"d")])
+    assert placed == [("x-0", 0), ("x-1", 0), ("x-0", 1), ("x-0", 2)]
+    assert [r.body for r in log.read("x-0", 0)] == [b"a", b"c", b"d"]
+    assert [r.seq for r in log.read("x-0", 1, 3)] == [1, 2]
+    info = log.partitions()["x-0"]
+    assert (info.first_seq, info.next_seq) == (0, 3)
+
+
+def test_record_round_trips_with_usr_and_timestamp(tmp_path) -> None:
+    """issue 7 columns: usr as a map, timestamps, MQMD fields survive the log."""
+    log = MessageLog(str(tmp_path))
+    log.append([rec("x-0", b"\x00\xff", usr={"i_state": "1"}, correl_id=b"c" * 24, priority=7)], now=1234.5)
+    (got,) = log.read("x-0", 0)
+    assert got.usr == {"i_state": "1"} and got.correl_id == b"c" * 24 and got.priority == 7
+    assert got.timestamp == 1234.5 and got.body == b"\x00\xff"
+
+
+def test_only_committed_entries_are_visible(tmp_path) -> None:
+    """issue 7 "only committed entries are visible": a reader never sees an open transaction."""
+    log = MessageLog(str(tmp_path))
+    log.append([rec("x-0", b"a")])
+    writer = sqlite3.connect(log_path(str(tmp_path)), isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO entries (partition, seq, usr, body) VALUES ('x-0', 1, '{}', x'00')")
+    writer.execute("UPDATE partitions SET next_seq=2 WHERE name='x-0'")
+    reader = MessageLog(str(tmp_path), readonly=True)
+    assert reader.partitions()["x-0"].next_seq == 1
+    assert [r.seq for r in reader.read("x-0", 0)] == [0]
+    writer.execute("ROLLBACK")
+    writer.close()
+
+
+def test_retention_by_count_and_age_and_the_error_after(tmp_path) -> None:
+    """issue 7 retention policy; reading a removed offset is a clear RetentionError."""
+    log = MessageLog(str(tmp_path))
+    log.append([rec("x-0", b"old")] * 1, now=100.0)
+    log.append([rec("x-0", bytes([i])) for i in range(5)], now=200.0)
+    assert log.apply_retention("x-0", max_age=50, now=220.0) == 1
+    assert log.partitions()["x-0"].first_seq == 1
+    assert log.apply_retention("x-0", max_entries=2, now=220.0) == 3
+    assert [r.seq for r in log.read("x-0", 4)] == [4, 5]
+    with pytest.raises(RetentionError, match="offset 1 is no longer in the log"):
+        log.read("x-0", 1)
+    assert log.append([rec("x-0", b"next")]) == [("x-0", 6)]  # seqs continue after retention
+
+
+def test_unknown_partition_and_missing_log(tmp_path) -> None:
+    """issue 7: errors name what is missing."""
+    log = MessageLog(str(tmp_path / "a"))
+    with pytest.raises(LogError, match="no partition 'nope'"):
+        log.read("nope", 0)
+    with pytest.raises(LogError, match="no message log"):
+        MessageLog(str(tmp_path / "b"), readonly=True)
+
+
+def test_writer_thread_group_commits_in_order(tmp_path) -> None:
+    """issue 7 "never block the loop": submit returns at once; flush sees every record, in order."""
+    log = MessageLog(str(tmp_path))
+    writer = LogWriter(log, commit_delay=0.001, max_batch=7)
+    producers = [threading.Thread(target=lambda p=p: writer.submit(rec(f"x-{p}", str(i).encode()) for i in range(50)))
+                 for p in range(3)]
+    for t in producers:
+        t.start()
+    for t in producers:
+        t.join()
+    assert writer.flush(30)
+    for p in range(3):
+        assert [r.body for r in log.read(f"x-{p}", 0)] == [str(i).encode() for i in range(50)]
+    writer.close()
+    assert writer.appended == 150 and writer.dropped == 0
+
+
+def test_writer_applies_retention_on_an_idle_log(tmp_path) -> None:
+    """issue 7 retention policy: housekeeping runs even when no message arrives."""
+    log = MessageLog(str(tmp_path))
+    log.append([rec("x-0", b"a"), rec("x-0", b"b"), rec("x-0", b"c")])
+    ran = threading.Event()
+
+    def housekeeping() -> None:
+        log.apply_retention("x-0", max_entries=1)
+        ran.set()
+
+    writer = LogWriter(log, housekeeping=housekeeping, housekeeping_every=0.05)
+    assert ran.wait(30)
+    writer.close()
+    assert log.partitions()["x-0"].first_seq == 2

@@ -1,0 +1,68 @@
+"""Log records from publications and queue messages (issue 7 "Columns: topic or queue,
+partition, seq, timestamp, qos, the MQMD properties, usr as a map, domain, body";
+flows-http.md decisions: over MQTT 5 the usr folder travels as User Properties, in MQ format
+as the RFH2 usr folder)."""
+
+from __future__ import annotations
+
+from relaymq.message.headers import MQMessage
+from relaymq.message.message import Message
+from relaymq.message.mqmd import MQMD
+from relaymq.message.mqrfh2 import MQRFH2
+from relaymq.pipeline.arrowio import batches_from_ipc, records_from_batches, to_ipc
+from relaymq.pipeline.record import from_message, from_publication
+
+
+def test_publication_properties_map_to_mqmd_columns_and_usr() -> None:
+    """flows-http.md decisions: MQTT 5 User Properties = usr; correlation data = CorrelId."""
+    record = from_publication("LCUnit/1/Heartbeat", b"<x/>", 1, {
+        "user_property": [("i_state", "1"), ("b_time", "20040417103118")],
+        "correlation_data": b"abc", "content_type": "application/xml", "payload_format_indicator": 1,
+        "response_topic": "replies/1"}, expiry_at=110.0, now=100.0)
+    assert record.usr == {"i_state": "1", "b_time": "20040417103118"}
+    assert (record.topic, record.queue, record.qos, record.persistence) == ("LCUnit/1/Heartbeat", None, 1, 1)
+    assert record.correl_id == b"abc" and record.domain == "XMLNSC" and record.format == "MQSTR"
+    assert record.reply_to_q == "replies/1" and record.expiry == 100
+
+
+def test_queue_message_takes_mqmd_rfh2_usr_and_domain() -> None:
+    """formats-and-jms.md: usr folder of the first RFH2; the domain from mcd.Msd."""
+    rfh2 = MQRFH2(Format="MQSTR", CodedCharSetId=1208)
+    rfh2.ensure_folder("mcd").add("Msd", "xmlnsc")
+    rfh2.ensure_folder("usr").add("colour", "blue")
+    md = MQMD(Format="MQHRF2", Priority=6, Persistence=1, CorrelId=b"k" * 24, ReplyToQ="REPLY.Q")
+    record = from_message("ORDERS", Message(MQMessage(md=md, headers=[rfh2], body=b"<a/>")))
+    assert (record.queue, record.topic, record.qos) == ("ORDERS", None, 1)
+    assert record.usr == {"colour": "blue"} and record.priority == 6 and record.reply_to_q == "REPLY.Q"
+    assert record.format == "MQSTR" and record.domain == "XMLNSC" and record.body == b"<a/>"
+
+
+def test_arrow_ipc_round_trip() -> None:
+    """issue 7 "an HTTP fetch endpoint returns a partition's range as Arrow IPC": lossless."""
+    record = from_publication("t", b"\x00\x01", 0, {"user_property": [("k", "v")]}, now=1.0)
+    record.partition, record.seq, record.timestamp = "t-0", 5, 1700000000.25
+    assert records_from_batches(batches_from_ipc(to_ipc([record]))) == [record]
+
+
+def test_queue_record_back_to_a_flow_message() -> None:
+    """issue 7 "Flows on Spark ... with the same node code": a queue record becomes the MQ message
+    the flow would have got (MQMD fields, RFH2 usr, body, domain), and back without loss."""
+    from relaymq.pipeline.sparkflows import to_message
+
+    rfh2 = MQRFH2(Format="MQSTR", CodedCharSetId=1208)
+    rfh2.ensure_folder("usr").add("colour", "blue")
+    md = MQMD(Format="MQHRF2", Priority=6, Persistence=1, CorrelId=b"k" * 24, ReplyToQ="REPLY.Q", MsgId=b"m" * 24)
+    record = from_message("ORDERS", Message(MQMessage(md=md, headers=[rfh2], body=b"<a/>"), configured_domain="XMLNSC"))
+    again = from_message("ORDERS", to_message(record))
+    assert again == record
+    assert to_message(record).body().name  # parses in its domain (XMLNSC)
+
+
+def test_publication_record_to_a_flow_message_carries_topic_and_usr() -> None:
+    """flows-http.md decisions: a publication enters a flow with psc.Topic and usr (flows.mqtt_mapping)."""
+    from relaymq.flows.mqtt_mapping import topic_of, usr_properties
+    from relaymq.pipeline.sparkflows import to_message
+
+    message = to_message(from_publication("LCUnit/1/batch", b"<events/>", 1, {"user_property": [("k", "v")]}))
+    assert topic_of(message) == "LCUnit/1/batch" and usr_properties(message) == [("k", "v")]
+    assert message.mq.md.Persistence == 1

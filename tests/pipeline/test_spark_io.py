@@ -1,0 +1,151 @@
+"""The ``relaymq`` Spark data source and sink on the shared local session (issue 7 items 2-4).
+
+Spec: issue 7 "spark.read.format("relaymq") and spark.readStream.format("relaymq"); offsets per
+partition; admission control (maxRecordsPerBatch, also under Trigger.AvailableNow); new
+partitions picked up; a clear failure when retention has removed offsets the query still
+needs. Columns: topic or queue, partition, seq, timestamp, qos, the MQMD properties, usr as a
+map, domain, body"; "Sink relaymq ... publishes to topics or puts to queues ... batch write
+too"; "Flows on Spark ... with the same node code as in the broker".
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from relaymq.pipeline.log import MessageLog
+from relaymq.pipeline.record import LogRecord
+
+pytestmark = pytest.mark.slow
+
+
+def fill(log: MessageLog, partition: str, count: int, start: int = 0, topic: str = "t/x") -> None:
+    log.append([LogRecord(topic=topic, partition=partition, qos=1, usr={"n": str(start + i)},
+                          body=f"m{start + i}".encode()) for i in range(count)])
+
+
+def test_batch_read_columns_and_ranges(spark, tmp_path) -> None:
+    """issue 7 columns and batch read: every committed entry once, usr as a map, explicit ranges and rules."""
+    log = MessageLog(str(tmp_path))
+    fill(log, "a-0", 5)
+    fill(log, "a-1", 3, start=100)
+    fill(log, "b-0", 2, topic="other")
+    df = spark.read.format("relaymq").option("log", str(tmp_path)).option("rules", "a").load()
+    for column in ("topic", "queue", "partition", "seq", "timestamp", "qos", "msg_id", "correl_id", "priority",
+                   "persistence", "format", "reply_to_q", "usr", "domain", "body"):
+        assert column in df.columns
+    rows = df.orderBy("partition", "seq").collect()
+    assert [(r.partition, r.seq, r.usr["n"]) for r in rows] == (
+        [("a-0", i, str(i)) for i in range(5)] + [("a-1", i, str(100 + i)) for i in range(3)])
+    assert bytes(rows[0].body) == b"m0" and rows[0].qos == 1
+    ranged = (spark.read.format("relaymq").option("log", str(tmp_path))
+              .option("startingOffsets", json.dumps({"a-0": 2})).option("endingOffsets", json.dumps({"a-0": 4}))
+              .load().collect())
+    assert sorted((r.partition, r.seq) for r in ranged) == [("a-0", 2), ("a-0", 3)]
+
+
+def test_stream_admission_new_partitions_and_retention(spark, tmp_path) -> None:
+    """issue 7: maxRecordsPerBatch under Trigger.AvailableNow; a restarted query continues from its
+    checkpoint and picks up a new partition; retention past its offsets is a clear failure."""
+    data, out, checkpoint = tmp_path / "log", tmp_path / "out", tmp_path / "cp"
+    log = MessageLog(str(data))
+    fill(log, "a-0", 10)
+
+    def run_once() -> list[int]:
+        query = (spark.readStream.format("relaymq").option("log", str(data)).option("maxRecordsPerBatch", 4).load()
+                 .selectExpr("partition", "seq", "usr['n'] AS n").writeStream.format("parquet")
+                 .option("path", str(out)).option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+        return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+
+    assert run_once() == [4, 4, 2]
+    fill(log, "a-0", 3, start=10)
+    fill(log, "a-1", 2, start=500)  # a partition that did not exist before
+    sizes = run_once()
+    assert sum(sizes) == 5 and max(sizes) <= 4
+    rows = spark.read.parquet(str(out)).collect()
+    assert sorted((r.partition, r.seq) for r in rows) == (
+        [("a-0", i) for i in range(13)] + [("a-1", 0), ("a-1", 1)])  # each entry exactly once
+    fill(log, "a-0", 10, start=13)
+    log.apply_retention("a-0", max_entries=3)  # removes entries the query has not read yet
+    with pytest.raises(Exception, match="offset 13 is no longer in the log"):
+        run_once()
+
+
+def test_stream_sink_publishes_once_and_batch_write(spark, tmp_path, archive_broker_factory) -> None:
+    """issue 7 sink: writeStream.format("relaymq") publishes each row once; re-running the query
+    from its checkpoint publishes nothing again; df.write.format("relaymq") publishes too."""
+    from pipeline_helpers import Subscriber
+
+    broker = archive_broker_factory([{"topics": ["nothing/#"]}])
+    sub = Subscriber(broker.port, "out/#")
+    data = tmp_path / "log"
+    log = MessageLog(str(data))
+    fill(log, "a-0", 6)
+    options = {"broker": f"127.0.0.1:{broker.port}", "ledger": str(tmp_path / "cp" / "ledger"), "sinkId": "t"}
+
+    def run_once() -> None:
+        query = (spark.readStream.format("relaymq").option("log", str(data)).option("maxRecordsPerBatch", 4).load()
+                 .selectExpr("concat('out/', usr['n']) AS topic", "body", "usr")
+                 .writeStream.format("relaymq").options(**options)
+                 .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start())
+        query.awaitTermination()
+
+    run_once()
+    run_once()
+    spark.createDataFrame([("out/batch", "hello")], "topic STRING, body STRING").write.format("relaymq") \
+        .option("broker", f"127.0.0.1:{broker.port}").mode("append").save()
+    got = sub.wait_for(7)
+    sub.close()
+    assert sorted(m.topic for m in got) == sorted([f"out/{i}" for i in range(6)] + ["out/batch"])
+    assert {m.payload for m in got if m.topic == "out/3"} == {b"m3"}
+
+
+def test_sink_puts_to_queues(spark, tmp_path) -> None:
+    """issue 7 sink "puts to queues": rows with a queue column go to that queue, usr in the RFH2."""
+    from relaymq.flows.mqtt_mapping import usr_properties
+    from relaymq.qmgr import QueueManager
+
+    qm = QueueManager.open("QMS", str(tmp_path / "qm"))
+    qm.define_queue("OUT.Q")
+    qm.close()
+    spark.createDataFrame([("OUT.Q", b"p1", {"k": "v"})], "queue STRING, body BINARY, usr MAP<STRING,STRING>") \
+        .write.format("relaymq").option("queueManager", "QMS").option("dataDir", str(tmp_path / "qm")) \
+        .mode("append").save()
+    qm = QueueManager.open("QMS", str(tmp_path / "qm"))
+    message = qm.get("OUT.Q")
+    qm.close()
+    assert message is not None and message.mq.body == b"p1"
+    assert ("k", "v") in usr_properties(message)
+
+
+def test_flow_nodes_run_over_a_dataframe(spark, tmp_path) -> None:
+    """issue 7 "Flows on Spark": a Filter node and the telemetry flow (flows-http.md items 11-13)
+    give on Spark what they give in the broker (Flow.run_sync on the same message)."""
+    from relaymq.flows.definition import load_flow
+    from relaymq.flows.mqtt_mapping import from_mqtt, usr_properties
+    from relaymq.pipeline.sparkflows import map_node, run_flow
+    from test_example import EXAMPLE_FLOW, SEED_BATCH
+
+    log = MessageLog(str(tmp_path))
+    log.append([LogRecord(topic="LCUnit/12345/batch", partition="t-0", domain="XMLNS", body=SEED_BATCH)]
+               + [LogRecord(topic=f"c/{i}", partition="c-0", usr={"colour": c}, body=b"x")
+                  for i, c in enumerate(["blue", "red", "blue"])])
+    df = spark.read.format("relaymq").option("log", str(tmp_path)).load()
+    filtered = map_node(df.where("partition = 'c-0'"), "Filter", {"expression": "usr.colour = 'blue'"})
+    assert sorted((r.topic, r.terminal) for r in filtered.collect()) == [
+        ("c/0", "true"), ("c/1", "false"), ("c/2", "true")]
+    events = run_flow(df.where("partition = 't-0'"), EXAMPLE_FLOW).collect()
+    assert [(e.topic, dict(e.usr), bytes(e.body)) for e in events] == [
+        ("LCUnit/12345/StateChange", {"topic": "LCUnit/12345/StateChange", "d_tstamp": "20040417104439",
+                                      "i_state": "1", "i_old_state": "0", "b_time": "20040417103118"},
+         b"Changing state from 'Starting' to 'Payload' because 'The startup routine is complete'"),
+        ("LCUnit/12345/Heartbeat", {"topic": "LCUnit/12345/Heartbeat", "d_tstamp": "20040417105126",
+                                    "i_state": "1", "b_time": "20040417103118"}, b""),
+    ]
+    # the broker's own way: Flow.run_sync on the message the telemetry input builds
+    ports = load_flow(EXAMPLE_FLOW).run_sync(from_mqtt("LCUnit/12345/batch", SEED_BATCH, 0, domain="XMLNS"))
+    assert [(t, dict(usr_properties(m)), m.mq.body) for t, m, *_ in ports.publications] == [
+        (e.topic, dict(e.usr), bytes(e.body)) for e in events]

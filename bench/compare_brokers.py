@@ -1,0 +1,125 @@
+"""The three brokers of bench/compare, started alike: own port, own data directory, persistence on.
+
+relaymq and Mosquitto come from the test harness (tests/harness.py: BrokerProcess writes their
+configs and knows when they are ready); amqtt is added here as a subclass with its YAML config.
+Settings are chosen to be comparable, not flattering:
+
+* relaymq: SQLite store, default ``sqlite_synchronous = FULL`` (QoS 1/2 acknowledged only once
+  durable);
+* Mosquitto: ``persistence true`` with a data directory (it saves in memory and writes its
+  database on shutdown and every ``autosave_interval``: a weaker promise than relaymq's);
+* amqtt: its SQLite session plugin ``amqtt.contrib.persistence.SessionDBPlugin`` (retained
+  messages and sessions of *authenticated* clients only, hence anonymous access off and every
+  benchmark client sending the user name ``bench``).
+
+All three: 100 QoS 1/2 messages in flight per client towards subscribers and room for a
+million queued messages per session, so scenario 8's backlog is not cut by a default limit.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from harness import BrokerProcess  # noqa: E402
+
+BROKERS: tuple[str, ...] = ("relaymq", "mosquitto", "amqtt")
+#: The user name every benchmark client sends (amqtt keeps no session for anonymous clients).
+USERNAME = "bench"
+#: Shared limits, in relaymq's schema (the harness translates them for Mosquitto).
+COMMON_CONFIG: dict[str, dict[str, Any]] = {
+    "limits": {"max_inflight": 100, "max_queued_messages": 1_000_000,
+               "max_stored_messages": 2_000_000},
+}
+
+#: relaymq's other listeners (HTTP, MQ channels) on free ports: their defaults (8080, 8081)
+#: may be taken on the machine. They stay on, as in a default installation.
+RELAYMQ_PORTS: dict[str, dict[str, Any]] = {"http": {"port": 0}, "qmgr": {"channel_port": 0}}
+
+
+class AmqttProcess(BrokerProcess):
+    """amqtt (``amqtt -c broker.yaml``) with the harness's lifecycle (start, stop, restart)."""
+
+    def __init__(self, amqtt_binary: str, **kwargs: Any) -> None:
+        super().__init__("relaymq", **kwargs)   # the harness knows two kinds; the command is ours
+        self.kind = "amqtt"  # type: ignore[assignment]
+        self.amqtt_binary = amqtt_binary
+
+    def command(self) -> list[str]:
+        conf = self.workdir / "amqtt.yaml"
+        db = self.data_dir / "amqtt.db"
+        conf.write_text(
+            "listeners:\n"
+            "  default:\n"
+            "    type: tcp\n"
+            f"    bind: {self.host}:{self.port}\n"
+            "plugins:\n"
+            "  amqtt.plugins.authentication.AnonymousAuthPlugin:\n"
+            "    allow_anonymous: false\n"
+            "  amqtt.contrib.persistence.SessionDBPlugin:\n"
+            f"    connection: sqlite+aiosqlite:///{db}\n"
+            "    clear_on_shutdown: false\n"
+        )
+        return [self.amqtt_binary, "-c", str(conf)]
+
+
+def make_broker(kind: str, workdir: Path, *, amqtt_binary: str | None = None) -> BrokerProcess:
+    """A stopped broker of ``kind`` with the comparison's settings, working in ``workdir``."""
+    if kind == "amqtt":
+        if not amqtt_binary:
+            raise RuntimeError("amqtt is not installed (bench/compare installs it)")
+        return AmqttProcess(amqtt_binary, config=COMMON_CONFIG, workdir=workdir,
+                            start_timeout=60)
+    if kind in ("relaymq", "mosquitto"):
+        config = {**COMMON_CONFIG, **RELAYMQ_PORTS} if kind == "relaymq" else COMMON_CONFIG
+        return BrokerProcess(kind, config=config, store="sqlite", workdir=workdir,  # type: ignore[arg-type]
+                             start_timeout=60)
+    raise ValueError(f"unknown broker {kind!r}")
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident memory of process ``pid`` (VmRSS), in bytes."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def broker_pid(broker: BrokerProcess) -> int:
+    """The broker's own pid (Mosquitto runs under ``stdbuf``, which execs it: same pid)."""
+    if broker.proc is None:
+        raise RuntimeError("broker not running")
+    return broker.proc.pid
+
+
+def mosquitto_version() -> str:
+    """``mosquitto -h`` names its version on the first line."""
+    import subprocess
+    from harness import MOSQUITTO_BINARY
+    try:
+        out = subprocess.run([MOSQUITTO_BINARY, "-h"], capture_output=True, text=True, timeout=10)
+    except OSError:
+        return "not installed"
+    return (out.stdout or out.stderr).splitlines()[0].strip() if (out.stdout or out.stderr) else "?"
+
+
+def amqtt_version(amqtt_binary: str | None) -> str:
+    if not amqtt_binary:
+        return "not installed"
+    import subprocess
+    try:
+        out = subprocess.run([amqtt_binary, "--version"], capture_output=True, text=True, timeout=30)
+    except OSError:
+        return "not installed"
+    return out.stdout.strip() or out.stderr.strip()
+
+
+def environment() -> dict[str, Any]:
+    """What the figures were measured on."""
+    load = os.getloadavg()
+    return {"cpus": os.cpu_count(), "loadavg": [round(v, 2) for v in load],
+            "python": sys.version.split()[0], "platform": sys.platform}

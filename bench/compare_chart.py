@@ -1,0 +1,56 @@
+"""Draw the PNG chart of a bench/compare JSON file: one panel per scenario, one bar per broker.
+
+Run with a Python that has matplotlib (bench/compare installs one in .bench/plot-venv, so the
+project's own environment does not need it):
+
+    .bench/plot-venv/bin/python bench/compare_chart.py compare-....json compare-....png
+
+Only the standard library and matplotlib are imported: this runs outside relaymq's virtualenv.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+COLOURS = {"relaymq": "#1f77b4", "mosquitto": "#2ca02c", "amqtt": "#d62728"}
+
+
+def main(json_path: str, png_path: str) -> int:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    doc = json.loads(open(json_path, encoding="utf-8").read())
+    rows = doc["rows"]
+    results = doc["results"]
+    brokers = list(results)
+    cols = 3
+    lines = -(-len(rows) // cols)
+    fig, axes = plt.subplots(lines, cols, figsize=(4.2 * cols, 3.2 * lines))
+    for ax, row in zip(axes.flat, rows):
+        values = [(results[b].get(row["key"]) or {}).get("value") for b in brokers]
+        heights = [v or 0 for v in values]
+        bars = ax.bar(brokers, heights, color=[COLOURS.get(b, "grey") for b in brokers])
+        for bar, value in zip(bars, values):
+            label = "n/a" if value is None else (f"{value:,.0f}" if value >= 100 else f"{value:.2f}")
+            ax.annotate(label, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                        ha="center", va="bottom", fontsize=8)
+        better = "higher" if row["higher_is_better"] else "lower"
+        ax.set_title(f"{row['title']}\n({row['unit']}, {better} is better)", fontsize=9)
+        ax.tick_params(labelsize=8)
+    for ax in list(axes.flat)[len(rows):]:
+        ax.axis("off")
+    kind = "quick" if doc.get("quick") else "full"
+    fig.suptitle(f"relaymq vs Mosquitto vs amqtt ({kind} run, {doc.get('started', '')})",
+                 fontsize=11)
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=100)
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        print("usage: compare_chart.py RESULT.json CHART.png", file=sys.stderr)
+        raise SystemExit(2)
+    raise SystemExit(main(sys.argv[1], sys.argv[2]))

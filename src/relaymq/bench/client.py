@@ -1,0 +1,250 @@
+"""Asyncio MQTT clients for the load generator: one connection, raw bytes, batched writes.
+
+Why not paho-mqtt: it spends far more CPU per message than a broker does, so it measures
+itself (issue 8). These clients pipeline: a publisher writes whole batches of stamped PUBLISH
+packets (:class:`relaymq.bench.wire.PublishTemplates`) and keeps up to ``window`` QoS 1/2
+messages in flight; a subscriber scans each received chunk at once and answers all its acks in
+one write. The protocol bytes live in :mod:`relaymq.bench.wire`; this module only moves them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from relaymq.bench.wire import (
+    PublishTemplates, ReceiveTally, connect_packet, disconnect_packet, next_packet_id,
+    parse_connack, scan_acks, scan_publishes, split_frame, subscribe_packet,
+)
+from relaymq.mqtt.wire import encode_varint
+
+#: Bytes asked of the socket per read.
+READ_SIZE = 1 << 18
+#: Messages per write when publishing as fast as possible (QoS 0), and at most per window top-up.
+MAX_BATCH = 256
+
+
+class BenchError(Exception):
+    """A broker refused or dropped a benchmark connection (one-line message)."""
+
+
+@dataclass
+class PublishResult:
+    """What one publisher did: messages sent and completed, and when (monotonic ns)."""
+
+    sent: int = 0
+    completed: int = 0
+    refused: int = 0
+    start_ns: int = 0
+    end_ns: int = 0
+
+
+class Connection:
+    """One MQTT connection over asyncio streams, after CONNECT/CONNACK."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, level: int,
+                 session_present: bool, receive_maximum: int | None) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.level = level
+        self.session_present = session_present
+        self.receive_maximum = receive_maximum
+        self.buffer = bytearray()
+        #: PUBLISH packets read while waiting for a SUBACK (retained messages may come first);
+        #: receive() tallies them before anything else.
+        self.pending: list[tuple[int, bytes]] = []
+
+    @classmethod
+    async def open(cls, host: str, port: int, client_id: str, level: int = 4, *,
+                   clean: bool = True, keep_alive: int = 0, session_expiry: int | None = None,
+                   username: str | None = None, password: bytes | None = None,
+                   source: str | None = None, timeout: float = 30.0) -> "Connection":
+        """Connect and complete CONNECT/CONNACK; raises BenchError when refused."""
+        local = (source, 0) if source else None
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(host, port, local_addr=local, limit=READ_SIZE), timeout)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        writer.write(connect_packet(client_id, level, clean=clean, keep_alive=keep_alive,
+                                    session_expiry=session_expiry, receive_maximum=65535,
+                                    username=username, password=password))
+        conn = cls(reader, writer, level, False, None)
+        first, body = await asyncio.wait_for(conn.read_packet(), timeout)
+        if first >> 4 != 2:
+            raise BenchError(f"{client_id}: expected CONNACK, got packet type {first >> 4}")
+        conn.session_present, code, conn.receive_maximum = parse_connack(body, level)
+        if code:
+            raise BenchError(f"{client_id}: connection refused with code {code:#x}")
+        return conn
+
+    async def read_packet(self) -> tuple[int, bytes]:
+        """The next whole packet (first byte, body), for the handshake packets only."""
+        while True:
+            frame = split_frame(self.buffer, 0)
+            if frame is not None:
+                first, start, stop = frame
+                body = bytes(self.buffer[start:stop])
+                del self.buffer[:stop]
+                return first, body
+            chunk = await self.reader.read(READ_SIZE)
+            if not chunk:
+                raise BenchError("the broker closed the connection")
+            self.buffer += chunk
+
+    async def subscribe(self, topic_filter: str, qos: int, timeout: float = 30.0) -> int:
+        """SUBSCRIBE and wait for SUBACK; returns the granted QoS (raises if refused)."""
+        self.writer.write(subscribe_packet(topic_filter, qos, self.level))
+        while True:
+            first, body = await asyncio.wait_for(self.read_packet(), timeout)
+            if first >> 4 == 9:
+                granted = body[-1]
+                if granted >= 0x80:
+                    raise BenchError(f"subscription to {topic_filter!r} refused ({granted:#x})")
+                return granted
+            if first >> 4 == 3:
+                # retained messages may come before the SUBACK; keep them for receive()
+                self.pending.append((first, body))
+
+    async def close(self, disconnect: bool = True) -> None:
+        """DISCONNECT (unless told not to: a dropped persistent session) and close."""
+        try:
+            if disconnect:
+                self.writer.write(disconnect_packet(self.level))
+            self.writer.close()
+            await self.writer.wait_closed()
+        except (ConnectionError, OSError):
+            pass
+
+    # -- publisher ----------------------------------------------------------------------------
+
+    async def publish(self, templates: PublishTemplates, publisher: int, *, count: int | None,
+                      deadline_ns: int | None = None, window: int = 100, rate: float = 0.0,
+                      first_seq: int = 0, progress: Callable[[int], None] | None = None,
+                      ) -> PublishResult:
+        """Publish until ``count`` messages (or ``deadline_ns``) with at most ``window`` in flight.
+
+        ``rate`` (messages/s, 0 = as fast as possible) paces batches of ~10 ms. For QoS 1/2 the
+        publisher returns once every sent message is acknowledged. ``progress(n)`` is called
+        with the number just sent, once per batch."""
+        qos = templates.qos
+        if qos and self.receive_maximum:
+            window = min(window, self.receive_maximum)
+        window = max(1, min(window, 65535))
+        result = PublishResult(start_ns=time.monotonic_ns())
+        writer = self.writer
+        reader = self.reader
+        seq = first_seq
+        packet_id = 1
+        outstanding = 0
+        batch_cap = MAX_BATCH
+        if rate > 0:
+            batch_cap = max(1, min(MAX_BATCH, int(rate / 100)))
+        buf = bytearray()
+        monotonic_ns = time.monotonic_ns
+
+        def remaining() -> int:
+            left = batch_cap
+            if count is not None:
+                left = min(left, count - result.sent)
+            return left
+
+        while True:
+            now = monotonic_ns()
+            finished = (count is not None and result.sent >= count) or (
+                deadline_ns is not None and now >= deadline_ns)
+            if finished and outstanding == 0:
+                break
+            if not finished:
+                n = remaining()
+                if qos:
+                    n = min(n, window - outstanding)
+                if rate > 0 and n > 0:
+                    due = result.start_ns + int((result.sent + n) / rate * 1e9)
+                    if due > now:
+                        if qos and outstanding:
+                            n = 0   # read acks meanwhile
+                        else:
+                            await asyncio.sleep((due - now) / 1e9)
+                            continue
+                if n > 0:
+                    writer.write(templates.batch(publisher, seq, n, now, packet_id))
+                    seq += n
+                    result.sent += n
+                    if qos:
+                        outstanding += n
+                        packet_id = next_packet_id(packet_id, n)
+                    if progress is not None:
+                        progress(n)
+                    if qos == 0:
+                        result.completed += n
+                        await writer.drain()
+                        continue
+                    if outstanding < window and not (rate > 0):
+                        # top the window up before waiting for acks while the batch flushes
+                        if writer.transport.get_write_buffer_size() < 1 << 20:
+                            continue
+            elif qos == 0:
+                break
+            await writer.drain()
+            chunk = await reader.read(READ_SIZE)
+            if not chunk:
+                raise BenchError(f"publisher {publisher}: the broker closed the connection")
+            buf += chunk
+            scan = scan_acks(buf, self.level)
+            if scan.consumed:
+                del buf[:scan.consumed]
+            if scan.replies:
+                writer.write(scan.replies)
+            outstanding -= scan.completed
+            result.completed += scan.completed
+            result.refused += scan.refused
+        await writer.drain()
+        result.end_ns = monotonic_ns()
+        return result
+
+    # -- subscriber ---------------------------------------------------------------------------
+
+    async def receive(self, tally: ReceiveTally, done: Callable[[ReceiveTally], bool],
+                      *, idle_timeout: float | None = None,
+                      progress: Callable[[int], None] | None = None) -> ReceiveTally:
+        """Receive, acknowledge and tally PUBLISH packets until ``done(tally)`` is true.
+
+        Stops also when nothing arrives for ``idle_timeout`` seconds (the caller reports the
+        shortfall as losses) or the broker closes the connection."""
+        level = self.level
+        writer = self.writer
+        reader = self.reader
+        monotonic_ns = time.monotonic_ns
+        buf = bytearray()
+        for first, body in self.pending:
+            buf += bytes((first,)) + encode_varint(len(body)) + body
+        self.pending.clear()
+        buf += self.buffer
+        self.buffer.clear()
+        while not done(tally):
+            if buf:
+                before = tally.received
+                used, acks = scan_publishes(buf, level, tally, monotonic_ns())
+                if used:
+                    del buf[:used]
+                if acks:
+                    writer.write(acks)
+                if progress is not None and tally.received != before:
+                    progress(tally.received - before)
+                if done(tally):
+                    break
+            try:
+                if idle_timeout is None:
+                    chunk = await reader.read(READ_SIZE)
+                else:
+                    chunk = await asyncio.wait_for(reader.read(READ_SIZE), idle_timeout)
+            except asyncio.TimeoutError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+        return tally

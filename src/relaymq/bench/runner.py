@@ -1,0 +1,376 @@
+"""``relaymq bench`` load runs: publishers and subscribers spread over worker processes.
+
+Why processes: one Python process saturates one core long before a broker does, so the clients
+are dealt round-robin over ``processes`` workers (multiprocessing), each running its share on
+one asyncio loop (uvloop when installed). The parent only coordinates: it waits until every
+client is connected and subscribed, releases them together, shows progress from shared
+counters, tells the subscribers how many messages to expect once the publishers are done, and
+merges the workers' figures into one :class:`relaymq.bench.report.RunReport`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing as mp
+import os
+import sys
+import time
+import uuid
+from array import array
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from relaymq.bench.client import BenchError, Connection
+from relaymq.bench.report import RunReport
+from relaymq.bench.wire import STAMP_SIZE, PublishTemplates, ReceiveTally
+
+#: Latency samples kept over all subscribers of a run (each subscriber keeps its share).
+RUN_LATENCY_SAMPLES = 2_000_000
+
+
+@dataclass
+class BenchSpec:
+    """Everything that defines a load run (the ``relaymq bench`` options)."""
+
+    host: str = "127.0.0.1"
+    port: int = 1883
+    publishers: int = 1
+    subscribers: int = 1
+    qos: int = 0
+    sub_qos: int | None = None        # None: same as qos
+    protocol: int = 4                 # MQTT protocol level: 4 (3.1.1) or 5
+    payload_size: int = 64
+    inflight: int = 100               # QoS 1/2 window per publisher
+    rate: float = 0.0                 # total messages/s over all publishers; 0 = flat out
+    count: int | None = 10_000        # messages per publisher (None: use duration)
+    duration: float | None = None     # seconds of publishing (when count is None)
+    topic: str = ""                   # topic prefix; "" = bench/<random>
+    topics: int = 1                   # publishers cycle over topic/0..topics-1
+    retain: bool = False
+    processes: int = 0                # 0: one per core, at most one per client
+    drain_timeout: float = 5.0        # stop waiting after this long without a delivery
+    connect_timeout: float = 30.0
+    client_prefix: str = ""
+    username: str | None = None
+    password: str | None = None
+
+    def resolved(self) -> "BenchSpec":
+        """A copy with defaults filled in and the options checked (ValueError on bad ones)."""
+        spec = BenchSpec(**self.__dict__)
+        if spec.qos not in (0, 1, 2) or (spec.sub_qos is not None and spec.sub_qos not in (0, 1, 2)):
+            raise ValueError("QoS must be 0, 1 or 2")
+        if spec.protocol not in (4, 5):
+            raise ValueError("protocol level must be 4 or 5")
+        if spec.payload_size < STAMP_SIZE:
+            raise ValueError(f"payload size must be at least {STAMP_SIZE} bytes")
+        if spec.publishers < 0 or spec.subscribers < 0 or spec.publishers + spec.subscribers == 0:
+            raise ValueError("need at least one publisher or subscriber")
+        if spec.count is None and spec.duration is None:
+            raise ValueError("give a message count or a duration")
+        if spec.count is not None and spec.count < 0:
+            raise ValueError("count must be >= 0")
+        if spec.inflight < 1 or spec.topics < 1:
+            raise ValueError("inflight and topics must be >= 1")
+        spec.sub_qos = spec.qos if spec.sub_qos is None else spec.sub_qos
+        tag = uuid.uuid4().hex[:8]
+        spec.topic = spec.topic or f"bench/{tag}"
+        spec.client_prefix = spec.client_prefix or f"bench-{tag}"
+        clients = spec.publishers + spec.subscribers
+        spec.processes = max(1, min(spec.processes or (os.cpu_count() or 1), clients))
+        return spec
+
+    def topic_names(self) -> list[str]:
+        return [f"{self.topic}/{k}" for k in range(self.topics)]
+
+    @property
+    def topic_filter(self) -> str:
+        return f"{self.topic}/#"
+
+
+@dataclass
+class _Shared:
+    """Objects the parent shares with every worker."""
+
+    ready: Any
+    start: Any
+    stop: Any
+    start_ns: Any
+    expected: Any                       # deliveries per subscriber; 0 = not known yet
+    publishers_done: Any                # publishers that have sent (and had acked) everything
+    sent: Any                           # per worker
+    received: Any                       # per worker
+    results: Any
+
+
+@dataclass
+class _WorkerResult:
+    worker: int
+    error: str | None = None
+    sent: int = 0
+    completed: int = 0
+    refused: int = 0
+    pub_end_ns: int = 0
+    received: int = 0
+    unique: int = 0
+    duplicates: int = 0
+    recv_end_ns: int = 0
+    latencies: bytes = b""
+    subs_done: bool = False
+
+
+def _deal(spec: BenchSpec) -> list[tuple[list[int], list[int]]]:
+    """(publisher indices, subscriber indices) per worker: subscribers first, round-robin."""
+    shares: list[tuple[list[int], list[int]]] = [([], []) for _ in range(spec.processes)]
+    k = 0
+    for s in range(spec.subscribers):
+        shares[k % spec.processes][1].append(s)
+        k += 1
+    for p in range(spec.publishers):
+        shares[k % spec.processes][0].append(p)
+        k += 1
+    return shares
+
+
+def _worker_entry(spec: BenchSpec, worker: int, pubs: list[int], subs: list[int],
+                  shared: _Shared) -> None:
+    """Process entry point: run this worker's clients and put one _WorkerResult."""
+    try:
+        import uvloop  # type: ignore[import-not-found]
+        runner = uvloop.run
+    except ImportError:  # pragma: no cover - uvloop is optional
+        runner = asyncio.run
+    try:
+        runner(_worker(spec, worker, pubs, subs, shared))   # puts its own result
+    except BaseException as error:  # report, never hang the parent
+        shared.results.put(_WorkerResult(worker, error=f"{type(error).__name__}: {error}"))
+        with shared.ready.get_lock():
+            shared.ready.value += 1_000_000  # wake the parent's readiness wait
+
+
+async def _worker(spec: BenchSpec, worker: int, pubs: list[int], subs: list[int],
+                  shared: _Shared) -> _WorkerResult:
+    password = spec.password.encode() if spec.password is not None else None
+
+    async def open_client(name: str) -> Connection:
+        return await Connection.open(spec.host, spec.port, f"{spec.client_prefix}-{name}",
+                                     spec.protocol, username=spec.username, password=password,
+                                     timeout=spec.connect_timeout)
+
+    sub_conns = list(await asyncio.gather(*(open_client(f"s{i}") for i in subs)))
+    for conn in sub_conns:
+        await conn.subscribe(spec.topic_filter, spec.sub_qos or 0, spec.connect_timeout)
+    pub_conns = list(await asyncio.gather(*(open_client(f"p{i}") for i in pubs)))
+    templates = PublishTemplates(spec.topic_names(), spec.payload_size, spec.qos, spec.protocol,
+                                 spec.retain)
+    with shared.ready.get_lock():
+        shared.ready.value += len(subs) + len(pubs)
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, shared.start.wait)
+    start_ns = shared.start_ns.value
+    deadline = None if spec.duration is None else start_ns + int(spec.duration * 1e9)
+    rate = spec.rate / spec.publishers if spec.rate and spec.publishers else 0.0
+    result = _WorkerResult(worker)
+    sent_slot = shared.sent
+    recv_slot = shared.received
+    totals = {"sent": 0, "received": 0}
+
+    def sent_progress(n: int) -> None:
+        totals["sent"] += n
+        sent_slot[worker] = totals["sent"]
+
+    def recv_progress(n: int) -> None:
+        totals["received"] += n
+        recv_slot[worker] = totals["received"]
+
+    async def run_publisher(index: int, conn: Connection) -> None:
+        res = await conn.publish(templates, index, count=spec.count, deadline_ns=deadline,
+                                 window=spec.inflight, rate=rate, progress=sent_progress)
+        result.sent += res.sent
+        result.completed += res.completed
+        result.refused += res.refused
+        result.pub_end_ns = max(result.pub_end_ns, res.end_ns)
+        with shared.publishers_done.get_lock():
+            shared.publishers_done.value += 1
+
+    tallies = [ReceiveTally() for _ in subs]
+
+    def done(tally: ReceiveTally) -> bool:
+        expected = shared.expected.value
+        return (expected > 0 and tally.unique >= expected) or shared.stop.is_set()
+
+    async def run_subscriber(conn: Connection, tally: ReceiveTally) -> None:
+        while not done(tally) and not conn.reader.at_eof():
+            await conn.receive(tally, done, idle_timeout=0.2, progress=recv_progress)
+
+    sub_tasks = [asyncio.create_task(run_subscriber(c, t)) for c, t in zip(sub_conns, tallies)]
+    await asyncio.gather(*(run_publisher(i, c) for i, c in zip(pubs, pub_conns)))
+    await asyncio.gather(*sub_tasks)
+    result.subs_done = True
+    per_sub = max(1000, RUN_LATENCY_SAMPLES // max(1, spec.subscribers))
+    samples = array("q")
+    for tally in tallies:
+        result.received += tally.received
+        result.unique += tally.unique
+        result.duplicates += tally.duplicates
+        result.recv_end_ns = max(result.recv_end_ns, tally.last_ns)
+        lat = tally.latencies_us
+        step = max(1, -(-len(lat) // per_sub))
+        samples.extend(lat[::step] if step > 1 else lat)
+    result.latencies = samples.tobytes()
+    shared.results.put(result)
+    # Stay connected until the whole run is over: some brokers (amqtt) drop what a publisher
+    # sent, even acknowledged QoS 1, when it disconnects before the delivery is done.
+    await loop.run_in_executor(None, shared.stop.wait)
+    await asyncio.gather(*(c.close() for c in sub_conns + pub_conns), return_exceptions=True)
+    return result
+
+
+class Progress:
+    """A one-line progress display on a stream (rewritten in place with a carriage return)."""
+
+    def __init__(self, stream: TextIO, enabled: bool) -> None:
+        self.stream = stream
+        self.enabled = enabled
+        self.last = (0, 0, time.monotonic())
+
+    def show(self, elapsed: float, sent: int, received: int) -> None:
+        if not self.enabled:
+            return
+        s0, r0, t0 = self.last
+        now = time.monotonic()
+        dt = max(now - t0, 1e-6)
+        self.stream.write(f"\r[{elapsed:6.1f}s] sent {sent:>12,} ({(sent - s0) / dt:>10,.0f}/s)"
+                          f"  received {received:>12,} ({(received - r0) / dt:>10,.0f}/s) ")
+        self.stream.flush()
+        self.last = (sent, received, now)
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def run(spec: BenchSpec, *, progress: bool | None = None, stream: TextIO | None = None,
+        ) -> RunReport:
+    """Run one load; returns the merged report. Raises BenchError when a worker fails.
+
+    ``progress``: None = only when ``stream`` (default stderr) is a terminal."""
+    spec = spec.resolved()
+    stream = stream or sys.stderr
+    show = Progress(stream, stream.isatty() if progress is None else progress)
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    shared = _Shared(
+        ready=ctx.Value("q", 0), start=ctx.Event(), stop=ctx.Event(),
+        start_ns=ctx.Value("q", 0, lock=False), expected=ctx.Value("q", 0, lock=False),
+        publishers_done=ctx.Value("q", 0),
+        sent=ctx.Array("q", spec.processes, lock=False),
+        received=ctx.Array("q", spec.processes, lock=False), results=ctx.Queue(),
+    )
+    shares = _deal(spec)
+    procs = [ctx.Process(target=_worker_entry, args=(spec, w, pubs, subs, shared), daemon=True)
+             for w, (pubs, subs) in enumerate(shares)]
+    for proc in procs:
+        proc.start()
+    results: list[_WorkerResult] = []
+    try:
+        clients = spec.publishers + spec.subscribers
+        deadline = time.monotonic() + spec.connect_timeout + 10
+        while shared.ready.value < clients:
+            if shared.ready.value >= 1_000_000 or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        if shared.ready.value != clients:
+            shared.stop.set()
+            shared.start.set()
+            errors = _collect(shared, procs, 10)
+            reason = "; ".join(dict.fromkeys(r.error for r in errors if r.error)) or (
+                "clients did not connect")
+            raise BenchError(reason)
+        start_ns = time.monotonic_ns()
+        shared.start_ns.value = start_ns
+        shared.start.set()
+        results = _supervise(spec, shared, procs, show, start_ns)
+    finally:
+        show.close()
+        shared.stop.set()
+        shared.start.set()
+        for proc in procs:
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+    errors = [r.error for r in results if r.error]
+    if errors:
+        raise BenchError("; ".join(dict.fromkeys(errors)))
+    report = RunReport(spec.publishers, spec.subscribers, spec.qos, spec.protocol,
+                       spec.payload_size)
+    latencies = array("q")
+    pub_end = recv_end = start_ns
+    for r in results:
+        report.sent += r.sent
+        report.completed += r.completed
+        report.refused += r.refused
+        report.received += r.received
+        report.unique += r.unique
+        report.duplicates += r.duplicates
+        pub_end = max(pub_end, r.pub_end_ns)
+        recv_end = max(recv_end, r.recv_end_ns)
+        chunk = array("q")
+        chunk.frombytes(r.latencies)
+        latencies.extend(chunk)
+    report.expected = report.sent * spec.subscribers
+    return report.finish(start_ns, pub_end, recv_end, latencies)
+
+
+def _supervise(spec: BenchSpec, shared: _Shared, procs: list[Any], show: Progress,
+               start_ns: int) -> list[_WorkerResult]:
+    """Show progress; once publishing ends, publish the expected count; stop on idleness."""
+    results: list[_WorkerResult] = []
+    last_received = -1
+    idle_since = time.monotonic()
+    pubs_done_at: float | None = None
+    import queue as queue_module
+    while len(results) < len(procs):
+        try:
+            results.append(shared.results.get(timeout=0.25))
+            continue
+        except queue_module.Empty:
+            pass
+        sent = sum(shared.sent)
+        received = sum(shared.received)
+        show.show((time.monotonic_ns() - start_ns) / 1e9, sent, received)
+        now = time.monotonic()
+        if received != last_received:
+            last_received, idle_since = received, now
+        if pubs_done_at is None and _publishing_over(spec, shared, start_ns):
+            pubs_done_at = now
+        if pubs_done_at is not None and now - idle_since > spec.drain_timeout:
+            shared.stop.set()
+        if not any(p.is_alive() for p in procs) and shared.results.empty():
+            break
+    return results
+
+
+def _publishing_over(spec: BenchSpec, shared: _Shared, start_ns: int) -> bool:
+    """True once every publisher is done; then the subscribers are told what to expect.
+
+    Every subscriber matches every topic, so each expects all that was sent. The progress
+    counters are final by then: a publisher counts each batch before it reports done."""
+    over = shared.publishers_done.value >= spec.publishers
+    if spec.publishers == 0 and spec.duration is not None:
+        over = time.monotonic_ns() >= start_ns + int(spec.duration * 1e9)
+    if over and spec.subscribers and spec.publishers:
+        shared.expected.value = max(sum(shared.sent), 1)
+    return over
+
+
+def _collect(shared: _Shared, procs: list[Any], timeout: float) -> list[_WorkerResult]:
+    import queue as queue_module
+    out = []
+    end = time.monotonic() + timeout
+    while len(out) < len(procs) and time.monotonic() < end:
+        try:
+            out.append(shared.results.get(timeout=0.2))
+        except queue_module.Empty:
+            if not any(p.is_alive() for p in procs):
+                break
+    return out

@@ -1,0 +1,122 @@
+"""``relaymq bench`` against real brokers: the counts and losses it reports must be right.
+
+Small counts (the speed itself is bench/compare's business, never a test's). Each case runs
+against relaymq and, when installed, Mosquitto: a generator that miscounted would disagree with
+one of them, and the known losses of the ACL case show losses are counted, not assumed away.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import MOSQUITTO_BINARY, BrokerProcess
+from relaymq.bench import BenchSpec, run
+from relaymq.bench import scenarios
+
+KINDS = ["relaymq"] + (["mosquitto"] if Path(MOSQUITTO_BINARY).exists() else [])
+# Room for every message of a case: a default queue limit would make the losses legitimate.
+# Port 0 for relaymq's other listeners (HTTP, MQ channels): their fixed default ports clash
+# between tests running at the same time; Mosquitto ignores these sections.
+CONFIG = {"limits": {"max_inflight": 100, "max_queued_messages": 100_000},
+          "http": {"port": 0}, "qmgr": {"channel_port": 0}}
+
+
+@pytest.fixture(params=KINDS)
+def bench_broker(request: pytest.FixtureRequest, tmp_path: Path):
+    with BrokerProcess(request.param, config=CONFIG, workdir=tmp_path) as broker:
+        yield broker
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("qos,level,publishers,subscribers,count", [
+    (0, 4, 1, 1, 2000),
+    (1, 5, 2, 2, 300),
+    (2, 4, 1, 2, 200),
+])
+def test_counts_without_loss(bench_broker: BrokerProcess, qos: int, level: int,
+                             publishers: int, subscribers: int, count: int) -> None:
+    """mqtt.md items 7-9 (seed 000 l.699-741): with room in the broker, every QoS 0/1/2
+    publication reaches every subscriber exactly once (QoS 0 over loopback with no limit hit),
+    and the generator reports exactly that: sent, completed, expected, received, no loss."""
+    report = run(BenchSpec(port=bench_broker.port, qos=qos, protocol=level,
+                           publishers=publishers, subscribers=subscribers, count=count,
+                           processes=2, drain_timeout=10))
+    sent = publishers * count
+    assert report.sent == sent and report.completed == sent and report.refused == 0
+    assert report.expected == sent * subscribers
+    assert report.received == report.unique == report.expected
+    assert report.lost == 0 and report.duplicates == 0
+    assert report.latency_samples == report.received
+    assert report.latency_us["p50"] <= report.latency_us["p100"]
+    assert report.receive_rate > 0 and report.publish_rate > 0
+
+
+@pytest.mark.timeout(120)
+def test_losses_are_counted(tmp_path: Path) -> None:
+    """mqtt.md item 8 with the ACL of docs/configuration.md ("everything not granted is
+    refused"): publications to the topic without a write rule are refused with PUBACK 0x87
+    (MQTT 5) and never delivered, so exactly half are reported refused and lost."""
+    acl = tmp_path / "acl"
+    acl.write_text("topic read bench/acl/#\ntopic readwrite bench/acl/0\n")
+    config = {**CONFIG, "access": {"allow_anonymous": True, "acl_file": str(acl)}}
+    with BrokerProcess("relaymq", config=config, workdir=tmp_path / "b") as broker:
+        report = run(BenchSpec(port=broker.port, qos=1, protocol=5, topic="bench/acl",
+                               topics=2, count=400, drain_timeout=2))
+    assert report.sent == 400 and report.refused == 200
+    assert report.expected == 400 and report.unique == 200 and report.lost == 200
+
+
+@pytest.mark.timeout(120)
+def test_command_line_json(tmp_path: Path) -> None:
+    """The ``relaymq bench`` command (issue 8): JSON output with the figures, exit status 0;
+    a payload too small for the stamp is a usage error (2)."""
+    with BrokerProcess("relaymq", config=CONFIG, workdir=tmp_path) as broker:
+        base = [sys.executable, "-m", "relaymq", "bench", "-p", str(broker.port)]
+        done = subprocess.run(base + ["-q", "1", "-n", "300", "--sub", "2", "--json", "-"],
+                              capture_output=True, text=True, timeout=90)
+        assert done.returncode == 0, done.stderr
+        figures = json.loads(done.stdout)
+        assert (figures["sent"], figures["expected"], figures["unique"], figures["lost"]) == \
+            (300, 600, 600, 0)
+        bad = subprocess.run(base + ["-s", "8"], capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and "payload size" in bad.stderr
+
+
+@pytest.mark.timeout(180)
+def test_scenario_helpers(bench_broker: BrokerProcess) -> None:
+    """The comparison's special scenarios on a real broker, small: mqtt.md item 31 (retained
+    messages to a new '#' subscriber, seed 000 l.843), item 26 (QoS 1 messages for a
+    disconnected persistent session are kept, l.1227-1229, and survive a restart with a
+    persistent store: mqtt.md item 6) and idle connections held open."""
+    port = bench_broker.port
+    stored, timing = scenarios.retained_round_trip("127.0.0.1", port, 150)
+    assert stored > 0 and timing.retained == 150 and timing.unique == 150
+    scenarios.queue_backlog("127.0.0.1", port, "bench-t", "bench/t", 120)
+    drained = scenarios.drain_session("127.0.0.1", port, "bench-t", 120, idle_timeout=10)
+    assert drained.session_present and drained.unique == 120
+    scenarios.queue_backlog("127.0.0.1", port, "bench-r", "bench/r", 80)
+    bench_broker.stop()
+    bench_broker.start()
+    seconds, present = scenarios.wait_for_session("127.0.0.1", port, "bench-r")
+    assert present and seconds >= 0
+    after = scenarios.drain_session("127.0.0.1", port, "bench-r", 80, idle_timeout=10)
+    assert after.unique == 80
+    with scenarios.IdleConnections("127.0.0.1", port, 40, processes=2) as idle:
+        assert idle.connected == 40 and not idle.errors
+
+
+@pytest.mark.timeout(120)
+def test_duration_and_rate_mode(tmp_path: Path) -> None:
+    """``--duration`` with ``--rate`` (issue 8: rate or as fast as possible, duration or
+    count): whatever number was sent in the time, QoS 1 delivers each exactly once and the
+    report's expected/unique/lost agree with what the publisher says it sent."""
+    with BrokerProcess("relaymq", config=CONFIG, workdir=tmp_path) as broker:
+        report = run(BenchSpec(port=broker.port, qos=1, count=None, duration=1.0, rate=400,
+                               publishers=2, drain_timeout=1.0))
+    assert report.sent > 0 and report.completed == report.sent
+    assert report.expected == report.sent == report.unique and report.lost == 0

@@ -243,16 +243,9 @@ PLUGIN_SECTIONS: dict[str, str] = {
 
 
 def _plugin_module(name: str) -> Any:
-    """The module that builds plugin section ``name``, or None when that part is not there."""
+    """The module that builds plugin section ``name``, or None for a name that is not one."""
     qualified = PLUGIN_SECTIONS.get(name)
-    if qualified is None:
-        return None
-    try:
-        return importlib.import_module(qualified)
-    except ModuleNotFoundError as error:
-        if error.name is not None and qualified.startswith(error.name):
-            return None
-        raise
+    return importlib.import_module(qualified) if qualified is not None else None
 
 
 #: Command-line overrides accepted by load_config, and the key each one sets.

@@ -19,15 +19,36 @@ from relaymq.config import (
     BrokerConfig,
     Config,
     ConfigError,
+    PLUGIN_SECTIONS,
     LimitsConfig,
     ListenerConfig,
     load_config,
 )
+from relaymq.flows.settings import FlowsSettings
+from relaymq.http.settings import HttpSettings
+from relaymq.pipeline.settings import ArchiveOptions, ArchiveRule
+from relaymq.pubsub.settings import PubSubOptions
+from relaymq.qmgr.channel_settings import ConnectionSettings
+from relaymq.qmgr.settings import QUEUE_KEYS, QmgrSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "relaymq.example.toml"
 DOCS = ROOT / "docs" / "configuration.md"
 SECTIONS = {"broker": BrokerConfig, "limits": LimitsConfig, "access": AccessConfig, "listener": ListenerConfig}
+#: The other parts' sections: every scalar key is in the example file with its default.
+PLUGIN_KEYS = {
+    "http": [f.name for f in dataclasses.fields(HttpSettings)],
+    "qmgr": [f.name for f in dataclasses.fields(QmgrSettings) if f.name not in ("queue", "connection")],
+    "pubsub": [f.name for f in dataclasses.fields(PubSubOptions)],
+    "flows": [f.name for f in dataclasses.fields(FlowsSettings)],
+    "archive": [f.name for f in dataclasses.fields(ArchiveOptions)],
+}
+#: Their tables (arrays and sub-tables): documented in docs/configuration.md, key by key.
+PLUGIN_TABLES = {
+    "qmgr.queue": list(QUEUE_KEYS),
+    "qmgr.connection": [f.name for f in dataclasses.fields(ConnectionSettings)],
+    "archive.rule": [f.name for f in dataclasses.fields(ArchiveRule)],
+}
 
 
 def _error(tmp_path: Path, text: str) -> ConfigError:
@@ -54,7 +75,9 @@ def test_example_file_loads_and_states_the_defaults() -> None:
     relative data_dir resolves against the file's directory, see docs "Paths".)"""
     config = load_config(str(EXAMPLE))
     defaults = Config()
-    expected = dataclasses.replace(defaults, broker=dataclasses.replace(defaults.broker, data_dir=str(ROOT / "data")))
+    expected = dataclasses.replace(
+        defaults, broker=dataclasses.replace(defaults.broker, data_dir=str(ROOT / "data")),
+        extra={name: defaults.section(name) for name in PLUGIN_SECTIONS})
     assert dataclasses.replace(config, source=None) == expected
 
 
@@ -69,6 +92,26 @@ def test_every_key_is_documented(section: str) -> None:
     for field in dataclasses.fields(SECTIONS[section]):
         assert f"\n{field.name} = " in example, field.name
         assert f"| `{field.name}` |" in docs, field.name
+
+
+@pytest.mark.parametrize("section", sorted(PLUGIN_KEYS))
+def test_every_key_of_the_other_parts_is_documented(section: str) -> None:
+    """The [http], [qmgr], [pubsub], [flows] and [archive] keys: in the example file with
+    their defaults (checked by the test above) and in docs/configuration.md with their meaning."""
+    example = EXAMPLE.read_text()
+    docs = DOCS.read_text()
+    assert f"\n[{section}]" in example and f"`[{section}]`" in docs
+    for name in PLUGIN_KEYS[section]:
+        assert f"\n{name} = " in example, name
+        assert f"| `{name}` |" in docs, name
+
+
+@pytest.mark.parametrize("table", sorted(PLUGIN_TABLES))
+def test_every_key_of_the_array_tables_is_documented(table: str) -> None:
+    docs = DOCS.read_text()
+    section = docs[docs.index(f"`[[{table}]]`"):]
+    for name in PLUGIN_TABLES[table]:
+        assert f"| `{name}` |" in section, name
 
 
 def test_unknown_key_names_the_key(tmp_path: Path) -> None:

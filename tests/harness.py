@@ -208,6 +208,7 @@ class BrokerProcess:
         self.start_timeout = start_timeout
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self._side_ports: dict[str, int] = {}
 
     # -- command line -------------------------------------------------------------------------
 
@@ -219,6 +220,14 @@ class BrokerProcess:
             # Listen on loopback only (the default listener binds 0.0.0.0); --port below
             # replaces this listener's port.
             config.setdefault("listener", [{"name": "default", "host": self.host}])
+            # The HTTP and channel listeners default to the fixed ports 8080/8081; a test broker
+            # takes free loopback ports (chosen once, kept across restarts) so that several
+            # brokers can run side by side.
+            if not self._side_ports:
+                self._side_ports = {"http": free_port(self.host), "channel": free_port(self.host)}
+            config["http"] = {"host": self.host, "port": self._side_ports["http"], **config.get("http", {})}
+            config["qmgr"] = {"channel_host": self.host, "channel_port": self._side_ports["channel"],
+                              **config.get("qmgr", {})}
             conf.write_text(to_toml(config))
             return [
                 sys.executable, "-m", "relaymq", "serve",

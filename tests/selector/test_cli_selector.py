@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import subprocess
 import sys
@@ -68,7 +67,6 @@ def test_unreadable_message_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixt
     assert code == 2 and "MQMD.StrucId" in err
 
 
-@pytest.mark.skipif(importlib.util.find_spec("relaymq.cli.main") is None, reason="relaymq.cli.main (another worker's module) is not there yet")
 def test_subprocess_check(tmp_path: Path) -> None:
     """The real command line, as a subprocess."""
     ok = subprocess.run([sys.executable, "-m", "relaymq", "selector", "check", "colour = 'blue'", "--message", str(_message_file(tmp_path))], capture_output=True, timeout=60)

@@ -42,18 +42,8 @@ exit status: 0 success, 1 failure (one line on stderr), 2 usage or configuration
 
 
 def _load_commands() -> list[ModuleType]:
-    """Import the command modules that exist; warn about, and skip, ones that are broken."""
-    modules: list[ModuleType] = []
-    for name in COMMAND_MODULES:
-        qualified = f"{__package__}.{name}"
-        try:
-            modules.append(importlib.import_module(qualified))
-        except ModuleNotFoundError as error:
-            if error.name != qualified:
-                print(f"relaymq: warning: command {name!r} is unavailable: {error}", file=sys.stderr)
-        except Exception as error:  # a broken command must not break the others
-            print(f"relaymq: warning: command {name!r} is unavailable: {error}", file=sys.stderr)
-    return modules
+    """The command modules, in --help order."""
+    return [importlib.import_module(f"{__package__}.{name}") for name in COMMAND_MODULES]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -73,9 +73,6 @@ def run(args: argparse.Namespace) -> int:
         listeners = ", ".join(f"{item.name}={item.protocol}://{item.host}:{item.port}" for item in config.listeners)
         print(f"config ok: {config.source or 'built-in defaults'} ({listeners})")
         return 0
-    try:
-        from relaymq.server.app import run as run_server
-    except ImportError as error:
-        print(f"relaymq serve: the broker server is not available in this installation: {error}", file=sys.stderr)
-        return 1
+    from relaymq.server.app import run as run_server
+
     return int(run_server(config))

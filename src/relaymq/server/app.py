@@ -54,14 +54,7 @@ class ServiceContext:
 
 
 def _service_modules() -> list[ModuleType]:
-    modules = []
-    for qualified in SERVICE_MODULES:
-        try:
-            modules.append(importlib.import_module(qualified))
-        except ModuleNotFoundError as error:
-            if error.name is None or not qualified.startswith(error.name):
-                raise
-    return modules
+    return [importlib.import_module(qualified) for qualified in SERVICE_MODULES]
 
 
 async def start_services(context: ServiceContext) -> list[Any]:
@@ -114,24 +107,29 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
         broker.restore(store.load())
         listeners = Listeners(config.listeners, broker, config.limits.max_outbound_buffer)
         broker.listener_control = listeners.control
-        try:
-            await listeners.start_all()
-        except ListenerError as err:
-            log.error("%s", err)
-            await listeners.stop_all()
-            return 1
+        # A signal during start-up is a graceful stop too: it is taken once everything started.
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        # The services (queue manager, pub/sub engine, flows, archive) start before the MQTT
+        # listeners open, so a client that can connect finds the whole broker: nothing it
+        # publishes misses a queue subscriber or an archive rule.
         context = ServiceContext(config, broker)
         try:
             services = await start_services(context)
         except ServiceError as err:
             log.error("%s", err)
+            broker.shutdown()
+            return 1
+        try:
+            await listeners.start_all()
+        except ListenerError as err:
+            log.error("%s", err)
             await listeners.stop_all()
+            await stop_services(services)
             broker.shutdown()
             return 1
         log.info("relaymq %s started (store: %s, data: %s)", __version__, b.store, b.data_dir)
-        stop = asyncio.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
         if ready is not None:
             ready.set()
         while not stop.is_set():

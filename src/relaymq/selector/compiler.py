@@ -15,12 +15,12 @@ from __future__ import annotations
 from typing import Callable
 
 from relaymq.selector import ast
+from relaymq.selector.like import compile_like
 from relaymq.selector.values import (
     ORDERING,
     and3,
     arithmetic,
     compare,
-    like_regex,
     not3,
     numeric,
     or3,
@@ -117,13 +117,13 @@ def _in(node: ast.In) -> Evaluator:
 
 def _like(node: ast.Like) -> Evaluator:
     operand, negated = compile_node(node.operand), node.negated
-    match = like_regex(node.pattern, node.escape).fullmatch
+    match = compile_like(node.pattern, node.escape)
 
     def run(r: Resolver) -> object:
         v = operand(r)
         if not isinstance(v, str):
             return None
-        found = match(v) is not None
+        found = match(v)
         return not found if negated else found
 
     return run

@@ -16,7 +16,6 @@ plain ``str`` and never converts.
 from __future__ import annotations
 
 import operator
-import re
 from typing import Callable
 
 Value = object  # str | int | float | bool | None
@@ -123,27 +122,6 @@ def arithmetic(op: str, a: object, b: object) -> int | float | None:
         q = abs(x) // abs(y)
         return q if (x >= 0) == (y >= 0) else -q
     return x / y
-
-
-def like_regex(pattern: str, escape: str | None) -> re.Pattern[str]:
-    """Translate a LIKE pattern: ``_`` one character, ``%`` any sequence, ``escape`` makes the
-    next character literal."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if escape is not None and ch == escape and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        if ch == "_":
-            out.append(".")
-        elif ch == "%":
-            out.append(".*")
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return re.compile("".join(out), re.DOTALL)
 
 
 def and3(a: bool | None, b: bool | None) -> bool | None:

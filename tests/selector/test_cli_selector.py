@@ -61,6 +61,14 @@ def test_evaluate_on_json_form(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert (code, out) == (0, "TRUE\n")
 
 
+@pytest.mark.parametrize("expr", ["a = \u00b2", "a = \u0663", "(" * 2000 + "a = 1" + ")" * 2000])
+def test_unicode_digit_and_deep_nesting_exit_2_one_line(capsys: pytest.CaptureFixture[str], expr: str) -> None:
+    """Issue 3 item 2: `selector check "a = \u00b2"` exits 2 with one line, no traceback."""
+    code, out, err = _run_local(["selector", "check", expr], capsys)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and "position" in err
+
+
 def test_unreadable_message_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "bad.bin").write_bytes(b"nonsense")
     code, _, err = _run_local(["selector", "check", "a = 1", "--message", str(tmp_path / "bad.bin")], capsys)
@@ -73,3 +81,5 @@ def test_subprocess_check(tmp_path: Path) -> None:
     assert (ok.returncode, ok.stdout) == (0, b"TRUE\n")
     bad = subprocess.run([sys.executable, "-m", "relaymq", "selector", "check", "a LIKE 5"], capture_output=True, timeout=60)
     assert bad.returncode == 2 and b"position 7" in bad.stderr
+    sup = subprocess.run([sys.executable, "-m", "relaymq", "selector", "check", "a = \u00b2"], capture_output=True, timeout=60)
+    assert sup.returncode == 2 and sup.stderr.count(b"\n") == 1 and b"Traceback" not in sup.stderr

@@ -12,14 +12,37 @@ from relaymq.selector.values import and3, compare, not3, or3
 _ALPHABET = st.sampled_from(list("ab =<>()'.,%_+-*/!019EeNOTANDLIKEINSBW \t\n") + ["AND", "OR", "NOT", "IN", "LIKE", "IS NULL", "BETWEEN", "ESCAPE"])
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(_ALPHABET, max_size=25).map("".join))
-def test_compiler_raises_only_selector_errors(text: str) -> None:
-    """Issue 3: an invalid expression gives a SelectorError with a position inside the text."""
+def _compiles_or_selector_error(text: str) -> None:
     try:
         compile_selector(text)
     except SelectorError as exc:
         assert 0 <= exc.position <= len(text)
+
+
+@settings(max_examples=300, deadline=2000)
+@given(st.lists(_ALPHABET, max_size=25).map("".join))
+def test_compiler_raises_only_selector_errors(text: str) -> None:
+    """Issue 3: an invalid expression gives a SelectorError with a position inside the text."""
+    _compiles_or_selector_error(text)
+
+
+# Any Unicode character (digits, superscripts, letters and separators of every script) mixed
+# with the grammar's own words, so that non-ASCII text reaches every lexer and parser state.
+_UNICODE = st.one_of(st.characters(), _ALPHABET, st.sampled_from(["\u00b2", "\u0663", "\uff11", "\u2167", "\u0131n", "\u00df"]))
+
+
+@settings(max_examples=600, deadline=2000)
+@given(st.lists(_UNICODE, max_size=30).map("".join))
+def test_compiler_on_full_unicode_raises_only_selector_errors(text: str) -> None:
+    """Issue 3 'Bad input' for the selector: no ValueError from int(), no other exception."""
+    _compiles_or_selector_error(text)
+
+
+@settings(max_examples=100, deadline=5000)
+@given(st.lists(st.sampled_from(["(", "NOT ", "-", "+", " a + ", "a * ", "(a = 1) = ", ")"]), min_size=60, max_size=400).map("".join))
+def test_deep_nesting_is_a_selector_error_not_recursion(text: str) -> None:
+    """Issue 3: nesting of any depth gives a result or a SelectorError, never RecursionError."""
+    _compiles_or_selector_error(text + " a = 1")
 
 
 _VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(-5, 5, allow_nan=False), st.sampled_from(["a", "b", ""]))

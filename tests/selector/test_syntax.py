@@ -74,6 +74,9 @@ def test_dotted_references_are_one_identifier() -> None:
         ("a = 12abc", 6, "after number"),
         ("a = 1e", 5, "exponent"),
         ("JMSPriority > AND", 14, "keyword AND"),
+        ("a = \u00b2", 4, "unexpected character"),  # superscript two is not a digit
+        ("a = \u0663", 4, "unexpected character"),  # nor is Arabic-Indic three: literals are ASCII
+        ("a = 1\uff10", 5, "after number"),  # fullwidth zero after an ASCII digit
     ],
 )
 def test_invalid_expressions_report_position_and_reason(text: str, position: int, fragment: str) -> None:
@@ -83,6 +86,38 @@ def test_invalid_expressions_report_position_and_reason(text: str, position: int
     assert info.value.position == position, str(info.value)
     assert fragment in info.value.reason
     assert info.value.reason_code == 3150  # pubsub.md item 17/36: FILTER_ERROR
+
+
+@pytest.mark.parametrize(
+    ("text", "position"),
+    [
+        ("(" * 2000 + "a = 1" + ")" * 2000, 64),
+        ("NOT " * 2000 + "a", 256),
+        ("a = " + "- " * 2000 + "b", 132),
+        ("a = " + " + ".join(["b"] * 2000) + " ", None),
+    ],
+)
+def test_deep_nesting_is_a_selector_error_with_position(text: str, position: int | None) -> None:
+    """Issue 3: 2,000 parentheses / NOTs / unary minus / chained operators give a SelectorError
+    with the position of the first level past the limit, not a RecursionError."""
+    with pytest.raises(SelectorError) as info:
+        compile_selector(text)
+    assert "nested deeper than 64" in info.value.reason
+    if position is not None:
+        assert info.value.position == position
+    assert 0 <= info.value.position < len(text)
+
+
+def test_nesting_up_to_the_limit_compiles_and_evaluates() -> None:
+    """The depth limit leaves room for any realistic selector: 60 levels work end to end."""
+    s = compile_selector("(" * 60 + "a = 1" + ")" * 60 + " AND " + "NOT " * 31 + "b")  # odd: TRUE for b FALSE
+    assert s.evaluate({"a": 1, "b": False}) is True
+
+
+def test_unicode_letters_and_digits_in_identifiers() -> None:
+    """seed 004 l.6654: identifiers are Java identifiers (letters and digits of any script)."""
+    s = compile_selector("couleur\u0663 = 'bleu' AND \u00e9t\u00e9 = 1")
+    assert s.matches({"couleur\u0663": "bleu", "\u00e9t\u00e9": 1})
 
 
 def test_long_min_is_accepted_as_a_negative_literal() -> None:

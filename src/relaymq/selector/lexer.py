@@ -43,13 +43,24 @@ class Token:
     value: object = None  # parsed literal value for STRING / EXACT / APPROX
 
 
+_DIGITS = frozenset("0123456789")
+
+
+def _is_digit(ch: str) -> bool:
+    """Numeric literals are written in ASCII digits only (JMS 1.1 takes them from Java's
+    literal syntax): ``²`` or ``٣`` is not a number, whatever Unicode says."""
+    return ch in _DIGITS
+
+
 def _is_ident_start(ch: str) -> bool:
     # Java letters include '_' and '$' (seed 004 l.6654).
     return ch.isalpha() or ch in "_$"
 
 
 def _is_ident_part(ch: str) -> bool:
-    return ch.isalnum() or ch in "_$"
+    # Java identifier parts: letters, decimal digits of any script, '_' and '$'. Other
+    # "numeric" characters such as superscripts are not.
+    return ch.isalpha() or ch.isdecimal() or ch in "_$"
 
 
 def tokenize(text: str) -> list[Token]:
@@ -83,7 +94,7 @@ def tokenize(text: str) -> list[Token]:
             s = "".join(parts)
             tokens.append(Token(Kind.STRING, s, start, s))
             continue
-        if ch.isdigit() or (ch == "." and i + 1 < n and text[i + 1].isdigit()):
+        if _is_digit(ch) or (ch == "." and i + 1 < n and _is_digit(text[i + 1])):
             i = _scan_number(text, i, tokens)
             continue
         if _is_ident_start(ch):
@@ -98,7 +109,7 @@ def tokenize(text: str) -> list[Token]:
                 else:
                     break
             word = text[start:i]
-            if "." not in word and word.upper() in KEYWORDS:
+            if "." not in word and word.isascii() and word.upper() in KEYWORDS:
                 tokens.append(Token(Kind.KEYWORD, word.upper(), start))
             else:
                 tokens.append(Token(Kind.IDENT, word, start))
@@ -144,21 +155,21 @@ def _scan_number(text: str, i: int, tokens: list[Token]) -> int:
         tokens.append(Token(Kind.EXACT, text[start:i], start, int(text[start + 2 : i].rstrip("lL"), 16)))
         return _no_word_after(text, i)
     approx = False
-    while i < n and text[i].isdigit():
+    while i < n and _is_digit(text[i]):
         i += 1
     if i < n and text[i] == ".":
         approx = True
         i += 1
-        while i < n and text[i].isdigit():
+        while i < n and _is_digit(text[i]):
             i += 1
     if i < n and text[i] in "eE":
         j = i + 1
         if j < n and text[j] in "+-":
             j += 1
-        if j < n and text[j].isdigit():
+        if j < n and _is_digit(text[j]):
             approx = True
             i = j
-            while i < n and text[i].isdigit():
+            while i < n and _is_digit(text[i]):
                 i += 1
         else:
             raise SelectorError("exponent needs digits", i, text)

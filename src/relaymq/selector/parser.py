@@ -3,7 +3,7 @@ seed 004 l.6640-6706; README decision 3).
 
 Precedence, lowest first: OR; AND; NOT; comparison / [NOT] BETWEEN / [NOT] IN / [NOT] LIKE /
 IS [NOT] NULL; + -; * /; unary + -. Static checks done here (each reported with its position):
-an exact literal outside the Java ``long`` range, ``IN`` lists of anything but string literals,
+an exact literal outside the Java ``long`` range, nesting deeper than :data:`MAX_DEPTH`, ``IN`` lists of anything but string literals,
 a LIKE pattern or ESCAPE that is not a string literal (ESCAPE must be one character), NULL used
 as a value, a numeric or string literal used where a condition is required, and a condition
 used as an arithmetic operand.
@@ -24,6 +24,13 @@ _BOOL, _NUM, _STR, _ANY = "condition", "number", "string", "any"
 
 _COMPARISONS = ("=", "<>", "<", ">", "<=", ">=")
 
+#: Deepest nesting accepted: parentheses, NOT and unary signs inside one another, and the depth
+#: of the syntax tree (``a + a + ... + a`` nests one level per operator). The parser, the
+#: compiler and the compiled closures recurse once per level, so without a bound a hostile or
+#: generated selector (2,000 parentheses) would end in RecursionError instead of SelectorError.
+#: Real selectors nest a handful of levels.
+MAX_DEPTH = 64
+
 
 def parse(text: str) -> ast.Node:
     """Parse ``text`` into a syntax tree whose value is a condition."""
@@ -34,7 +41,24 @@ def parse(text: str) -> ast.Node:
     if p.tok.kind is not Kind.END:
         raise SelectorError(f"unexpected {_describe(p.tok)}", p.tok.pos, text)
     p.require(node, (_BOOL, _ANY), "the expression must be a condition")
+    _check_depth(node, text)
     return node
+
+
+def _children(node: ast.Node) -> list[ast.Node]:
+    if isinstance(node, (ast.And, ast.Or)):
+        return list(node.operands)
+    return [c for c in (getattr(node, a, None) for a in ("operand", "left", "right", "low", "high")) if isinstance(c, ast.Node)]
+
+
+def _check_depth(root: ast.Node, text: str) -> None:
+    """Refuse a syntax tree deeper than MAX_DEPTH (walked without recursion)."""
+    stack = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise SelectorError(f"expression nested deeper than {MAX_DEPTH} levels", node.pos, text)
+        stack.extend((child, depth + 1) for child in _children(node))
 
 
 def _describe(tok: Token) -> str:
@@ -50,6 +74,12 @@ class _Parser:
         self.i = 0
         self.tok = self.tokens[0]
         self.types: dict[int, str] = {}
+        self.depth = 0  # parentheses, NOT and unary signs currently open
+
+    def enter(self, pos: int) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            self.fail(f"expression nested deeper than {MAX_DEPTH} levels", pos)
 
     # -- token helpers -------------------------------------------------------------------
     def advance(self) -> Token:
@@ -113,7 +143,9 @@ class _Parser:
     def not_expr(self) -> ast.Node:
         if self.at_keyword("NOT"):
             tok = self.advance()
+            self.enter(tok.pos)
             operand = self.not_expr()
+            self.depth -= 1
             self.require(operand, (_BOOL, _ANY), "NOT needs a condition")
             return self.typed(ast.Not(tok.pos, operand), _BOOL)
         return self.predicate()
@@ -219,7 +251,9 @@ class _Parser:
                 self.advance()
                 value = nxt.value if tok.text == "+" else -nxt.value  # type: ignore[operator]
                 return self.number(value, tok.pos, nxt)
+            self.enter(tok.pos)
             operand = self.unary()
+            self.depth -= 1
             self.require(operand, (_NUM, _ANY), f"unary '{tok.text}' needs a number")
             if tok.text == "+":
                 return operand
@@ -250,7 +284,9 @@ class _Parser:
             self.fail("NULL is not a value here; test with IS NULL or IS NOT NULL")
         if kind is Kind.LPAREN:
             self.advance()
+            self.enter(tok.pos)
             inner = self.or_expr()
+            self.depth -= 1
             if self.tok.kind is not Kind.RPAREN:
                 self.fail(f"expected ')', found {_describe(self.tok)}")
             self.advance()

@@ -6,8 +6,11 @@ from __future__ import annotations
 import pytest
 
 from relaymq.message import JMSMessage, MappingError, MQMessage, decode_message, encode_message, jms_to_mq, mq_to_jms
-from relaymq.message.constants import MQMF_LAST_MSG_IN_GROUP, MQMF_MSG_IN_GROUP, MQMT_REQUEST, MQRO_COA, MQRO_COD_WITH_DATA, MQRO_EXCEPTION, MQRO_PASS_MSG_ID
+from relaymq.message.constants import MQMF_LAST_MSG_IN_GROUP, MQMF_MSG_IN_GROUP, MQMT_DATAGRAM, MQMT_REQUEST, MQRO_COA, MQRO_COD_WITH_DATA, MQRO_EXCEPTION, MQRO_PASS_MSG_ID
 from relaymq.message.folders import parse_folder
+from relaymq.message.jms import NON_PERSISTENT
+from relaymq.message.jms_mq import put_date_time
+from relaymq.message.mqmd import MQMD
 
 T0 = 1_700_000_000_120  # a JMSTimestamp, ms
 
@@ -244,6 +247,65 @@ def test_note9_mqmd_properties_override_only_when_set_and_are_always_read() -> N
     for name in ("JMS_IBM_MQMD_CorrelId", "JMS_IBM_MQMD_MsgId", "JMS_IBM_MQMD_Persistence", "JMS_IBM_MQMD_ReplyToQ", "JMS_IBM_MQMD_ReplyToQMgr"):
         assert name in props
     assert props["JMS_IBM_MQMD_CorrelId"] == b"\x01" * 24
+
+
+def _received_request() -> JMSMessage:
+    """A request as an IBM MQ application puts it: MQMD only, with every field note 9 names."""
+    md = MQMD(
+        Format="MQSTR", CodedCharSetId=1208, MsgType=MQMT_REQUEST, Feedback=7, Persistence=1,
+        MsgId=b"\x11" * 24, CorrelId=b"\x22" * 24, ReplyToQ="OLD.REPLY", ReplyToQMgr="OLDQM",
+        PutDate="20200101", PutTime="01020300", BackoutCount=2,
+    )
+    return mq_to_jms(decode_message(encode_message(MQMessage(md=md, body=b"hello"))))
+
+
+def test_note9_received_mqmd_properties_do_not_override_when_sent_on() -> None:
+    """Note 9 (receive-modify-send): the JMS_IBM_MQMD_* (and PutDate/PutTime/MsgType/Feedback,
+    JMSXDeliveryCount) filled on receipt are not 'explicitly set'; the new JMSCorrelationID,
+    delivery mode, reply-to and timestamp decide the new MQMD."""
+    jms = _received_request()
+    assert jms.properties["JMS_IBM_MQMD_CorrelId"] == b"\x22" * 24  # note 9: always read
+    assert not jms.properties.is_explicit("JMS_IBM_MQMD_CorrelId")
+    jms.JMSCorrelationID = "ID:" + "33" * 24
+    jms.JMSMessageID = "ID:" + "44" * 24
+    jms.JMSDeliveryMode = NON_PERSISTENT
+    jms.JMSReplyTo = None
+    jms.JMSTimestamp = T0
+    md = to_mq(jms).md
+    assert md.CorrelId == b"\x33" * 24
+    assert md.MsgId == b"\x44" * 24
+    assert md.Persistence == 0
+    assert (md.ReplyToQ, md.ReplyToQMgr) == ("", "")
+    assert (md.MsgType, md.Feedback) == (MQMT_DATAGRAM, 0)
+    assert (md.PutDate, md.PutTime) == put_date_time(T0)
+    assert md.BackoutCount == 0  # a new message: JMSXDeliveryCount was the provider's
+
+
+def test_note9_explicitly_set_on_a_received_message_overrides() -> None:
+    """Note 9, the other side: setting a JMS_IBM_MQMD_* property after receipt (even to the value
+    it already had) is explicit, and wins over the JMS header field."""
+    jms = _received_request()
+    jms.JMSCorrelationID = "ID:" + "33" * 24
+    jms.properties.set("JMS_IBM_MQMD_CorrelId", b"\x22" * 24)
+    jms.properties.set("JMS_IBM_MQMD_ReplyToQ", "NEW.REPLY")
+    jms.properties.set("JMS_IBM_MsgType", 2, "i4")
+    assert jms.properties.is_explicit("JMS_IBM_MQMD_CorrelId")
+    md = to_mq(jms).md
+    assert md.CorrelId == b"\x22" * 24
+    assert (md.ReplyToQ, md.ReplyToQMgr, md.MsgType) == ("NEW.REPLY", "OLDQM", 2)
+
+
+def test_note9_mqmd_properties_of_the_wrong_type_are_mapping_errors() -> None:
+    """An explicit JMS_IBM_MQMD_CorrelId must be a byte[]; a string that is not 'ID:'+hex is a
+    MappingError naming the property, not a TypeError from bytes()."""
+    jms = JMSMessage()
+    jms.properties.set("JMS_IBM_MQMD_CorrelId", "not bytes")
+    with pytest.raises(MappingError, match="JMS_IBM_MQMD_CorrelId"):
+        jms_to_mq(jms)
+    jms = JMSMessage()
+    jms.properties.set("JMS_IBM_MQMD_Persistence", "high")
+    with pytest.raises(MappingError, match="JMS_IBM_MQMD_Persistence"):
+        jms_to_mq(jms)
 
 
 def test_note10_mqmd_correlid_overrides_correlid_not_cid() -> None:

@@ -57,27 +57,48 @@ class TypedProperties(MutableMapping[str, object]):
 
     ``props['n'] = 5`` infers the type (i4 here); ``props.set('n', 5, 'i2')`` declares it and
     checks the value against it. A ``None`` value is a property explicitly set to null.
+
+    A property is either *set by the application* (``set``, ``props[name] = v``) or *filled on
+    receipt* by the provider (``set_received``): the JMS <-> MQ mapping honours some provider
+    properties (``JMS_IBM_MQMD_*``...) only when the application set them (seed 002 note 9),
+    so a received message sent on does not carry its old MQMD values into the new one.
+    Setting a received property again makes it the application's. Equality ignores this mark.
     """
 
-    __slots__ = ("_values", "_types")
+    __slots__ = ("_values", "_types", "_received")
 
     def __init__(self, values: dict[str, object] | None = None, types: dict[str, str] | None = None):
         self._values: dict[str, object] = {}
         self._types: dict[str, str] = {}
+        self._received: set[str] = set()
         for k, v in (values or {}).items():
             self.set(k, v, (types or {}).get(k))
 
     def set(self, name: str, value: object, dt: str | None = None) -> None:
+        """Set ``name`` as the application does (``setObjectProperty``)."""
         if not _valid_name(name):
             raise DataTypeError(name, None, "property names must be Java identifiers")
         if value is None:
-            self._values[name] = None
-            self._types[name] = canonical_dt(dt) if dt else "string"
-            return
-        kind = canonical_dt(dt, name) if dt else infer_dt(value)
-        format_value(value, kind, name)  # validates value against type
+            kind = canonical_dt(dt) if dt else "string"
+        else:
+            kind = canonical_dt(dt, name) if dt else infer_dt(value)
+            format_value(value, kind, name)  # validates value against type
         self._values[name] = value
         self._types[name] = kind
+        self._received.discard(name)
+
+    def set_received(self, name: str, value: object, dt: str | None = None) -> None:
+        """Set ``name`` as filled in by the provider when the message was received."""
+        self.set(name, value, dt)
+        self._received.add(name)
+
+    def is_explicit(self, name: str) -> bool:
+        """``name`` is present and was set by the application, not filled on receipt."""
+        return name in self._values and name not in self._received
+
+    def received(self) -> frozenset[str]:
+        """Names filled on receipt and not set since (see the class docstring)."""
+        return frozenset(self._received)
 
     def dt(self, name: str) -> str:
         return self._types[name]
@@ -94,6 +115,7 @@ class TypedProperties(MutableMapping[str, object]):
     def __delitem__(self, name: str) -> None:
         del self._values[name]
         del self._types[name]
+        self._received.discard(name)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)

@@ -156,6 +156,28 @@ def _ccsid_of(value: object, default: int) -> int:
         raise MappingError(f"JMS_IBM_Character_Set {value!r} is not a CCSID number") from None
 
 
+def _int_property(props: TypedProperties, name: str) -> int:
+    """An integer property (an int, or text holding one); a MappingError names it otherwise."""
+    value = props[name]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise MappingError(f"{name} {value!r} is not an integer")
+
+
+def _explicit(props: TypedProperties, name: str) -> object:
+    """The value of a property the application set (None if absent, null or filled on receipt)."""
+    return props[name] if props.is_explicit(name) else None
+
+
+def _explicit_int(props: TypedProperties, name: str) -> int | None:
+    return _int_property(props, name) if _explicit(props, name) is not None else None
+
+
 # -- JMS -> MQ -------------------------------------------------------------------------------
 def jms_to_mq(jms: JMSMessage, *, with_rfh2: bool = True, now_ms: int | None = None) -> MQMessage:
     """The MQ-format message for ``jms``. ``with_rfh2=False`` serves applications that cannot
@@ -214,10 +236,11 @@ def jms_to_mq(jms: JMSMessage, *, with_rfh2: bool = True, now_ms: int | None = N
     # JMSRedelivered: nothing to set (the queue manager keeps BackoutCount, note 3).
 
     # JMS-defined properties (second table).
-    if "JMSXAppID" in props and props["JMSXAppID"] is not None:
+    if props.get("JMSXAppID") is not None:
         md.PutApplName = str(props["JMSXAppID"])
-    if props.get("JMSXDeliveryCount") is not None:
-        md.BackoutCount = max(0, int(props["JMSXDeliveryCount"]) - 1)  # type: ignore[call-overload]
+    count = _explicit_int(props, "JMSXDeliveryCount")  # the provider's on receipt: not re-sent
+    if count is not None:
+        md.BackoutCount = max(0, count - 1)
     if props.get("JMSXGroupID") is not None:
         gid = props["JMSXGroupID"]
         std = standard_id(gid)
@@ -228,7 +251,7 @@ def jms_to_mq(jms: JMSMessage, *, with_rfh2: bool = True, now_ms: int | None = N
             jms_folder.add("Gid", str(gid))
         md.MsgFlags |= MQMF_MSG_IN_GROUP  # note 5
     if props.get("JMSXGroupSeq") is not None:
-        md.MsgSeqNumber = int(props["JMSXGroupSeq"])  # type: ignore[call-overload]
+        md.MsgSeqNumber = _int_property(props, "JMSXGroupSeq")
         jms_folder.add("Seq", md.MsgSeqNumber, dt="i4")
     if props.get("JMSXUserID") is not None:
         md.UserIdentifier = str(props["JMSXUserID"])
@@ -236,33 +259,36 @@ def jms_to_mq(jms: JMSMessage, *, with_rfh2: bool = True, now_ms: int | None = N
     # Provider-specific properties (third table).
     if props.get("JMS_IBM_Last_Msg_In_Group"):
         md.MsgFlags |= MQMF_LAST_MSG_IN_GROUP | MQMF_MSG_IN_GROUP  # note 8
-    if props.get("JMS_IBM_Feedback") is not None:
-        md.Feedback = int(props["JMS_IBM_Feedback"])  # type: ignore[call-overload]
-    if props.get("JMS_IBM_MsgType") is not None:
-        md.MsgType = int(props["JMS_IBM_MsgType"])  # type: ignore[call-overload]
-    if props.get("JMS_IBM_PutDate") is not None:
-        md.PutDate = str(props["JMS_IBM_PutDate"])
-    if props.get("JMS_IBM_PutTime") is not None:
-        md.PutTime = str(props["JMS_IBM_PutTime"])
+    for name, attr in (("JMS_IBM_Feedback", "Feedback"), ("JMS_IBM_MsgType", "MsgType")):
+        value = _explicit_int(props, name)
+        if value is not None:
+            setattr(md, attr, value)
+    for name, attr in (("JMS_IBM_PutDate", "PutDate"), ("JMS_IBM_PutTime", "PutTime")):
+        if _explicit(props, name) is not None:
+            setattr(md, attr, str(props[name]))
     for name, mask in REPORT_PROPERTIES.items():
         if props.get(name) is not None:
-            md.Report |= int(props[name]) & mask  # type: ignore[call-overload]
+            md.Report |= _int_property(props, name) & mask
     arm = props.get("JMS_TOG_ARM_Correlator", props.get("JMS_IBM_ArmCorrelator"))  # note 6
     if arm is not None:
         mqext.add("Arm", str(arm))
     if props.get("JMS_IBM_RMCorrelator") is not None:
         mqext.add("Wrm", str(props["JMS_IBM_RMCorrelator"]))
-    # Notes 9-13: explicit JMS_IBM_MQMD_* override the MQMD field only, never the RFH2 field.
-    if "JMS_IBM_MQMD_CorrelId" in props:
-        md.CorrelId = _fit(bytes(props["JMS_IBM_MQMD_CorrelId"]))  # type: ignore[arg-type]
-    if "JMS_IBM_MQMD_MsgId" in props:
-        md.MsgId = _fit(bytes(props["JMS_IBM_MQMD_MsgId"]))  # type: ignore[arg-type]
-    if "JMS_IBM_MQMD_Persistence" in props:
-        md.Persistence = int(props["JMS_IBM_MQMD_Persistence"])  # type: ignore[call-overload]
-    if "JMS_IBM_MQMD_ReplyToQ" in props:
-        md.ReplyToQ = str(props["JMS_IBM_MQMD_ReplyToQ"])
-    if "JMS_IBM_MQMD_ReplyToQMgr" in props:
-        md.ReplyToQMgr = str(props["JMS_IBM_MQMD_ReplyToQMgr"])
+    # Notes 9-13: JMS_IBM_MQMD_* override the MQMD field only, never the RFH2 field, and only
+    # when the application set them: on a received message they hold the old MQMD's values.
+    for name, attr in (("JMS_IBM_MQMD_CorrelId", "CorrelId"), ("JMS_IBM_MQMD_MsgId", "MsgId")):
+        value = _explicit(props, name)
+        if value is not None:
+            raw = standard_id(value)
+            if raw is None:
+                raise MappingError(f"{name} must be a byte[] (or 'ID:' and hex digits), not {value!r}")
+            setattr(md, attr, raw)
+    persistence = _explicit_int(props, "JMS_IBM_MQMD_Persistence")
+    if persistence is not None:
+        md.Persistence = persistence
+    for name, attr in (("JMS_IBM_MQMD_ReplyToQ", "ReplyToQ"), ("JMS_IBM_MQMD_ReplyToQMgr", "ReplyToQMgr")):
+        if _explicit(props, name) is not None:
+            setattr(md, attr, str(props[name]))
 
     # Everything else (application properties, unmapped JMSX/JMS_ ones) goes in usr, typed.
     for name, value in props.items():
@@ -276,7 +302,7 @@ def jms_to_mq(jms: JMSMessage, *, with_rfh2: bool = True, now_ms: int | None = N
 
     # Body: note 7 - Character_Set/Encoding/Format describe the payload after the RFH2.
     body_ccsid = _ccsid_of(props.get("JMS_IBM_Character_Set"), 1208)
-    body_encoding = int(props.get("JMS_IBM_Encoding", MQENC_NATIVE))  # type: ignore[call-overload]
+    body_encoding = _int_property(props, "JMS_IBM_Encoding") if props.get("JMS_IBM_Encoding") is not None else MQENC_NATIVE
     body, default_format = _encode_body(jms, body_ccsid, body_encoding)
     body_format = str(props.get("JMS_IBM_Format", default_format)).strip()
 
@@ -381,47 +407,48 @@ def mq_to_jms(msg: MQMessage) -> JMSMessage:
 
     # JMS-defined properties.
     if md.PutApplName:
-        props.set("JMSXAppID", md.PutApplName)
-    props.set("JMSXDeliveryCount", md.BackoutCount + 1, "i4")  # decision: BackoutCount + 1
+        props.set_received("JMSXAppID", md.PutApplName)
+    props.set_received("JMSXDeliveryCount", md.BackoutCount + 1, "i4")  # decision: BackoutCount + 1
     gid = jget("Gid")
     in_group = bool(md.MsgFlags & MQMF_MSG_IN_GROUP) or any(md.GroupId)
     if gid is not None:
-        props.set("JMSXGroupID", str(gid))
+        props.set_received("JMSXGroupID", str(gid))
     elif in_group and any(md.GroupId):
-        props.set("JMSXGroupID", id_string(md.GroupId))
+        props.set_received("JMSXGroupID", id_string(md.GroupId))
     seq = jint("Seq")
     if seq is not None:
-        props.set("JMSXGroupSeq", int(seq), "i4")  # type: ignore[call-overload]
+        props.set_received("JMSXGroupSeq", int(seq), "i4")  # type: ignore[call-overload]
     elif in_group:
-        props.set("JMSXGroupSeq", md.MsgSeqNumber, "i4")
+        props.set_received("JMSXGroupSeq", md.MsgSeqNumber, "i4")
     if md.UserIdentifier:
-        props.set("JMSXUserID", md.UserIdentifier)
+        props.set_received("JMSXUserID", md.UserIdentifier)
 
-    # Provider-specific properties: always set from the MQMD on receipt (note 9).
-    props.set("JMS_IBM_Character_Set", str(msg.body_ccsid))
-    props.set("JMS_IBM_Encoding", msg.body_encoding, "i4")
-    props.set("JMS_IBM_Format", msg.body_format)
-    props.set("JMS_IBM_Feedback", md.Feedback, "i4")
-    props.set("JMS_IBM_MsgType", md.MsgType, "i4")
-    props.set("JMS_IBM_PutDate", md.PutDate)
-    props.set("JMS_IBM_PutTime", md.PutTime)
-    props.set("JMS_IBM_Last_Msg_In_Group", bool(md.MsgFlags & MQMF_LAST_MSG_IN_GROUP))
-    props.set("JMS_IBM_MQMD_CorrelId", md.CorrelId, "bin.hex")
-    props.set("JMS_IBM_MQMD_MsgId", md.MsgId, "bin.hex")
-    props.set("JMS_IBM_MQMD_Persistence", md.Persistence, "i4")
-    props.set("JMS_IBM_MQMD_ReplyToQ", md.ReplyToQ)
-    props.set("JMS_IBM_MQMD_ReplyToQMgr", md.ReplyToQMgr)
+    # Provider-specific properties: always set from the MQMD on receipt (note 9), marked as
+    # filled on receipt so that sending the message on does not apply them again.
+    props.set_received("JMS_IBM_Character_Set", str(msg.body_ccsid))
+    props.set_received("JMS_IBM_Encoding", msg.body_encoding, "i4")
+    props.set_received("JMS_IBM_Format", msg.body_format)
+    props.set_received("JMS_IBM_Feedback", md.Feedback, "i4")
+    props.set_received("JMS_IBM_MsgType", md.MsgType, "i4")
+    props.set_received("JMS_IBM_PutDate", md.PutDate)
+    props.set_received("JMS_IBM_PutTime", md.PutTime)
+    props.set_received("JMS_IBM_Last_Msg_In_Group", bool(md.MsgFlags & MQMF_LAST_MSG_IN_GROUP))
+    props.set_received("JMS_IBM_MQMD_CorrelId", md.CorrelId, "bin.hex")
+    props.set_received("JMS_IBM_MQMD_MsgId", md.MsgId, "bin.hex")
+    props.set_received("JMS_IBM_MQMD_Persistence", md.Persistence, "i4")
+    props.set_received("JMS_IBM_MQMD_ReplyToQ", md.ReplyToQ)
+    props.set_received("JMS_IBM_MQMD_ReplyToQMgr", md.ReplyToQMgr)
     for name, mask in REPORT_PROPERTIES.items():
         if md.Report & mask:
-            props.set(name, md.Report & mask, "i4")
+            props.set_received(name, md.Report & mask, "i4")
     if mqext is not None:
         if mqext.get("Arm") is not None:
-            props.set("JMS_TOG_ARM_Correlator", str(mqext.get("Arm")))
+            props.set_received("JMS_TOG_ARM_Correlator", str(mqext.get("Arm")))
         if mqext.get("Wrm") is not None:
-            props.set("JMS_IBM_RMCorrelator", str(mqext.get("Wrm")))
+            props.set_received("JMS_IBM_RMCorrelator", str(mqext.get("Wrm")))
     if usr is not None:
         for el in usr.children:
-            props.set(el.name, el.value, el.dt)
+            props.set_received(el.name, el.value, el.dt)
 
     _decode_body(jms, msg)
     return jms

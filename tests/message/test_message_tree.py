@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from relaymq.message import MQMD, MQRFH2, Element, JMSMessage, Message, MQMessage
+from relaymq.message import MQMD, MQRFH2, Element, FormatError, JMSMessage, Message, MQMessage
 from relaymq.message.folders import parse_folder
 from relaymq.message.tree import split_path
 
@@ -70,3 +70,34 @@ def test_element_set_and_find() -> None:
         split_path("a..b")
     with pytest.raises(ValueError):
         split_path("a[0]")
+
+
+@pytest.mark.parametrize("domain_folder", ["<mcd><Msd>json</Msd></mcd>", "<mcd><Msd>xmlnsc</Msd></mcd>"])
+def test_header_paths_do_not_parse_a_malformed_body(domain_folder: str) -> None:
+    """Item 6: Root.MQMD.*, MQMD.*, MQRFH2.*, Properties.* come from the headers; only Body.*
+    (and Root.<domain>.*) needs the parser, so a malformed body does not hide the headers."""
+    rfh2 = MQRFH2(Format="MQSTR", folders=[parse_folder(domain_folder), parse_folder("<usr><colour>blue</colour></usr>")])
+    msg = Message(MQMessage(md=MQMD(Priority=6, CodedCharSetId=1208), headers=[rfh2], body=b"{<not json nor xml"))
+    assert msg.get("Root.MQMD.Priority") == 6
+    assert msg.get("MQMD.Priority") == 6
+    assert msg.get("MQRFH2.usr.colour") == "blue"
+    assert msg.get("Root.MQRFH2.usr.colour") == "blue"
+    assert msg.get("Properties.MessageDomain") == msg.domain
+    assert msg.get("Root.Properties.Priority") == 6
+    assert msg.get("Root.NoSuchFolder.x", "none") == "none"
+    with pytest.raises(FormatError):
+        msg.get("Body.a")
+    with pytest.raises(FormatError):
+        msg.get(f"Root.{msg.domain}.a")
+
+
+def test_selector_reads_headers_of_a_message_with_a_malformed_body() -> None:
+    """README decision 3 on a malformed body: header references keep their values, a body
+    reference is UNKNOWN (never an exception)."""
+    from relaymq.selector import compile_selector
+    from relaymq.selector.resolvers import message_resolver
+
+    rfh2 = MQRFH2(Format="MQSTR", folders=[parse_folder("<mcd><Msd>json</Msd></mcd>")])
+    msg = Message(MQMessage(md=MQMD(Priority=6, CodedCharSetId=1208), headers=[rfh2], body=b"{"))
+    assert compile_selector("Root.MQMD.Priority = 6 AND MQMD.Priority = 6 AND Properties.MessageDomain = 'JSON'").evaluate(message_resolver(msg)) is True
+    assert compile_selector("Body.a = 1").evaluate(message_resolver(msg)) is None

@@ -14,7 +14,7 @@ from relaymq.message.headers import MQMessage, decode_message, encode_message
 from relaymq.message.jms import JMSMessage
 from relaymq.message.jms_mq import jms_to_mq, mq_to_jms
 from relaymq.message.mqrfh2 import MQRFH2
-from relaymq.message.tree import Element
+from relaymq.message.tree import Element, split_path
 
 #: Names under which each header appears in the tree (``Root.MQMD``, ``Root.MQRFH2``...).
 TREE_NAMES = {"MQRFH2": "MQRFH2", "MQRFH": "MQRFH", "MQDLH": "MQDLH"}
@@ -122,15 +122,40 @@ class Message:
         root.children.append(self.body())
         return root
 
+    def find(self, path: str) -> Element | None:
+        """The tree node at ``path`` (``Root.`` optional; ``Body.`` is the body folder), or
+        ``None``. Only a path into the body parses the body: ``MQMD.*``, ``MQRFH2.*``,
+        ``Properties.*`` and transport folders are read from the headers, so they stay readable
+        when the body is malformed. Raises a FormatError only for a body path on a body that
+        does not parse, ``ValueError`` for a malformed path."""
+        if path == "Root":
+            return self.tree()
+        if path.startswith("Root."):
+            path = path[len("Root."):]
+        head, _, rest = path.partition(".")
+        name = split_path(head)[0][0]
+        if name == "Body":
+            return self.body().find(rest) if rest else self.body()
+        if name == "*":
+            return self.tree().find(path)
+        if name == "Properties":
+            folders = [self.properties()]
+        else:
+            folders = [f for f in self.headers_tree() if f.name == name]
+            folders += [f for f in self.transport if f.name == name]
+        if folders:
+            return Element("Root", children=folders).find(path)
+        if name == self.domain:
+            return Element("Root", children=[self.body()]).find(path)
+        return None
+
     def get(self, path: str, default: object = None) -> object:
         """A value by path: ``Root.MQMD.Priority``, ``MQRFH2.usr.colour``, ``Body.a.b``,
-        ``Properties.MessageDomain``."""
-        head, _, rest = path.partition(".")
-        if head == "Body":
-            return self.body().get(rest, default) if rest else default
-        if head == "Root":
-            return self.tree().get(rest, default) if rest else default
-        return self.tree().get(path, default)
+        ``Properties.MessageDomain`` (see :meth:`find`; ``default`` when missing or a folder)."""
+        node = self.find(path)
+        if node is None or node.value is None:
+            return default
+        return node.value
 
 
 def _fields_folder(name: str, values: dict[str, object]) -> Element:

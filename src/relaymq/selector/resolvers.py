@@ -9,6 +9,8 @@
 
 A value that is not a selector type (bytes, a folder) is NULL, and so is a body that does
 not parse: a filter on a malformed publication is UNKNOWN, never an exception in the broker.
+Header and ``Properties`` references never parse the body, so they keep their values when the
+body is malformed.
 """
 
 from __future__ import annotations
@@ -59,10 +61,9 @@ def message_resolver(message: Message) -> Callable[[str], object]:
                 if head == "Body":
                     body = message.body()
                     value = from_element(body.find(rest), body.name in _UNTYPED_DOMAINS)
-                elif head == "Root":
-                    value = from_element(message.tree().find(rest), False)
-                elif head in ("Properties", "MQMD", "MQRFH2", "MQRFH", "MQDLH"):
-                    value = from_element(message.tree().find(name), False)
+                elif head in ("Root", "Properties", "MQMD", "MQRFH2", "MQRFH", "MQDLH"):
+                    # headers are read without parsing the body (Message.find)
+                    value = from_element(message.find(name), False)
                 else:
                     first = message.mq.first_rfh2()
                     folder = first.folder(head) if first is not None else None

@@ -18,7 +18,8 @@ from relaymq.pipeline.log import LogError, RetentionError
 
 def test_publications_are_archived_in_order_and_fetched_over_http(archive_broker_factory) -> None:
     """issue 7: archive rules choose topics; per-partition order and seq; HTTP fetch as Arrow IPC
-    equals the direct SQLite read; topics outside the rules are not archived."""
+    equals the direct SQLite read (entries and their timestamps); topics outside the rules are
+    not archived."""
     broker = archive_broker_factory([{"name": "tel", "topics": ["LCUnit/#"], "partitions": 2}], commit_delay_ms=2)
     sent = [(f"LCUnit/{i % 3}/Heartbeat", f"m{i}".encode(), [("n", str(i))]) for i in range(30)]
     publish_all(broker.port, sent + [("other/topic", b"skip", [])])
@@ -30,6 +31,10 @@ def test_publications_are_archived_in_order_and_fetched_over_http(archive_broker
     assert isinstance(local, LocalAccess)
     direct = {n: records_from_batches(local.read_batches(n, 0, p.next_seq)) for n, p in parts.items()}
     assert remote == direct
+    for name, info in parts.items():  # admission control's timestamps, over HTTP and directly
+        stamps = [round(t * 1e6) for t in http.timestamps(name, 0, info.next_seq)]
+        assert stamps == [round(t * 1e6) for t in local.timestamps(name, 0, info.next_seq)]
+        assert stamps == [round(r.timestamp * 1e6) for r in remote[name]]
     got = [r for records in remote.values() for r in records]
     assert sorted(r.body for r in got) == sorted(m[1] for m in sent)
     for records in remote.values():

@@ -40,6 +40,27 @@ def test_record_round_trips_with_usr_and_timestamp(tmp_path) -> None:
     assert got.timestamp == 1234.5 and got.body == b"\x00\xff"
 
 
+def test_archive_timestamps_increase_in_append_order_across_partitions(tmp_path) -> None:
+    """issue 7 "timestamps" + admission control by archive time (audit item 1): every entry's
+    timestamp is unique and later than the one appended before it, in any partition, even within
+    one group commit or when the clock steps back; ``timestamps`` reads them in seq order."""
+    log = MessageLog(str(tmp_path))
+    log.append([rec("x-0", b"a"), rec("x-1", b"b"), rec("x-0", b"c")], now=1000.0)
+    log.append([rec("x-1", b"d")], now=999.0)  # the clock stepped back
+    log.append([rec("x-0", b"e")], now=1000.5)
+    in_order = [(r.body, r.timestamp) for p in ("x-0", "x-1") for r in log.read(p, 0)]
+    by_time = [body for body, _t in sorted(in_order, key=lambda item: item[1])]
+    assert by_time == [b"a", b"b", b"c", b"d", b"e"]
+    assert log.timestamps("x-0", 0, 3) == [1000.0, 1000.000002, 1000.5]
+    assert log.timestamps("x-1", 0, 2) == [1000.000001, 1000.000003]
+    reopened = MessageLog(str(tmp_path))  # the next writer continues after the newest entry
+    reopened.append([rec("x-1", b"f")], now=1.0)
+    assert reopened.timestamps("x-1", 2, 3) == [1000.500001]
+    with pytest.raises(RetentionError):
+        reopened.apply_retention("x-0", max_entries=1)
+        reopened.timestamps("x-0", 0, 3)
+
+
 def test_only_committed_entries_are_visible(tmp_path) -> None:
     """issue 7 "only committed entries are visible": a reader never sees an open transaction."""
     log = MessageLog(str(tmp_path))

@@ -57,7 +57,7 @@ def to_batch(records: Sequence[LogRecord]) -> Any:
     for record in records:
         for name in COLUMNS:
             columns[name].append(getattr(record, name))
-    columns["timestamp"] = [int(t * 1_000_000) for t in columns["timestamp"]]
+    columns["timestamp"] = [round(t * 1_000_000) for t in columns["timestamp"]]  # exact: stamps are whole µs
     columns["usr"] = [list(m.items()) for m in columns["usr"]]
     arrays = [pa.array(columns[f.name], type=f.type) for f in schema]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)

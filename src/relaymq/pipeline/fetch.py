@@ -10,6 +10,9 @@ Routes (on the shared HTTP server, ``[http] port``)::
                                                 -> 200 Arrow IPC stream of entries S <= seq < E
                                                    404 unknown partition, 410 removed by retention,
                                                    400 bad parameters, 501 pyarrow not installed
+    GET /archive/partitions/{name}/timestamps?start=S&end=E
+                                                -> {"start": S, "timestamps_us": [...]} (archive
+                                                   timestamps only: what admission control orders by)
 
 ``open_access(location)`` picks the access from what the user wrote: ``http://host:port`` or a
 directory (the log directory, or a broker data directory containing ``log/``).
@@ -30,6 +33,7 @@ from relaymq.pipeline.log import LOG_FILE, LogError, MessageLog, PartitionInfo, 
 
 ROUTE_PARTITIONS = "/archive/partitions"
 ROUTE_RANGE = "/archive/partitions/{name}"
+ROUTE_TIMESTAMPS = "/archive/partitions/{name}/timestamps"
 #: Most entries one fetch returns (a reader asks again for the rest).
 MAX_FETCH = 50_000
 
@@ -40,6 +44,8 @@ class LogAccess(Protocol):
     def partitions(self) -> dict[str, PartitionInfo]: ...
 
     def read_batches(self, partition: str, start: int, end: int) -> list[Any]: ...
+
+    def timestamps(self, partition: str, start: int, end: int) -> list[float]: ...
 
 
 class LocalAccess:
@@ -66,6 +72,9 @@ class LocalAccess:
             batches.append(to_batch(records))
             start = records[-1].seq + 1
         return batches
+
+    def timestamps(self, partition: str, start: int, end: int) -> list[float]:
+        return self._open().timestamps(partition, start, end)
 
     def close(self) -> None:
         if self._log is not None:
@@ -108,6 +117,11 @@ class HttpAccess:
             batches.extend(got)
             start += rows
         return batches
+
+    def timestamps(self, partition: str, start: int, end: int) -> list[float]:
+        quoted = urllib.parse.quote(partition, safe="")
+        data = json.loads(self._get(f"{ROUTE_PARTITIONS}/{quoted}/timestamps?start={start}&end={end}"))
+        return [us / 1_000_000 for us in data["timestamps_us"]]
 
 
 def _error_detail(body: bytes) -> dict[str, Any]:
@@ -178,6 +192,24 @@ class FetchEndpoint:
             return _json(501, {"error": "pyarrow is not installed in the broker (pip install relaymq[spark])"})
         return HttpResponse(200, [("content-type", ARROW_MEDIA_TYPE)], body)
 
+    async def read_timestamps(self, request: Any) -> Any:
+        name = request.path_params["name"]
+        try:
+            start = _arg(request, "start", 0) or 0
+            end = _arg(request, "end", None)
+            if end is None:
+                raise ValueError("end is required")
+            end = min(end, start + MAX_FETCH * 4)
+        except ValueError as error:
+            return _json(400, {"error": str(error)})
+        try:
+            stamps = await asyncio.to_thread(self.log.timestamps, name, start, end)
+        except RetentionError as error:
+            return _json(410, {"error": str(error), "partition": name, "start": start, "first_seq": error.first_seq})
+        except LogError as error:
+            return _json(404, {"error": str(error)})
+        return _json(200, {"start": start, "timestamps_us": [round(t * 1_000_000) for t in stamps]})
+
     def install(self, server: Any) -> None:
         """Add the routes; behind the server's basic authentication when it has one (the log
         holds every archived message, so it is as private as the queues)."""
@@ -185,7 +217,9 @@ class FetchEndpoint:
         guard = auth.protect if auth is not None else (lambda handler: handler)
         server.add_route("GET", ROUTE_PARTITIONS, guard(self.list_partitions))
         server.add_route("GET", ROUTE_RANGE, guard(self.read_range))
+        server.add_route("GET", ROUTE_TIMESTAMPS, guard(self.read_timestamps))
 
     def uninstall(self, server: Any) -> None:
         server.remove_route("GET", ROUTE_PARTITIONS)
         server.remove_route("GET", ROUTE_RANGE)
+        server.remove_route("GET", ROUTE_TIMESTAMPS)

@@ -11,6 +11,12 @@ Each partition has a sequence number per entry, 0, 1, 2, ... without gaps; ``fir
 the lowest entry still retained and ``next_seq`` the one the next append gets. An offset in
 this package is always "the next seq to read", so ``[start, end)`` ranges compose.
 
+Archive timestamps are unique and increase in append order across the whole log: an entry
+gets the time of its append (microseconds), or one microsecond more than the entry appended
+just before it when that is not later (several entries in one group commit, a clock stepped
+back). So ``(timestamp)`` orders every entry of every partition the way they were appended,
+which is what admission control needs to move all partitions forward together (offsets.admit).
+
 ``LogWriter`` is the writer thread: the broker's event loop hands records over without
 waiting, the thread appends them in group commits (one transaction per ``commit_delay``).
 """
@@ -109,6 +115,7 @@ class MessageLog:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
+                last_us = _last_stamp_us(db)
                 next_seq: dict[str, int] = {}
                 rows = []
                 for record in records:
@@ -120,8 +127,8 @@ class MessageLog:
                             db.execute("INSERT INTO partitions VALUES (?, 0, 0)", (name,))
                     record.seq = next_seq[name]
                     next_seq[name] += 1
-                    if not record.timestamp:
-                        record.timestamp = stamp
+                    last_us = max(round((record.timestamp or stamp) * 1_000_000), last_us + 1)
+                    record.timestamp = last_us / 1_000_000
                     rows.append(_to_sql(record))
                     placed.append((name, record.seq))
                 db.executemany(f"INSERT INTO entries ({', '.join(COLUMNS)}) VALUES "
@@ -192,9 +199,30 @@ class MessageLog:
                                     (partition, start, stop)).fetchall()
         return [_from_sql(row) for row in rows]
 
+    def timestamps(self, partition: str, start: int, end: int) -> list[float]:
+        """The archive timestamps of entries ``start <= seq < end`` of ``partition``, in seq
+        order (what admission control orders entries by, without reading their bodies)."""
+        with self._lock:
+            found = self._db.execute("SELECT first_seq FROM partitions WHERE name=?", (partition,)).fetchone()
+            if found is None:
+                raise LogError(f"no partition {partition!r} in the log")
+            if start < found[0]:
+                raise RetentionError(partition, start, found[0])
+            rows = self._db.execute("SELECT timestamp FROM entries WHERE partition=? AND seq>=? AND seq<? ORDER BY seq",
+                                    (partition, start, end)).fetchall()
+        return [row[0] for row in rows]
+
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _last_stamp_us(db: sqlite3.Connection) -> int:
+    """The newest archive timestamp in the log (µs; -1 when empty): the last entry of each
+    partition holds its partition's newest, since timestamps increase in append order."""
+    row = db.execute("SELECT MAX(e.timestamp) FROM partitions p JOIN entries e "
+                     "ON e.partition = p.name AND e.seq = p.next_seq - 1").fetchone()
+    return -1 if row[0] is None else round(row[0] * 1_000_000)
 
 
 def _to_sql(record: LogRecord) -> tuple[object, ...]:

@@ -5,8 +5,9 @@ checkpoints want, and meaningful to a person reading the checkpoint. These funct
 
 * where a query starts (``starting_offsets``: ``earliest``, ``latest`` or explicit JSON);
 * how far a micro-batch goes (``admit``): everything available, or at most ``max_records``
-  spread fairly over the partitions that have a backlog (admission control), never beyond a
-  cap fixed when ``Trigger.AvailableNow`` started;
+  taken oldest first by archive timestamp across the partitions (admission control: the
+  partitions advance together in time), never beyond a cap fixed when ``Trigger.AvailableNow``
+  started;
 * which ranges the batch reads (``plan_ranges``), at most ``max_per_split`` entries each so a
   large backlog becomes several Spark tasks;
 * whether a needed offset was removed by retention (``check_retained``): a clear error, never
@@ -17,8 +18,9 @@ Partitions that appear after the query started are picked up at their first reta
 
 from __future__ import annotations
 
+import heapq
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from relaymq.pipeline.log import PartitionInfo, RetentionError
@@ -73,15 +75,24 @@ def with_new_partitions(start: Mapping[str, int], available: Mapping[str, Partit
     return result
 
 
+#: ``timestamps(partition, start, end)``: archive timestamps of entries start <= seq < end, in
+#: seq order (LogAccess.timestamps).
+Timestamps = Callable[[str, int, int], Sequence[float]]
+
+
 def admit(start: Mapping[str, int], available: Mapping[str, PartitionInfo], max_records: int | None = None,
-          cap: Mapping[str, int] | None = None) -> Offsets:
+          cap: Mapping[str, int] | None = None, timestamps: Timestamps | None = None) -> Offsets:
     """The end offsets of the next micro-batch.
 
     Without ``max_records`` every committed entry (up to ``cap``, the Trigger.AvailableNow
-    bound) is admitted. With it, at most ``max_records`` in total: the budget is shared
-    round-robin between partitions with a backlog, so one busy partition cannot starve the
-    others and the total is exact. Partitions in ``start`` but gone from ``available`` keep
-    their offset.
+    bound) is admitted. With it, at most ``max_records`` in total, taken **in archive order
+    across partitions**: the entries admitted are the ``max_records`` oldest by archive
+    timestamp (ties: partition name, then seq), so all partitions advance together. (Sharing
+    the budget equally instead lets a partition with a small backlog run ahead of the others
+    in time, and a job's event-time watermark then drops the slower partitions' events as
+    late.) ``timestamps`` reads the entries' timestamps; it is asked only when the budget does
+    not cover every backlog and more than one partition has one. Partitions in ``start`` but
+    gone from ``available`` keep their offset.
     """
     start = with_new_partitions(start, available)
     limit_of: dict[str, int] = {}
@@ -93,20 +104,36 @@ def admit(start: Mapping[str, int], available: Mapping[str, PartitionInfo], max_
         limit_of[name] = max(offset, top)
     if max_records is None:
         return limit_of
-    end = dict(start)
-    budget = max_records
     backlog = {name: limit_of[name] - start[name] for name in sorted(start) if limit_of[name] > start[name]}
-    while budget > 0 and backlog:
-        share = max(1, budget // len(backlog))
-        for name in list(backlog):
-            take = min(share, backlog[name], budget)
-            end[name] += take
-            backlog[name] -= take
-            budget -= take
-            if backlog[name] == 0:
-                del backlog[name]
-            if budget == 0:
-                break
+    if sum(backlog.values()) <= max_records:
+        return limit_of
+    end = dict(start)
+    if len(backlog) == 1:
+        (name,) = backlog
+        end[name] += max_records
+        return end
+    if timestamps is None:
+        raise ValueError("admission control across partitions needs the entries' archive timestamps")
+    return oldest_first(start, backlog, max_records, timestamps)
+
+
+def oldest_first(start: Mapping[str, int], backlog: Mapping[str, int], budget: int,
+                 timestamps: Timestamps) -> Offsets:
+    """End offsets admitting the ``budget`` oldest entries of the backlogs (a k-way merge by
+    (timestamp, partition, seq); each partition contributes a prefix of its backlog, so the
+    result is valid even if a partition's timestamps were not in order)."""
+    series = {name: list(timestamps(name, start[name], start[name] + min(count, budget)))
+              for name, count in backlog.items()}
+    heap = [(stamps[0], name, 0) for name, stamps in series.items() if stamps]
+    heapq.heapify(heap)
+    end = dict(start)
+    for _ in range(budget):
+        if not heap:
+            break
+        _stamp, name, index = heapq.heappop(heap)
+        end[name] += 1
+        if index + 1 < len(series[name]):
+            heapq.heappush(heap, (series[name][index + 1], name, index + 1))
     return end
 
 

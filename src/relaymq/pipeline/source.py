@@ -9,7 +9,8 @@ the message log.
 Options: ``log`` (a log directory, a broker data directory, or the broker's HTTP address),
 ``rules`` (comma-separated rule names; default all partitions), ``startingOffsets``
 (``earliest`` | ``latest`` | JSON), ``endingOffsets`` (batch: ``latest`` | JSON),
-``maxRecordsPerBatch`` (stream admission control, honoured under Trigger.AvailableNow too),
+``maxRecordsPerBatch`` (stream admission control: the oldest entries by archive time across
+partitions, so partitions advance together; honoured under Trigger.AvailableNow too),
 ``maxRecordsPerSplit`` (entries per Spark task, default 100000), ``failOnDataLoss``
 (default true: a clear error when retention removed offsets the query still needs).
 
@@ -43,7 +44,12 @@ class RangePartition(InputPartition):
 
 def _read(partition: RangePartition) -> Iterator[Any]:
     access = open_access(partition.location)
-    yield from access.read_batches(partition.partition, partition.start, partition.end)
+    try:
+        yield from access.read_batches(partition.partition, partition.start, partition.end)
+    finally:
+        close = getattr(access, "close", None)
+        if close is not None:
+            close()
 
 
 class _Options:
@@ -60,9 +66,21 @@ class _Options:
         self.max_records = _positive(options, "maxRecordsPerBatch")
         self.split = _positive(options, "maxRecordsPerSplit") or DEFAULT_SPLIT
         self.fail_on_data_loss = options.get("failOnDataLoss", "true").lower() != "false"
+        self._access: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_access"] = None  # an open SQLite connection does not travel
+        return state
+
+    def access(self) -> Any:
+        """The log, opened once per process (planning asks it every trigger)."""
+        if self._access is None:
+            self._access = open_access(self.location)
+        return self._access
 
     def available(self) -> dict[str, Any]:
-        parts = open_access(self.location).partitions()
+        parts = self.access().partitions()
         wanted = set(planning.select_partitions(parts, self.rules))
         return {name: info for name, info in parts.items() if name in wanted}
 
@@ -124,7 +142,7 @@ class RelayMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         start = planning.check_retained(planning.with_new_partitions(start, available), available,
                                         self.options.fail_on_data_loss)
         max_records = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        return planning.admit(start, available, max_records, self._cap)
+        return planning.admit(start, available, max_records, self._cap, self.options.access().timestamps)
 
     def reportLatestOffset(self) -> dict:
         return {name: info.next_seq for name, info in self.options.available().items()}

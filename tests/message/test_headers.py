@@ -60,6 +60,56 @@ def test_unknown_standard_header_is_carried_through() -> None:
     assert encode_message(msg) == raw
 
 
+def _cih(fmt: bytes = b"MQSTR   ", order: str = "little", encoding: int = 546, ccsid: int = 1208) -> bytes:
+    """A 32-byte chained header in the MQ standard prefix layout (Format at offset 20)."""
+    def i(v: int) -> bytes:
+        return v.to_bytes(4, order, signed=True)  # type: ignore[arg-type]
+
+    return b"CIH " + i(2) + i(32) + i(encoding) + i(ccsid) + fmt + bytes(4)
+
+
+def test_raw_header_followed_by_rfh2_names_it_in_its_format_bytes() -> None:
+    """Item 1 (each Format names the next header): a CIH followed by an MQRFH2 is written with
+    'MQHRF2  ' in the CIH's Format bytes, so it decodes back as CIH -> RFH2 -> body instead of
+    the CIH alone with the RFH2 in the body."""
+    cih = decode_message(mqmd_bytes(CodedCharSetId=1208, Format="MQHCIH") + _cih() + b"x").headers[0]
+    rfh2 = MQRFH2(CodedCharSetId=1208, Format="MQSTR", folders=[parse_folder("<usr><a>1</a></usr>")])
+    msg = MQMessage(md=MQMD(CodedCharSetId=1208, Format="MQSTR"), headers=[cih, rfh2], body=b"payload")
+    raw = encode_message(msg)
+    assert raw[364 + 20 : 364 + 28] == b"MQHRF2  "
+    back = decode_message(raw)
+    assert [type(h).__name__ for h in back.headers] == ["RawHeader", "MQRFH2"]
+    assert back.headers[1].get("usr.a") == "1" and back.body == b"payload" and back.body_format == "MQSTR"
+    assert encode_message(back) == raw
+
+
+def test_raw_header_format_patched_in_ebcdic_and_big_endian() -> None:
+    """The Format bytes are written in the character set in force before the header."""
+    cih = RawHeader("MQHCIH", _cih("MQSTR   ".encode("cp500"), "big", 273, 500), 273, 500, "MQSTR")
+    rfh2 = MQRFH2(Encoding=273, CodedCharSetId=1208, Format="MQSTR")
+    msg = MQMessage(md=MQMD(Encoding=273, CodedCharSetId=500), headers=[cih, rfh2], body=b"p")
+    raw = encode_message(msg)
+    assert raw[364 + 20 : 364 + 28] == "MQHRF2  ".encode("cp500")
+    back = decode_message(raw)
+    assert back.headers[0].Format == "MQHRF2" and isinstance(back.headers[1], MQRFH2) and back.body == b"p"
+
+
+def test_encode_message_does_not_change_the_message() -> None:
+    """Encoding is a pure function of the message: the caller's MQMD and headers keep their
+    Format fields (the chain is computed for the bytes only)."""
+    cih = RawHeader("MQHCIH", _cih(), 546, 1208, "MQSTR")
+    dlh = MQDLH(Format="MQSTR", CodedCharSetId=1208)
+    rfh2 = MQRFH2(CodedCharSetId=1208, Format="MQSTR")
+    md = MQMD(CodedCharSetId=1208, Format="MQSTR")
+    msg = MQMessage(md=md, headers=[dlh, cih, rfh2], body=b"b")
+    raw = encode_message(msg)
+    assert (md.Format, dlh.Format, cih.Format, rfh2.Format) == ("MQSTR", "MQSTR", "MQSTR", "MQSTR")
+    assert cih.data == _cih() and msg.headers == [dlh, cih, rfh2]
+    back = decode_message(raw)
+    assert (back.md.Format, back.headers[0].Format, back.headers[1].Format, back.headers[2].Format) == ("MQDEAD", "MQHCIH", "MQHRF2", "MQSTR")
+    assert encode_message(msg) == raw  # and encoding twice gives the same bytes
+
+
 def test_no_headers_body_described_by_mqmd() -> None:
     """Item 1: without an MQRFH2 the MQMD's Format/CCSID describe the body."""
     raw = mqmd_bytes(CodedCharSetId=437, Format="MQSTR") + "héllo".encode("cp437")

@@ -8,20 +8,22 @@ integers and fixed text are in the Encoding/CodedCharSetId that the header befor
 declares; CodedCharSetId 0 (queue manager) means ``qmgr_ccsid`` and -2 (inherit) means "as
 before".
 
-Encoding recomputes the chain: each header's predecessor gets that header's Format name, so
-a message built in Python is always consistently chained. With several MQRFH2 headers, body
+Encoding recomputes the chain: each header's predecessor is written with that header's Format
+name (an uninterpreted header gets its Format bytes patched), so a message built in Python is
+always consistently chained; the message object itself is left as it was. With several MQRFH2 headers, body
 attributes come from the last and everything else from the first (:meth:`MQMessage.first_rfh2`
 / :meth:`MQMessage.last_rfh2`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Union
 
-from relaymq.message.ccsid import check_ccsid
+from relaymq.message.ccsid import check_ccsid, decode_text, encode_text
 from relaymq.message.constants import MQCCSI_EMBEDDED, MQCCSI_INHERIT, MQCCSI_Q_MGR, MQENC_NATIVE
-from relaymq.message.errors import LengthError, TruncatedError
+from relaymq.message.errors import FormatError, LengthError, TruncatedError
 from relaymq.message.layout import byte_order
 from relaymq.message.mqdlh import MQDLH, decode_dlh, encode_dlh
 from relaymq.message.mqmd import MD_CCSID_ASCII, MQMD, decode_mqmd, detect_md, encode_mqmd
@@ -31,8 +33,10 @@ from relaymq.message.mqrfh2 import MQRFH2, decode_rfh2, encode_rfh2
 #: CCSID assumed when a header says MQCCSI_Q_MGR (0); this product's queue managers use UTF-8.
 DEFAULT_QMGR_CCSID = 1208
 
-#: Common prefix of the chained MQ standard headers (MQCIH, MQIIH, MQDH, MQMDE, MQRMH...).
+#: Common prefix of the chained MQ standard headers (MQCIH, MQIIH, MQDH, MQMDE, MQRMH...):
+#: StrucId, Version, StrucLength, Encoding, CodedCharSetId, then Format at offset 20.
 _GENERIC_PREFIX = 28
+_FORMAT_OFFSET = 20
 
 
 @dataclass
@@ -150,7 +154,7 @@ def decode_message(
         elif next_format == "MQDEAD":
             header, end = decode_dlh(data, pos, enc, ccsid)
         elif next_format.startswith("MQH"):
-            header, end = _decode_generic(data, pos, enc, next_format)
+            header, end = _decode_generic(data, pos, enc, ccsid, next_format)
         else:
             break
         msg.headers.append(header)
@@ -163,7 +167,7 @@ def decode_message(
     return msg
 
 
-def _decode_generic(data: bytes, pos: int, encoding: int, name: str) -> tuple[RawHeader, int]:
+def _decode_generic(data: bytes, pos: int, encoding: int, ccsid: int, name: str) -> tuple[RawHeader, int]:
     if len(data) - pos < _GENERIC_PREFIX:
         raise TruncatedError(f"{name}.StrucLength", pos, f"a chained header needs at least {_GENERIC_PREFIX} bytes")
     order = "big" if byte_order(encoding) == ">" else "little"
@@ -174,7 +178,8 @@ def _decode_generic(data: bytes, pos: int, encoding: int, name: str) -> tuple[Ra
     length = long_at(8)
     if length < _GENERIC_PREFIX or pos + length > len(data):
         raise LengthError(f"{name}.StrucLength", pos + 8, f"{length} is too small or runs past the end")
-    fmt_field = data[pos + 20 : pos + 28].decode("latin-1")
+    start = pos + _FORMAT_OFFSET
+    fmt_field = decode_text(data[start : start + 8], ccsid, encoding, f"{name}.Format", start)
     return (
         RawHeader(name, data[pos : pos + length], long_at(12), long_at(16), fmt(fmt_field)),
         pos + length,
@@ -182,25 +187,43 @@ def _decode_generic(data: bytes, pos: int, encoding: int, name: str) -> tuple[Ra
 
 
 def encode_message(msg: MQMessage) -> bytes:
-    """MQMD + headers + body as bytes, with the Format chain recomputed."""
+    """MQMD + headers + body as bytes, with the Format chain recomputed: each header's
+    predecessor names it, the last header keeps the body's Format. ``msg`` is not changed."""
     md = msg.md
-    if msg.headers:
-        md.Format = msg.headers[0].FORMAT_NAME
-        for prev, nxt in zip(msg.headers, msg.headers[1:]):
-            prev.Format = nxt.FORMAT_NAME
+    formats: list[str] = [h.FORMAT_NAME for h in msg.headers]
+    if formats:
+        md = dataclasses.replace(md, Format=formats[0])
     parts = [encode_mqmd(md, msg.md_encoding, msg.md_ccsid)]
     enc = md.Encoding
     ccsid = msg.resolve_ccsid(md.CodedCharSetId, msg.qmgr_ccsid)
-    for h in msg.headers:
-        if isinstance(h, MQRFH2):
-            parts.append(encode_rfh2(h, enc, ccsid))
-        elif isinstance(h, MQRFH):
-            parts.append(encode_rfh(h, enc, ccsid))
-        elif isinstance(h, MQDLH):
-            parts.append(encode_dlh(h, enc, ccsid))
+    for i, h in enumerate(msg.headers):
+        next_format = formats[i + 1] if i + 1 < len(formats) else h.Format
+        if isinstance(h, RawHeader):
+            parts.append(_raw_with_format(h, next_format, enc, ccsid))
         else:
-            parts.append(h.data)
+            chained = h if h.Format == next_format else dataclasses.replace(h, Format=next_format)
+            if isinstance(chained, MQRFH2):
+                parts.append(encode_rfh2(chained, enc, ccsid))
+            elif isinstance(chained, MQRFH):
+                parts.append(encode_rfh(chained, enc, ccsid))
+            else:
+                parts.append(encode_dlh(chained, enc, ccsid))
         enc = h.Encoding
         ccsid = msg.resolve_ccsid(h.CodedCharSetId, ccsid)
     parts.append(msg.body)
     return b"".join(parts)
+
+
+def _raw_with_format(h: RawHeader, name: str, encoding: int, ccsid: int) -> bytes:
+    """The bytes of an uninterpreted header with its Format field (offset 20, 8 characters in
+    the character set in force before it) naming ``name``: a chained header must name what
+    follows it, or the header after it would be read as body."""
+    if fmt(h.Format) == fmt(name):
+        return h.data
+    where = f"{h.format_name}.Format"
+    raw = encode_text(name, ccsid, encoding, where)
+    if len(raw) > 8:
+        raise FormatError(where, None, f"{name!r} is longer than 8 bytes")
+    blank = encode_text(" ", ccsid, encoding, where)
+    raw += blank * ((8 - len(raw)) // len(blank))
+    return h.data[:_FORMAT_OFFSET] + raw.ljust(8, b"\x00") + h.data[_FORMAT_OFFSET + 8 :]

@@ -11,6 +11,7 @@ ensure_venv() {  # $1: pip extras, e.g. "fast" or "test,fast"
   local want
   want="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)-$extras"
   if [ ! -x "$VENV/bin/python" ]; then
+    ensure_python_venv
     echo "relaymq: creating virtual environment in $VENV" >&2
     "$PY" -m venv "$VENV"
   fi
@@ -20,6 +21,14 @@ ensure_venv() {  # $1: pip extras, e.g. "fast" or "test,fast"
     "$VENV/bin/python" -m pip install -q -e "$ROOT[$extras]" >&2
     echo "$want" > "$stamp"
   fi
+}
+
+ensure_python_venv() {  # `python3 -m venv` needs ensurepip, which Debian ships apart in python3-venv
+  "$PY" -c "import ensurepip, venv" >/dev/null 2>&1 && return 0
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "relaymq: $PY has no ensurepip; installing Debian package python3-venv" >&2
+  $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >&2
 }
 
 ensure_debian_packages() {  # the command-line MQTT clients the interoperability tests drive

@@ -99,6 +99,12 @@ class PahoClient:
 
     ``clean=False`` asks for a persistent session: clean session 0 at v3.1/3.1.1, clean start 0
     plus a Session Expiry Interval (``session_expiry``, default one hour) at v5.
+
+    ``port`` connects to another listener of the broker than its first; ``tls`` is passed to
+    paho's ``tls_set`` (``ca_certs``, ``certfile``, ``keyfile``); ``transport="websockets"``
+    speaks MQTT over WebSocket on ``ws_path``; ``properties`` are extra MQTT 5 CONNECT
+    properties (paho names: ``TopicAliasMaximum``, ``MaximumPacketSize``, ...);
+    ``will_properties`` go with the will (``WillDelayInterval``).
     """
 
     def __init__(
@@ -110,6 +116,15 @@ class PahoClient:
         clean: bool = True,
         session_expiry: int = 3600,
         will: tuple[str, bytes, int, bool] | None = None,
+        will_properties: dict[str, object] | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        port: int | None = None,
+        tls: dict[str, str] | None = None,
+        transport: str = "tcp",
+        ws_path: str = "/mqtt",
+        properties: dict[str, object] | None = None,
+        keepalive: int = 60,
     ) -> None:
         self.broker = broker
         self.level = level
@@ -117,9 +132,15 @@ class PahoClient:
         self.client_id = client_id or unique(f"p{level}")
         self.clean = clean
         self.session_expiry = session_expiry
+        self.port = port or broker.port
+        self.properties = dict(properties or {})
+        self.keepalive = keepalive
         self.inbox = Inbox()
         self.session_present: bool | None = None
         self.connect_reason: str | None = None
+        self.connack_properties: Properties | None = None
+        self.connack = threading.Event()  # any CONNACK, success or failure
+        self.disconnect_reason: str | None = None
         self._connected = threading.Event()
         self.disconnected = threading.Event()
         self._suback: dict[int, tuple[threading.Event, list[int]]] = {}
@@ -130,25 +151,42 @@ class PahoClient:
             client_id=self.client_id,
             protocol=self.protocol,
             clean_session=None if v5 else clean,
+            transport=transport,
         )
+        if transport == "websockets":
+            self.client.ws_set_options(path=ws_path)
+        if tls is not None:
+            self.client.tls_set(**tls)
+        if username is not None:
+            self.client.username_pw_set(username, password)
         self.client.max_inflight_messages_set(20)
         if will:
             topic, payload, qos, retain = will
-            self.client.will_set(topic, payload, qos, retain)
+            will_props = None
+            if will_properties:
+                will_props = Properties(PacketTypes.WILLMESSAGE)
+                for name, value in will_properties.items():
+                    setattr(will_props, name, value)
+            self.client.will_set(topic, payload, qos, retain, properties=will_props)
         self.client.on_connect = self._on_connect
         self.client.on_disconnect = self._on_disconnect
         self.client.on_subscribe = self._on_subscribe
         self.client.on_message = self._on_message
+        self.client.on_publish = self._on_publish
+        self.ack_codes: dict[int, int] = {}  # packet mid -> PUBACK/PUBREC reason code (v5)
 
     # -- callbacks (paho's network thread) ---------------------------------------------------
 
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:  # noqa: ANN001
         self.session_present = bool(flags.session_present)
         self.connect_reason = str(reason_code)
+        self.connack_properties = properties
+        self.connack.set()
         if not reason_code.is_failure:
             self._connected.set()
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:  # noqa: ANN001
+        self.disconnect_reason = str(reason_code)
         self._connected.clear()
         self.disconnected.set()
 
@@ -158,6 +196,9 @@ class PahoClient:
         granted.extend(rc.value for rc in reason_codes)
         event.set()
 
+    def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:  # noqa: ANN001
+        self.ack_codes[mid] = getattr(reason_code, "value", 0)
+
     def _on_message(self, client, userdata, message: mqtt.MQTTMessage) -> None:  # noqa: ANN001
         self.inbox.add(Received(message.topic, bytes(message.payload), message.qos,
                                 bool(message.retain)))
@@ -166,20 +207,40 @@ class PahoClient:
 
     def connect(self, timeout: float = WAIT) -> "PahoClient":
         """Connect and wait for a successful CONNACK."""
-        if self.protocol == mqtt.MQTTv5:
-            props = Properties(PacketTypes.CONNECT)
-            if not self.clean:
-                props.SessionExpiryInterval = self.session_expiry
-            self.client.connect(self.broker.host, self.broker.port, keepalive=60,
-                                clean_start=self.clean, properties=props)
-        else:
-            self.client.connect(self.broker.host, self.broker.port, keepalive=60)
-        self.client.loop_start()
+        self.start_connect()
         if not self._connected.wait(timeout):
             self.client.loop_stop()
             raise TimeoutError(f"{self.client_id}: no successful CONNACK within {timeout:g}s "
                                f"(reason {self.connect_reason})")
         return self
+
+    def start_connect(self) -> "PahoClient":
+        """Send CONNECT and start the network thread without waiting for the CONNACK."""
+        if self.protocol == mqtt.MQTTv5:
+            props = Properties(PacketTypes.CONNECT)
+            if not self.clean:
+                props.SessionExpiryInterval = self.session_expiry
+            for name, value in self.properties.items():
+                setattr(props, name, value)
+            self.client.connect(self.broker.host, self.port, keepalive=self.keepalive,
+                                clean_start=self.clean, properties=props)
+        else:
+            self.client.connect(self.broker.host, self.port, keepalive=self.keepalive)
+        self.client.loop_start()
+        return self
+
+    def refused(self, timeout: float = WAIT) -> str:
+        """Connect expecting a refusal: the CONNACK's reason (paho's name for it)."""
+        self.client.reconnect_delay_set(60, 60)  # no retry while the test looks
+        self.start_connect()
+        try:
+            if not self.connack.wait(timeout):
+                raise TimeoutError(f"{self.client_id}: no CONNACK within {timeout:g}s")
+            assert not self._connected.is_set(), f"{self.client_id}: connected, expected a refusal"
+            return str(self.connect_reason)
+        finally:
+            self.client.disconnect()
+            self.client.loop_stop()
 
     def subscribe(self, topic: str, qos: int, timeout: float = WAIT) -> list[int]:
         """Subscribe and wait for the SUBACK; returns the granted QoS / reason codes."""
@@ -192,13 +253,15 @@ class PahoClient:
         return granted
 
     def publish(self, topic: str, payload: bytes, qos: int, retain: bool = False,
-                timeout: float = WAIT) -> None:
-        """Publish and wait until the QoS flow completed (PUBACK / PUBCOMP, or sent for QoS 0)."""
+                timeout: float = WAIT) -> int:
+        """Publish and wait until the QoS flow completed (PUBACK / PUBCOMP, or sent for QoS 0).
+        Returns the acknowledgement's reason code (MQTT 5; 0 otherwise)."""
         info = self.client.publish(topic, payload, qos, retain)
         info.wait_for_publish(timeout)
         if not info.is_published():
             raise TimeoutError(f"{self.client_id}: publish to {topic!r} at QoS {qos} not "
                                f"completed within {timeout:g}s")
+        return self.ack_codes.get(info.mid, 0)
 
     def disconnect(self, timeout: float = WAIT) -> None:
         """A normal DISCONNECT (no will), then stop the network thread."""

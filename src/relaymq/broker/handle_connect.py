@@ -61,9 +61,19 @@ def handle_connect(conn: Connection, pkt: p.Connect) -> None:
     # -- authentication
     username = pkt.username
     access = broker.config.access
-    if username is None and conn.certificate_user is not None:
-        username = conn.certificate_user
-    if broker.passwords is not None and username is not None and conn.certificate_user is None:
+    cert_user = conn.certificate_user
+    if cert_user is not None and username in (None, cert_user):
+        # A verified client certificate is the identity: its common name is the user name and
+        # no password is needed (docs/configuration.md, TLS client certificates).
+        username = cert_user
+    elif cert_user is not None:
+        # Another name than the certificate's must prove itself with that user's password;
+        # without that, any certificate could claim any user (an administrator's, say).
+        if broker.passwords is None or not broker.passwords.check(username, pkt.password):
+            refuse(conn, rc.NOT_AUTHORIZED,
+                   f"certificate of {cert_user!r} may not connect as {username!r} without its password")
+            return
+    elif broker.passwords is not None and username is not None:
         if not broker.passwords.check(username, pkt.password):
             refuse(conn, rc.BAD_USER_NAME_OR_PASSWORD, f"bad user name or password for {username!r}")
             return

@@ -145,3 +145,37 @@ class Client:
     def close(self) -> None:
         self.client.disconnect()
         self.client.loop_stop()
+
+
+# -- queue clients --------------------------------------------------------------------------------
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+REST_QUEUE = "/ibmmq/rest/v3/messaging/qmgr/QM1/queue/{queue}/message"
+
+
+def rest_put(broker: FlowBroker, queue: str, body: bytes, headers: list[tuple[str, str]] | None = None) -> int:
+    """Put a message with the REST interface (IBM MQ messaging REST API v3): the status."""
+    url = broker.url + REST_QUEUE.format(queue=queue)
+    return http("POST", url, body, [("content-type", "text/plain"), *(headers or [])]).status
+
+
+def rest_get(broker: FlowBroker, queue: str, wait_ms: int = 10000) -> tuple[int, dict[str, str], bytes]:
+    """Get (destructively) the next message with the REST interface: status, headers, body
+    (204 and no body when the queue stayed empty for ``wait_ms``)."""
+    url = broker.url + REST_QUEUE.format(queue=queue) + f"?wait={wait_ms}"
+    response = http("DELETE", url, timeout=wait_ms / 1000 + 20)
+    return response.status, {k.lower(): v for k, v in response.headers}, response.body
+
+
+def queue_cli(broker: FlowBroker, *args: str) -> subprocess.CompletedProcess:
+    """``relaymq queue ... --url`` against the broker (the command line queue client)."""
+    return subprocess.run([sys.executable, "-m", "relaymq", "queue", *args, "--url", broker.url],
+                          capture_output=True, text=True, timeout=60)
+
+
+def queue_depth(broker: FlowBroker, queue: str) -> int:
+    done = queue_cli(broker, "show", queue)
+    assert done.returncode == 0, done.stderr
+    return int(json.loads(done.stdout.splitlines()[0])["depth"])

@@ -33,6 +33,14 @@ class Ports(Protocol):
 
     def trace(self, node: str, text: str, destination: str) -> None: ...
 
+    def subscribed(self, topic: str, subscription_point: str) -> bool | None:
+        """Whether a subscription at the point matches ``topic`` (None: cannot tell)."""
+        ...
+
+    async def durable(self) -> None:
+        """Wait until the publications made so far are as durable as the broker makes them."""
+        ...
+
 
 @dataclass
 class Action:
@@ -75,6 +83,8 @@ class RunContext:
             result = action.run(self.ports)
             if isinstance(result, Awaitable):
                 await result
+        if any(action.kind == "publish" for action in actions):
+            await self.ports.durable()
         return len(actions)
 
 
@@ -108,3 +118,9 @@ class CollectingPorts:
 
     def trace(self, node: str, text: str, destination: str) -> None:
         self.traces.append((node, text, destination))
+
+    def subscribed(self, topic: str, subscription_point: str) -> bool | None:
+        return None  # no subscribers to ask: a Publication node takes ``out``
+
+    async def durable(self) -> None:
+        return None

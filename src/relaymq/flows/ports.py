@@ -1,49 +1,40 @@
 """The flows' I/O inside the broker process (the :class:`relaymq.flows.context.Ports` the
-runtime commits to): puts through the queue manager, publications through the broker (MQTT
-subscribers) and the pub/sub engine (queue subscribers), HTTP replies to waiting requests,
-HTTP requests through relaymq.http.client, trace lines to the log or a file."""
+runtime commits to): puts through the queue manager, publications through the pub/sub engine
+(MQTT subscribers and queue subscribers, at any subscription point), HTTP replies to waiting
+requests, HTTP requests through relaymq.http.client, trace lines to the log or a file.
+
+Every method but ``trace`` runs on the broker's event loop; the runtime's worker threads reach
+them through :class:`relaymq.flows.runtime.ThreadPorts`.
+
+What a commit waits for (README decision 4, so that SCADAInput may acknowledge afterwards):
+each put returns once the queue manager has it on disk; a publication's copies for queue
+subscribers at a named subscription point are put the same way; its deliveries to persistent
+MQTT sessions are waited for in the broker's store (``durable``). The copies for queue
+subscribers at the default subscription point are put by the pub/sub service's own outbox, after
+the commit (see docs/flows.md "What an acknowledgement means").
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from typing import Any
 
 from relaymq.flows.bindings import PendingReplies
-from relaymq.flows.assembly import copy_message
 from relaymq.flows.mqtt_mapping import mqtt_publication
+from relaymq.flows.publishing import engine_publication
 from relaymq.message.message import Message
 
 log = logging.getLogger("relaymq.flows.trace")
 
 
-CONTROL_QUEUE = "SYSTEM.BROKER.CONTROL.QUEUE"
-
-
-def psc_publish(topic: str, message: Message, subscription_point: str, retain: bool) -> Message:
-    """``message`` as a psc Publish command: its first MQRFH2's psc folder says Command
-    Publish, Topic, SubPoint (and RetainPub); the other folders and the body are kept."""
-    from relaymq.message.mqrfh2 import MQRFH2
-    from relaymq.message.tree import Element
-
-    out = copy_message(message)
-    first = out.mq.first_rfh2()
-    if first is None:
-        first = MQRFH2(CodedCharSetId=1208, Format=out.mq.md.Format, NameValueCCSID=1208)
-        out.mq.headers.insert(0, first)
-    first.folders = [f for f in first.folders if f.name != "psc"]
-    psc = Element("psc")
-    psc.add("Command", "Publish")
-    psc.add("Topic", topic)
-    psc.add("SubPoint", subscription_point)
-    if retain:
-        psc.add("PubOpt", "RetainPub")
-    first.folders.insert(0, psc)
-    return out
-
-
 class NoQueueManager(RuntimeError):
     """A flow put to a queue but the broker runs without a queue manager."""
+
+
+class NoPubSubEngine(RuntimeError):
+    """A publication at a named subscription point, but the pub/sub engine is not running."""
 
 
 class BrokerPorts:
@@ -51,6 +42,7 @@ class BrokerPorts:
         self.broker = broker
         self.services = services
         self.pending = pending
+        self._trace_lock = threading.Lock()
 
     async def put(self, queue: str, message: Message, qmgr: str | None) -> bytes:
         aio = self.services.get("qmgr.aio")
@@ -58,15 +50,63 @@ class BrokerPorts:
             raise NoQueueManager(f"cannot put to {queue}: no queue manager is running")
         return await aio.put(queue, message, qmgr=qmgr)  # type: ignore[no-any-return]
 
-    def publish(self, topic: str, message: Message, *, qos: int, retain: bool, subscription_point: str) -> Any:
-        """The default subscription point: through the broker, which reaches MQTT subscribers
-        and, through the pub/sub engine's publication tap, queue subscribers (usr folder =
-        user properties). A named subscription point exists for queue subscribers only: the
-        publication is a ``psc`` Publish command put to SYSTEM.BROKER.CONTROL.QUEUE (seed 003)."""
-        if subscription_point:
-            return self.put(CONTROL_QUEUE, psc_publish(topic, message, subscription_point, retain), None)
-        payload, properties = mqtt_publication(message)
-        return self.broker.publish(topic, payload, qos=qos, retain=retain, properties=properties)
+    async def publish(self, topic: str, message: Message, *, qos: int, retain: bool, subscription_point: str) -> None:
+        """Publish through the pub/sub engine at ``subscription_point`` (seed 003 l.1925-1962).
+
+        The engine answers with actions: the copies for queue subscribers (``Put``) are put
+        here, one after the other, each on disk before the next; everything else (the hand-over
+        to the MQTT broker at the default point, which also reaches the default point's queue
+        subscribers through the service's tap) goes to the pub/sub service to perform."""
+        from relaymq.pubsub.model import MqttPublish, Put
+
+        service = self.services.get("pubsub")
+        if service is None:
+            if subscription_point:
+                raise NoPubSubEngine(f"cannot publish at subscription point {subscription_point!r}: "
+                                     "the pub/sub engine is not running")
+            payload, properties = mqtt_publication(message)
+            self.broker.publish(topic, payload, qos=qos, retain=retain, properties=properties)
+            return
+        now = self.broker.clock.wall()
+        publication = engine_publication(topic, message, subscription_point=subscription_point, qos=qos,
+                                         retain=retain, now=now)
+        qmgr = self.services.get("qmgr")
+        for action in service.engine.publish(publication, now):
+            if isinstance(action, Put):
+                local = qmgr is not None and action.qmgr == qmgr.name
+                await self.put(action.queue, action.message, None if local else action.qmgr)
+            else:
+                if isinstance(action, MqttPublish):
+                    action.qos = qos  # the node's QoS (the engine would derive it from persistence)
+                service._perform(action)  # noqa: SLF001 - the service's one way to perform engine actions
+        if service.engine.changed:  # a retained publication at a named point: kept on disk now
+            await service._save()  # noqa: SLF001
+
+    async def durable(self) -> None:
+        """Wait until what the broker's store was given so far (deliveries to persistent
+        sessions of the publications just made) is on disk."""
+        done = asyncio.get_running_loop().create_future()
+
+        def ready() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        self.broker.store.on_durable(ready)
+        await done
+
+    def subscribed(self, topic: str, subscription_point: str) -> bool:
+        """Whether any subscription (MQTT session or queue subscriber) at the point matches
+        ``topic``: a Publication node takes ``noMatch`` when none does."""
+        service = self.services.get("pubsub")
+        if not subscription_point:
+            tree = self.broker.subscriptions
+        elif service is not None:
+            tree = service.engine.trees.get(subscription_point)
+            if tree is None:
+                return False
+        else:
+            return False
+        return any(True for _ in tree.match(topic))
 
     def http_reply(self, request_id: str, status: int, headers: list[tuple[str, str]], body: bytes) -> bool:
         return self.pending.reply(request_id, status, headers, body)
@@ -83,16 +123,14 @@ class BrokerPorts:
             raise OSError(str(err)) from None
 
     def trace(self, node: str, text: str, destination: str) -> None:
+        """A Trace node's line: to the log, or appended to a file. Called from the runtime's
+        worker threads (blocking file I/O is fine there); lines of one file never interleave."""
         if destination == "log":
             log.info("%s: %s", node, text)
             return
-        line = text + "\n"
-        asyncio.get_running_loop().run_in_executor(None, _append, destination, line)
-
-
-def _append(path: str, line: str) -> None:
-    try:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(line)
-    except OSError as err:
-        log.error("trace file %s: %s", path, err)
+        with self._trace_lock:
+            try:
+                with open(destination, "a", encoding="utf-8") as fh:
+                    fh.write(text + "\n")
+            except OSError as err:
+                log.error("trace file %s: %s", destination, err)

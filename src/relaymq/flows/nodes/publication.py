@@ -1,10 +1,13 @@
 """Publication: publish the message to the subscribers of its topic on a subscription
-point - MQTT clients and queue subscribers alike (flows-http.md items 2, 10; seed 000 l.443).
+point - MQTT clients and queue subscribers alike (flows-http.md items 2, 10; seed 000 l.443;
+seed 003 l.1925-1962 for subscription points).
 
 The topic is the ``topic`` property when set, else ``psc.Topic`` of the first MQRFH2 (what
 the seed's telemetry Compute sets). QoS is the property, or -1 (default): 1 for a
 persistent message, 0 otherwise. The publication is recorded in the unit of work and
-happens when the run commits.
+happens when the run commits. The message then goes on to ``out``, or to ``noMatch`` when no
+subscription at the subscription point matched the topic (the product's Publication node
+terminals; a retained publication is still kept then).
 """
 
 from __future__ import annotations
@@ -40,6 +43,6 @@ class Publication(Node):
         qos = self.props["qos"]
         if qos < 0:
             qos = 1 if message.mq.md.Persistence == MQPER_PERSISTENT else 0
-        context.publish(topic, message, qos=qos, retain=self.props["retain"],
-                        subscription_point=self.props["subscription_point"])
-        return [("out", assembly)]
+        point = self.props["subscription_point"]
+        context.publish(topic, message, qos=qos, retain=self.props["retain"], subscription_point=point)
+        return [("noMatch" if context.ports.subscribed(topic, point) is False else "out", assembly)]

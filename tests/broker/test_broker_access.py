@@ -95,3 +95,24 @@ def test_sys_statistics_are_published():
     assert got["$SYS/broker/version"].startswith(b"relaymq")
     assert "$SYS/broker/messages/received" in got and "$SYS/broker/uptime" in got
     assert plain.publishes() == []
+
+
+def test_refused_qos2_publish_does_not_keep_its_packet_id(tmp_path):
+    """MQTT 5 4.3.3 / 3.5.2.1: a PUBREC with a reason code >= 0x80 ends the QoS 2 exchange, so
+    the broker forgets the packet id; the client's next PUBLISH with that id is a new message
+    and is delivered (audit: it was taken as a duplicate and never delivered)."""
+    broker = make_broker(acl=acl_file(tmp_path, "topic readwrite public/#\n"))
+    sub = TestClient(broker, 5)
+    sub.connect("s")
+    sub.subscribe("public/#", qos=2)
+    c = TestClient(broker, 5)
+    c.connect("c")
+    [rec] = c.publish("secret/x", b"refused", qos=2, packet_id=7)
+    assert isinstance(rec, p.Pubrec) and rec.reason_code == 0x87
+    assert 7 not in broker.sessions["c"].inbound
+    [rec] = c.publish("public/x", b"allowed", qos=2, packet_id=7)
+    assert isinstance(rec, p.Pubrec) and rec.reason_code == 0
+    c.send(p.Pubrel(7))
+    assert isinstance(c.received()[0], p.Pubcomp)
+    assert [m.payload for m in sub.publishes()] == [b"allowed"]
+    assert c.conn.inbound_unacked == 0

@@ -106,13 +106,15 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
                 code = rc.NO_MATCHING_SUBSCRIBERS
         broker.store.on_durable(lambda: _ack(conn, p.Puback(pid, code)))
         return
+    if refused:
+        # MQTT 5 4.3.3: a PUBREC with a failure code ends the exchange; no PUBREL follows, so
+        # the packet id is not held: the client's next message with it is a new message.
+        broker.store.on_durable(lambda: _ack(conn, p.Pubrec(pid, refused)))
+        return
     session.inbound[pid] = message
     if session.persistent:
         persist_inbound(broker, session, pid, message)
-    if refused:  # MQTT 5 4.3.3: a PUBREC with a failure code ends the exchange
-        broker.store.on_durable(lambda: _ack(conn, p.Pubrec(pid, refused)))
-    else:
-        broker.store.on_durable(lambda: conn.send(p.Pubrec(pid)))
+    broker.store.on_durable(lambda: conn.send(p.Pubrec(pid)))
 
 
 def _ack(conn: Connection, packet: p.Packet) -> None:

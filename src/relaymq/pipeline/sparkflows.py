@@ -7,7 +7,8 @@ node code the broker runs (relaymq.flows: ``Flow.run_sync`` and ``evaluate_node`
 
 ``run_flow`` feeds each message to the flow's input node and returns what the flow would
 publish (a row with ``topic``) or put (a row with ``queue``), in the log's schema, keeping the
-input's ``partition``/``seq``/``timestamp`` as lineage. ``map_node`` runs one node and adds
+input's ``partition``/``seq``/``timestamp`` as lineage. A message the flow rejects takes the
+input node's failure path, as in the broker (``on_error``). ``map_node`` runs one node and adds
 the ``terminal`` it propagated to (a Filter's true/false, a Route's labels).
 
 The flow definition is loaded once on the driver (its code files inlined) and rebuilt on each
@@ -74,12 +75,46 @@ def _output(message: Any, source: LogRecord, *, topic: str | None = None, queue:
     return out
 
 
-def flow_outputs(flow: Any, record: LogRecord, input_node: str | None = None) -> list[LogRecord]:
-    """What one message through the flow publishes and puts, as log records (lineage kept)."""
-    ports = flow.run_sync(to_message(record), input_node)
+def _collected(ports: Any, record: LogRecord) -> list[LogRecord]:
     outputs = [_output(m, record, topic=topic, qos=qos) for topic, m, qos, _retain, _point in ports.publications]
     outputs += [_output(m, record, queue=queue) for queue, m in ports.puts]
     return outputs
+
+
+def flow_outputs(flow: Any, record: LogRecord, input_node: str | None = None) -> list[LogRecord]:
+    """What one message through the flow publishes and puts, as log records (lineage kept).
+    Raises FlowException when the flow rejects the message."""
+    return _collected(flow.run_sync(to_message(record), input_node), record)
+
+
+def failure_outputs(flow: Any, record: LogRecord, error: Any, input_node: str | None = None) -> list[LogRecord]:
+    """What the broker does with a message the flow rejects (flows/runtime.py, FlowRuntime._failed):
+    the input node's ``failure`` terminal runs with the error in the ExceptionList and its puts
+    and publications are the outputs; when that terminal is not wired, or its path fails too,
+    the message is put to the flow's backout queue (default SYSTEM.DEAD.LETTER.QUEUE).
+
+    A flow on Spark is pure (no I/O), so re-running it would fail the same way: the message
+    goes to the failure path after one run, with BackoutCount raised as the broker's retries
+    would have raised it (the flow's backout threshold)."""
+    from relaymq.flows.assembly import Assembly
+    from relaymq.flows.context import CollectingPorts, RunContext
+    from relaymq.flows.errors import FlowException
+    from relaymq.flows.flow import drive
+    from relaymq.flows.runtime import DEAD_LETTER_QUEUE
+
+    node = input_node or flow.input_nodes()[0].name
+    message = to_message(record)
+    message.mq.md.BackoutCount += max(1, flow.settings.backout_threshold)
+    if flow.connected(node, "failure"):
+        ports = CollectingPorts()
+        context = RunContext(ports, flow.name)
+        try:
+            drive(flow.propagate(node, "failure", Assembly(to_message(record)).with_exception(error), context))
+            drive(context.commit())
+            return _collected(ports, record)
+        except FlowException:
+            pass  # the failure path failed too: the backout queue, as in the broker
+    return [_output(message, record, queue=flow.settings.backout_queue or DEAD_LETTER_QUEUE)]
 
 
 def load_definition(flow: str | Mapping[str, Any]) -> dict[str, Any]:
@@ -91,14 +126,24 @@ def load_definition(flow: str | Mapping[str, Any]) -> dict[str, Any]:
     return load(flow)
 
 
+ON_ERROR = ("failure", "raise", "skip")
+
+
 def run_flow(df: Any, flow: str | Mapping[str, Any], *, input_node: str | None = None,
-             on_error: str = "raise") -> Any:
+             on_error: str = "failure") -> Any:
     """Run a flow over a DataFrame in the log's schema; returns its publications and puts.
 
-    ``on_error``: ``raise`` fails the Spark task on a message the flow rejects (the broker would
-    back it out); ``skip`` drops such messages (count them by comparing with the input)."""
-    if on_error not in ("raise", "skip"):
-        raise ValueError("on_error must be 'raise' or 'skip'")
+    ``on_error`` - what a message the flow rejects (a FlowException) becomes:
+
+    * ``failure`` (default): what the broker does - the input node's failure terminal runs and
+      its puts/publications are in the result; unwired (or failing too), a put of the message
+      to the flow's backout queue (``SYSTEM.DEAD.LETTER.QUEUE`` by default). One bad message
+      never stops the job;
+    * ``raise``: the Spark task fails (a streaming query then stops until the message is dealt with);
+    * ``skip``: the message is dropped without a trace (count them by comparing with the input).
+    """
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")
     definition = load_definition(flow)
     from relaymq.flows.definition import build_flow
 
@@ -113,9 +158,11 @@ def run_flow(df: Any, flow: str | Mapping[str, Any], *, input_node: str | None =
             for record in records_from_batches([batch]):
                 try:
                     out.extend(flow_outputs(built, record, input_node))
-                except FlowException:
+                except FlowException as error:
                     if on_error == "raise":
                         raise
+                    if on_error == "failure":
+                        out.extend(failure_outputs(built, record, error, input_node))
             if out:
                 yield to_batch(out)
 

@@ -7,6 +7,7 @@ one of them, and the known losses of the ACL case show losses are counted, not a
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -15,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from harness import MOSQUITTO_BINARY, BrokerProcess
-from relaymq.bench import BenchSpec, run
+from relaymq.bench import BenchSpec, Connection, run
 from relaymq.bench import scenarios
+from relaymq.bench.wire import PublishTemplates, ReceiveTally
 
 KINDS = ["relaymq"] + (["mosquitto"] if Path(MOSQUITTO_BINARY).exists() else [])
 # Room for every message of a case: a default queue limit would make the losses legitimate.
@@ -120,3 +122,69 @@ def test_duration_and_rate_mode(tmp_path: Path) -> None:
                                publishers=2, drain_timeout=1.0))
     assert report.sent > 0 and report.completed == report.sent
     assert report.expected == report.sent == report.unique and report.lost == 0
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("level", [4, 5])
+def test_persistent_session_is_new_durable_and_removed(bench_broker: BrokerProcess,
+                                                       level: int) -> None:
+    """mqtt.md item 26 (seed 000 l.1227-1229; 5.0 §3.1.2.4, §3.1.2.11.2): ``--persistent``
+    sessions outlive their connection, so QoS 1 messages are queued for them while they are
+    away; a leftover session under the same client id is discarded first (a run never gets an
+    older run's messages), and ``end_session`` leaves no session behind."""
+    host, port, cid = "127.0.0.1", bench_broker.port, f"bench-ps{level}"
+
+    async def main() -> None:
+        sub = await Connection.open_session(host, port, cid, level, persistent=True)
+        assert sub.persistent and not sub.session_present
+        await sub.subscribe("bench/ps", 1)
+        await sub.close()                           # away; the session stays
+        pub = await Connection.open(host, port, f"{cid}-pub", level)
+        await pub.publish(PublishTemplates(["bench/ps"], 64, 1, level), 0, count=5)
+        await pub.close()
+        back = await Connection.open(host, port, cid, level, clean=False,
+                                     session_expiry=60 if level == 5 else None)
+        assert back.session_present
+        tally = await back.receive(ReceiveTally(), lambda t: t.unique >= 5, idle_timeout=5)
+        assert tally.unique == 5
+        await back.close()                          # the session is kept again
+        fresh = await Connection.open_session(host, port, cid, level, persistent=True)
+        assert not fresh.session_present            # the leftover was discarded
+        await fresh.end_session()
+        probe = await Connection.open(host, port, cid, level, clean=False,
+                                      session_expiry=60 if level == 5 else None)
+        assert not probe.session_present            # end_session removed it
+        probe.persistent = True                     # the probe made one: remove it too
+        await probe.end_session()
+
+    asyncio.run(main())
+
+
+@pytest.mark.timeout(120)
+def test_run_with_persistent_subscribers(bench_broker: BrokerProcess) -> None:
+    """Issue 8 scenarios 2/5 with the durable path: QoS 1 to persistent-session subscribers
+    with fixed client ids arrives exactly once, the report says who was persistent, and the
+    sessions are gone afterwards (mqtt.md item 26: a clean session 0 reconnect would find
+    them)."""
+    spec = BenchSpec(port=bench_broker.port, qos=1, subscribers=2, count=300, processes=2,
+                     persistent="sub", client_prefix="bench-fixed", drain_timeout=10)
+    report = run(spec)
+    assert report.persistent == "sub"
+    assert report.expected == report.unique == 600 and report.lost == 0
+
+    async def leftover(cid: str) -> bool:
+        conn = await Connection.open("127.0.0.1", bench_broker.port, cid, 4, clean=False)
+        present = conn.session_present
+        await conn.close()
+        await (await Connection.open("127.0.0.1", bench_broker.port, cid, 4)).close()
+        return present
+
+    assert not any(asyncio.run(leftover(f"bench-fixed-s{i}")) for i in range(2))
+
+
+def test_persistent_option_is_checked() -> None:
+    """Bad ``--persistent``/``--session-expiry`` values are usage errors, not runs."""
+    with pytest.raises(ValueError, match="persistent"):
+        BenchSpec(persistent="everyone").resolved()
+    with pytest.raises(ValueError, match="session expiry"):
+        BenchSpec(persistent="sub", session_expiry=0).resolved()

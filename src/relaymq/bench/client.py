@@ -19,12 +19,16 @@ from relaymq.bench.wire import (
     PublishTemplates, ReceiveTally, connect_packet, disconnect_packet, next_packet_id,
     parse_connack, scan_acks, scan_publishes, split_frame, subscribe_packet,
 )
+from relaymq.mqtt.packets import MQTT_5
 from relaymq.mqtt.wire import encode_varint
 
 #: Bytes asked of the socket per read.
 READ_SIZE = 1 << 18
 #: Messages per write when publishing as fast as possible (QoS 0), and at most per window top-up.
 MAX_BATCH = 256
+#: Session Expiry Interval (s) a persistent session asks for at MQTT 5 unless told otherwise:
+#: long enough for any run, short enough that a crashed run does not leave sessions for ever.
+DEFAULT_SESSION_EXPIRY = 3600
 
 
 class BenchError(Exception):
@@ -56,6 +60,11 @@ class Connection:
         #: PUBLISH packets read while waiting for a SUBACK (retained messages may come first);
         #: receive() tallies them before anything else.
         self.pending: list[tuple[int, bytes]] = []
+        self.address: tuple[str, int] = ("", 0)
+        self.client_id = ""
+        self.credentials: tuple[str | None, bytes | None] = (None, None)
+        #: True for a session that outlives the connection (clean session 0 / session expiry).
+        self.persistent = False
 
     @classmethod
     async def open(cls, host: str, port: int, client_id: str, level: int = 4, *,
@@ -73,6 +82,9 @@ class Connection:
                                     session_expiry=session_expiry, receive_maximum=65535,
                                     username=username, password=password))
         conn = cls(reader, writer, level, False, None)
+        conn.address = (host, port)
+        conn.client_id = client_id
+        conn.credentials = (username, password)
         first, body = await asyncio.wait_for(conn.read_packet(), timeout)
         if first >> 4 != 2:
             raise BenchError(f"{client_id}: expected CONNACK, got packet type {first >> 4}")
@@ -80,6 +92,49 @@ class Connection:
         if code:
             raise BenchError(f"{client_id}: connection refused with code {code:#x}")
         return conn
+
+    @classmethod
+    async def open_session(cls, host: str, port: int, client_id: str, level: int = 4, *,
+                           persistent: bool = False, session_expiry: int | None = None,
+                           username: str | None = None, password: bytes | None = None,
+                           timeout: float = 30.0) -> "Connection":
+        """Connect with a *new* session: clean, or persistent (3.1.1: clean session 0; 5.0:
+        Clean Start with a Session Expiry Interval, default :data:`DEFAULT_SESSION_EXPIRY`).
+
+        A persistent session the broker still holds for ``client_id`` (an earlier run with
+        the same fixed ids) is discarded first, so a run never receives an older run's
+        messages. :meth:`end_session` removes the session again when the run is over."""
+        kwargs = dict(username=username, password=password, timeout=timeout)
+        if not persistent:
+            return await cls.open(host, port, client_id, level, **kwargs)
+        if level == MQTT_5:
+            conn = await cls.open(host, port, client_id, level, clean=True,
+                                  session_expiry=session_expiry or DEFAULT_SESSION_EXPIRY,
+                                  **kwargs)
+        else:
+            conn = await cls.open(host, port, client_id, level, clean=False, **kwargs)
+            if conn.session_present:
+                await conn.close()
+                await (await cls.open(host, port, client_id, level, **kwargs)).close()
+                conn = await cls.open(host, port, client_id, level, clean=False, **kwargs)
+        conn.persistent = True
+        return conn
+
+    async def end_session(self) -> None:
+        """Disconnect and make the broker forget a persistent session (a clean one ends
+        anyway): 5.0 DISCONNECT with Session Expiry Interval 0; 3.1.1 a clean-session
+        connection with the same client id."""
+        if not self.persistent:
+            await self.close()
+            return
+        if self.level == MQTT_5:
+            await self._close_with(disconnect_packet(self.level, session_expiry=0))
+            return
+        await self.close()
+        username, password = self.credentials
+        again = await Connection.open(*self.address, self.client_id, self.level,
+                                      username=username, password=password)
+        await again.close()
 
     async def read_packet(self) -> tuple[int, bytes]:
         """The next whole packet (first byte, body), for the handshake packets only."""
@@ -111,9 +166,12 @@ class Connection:
 
     async def close(self, disconnect: bool = True) -> None:
         """DISCONNECT (unless told not to: a dropped persistent session) and close."""
+        await self._close_with(disconnect_packet(self.level) if disconnect else b"")
+
+    async def _close_with(self, last: bytes) -> None:
         try:
-            if disconnect:
-                self.writer.write(disconnect_packet(self.level))
+            if last:
+                self.writer.write(last)
             self.writer.close()
             await self.writer.wait_closed()
         except (ConnectionError, OSError):

@@ -9,6 +9,8 @@ from __future__ import annotations
 from array import array
 from dataclasses import asdict, dataclass, field
 
+#: How the summary names the ``persistent`` setting.
+PERSISTENT_NAMES = {"": "none", "sub": "subscribers", "pub": "publishers", "all": "all"}
 #: The latency percentiles reported, in percent.
 PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9, 100.0)
 
@@ -31,6 +33,7 @@ class RunReport:
     qos: int
     protocol: int
     payload_size: int
+    persistent: str = ""          # who had persistent sessions: "", "sub", "pub", "all"
     sent: int = 0                 # PUBLISH packets written by all publishers
     completed: int = 0            # of those, acknowledged (QoS 1/2) or written (QoS 0)
     refused: int = 0              # acknowledged with a failure reason code (MQTT 5)
@@ -68,7 +71,8 @@ class RunReport:
         fmt = lambda v: "-" if v is None else f"{v / 1000:.2f}"  # noqa: E731
         return "\n".join([
             f"publishers {self.publishers}, subscribers {self.subscribers}, QoS {self.qos}, "
-            f"MQTT level {self.protocol}, payload {self.payload_size} B",
+            f"MQTT level {self.protocol}, payload {self.payload_size} B, persistent sessions: "
+            f"{PERSISTENT_NAMES[self.persistent]}",
             f"published  {self.completed:,} of {self.sent:,} in {self.publish_seconds:.2f} s: "
             f"{self.publish_rate:,.0f} msg/s",
             f"delivered  {self.received:,} in {self.receive_seconds:.2f} s: "

@@ -26,6 +26,8 @@ from relaymq.bench.wire import STAMP_SIZE, PublishTemplates, ReceiveTally
 
 #: Latency samples kept over all subscribers of a run (each subscriber keeps its share).
 RUN_LATENCY_SAMPLES = 2_000_000
+#: Who gets persistent sessions (``--persistent``): nobody, subscribers, publishers, all.
+PERSISTENT_CHOICES = ("", "sub", "pub", "all")
 
 
 @dataclass
@@ -50,7 +52,9 @@ class BenchSpec:
     processes: int = 0                # 0: one per core, at most one per client
     drain_timeout: float = 5.0        # stop waiting after this long without a delivery
     connect_timeout: float = 30.0
-    client_prefix: str = ""
+    client_prefix: str = ""           # client ids PREFIX-s0.., PREFIX-p0..; "" = bench-<random>
+    persistent: str = ""              # persistent sessions for: "" none, "sub", "pub" or "all"
+    session_expiry: int | None = None  # MQTT 5 Session Expiry Interval of persistent sessions
     username: str | None = None
     password: str | None = None
 
@@ -71,6 +75,10 @@ class BenchSpec:
             raise ValueError("count must be >= 0")
         if spec.inflight < 1 or spec.topics < 1:
             raise ValueError("inflight and topics must be >= 1")
+        if spec.persistent not in PERSISTENT_CHOICES:
+            raise ValueError(f"persistent must be one of {', '.join(PERSISTENT_CHOICES[1:])}")
+        if spec.session_expiry is not None and not 0 < spec.session_expiry <= 0xFFFFFFFF:
+            raise ValueError("session expiry must be 1..4294967295 seconds")
         spec.sub_qos = spec.qos if spec.sub_qos is None else spec.sub_qos
         tag = uuid.uuid4().hex[:8]
         spec.topic = spec.topic or f"bench/{tag}"
@@ -78,6 +86,14 @@ class BenchSpec:
         clients = spec.publishers + spec.subscribers
         spec.processes = max(1, min(spec.processes or (os.cpu_count() or 1), clients))
         return spec
+
+    @property
+    def persistent_subscribers(self) -> bool:
+        return self.persistent in ("sub", "all")
+
+    @property
+    def persistent_publishers(self) -> bool:
+        return self.persistent in ("pub", "all")
 
     def topic_names(self) -> list[str]:
         return [f"{self.topic}/{k}" for k in range(self.topics)]
@@ -151,15 +167,18 @@ async def _worker(spec: BenchSpec, worker: int, pubs: list[int], subs: list[int]
                   shared: _Shared) -> _WorkerResult:
     password = spec.password.encode() if spec.password is not None else None
 
-    async def open_client(name: str) -> Connection:
-        return await Connection.open(spec.host, spec.port, f"{spec.client_prefix}-{name}",
-                                     spec.protocol, username=spec.username, password=password,
-                                     timeout=spec.connect_timeout)
+    async def open_client(name: str, persistent: bool) -> Connection:
+        return await Connection.open_session(
+            spec.host, spec.port, f"{spec.client_prefix}-{name}", spec.protocol,
+            persistent=persistent, session_expiry=spec.session_expiry, username=spec.username,
+            password=password, timeout=spec.connect_timeout)
 
-    sub_conns = list(await asyncio.gather(*(open_client(f"s{i}") for i in subs)))
+    sub_conns = list(await asyncio.gather(
+        *(open_client(f"s{i}", spec.persistent_subscribers) for i in subs)))
     for conn in sub_conns:
         await conn.subscribe(spec.topic_filter, spec.sub_qos or 0, spec.connect_timeout)
-    pub_conns = list(await asyncio.gather(*(open_client(f"p{i}") for i in pubs)))
+    pub_conns = list(await asyncio.gather(
+        *(open_client(f"p{i}", spec.persistent_publishers) for i in pubs)))
     templates = PublishTemplates(spec.topic_names(), spec.payload_size, spec.qos, spec.protocol,
                                  spec.retain)
     with shared.ready.get_lock():
@@ -221,7 +240,9 @@ async def _worker(spec: BenchSpec, worker: int, pubs: list[int], subs: list[int]
     # Stay connected until the whole run is over: some brokers (amqtt) drop what a publisher
     # sent, even acknowledged QoS 1, when it disconnects before the delivery is done.
     await loop.run_in_executor(None, shared.stop.wait)
-    await asyncio.gather(*(c.close() for c in sub_conns + pub_conns), return_exceptions=True)
+    # persistent sessions are removed again: the broker is left as the run found it
+    await asyncio.gather(*(c.end_session() for c in sub_conns + pub_conns),
+                         return_exceptions=True)
     return result
 
 
@@ -302,7 +323,7 @@ def run(spec: BenchSpec, *, progress: bool | None = None, stream: TextIO | None 
     if errors:
         raise BenchError("; ".join(dict.fromkeys(errors)))
     report = RunReport(spec.publishers, spec.subscribers, spec.qos, spec.protocol,
-                       spec.payload_size)
+                       spec.payload_size, persistent=spec.persistent)
     latencies = array("q")
     pub_end = recv_end = start_ns
     for r in results:

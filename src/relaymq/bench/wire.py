@@ -64,9 +64,13 @@ def subscribe_packet(topic_filter: str, qos: int, level: int, packet_id: int = 1
     return encode(Subscribe(packet_id, [Subscription(topic_filter, qos)]), level)
 
 
-def disconnect_packet(level: int) -> bytes:
-    """DISCONNECT (normal, reason 0)."""
-    return encode(Disconnect(), level)
+def disconnect_packet(level: int, session_expiry: int | None = None) -> bytes:
+    """DISCONNECT (normal, reason 0); at level 5 ``session_expiry`` (0: end the session now)
+    replaces the interval given at CONNECT (5.0 §3.14.2.2.2)."""
+    props: dict[str, object] = {}
+    if level == MQTT_5 and session_expiry is not None:
+        props["session_expiry_interval"] = session_expiry
+    return encode(Disconnect(properties=props), level)
 
 
 def parse_connack(body: bytes, level: int) -> tuple[bool, int, int | None]:

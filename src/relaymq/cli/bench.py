@@ -21,11 +21,17 @@ examples:
   relaymq bench --subscribers 100 -n 1000              # fan-out 1 -> 100
   relaymq bench --publishers 100 -q 1 -n 1000          # fan-in 100 -> 1
   relaymq bench -V 5 -q 2 --duration 10 --rate 5000    # MQTT 5, QoS 2, paced, 10 seconds
+  relaymq bench -q 1 --persistent sub -i load          # QoS 1 queued for a persistent session
   relaymq bench --json - > result.json                 # machine-readable figures
 
 Counts are per publisher; every subscriber subscribes to all the publishers' topics, so each
 expects publishers x count messages. Latency is measured from the send time stamped in each
 payload (its first 16 bytes) to the arrival of the chunk that carried it.
+
+Persistent sessions (--persistent) start new: a session an earlier run left under the same
+client id is discarded first, and each is removed again at the end of the run. With a
+persistent subscriber a broker queues QoS 1/2 messages for a session that outlives the
+connection, which is where a broker that stores sessions writes them to disk.
 
 exit status: 0 success (losses are reported, not failures), 1 the run failed (one line on
 stderr), 2 usage error."""
@@ -72,6 +78,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="worker processes (default: one per core)")
     parser.add_argument("--drain-timeout", type=float, default=5.0, metavar="SECONDS",
                         help="stop waiting for deliveries after this long without one (default 5)")
+    parser.add_argument("--persistent", choices=("sub", "pub", "all"), default="",
+                        help="persistent sessions for the subscribers, the publishers or all "
+                             "(3.1.1: clean session 0; 5.0: session expiry), so QoS 1/2 "
+                             "messages go through the broker's durable path (default: none)")
+    parser.add_argument("--session-expiry", type=int, metavar="SECONDS",
+                        help="MQTT 5 session expiry of persistent sessions (default 3600)")
+    parser.add_argument("-i", "--client-prefix", default="", metavar="PREFIX",
+                        help="fixed client ids PREFIX-s0.., PREFIX-p0.. (default bench-<random>)")
     parser.add_argument("-u", "--username")
     parser.add_argument("--password")
     parser.add_argument("--json", metavar="FILE", help="write the figures as JSON ('-': stdout)")
@@ -88,7 +102,9 @@ def spec_from_args(args: argparse.Namespace) -> BenchSpec:
         qos=args.qos, sub_qos=args.sub_qos, protocol=args.protocol, payload_size=args.size,
         inflight=args.inflight, rate=args.rate, count=count, duration=args.duration,
         topic=args.topic, topics=args.topics, retain=args.retain, processes=args.processes,
-        drain_timeout=args.drain_timeout, username=args.username, password=args.password,
+        drain_timeout=args.drain_timeout, client_prefix=args.client_prefix,
+        persistent=args.persistent, session_expiry=args.session_expiry,
+        username=args.username, password=args.password,
     )
 
 

@@ -189,3 +189,42 @@ def test_domain_for_mq_messages() -> None:
     assert domain_for_mq(None) == "BLOB"
     with pytest.raises(DomainError):
         canonical_domain("cobol")
+
+
+def _jms_message(message_type: str, body: object, jms_type: str | None = None, configured: str | None = None):  # type: ignore[no-untyped-def]
+    from relaymq.message import JMSMessage, Message
+
+    jms = JMSMessage(message_type=message_type, body=body, JMSType=jms_type)
+    return Message(Message.from_jms(jms).mq, configured_domain=configured)
+
+
+def test_message_domain_of_a_jms_text_with_mcd_jmstype_is_xmlnsc() -> None:
+    """Item 8 step 2 (seed 000 l.2589-2600), wired into Message: a TextMessage whose JMSType is
+    mcd://XMLNSC/set1 is parsed as XMLNSC, not by class (which would give XML); the set comes
+    from the URI."""
+    msg = _jms_message("jms_text", "<a><b>1</b></a>", "mcd://xmlnsc/set1")
+    assert msg.domain == "XMLNSC"
+    assert msg.body().name == "XMLNSC" and msg.get("Body.a.b") == "1"
+    assert (msg.get("Properties.MessageDomain"), msg.get("Properties.MessageSet")) == ("XMLNSC", "set1")
+    assert _jms_message("jms_text", "<a/>").domain == "XML"  # step 3: by class
+
+
+def test_message_domain_explicit_beats_jmstype_and_mismatch_is_refused() -> None:
+    """Item 8 step 1 (seed 000 l.2574-2587): a configured domain wins over the JMSType; a
+    MapMessage with configured XMLNSC is a DomainMismatch (the input backs it out), raised
+    when the body is looked at, while the headers stay readable."""
+    assert _jms_message("jms_text", "<a/>", "mcd://XML", configured="XMLNSC").domain == "XMLNSC"
+    msg = _jms_message("jms_map", {"k": 1}, configured="XMLNSC")
+    with pytest.raises(DomainMismatch) as info:
+        msg.body()
+    assert "jms_map" in info.value.reason and "XMLNSC" in info.value.reason
+    assert msg.get("Root.MQMD.Priority") == 4 and msg.get("Properties.MessageDomain") is None
+    with pytest.raises(DomainMismatch):
+        _jms_message("jms_map", {"k": 1}, "mcd://XMLNSC").domain  # noqa: B018 - step 2 mismatch
+    assert _jms_message("jms_map", {"k": 1}).body().name == "JMSMap"
+
+
+def test_message_domain_of_a_body_less_jms_message() -> None:
+    """DECISION: a jms_none message (no payload) takes any configured domain."""
+    assert _jms_message("jms_none", None, configured="XMLNSC").domain == "XMLNSC"
+    assert _jms_message("jms_none", None).domain == "BLOB"

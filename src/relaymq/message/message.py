@@ -3,13 +3,15 @@
 
 The body is parsed lazily, on the first look inside it, in the domain chosen by the rules of
 items 1 and 8: ``mcd.Msd`` of the last MQRFH2, else the domain the input was configured with,
-else BLOB (``jms_*`` classes in Msd choose JMSMap/JMSStream/XML/BLOB as a JMSInput would).
+else BLOB; a JMS message (a ``jms_*`` class in Msd) is parsed as a JMSInput would: configured
+domain checked against its class, else a JMSType ``mcd://`` URI, else by class.
 """
 
 from __future__ import annotations
 
-from relaymq.message.domains.choice import BY_CLASS, domain_for_mq
+from relaymq.message.domains.choice import BY_CLASS, domain_for_jms, domain_for_mq, parse_mcd_uri
 from relaymq.message.domains.registry import canonical_domain, parse_body, serialize_body
+from relaymq.message.errors import DomainError
 from relaymq.message.headers import MQMessage, decode_message, encode_message
 from relaymq.message.jms import JMSMessage
 from relaymq.message.jms_mq import jms_to_mq, mq_to_jms
@@ -60,10 +62,18 @@ class Message:
     # -- views ---------------------------------------------------------------------------
     @property
     def domain(self) -> str:
+        """The body's domain (items 1, 8). A JMS message (``mcd.Msd`` a JMS class) follows the
+        JMSInput rules: the configured domain, checked against the validity matrix, else a
+        JMSType (``mcd.Type``) ``mcd://DOMAIN/...`` URI, else the class; a class the chosen
+        domain cannot read raises :class:`DomainMismatch` (the input backs the message out).
+        Any other message: ``mcd.Msd``, else the configured domain, else BLOB."""
         last = self.mq.last_rfh2()
         msd = last.get("mcd.Msd") if last is not None else None
-        if isinstance(msd, str) and msd.startswith("jms_"):
-            return canonical_domain(self.configured_domain) if self.configured_domain else BY_CLASS.get(msd, "BLOB")
+        if isinstance(msd, str) and msd in BY_CLASS:
+            jms_type = last.get("mcd.Type") if last is not None else None
+            return domain_for_jms(msd, self.configured_domain, jms_type if isinstance(jms_type, str) else None)
+        if isinstance(msd, str) and msd.startswith("jms_"):  # a class this product does not know
+            return canonical_domain(self.configured_domain) if self.configured_domain else "BLOB"
         return domain_for_mq(msd if isinstance(msd, str) else None, self.configured_domain)
 
     def body(self) -> Element:
@@ -87,10 +97,20 @@ class Message:
         """The ``Properties`` folder: domain, set, type, format, encoding, CCSID, topic."""
         props = Element("Properties")
         last, first = self.mq.last_rfh2(), self.mq.first_rfh2()
-        props.add("MessageDomain", self.domain)
-        props.add("MessageSet", (last.get("mcd.Set", "") if last else ""))
-        props.add("MessageType", (last.get("mcd.Type", "") if last else ""))
-        props.add("MessageFormat", (last.get("mcd.Fmt", "") if last else ""))
+        try:
+            props.add("MessageDomain", self.domain)
+        except DomainError:
+            pass  # no domain can read this body (DomainMismatch): Body.* says why
+        mtype = last.get("mcd.Type", "") if last else ""
+        uri = parse_mcd_uri(mtype) if isinstance(mtype, str) and last and last.get("mcd.Msd") in BY_CLASS else None
+        if uri is not None:  # a JMS message whose JMSType names the set, type and format
+            props.add("MessageSet", uri.set)
+            props.add("MessageType", uri.type)
+            props.add("MessageFormat", uri.format)
+        else:
+            props.add("MessageSet", (last.get("mcd.Set", "") if last else ""))
+            props.add("MessageType", mtype)
+            props.add("MessageFormat", (last.get("mcd.Fmt", "") if last else ""))
         props.add("Encoding", self.mq.body_encoding)
         props.add("CodedCharSetId", self.mq.body_ccsid)
         props.add("Persistence", self.mq.md.Persistence)
@@ -145,7 +165,11 @@ class Message:
             folders += [f for f in self.transport if f.name == name]
         if folders:
             return Element("Root", children=folders).find(path)
-        if name == self.domain:
+        try:
+            body_name = self.domain
+        except DomainError:
+            body_name = None  # Body.* reports the mismatch; no other name is the body
+        if name == body_name:
             return Element("Root", children=[self.body()]).find(path)
         return None
 

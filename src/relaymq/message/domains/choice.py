@@ -77,15 +77,18 @@ def parse_mcd_uri(jms_type: str | None) -> MessageContentDescriptor | None:
 
 
 def domain_for_jms(jms_class: str, configured: str | None = None, jms_type: str | None = None) -> str:
-    """The domain a JMSInput node uses (item 8). Raises :class:`DomainMismatch`."""
+    """The domain a JMSInput node uses (item 8). Raises :class:`DomainMismatch`.
+
+    DECISION: a ``jms_none`` message (no payload) is accepted by every domain: there is no
+    body for the domain to misread, and the seed's matrix does not list the class."""
     if configured:
         domain = canonical_domain(configured)
-        if jms_class not in VALID_CLASSES[domain]:
+        if jms_class != NONE and jms_class not in VALID_CLASSES[domain]:
             raise DomainMismatch("MessageDomain", None, f"a {jms_class} message cannot be parsed as {domain}")
         return domain
     mcd = parse_mcd_uri(jms_type)
     if mcd is not None:
-        if jms_class not in VALID_CLASSES[mcd.domain]:
+        if jms_class != NONE and jms_class not in VALID_CLASSES[mcd.domain]:
             raise DomainMismatch("JMSType", None, f"a {jms_class} message cannot be parsed as {mcd.domain}")
         return mcd.domain
     return BY_CLASS[jms_class]

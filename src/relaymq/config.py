@@ -416,6 +416,17 @@ def _check_access_files(access: AccessConfig) -> None:
             raise ConfigError("access.acl_file", str(error)) from None
 
 
+def _check_administrators(access: AccessConfig, listeners: tuple[ListenerConfig, ...]) -> None:
+    """An administrator controls the listeners ($SYS/SCADA/MQIsdpListener/...). Without a
+    password file a user name is only a claim, so the list is refused unless every listener
+    requires a client certificate (whose common name is then the user)."""
+    if access.administrators and not access.password_file and not all(
+            listener.require_certificate for listener in listeners):
+        raise ConfigError("access.administrators", "needs access.password_file (or require_certificate "
+                          "on every listener): without it anyone sending an administrator's user name "
+                          "controls the listeners")
+
+
 def load_config(path: str | None, overrides: Mapping[str, object] | None = None) -> Config:
     """Read, validate and return the configuration; raise ConfigError on the first problem.
 
@@ -451,6 +462,7 @@ def load_config(path: str | None, overrides: Mapping[str, object] | None = None)
 
     listeners = _build_listeners(raw.get(_LISTENER), base_dir, overrides.get("port"))
     _check_access_files(sections["access"])
+    _check_administrators(sections["access"], listeners)
     extra: dict[str, Any] = {}
     for name, module in plugins.items():
         table = raw.get(name)

@@ -116,3 +116,32 @@ def test_refused_qos2_publish_does_not_keep_its_packet_id(tmp_path):
     assert isinstance(c.received()[0], p.Pubcomp)
     assert [m.payload for m in sub.publishes()] == [b"allowed"]
     assert c.conn.inbound_unacked == 0
+
+
+def test_clients_may_not_publish_to_sys_topics():
+    """Issue 2 ($SYS/broker/... statistics are the broker's) with mqtt.md item 5 (only the
+    listener control topics, and only for administrators): a client publication to $SYS/ is
+    refused, MQTT 5 with PUBACK 0x87, 3.1.1 dropped silently; nothing reaches a subscriber and
+    no retained statistic is overwritten."""
+    broker = make_broker(sys_interval=10, administrators=("admin",))
+    broker.tick()  # the broker's own retained statistics
+    version = broker.retained.get("$SYS/broker/version").payload
+    watcher = TestClient(broker)
+    watcher.connect("w")
+    watcher.subscribe("$SYS/broker/uptime")
+    watcher.received()
+    v5 = TestClient(broker, 5)
+    v5.connect("v5")
+    [ack] = v5.publish("$SYS/broker/version", b"fake", qos=1, retain=True, packet_id=2)
+    assert isinstance(ack, p.Puback) and ack.reason_code == 0x87
+    v4 = TestClient(broker, 4)
+    v4.connect("v4")
+    [ack] = v4.publish("$SYS/broker/version", b"fake", qos=1, retain=True, packet_id=3)
+    assert isinstance(ack, p.Puback)  # 3.1.1 has no failure code: acknowledged, dropped
+    v4.publish("$SYS/broker/uptime", b"0 seconds")
+    admin = TestClient(broker, 5)
+    admin.connect("a", username="admin")
+    [ack] = admin.publish("$SYS/broker/uptime", b"0 seconds", qos=1, packet_id=4)
+    assert ack.reason_code == 0x87  # administrators control listeners, nothing else in $SYS
+    assert broker.retained.get("$SYS/broker/version").payload == version
+    assert watcher.publishes() == []

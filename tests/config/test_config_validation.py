@@ -313,3 +313,31 @@ def test_config_is_immutable() -> None:
     config = load_config(None)
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.limits.max_inflight = 1  # type: ignore[misc]
+
+
+def test_administrators_need_a_password_file_or_client_certificates(tmp_path: Path) -> None:
+    """mqtt.md item 5 (only an administrator may control listeners) with issue 2 "Listeners and
+    access": without a password file a user name is only a claim, so ``administrators`` alone
+    stops start-up with one line naming access.administrators; a password file, or client
+    certificates required on every listener, make it usable."""
+    error = _error(tmp_path, "[access]\nadministrators = ['admin']\n")
+    assert error.key == "access.administrators" and "password_file" in str(error)
+    assert "\n" not in str(error)
+    from relaymq.auth.passwords import PasswordFile
+
+    passwords = PasswordFile()
+    passwords.set("admin", "secret", cost=4)
+    passwords.save(str(tmp_path / "passwords"))
+    path = tmp_path / "ok.toml"
+    path.write_text("[access]\nadministrators = ['admin']\npassword_file = 'passwords'\n")
+    assert load_config(str(path)).access.administrators == ("admin",)
+    for name in ("ca.pem", "cert.pem", "key.pem"):
+        (tmp_path / name).write_text("-")  # only their existence is checked here
+    tls = ("tls_cert = 'cert.pem'\ntls_key = 'key.pem'\ntls_ca = 'ca.pem'\n")
+    path.write_text("[access]\nadministrators = ['admin']\n[[listener]]\n" + tls + "require_certificate = true\n")
+    assert load_config(str(path)).access.administrators == ("admin",)
+    path.write_text("[access]\nadministrators = ['admin']\n[[listener]]\n" + tls + "require_certificate = true\n"
+                    "[[listener]]\nport = 1884\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(str(path))
+    assert caught.value.key == "access.administrators"

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("relaymq.publish")
 
 # MQTT 5 properties a publication carries to its subscribers (3.3.2.3).
+#: Topics under it belong to the broker ($SYS/broker/... statistics); see handle_publish.
+SYS_PREFIX = "$SYS/"
+
 FORWARDED = ("payload_format_indicator", "content_type", "response_topic", "correlation_data",
              "user_property")
 
@@ -80,8 +83,14 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
             raise ProtocolError("receive maximum exceeded", rc.RECEIVE_MAXIMUM_EXCEEDED)
 
     allowed = broker.acl is None or broker.acl.can_publish(conn.username, conn.client_id, topic)
-    if topic.startswith(LISTENER_CONTROL_PREFIX) and allowed:
-        allowed = handle_listener_control(conn, topic, pkt.payload)
+    why = "the ACL refuses it"
+    if topic.startswith(SYS_PREFIX) or topic == "$SYS":
+        # $SYS/ is the broker's own (statistics); clients may only publish the listener
+        # control topics, and only administrators may (mqtt.md item 5).
+        if not topic.startswith(LISTENER_CONTROL_PREFIX):
+            allowed, why = False, "$SYS/ is reserved for the broker"
+        elif allowed:
+            allowed, why = handle_listener_control(conn, topic, pkt.payload), "not an administrator"
     message = None
     if allowed:
         props = pkt.properties
@@ -89,7 +98,8 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
         message = broker.new_message(topic, pkt.payload, qos, pkt.retain, fwd,
                                      props.get("message_expiry_interval") if props else None)
     else:
-        log.info("client %s may not publish to %r", conn.client_id, topic)
+        log.info("client %s (user %r) may not publish to %r: %s", conn.client_id, conn.username,
+                 topic, why)
     refused = rc.NOT_AUTHORIZED if not allowed and conn.level == 5 else rc.SUCCESS
 
     if qos == 0:

@@ -32,6 +32,30 @@ def test_item_17_mqtt_filter_on_user_property():
     assert [m.payload for m in sub.publishes()] == [b"2"]
 
 
+def test_item_17_numeric_filter_on_untyped_mqtt_user_property():
+    """pubsub.md item 17, README decision 3 (docs/pubsub.md "Content filters"): MQTT user
+    properties are text with no type; compared with a number, one that reads as a number is
+    compared as that number (``usr.level > 5`` selects "7" and "10", not "3" or "high");
+    compared with a string, it is a string (``usr.level = '7'``)."""
+    broker = make_broker()
+    numeric = TestClient(broker, level=5)
+    numeric.connect("numeric")
+    assert subscribe_with_filter(numeric, "line/#", "usr.level > 5").reason_codes == [0]
+    text = TestClient(broker, level=5)
+    text.connect("text")
+    assert subscribe_with_filter(text, "line/#", "usr.level = '7'").reason_codes == [0]
+    arithmetic = TestClient(broker, level=5)
+    arithmetic.connect("arithmetic")
+    assert subscribe_with_filter(arithmetic, "line/#", "usr.level * 2 BETWEEN 13 AND 15").reason_codes == [0]
+    pub = TestClient(broker, level=5)
+    pub.connect("pub")
+    for n, level in enumerate(("3", "7", "10", "high", " 7.0")):
+        pub.publish(f"line/{n}", level.encode(), properties={"user_property": [("level", level)]})
+    assert [m.payload for m in numeric.publishes()] == [b"7", b"10", b" 7.0"]
+    assert [m.payload for m in text.publishes()] == [b"7"]
+    assert [m.payload for m in arithmetic.publishes()] == [b"7", b" 7.0"]
+
+
 def test_item_17_mqtt_filter_on_json_body_and_retained():
     """pubsub.md item 17; seed 003 l.1856-1905: ``Body.x`` on a JSON payload, for live and
     retained publications alike."""

@@ -272,7 +272,9 @@ def test_item_28_publish_options():
 def test_item_29_reg_options_and_names():
     """pubsub.md item 29; seed 003 l.6146-6405, 6436-6523: CorrelAsId zero 3080, FullResp
     one topic 3083, AddName needs SubName 3083, SubIdentity > 64 3154, unknown RegOpt 3083,
-    SubName rules 3152/3153."""
+    SubName rules: an unnamed subscription re-registered with a SubName and no AddName is
+    3152 (the SubName section, seed 6454-6460; docs/pubsub.md "Reason codes"), a blank
+    name 3153."""
     e = make_engine()
     assert send(e, "RegSub", Topic="T", reply_to="S", RegOpt="CorrelAsId").reasons == [r.CORREL_ID_ERROR]
     assert send(e, "RegSub", Topic=["A", "B"], reply_to="S", RegOpt="FullResp").reasons == [r.REG_OPTIONS_ERROR]
@@ -280,7 +282,8 @@ def test_item_29_reg_options_and_names():
     assert send(e, "RegSub", Topic="T", reply_to="S", RegOpt="Sometimes").reasons == [r.REG_OPTIONS_ERROR]
     assert send(e, "RegSub", Topic="T", reply_to="S", SubIdentity="x" * 65).reasons == [r.SUB_IDENTITY_ERROR]
     assert send(e, "RegSub", Topic="T", reply_to="S").completion == "ok"
-    assert send(e, "RegSub", Topic="T", reply_to="S", SubName="mine").reasons == [r.SUB_NAME_ERROR]
+    assert send(e, "RegSub", Topic="T", reply_to="S", SubName="mine").reasons == [r.DUPLICATE_SUBSCRIPTION]
+    assert send(e, "RegSub", Topic="T", reply_to="S", SubName="  ").reasons == [r.SUB_NAME_ERROR]
     assert send(e, "RegSub", Topic="T", reply_to="S", SubName="mine", RegOpt="AddName").completion == "ok"
     assert send(e, "RegSub", Topic="T", reply_to="S", SubName="other").reasons == [r.DUPLICATE_SUBSCRIPTION]
     full = send(e, "RegSub", Topic="T", reply_to="S", SubName="mine", SubUserData="note", RegOpt="FullResp")
@@ -312,7 +315,17 @@ def test_item_29_shared_and_exclusive_joins():
     assert send(e, "RegSub", SubIdentity="app2", RegOpt="JoinShared", **base).reasons == [r.SUBSCRIPTION_LOCKED]
     assert send(e, "RegSub", SubIdentity="app9", **base).reasons == [r.SUB_IDENTITY_ERROR]
     assert send(e, "DeregSub", SubIdentity="app1", RegOpt="LeaveOnly", **base).completion == "ok"
-    assert e.subscriptions == {}  # the last identity left: the subscription went with it
+    # LeaveOnly keeps the subscription even with an empty identity set (seed 5695-5708) ...
+    (kept,) = e.subscriptions.values()
+    assert kept.identities == {}
+    assert send(e, "DeregSub", SubIdentity="app1", **base).reasons == [r.SUB_IDENTITY_ERROR]
+    # ... without LeaveOnly the last identity to leave takes the subscription with it (5604-5613)
+    assert send(e, "RegSub", SubIdentity="app4", RegOpt="JoinShared", **base).completion == "ok"
+    assert send(e, "RegSub", SubIdentity="app5", RegOpt="JoinShared", **base).completion == "ok"
+    assert send(e, "DeregSub", SubIdentity="app4", **base).completion == "ok"
+    assert [set(s.identities) for s in e.subscriptions.values()] == [{"app5"}]  # flow goes on for app5
+    assert send(e, "DeregSub", SubIdentity="app5", **base).completion == "ok"
+    assert e.subscriptions == {}
 
 
 def test_item_30_deregister_rules():
@@ -403,8 +416,10 @@ def test_item_35_publication_descriptor():
 
 
 def test_item_37_mqrfh_v1_commands():
-    """pubsub.md item 37; seed 003 l.3596-3871, 2115-2125, 4378-4384: MQRFH name/values are
-    psc; a non-default stream prefixes the topic; MQRFH wildcards are 3072."""
+    """pubsub.md item 37; seed 003 l.3596-3871, 2115-2125, 2221-2223, 4378-4384: MQRFH
+    name/values are psc; a non-default stream prefixes the topic, and the prefix is removed
+    again (the stream named in MQPSStreamName) when an MQRFH subscriber gets the publication;
+    MQRFH wildcards are 3072."""
     e = make_engine()
     def v1(pairs, reply_to="V1Q"):
         return Message(MQMessage(md=MQMD(MsgType=1, ReplyToQ=reply_to), headers=[MQRFH(name_values=pairs)], body=b"v"))
@@ -417,7 +432,36 @@ def test_item_37_mqrfh_v1_commands():
     pub = send(e, "Publish", Topic="$SYS/STREAM/SAMPLE.STREAM/Results", body=b"2-1")
     (delivered,) = pub.to("V1Q")
     header = delivered.mq.headers[0]
-    assert isinstance(header, MQRFH) and header.get("MQPSTopic") == "$SYS/STREAM/SAMPLE.STREAM/Results"
+    assert isinstance(header, MQRFH) and header.get("MQPSTopic") == "Results"
+    assert header.get("MQPSStreamName") == "SAMPLE.STREAM"
+
+
+def test_item_37_mqrfh_v1_subscribers_get_the_usr_folder_as_name_value_pairs():
+    """pubsub.md item 37; seed 003 l.3648-3682, 3806-3812, 5167: an MQRFH subscriber receives
+    the publication's application properties (the usr folder) as name/value strings after the
+    MQPS fields; an MQRFH publisher's own name/value pairs (and MQPSStringData/MQPSIntData)
+    become the usr folder of MQRFH2 subscribers, and compare as numbers in filters (they are
+    text without a type, docs/pubsub.md)."""
+    e = make_engine()
+    v1_sub = Message(MQMessage(md=MQMD(MsgType=1, ReplyToQ="V1Q"), headers=[MQRFH(name_values=[
+        ("MQPSCommand", "RegSub"), ("MQPSTopic", "Paint")])]))
+    assert psc.reply_reasons(send_message(e, v1_sub, CONTROL_QUEUE).response) == ("ok", [])
+    assert send(e, "RegSub", Topic="Paint", reply_to="V2Q", Filter="usr.level > 5").completion == "ok"
+    rfh2 = send(e, "Publish", Topic="Paint", body=b"tin", usr={"colour": "blue", "level": "3"})
+    (to_v1,) = rfh2.to("V1Q")
+    assert to_v1.mq.headers[0].name_values == [("MQPSCommand", "Publish"), ("MQPSTopic", "Paint"),
+                                                ("colour", "blue"), ("level", "3")]
+    assert rfh2.to("V2Q") == []  # a typed RFH2 string "3" is not a number
+    v1_pub = Message(MQMessage(md=MQMD(MsgType=1, ReplyToQ="R"), headers=[MQRFH(Format="MQSTR", name_values=[
+        ("MQPSCommand", "Publish"), ("MQPSTopic", "Paint"), ("colour", "red"), ("level", "7"),
+        ("MQPSStringData", "note"), ("MQPSRegOpts", "Anon")])], body=b"can"))
+    res = send_message(e, v1_pub, STREAM)
+    assert psc.reply_reasons(res.response) == ("ok", [])
+    (to_v2,) = res.to("V2Q")
+    usr = to_v2.mq.first_rfh2().folder("usr")
+    assert [(c.name, c.value) for c in usr.children] == [("colour", "red"), ("level", "7"), ("MQPSStringData", "note")]
+    (back_to_v1,) = res.to("V1Q")
+    assert ("colour", "red") in back_to_v1.mq.headers[0].name_values
 
 
 def test_item_10_and_4_topic_errors():
@@ -476,3 +520,137 @@ def test_item_19_subscriptions_of_a_deleted_queue_are_removed():
     (event,) = e.remove_unreachable()
     assert json.loads(event.payload)["queue"] == "TEMP" and json.loads(event.payload)["cause"] == "queue_deleted"
     assert [s.subscriber.queue for s in e.subscriptions.values()] == ["KEEP"]
+
+
+def test_item_24_request_update_needs_the_same_topic_point_and_filter():
+    """pubsub.md item 24; seed 003 l.6579-6581: the requester must have registered the same
+    Topic, SubPoint and Filter; a different filter or point is 3073."""
+    e = make_engine()
+    send(e, "Publish", Topic="Sport/A", body=b'{"g": 2}', PubOpt="RetainPub")
+    assert send(e, "RegSub", Topic="Sport/#", reply_to="S", Filter="Body.g > 1").completion == "ok"
+    assert send(e, "ReqUpdate", Topic="Sport/#", reply_to="S").reasons == [r.NOT_REGISTERED]
+    assert send(e, "ReqUpdate", Topic="Sport/#", reply_to="S", Filter="Body.g > 0").reasons == [r.NOT_REGISTERED]
+    assert send(e, "ReqUpdate", Topic="Sport/#", reply_to="S", Filter="Body.g > 1",
+                SubPoint="Other").reasons == [r.NOT_REGISTERED]
+    ok = send(e, "ReqUpdate", Topic="Sport/#", reply_to="S", Filter="Body.g > 1")
+    assert (ok.completion, ok.topics_to("S")) == ("ok", ["Sport/A"])
+
+
+def test_item_25_default_deletes_everywhere_and_needs_publish_authority():
+    """pubsub.md item 25; seed 003 l.5350-5362, 5418-5422: without DelOpt the retained
+    publications are deleted at every broker (with one broker: here, whatever Local they were
+    published with); each topic needs publish authority: the authorised ones are deleted and
+    each refused one is a 3081 warning."""
+    from relaymq.pubsub.topicacl import AclEntry, TopicAcl
+
+    acl = TopicAcl.default()
+    acl.set(AclEntry("Locked", "bob", "deny", "inherit", "inherit"))
+    e = make_engine(acl=acl)
+    send(e, "Publish", Topic="Open/a", body=b"1", PubOpt=["RetainPub", "Local"])
+    send(e, "Publish", Topic="Locked/b", body=b"2", PubOpt="RetainPub")
+    res = send(e, "DeletePub", Topic=["Open/#", "Locked/#"], user_id="bob")
+    assert (res.completion, res.reasons) == ("warning", [r.NOT_AUTHORIZED])
+    assert res.response.mq.first_rfh2().get("pscr.Response.Topic") == "Locked/#"
+    assert send(e, "RegSub", Topic="#", reply_to="S").topics_to("S") == ["Locked/b"]
+    assert send(e, "DeletePub", Topic="Locked/b", user_id="bob").reasons == [r.NOT_AUTHORIZED]
+    assert send(e, "DeletePub", Topic="Locked/b", user_id="alice").completion == "ok"
+    assert send(e, "RegSub", Topic="#", reply_to="S2").topics_to("S2") == []
+
+
+def test_item_29_variable_user_id_registration():
+    """pubsub.md item 29; seed 003 l.6341-6393: with VariableUserId any user may modify the
+    subscription; without it only its user (3151); only the owner adds the option (3151); a
+    RegSub without it removes it and fixes the userid again."""
+    e = make_engine()
+    assert send(e, "RegSub", Topic="T", reply_to="S", user_id="alice").completion == "ok"
+    assert send(e, "RegSub", Topic="T", reply_to="S", user_id="bob", RegOpt="VariableUserId").reasons == [r.WRONG_USER]
+    assert send(e, "RegSub", Topic="T", reply_to="S", user_id="alice", RegOpt="VariableUserId").completion == "ok"
+    changed = send(e, "RegSub", Topic="T", reply_to="S", user_id="bob", RegOpt=["VariableUserId", "NonPers"])
+    assert changed.completion == "ok"
+    (sub,) = e.subscriptions.values()
+    assert (sub.user_id, sub.persistence, "VariableUserId" in sub.flags) == ("bob", "NonPers", True)
+    assert send(e, "RegSub", Topic="T", reply_to="S", user_id="bob", RegOpt="Pers").completion == "ok"
+    assert "VariableUserId" not in sub.flags  # the userid is fixed again: bob's
+    assert send(e, "RegSub", Topic="T", reply_to="S", user_id="alice", RegOpt="Pers").reasons == [r.WRONG_USER]
+
+
+def test_item_30_variable_user_id_on_deregister_and_request_update():
+    """pubsub.md items 24, 30; seed 003 l.5730-5766, 6644-6682: another user deregisters or
+    updates a VariableUserId subscription only by giving VariableUserId again (without it his
+    own userid identifies the subscription: 3073); the owner need not; a SubName refers to it
+    whatever the userid when it has VariableUserId."""
+    e = make_engine()
+    send(e, "Publish", Topic="T", body=b"kept", PubOpt="RetainPub")
+    assert send(e, "RegSub", Topic="T", reply_to="S", user_id="alice", RegOpt=["VariableUserId", "PubOnReqOnly"],
+                SubName="shared-feed").completion == "ok"
+    assert send(e, "ReqUpdate", Topic="T", reply_to="S", user_id="bob").reasons == [r.NOT_REGISTERED]
+    bob = send(e, "ReqUpdate", Topic="T", reply_to="S", user_id="bob", RegOpt="VariableUserId")
+    assert (bob.completion, bob.topics_to("S")) == ("ok", ["T"])
+    assert send(e, "ReqUpdate", Topic="T", reply_to="S", user_id="alice").topics_to("S") == ["T"]
+    assert send(e, "ReqUpdate", Topic="T", SubName="shared-feed", user_id="carol").topics_to("S") == ["T"]
+    assert send(e, "DeregSub", Topic="T", reply_to="S", user_id="bob").reasons == [r.NOT_REGISTERED]
+    assert len(e.subscriptions) == 1
+    assert send(e, "DeregSub", Topic="T", reply_to="S", user_id="bob", RegOpt="VariableUserId").completion == "ok"
+    assert e.subscriptions == {}
+
+
+def test_item_29_no_alter_keeps_the_attributes_of_an_existing_subscription():
+    """pubsub.md item 29; seed 003 l.6268-6282: NoAlter leaves an existing subscription's
+    options, SubUserData and expiry as they were; ignored when the subscription is new; a
+    SubIdentity with a Join option is added anyway."""
+    e = make_engine()
+    msg = psc.command_message("RegSub", reply_to="S", user_id="alice", Topic="T", RegOpt=["Pers", "NoAlter"],
+                              SubUserData="first", SubIdentity="app1", expiry=100)
+    assert send_message(e, msg, CONTROL_QUEUE, now=1000.0).completion == "ok"  # new: NoAlter ignored
+    (sub,) = e.subscriptions.values()
+    assert (sub.persistence, sub.sub_user_data, sub.expiry_at) == ("Pers", "first", 1010.0)
+    again = psc.command_message("RegSub", reply_to="S", user_id="alice", Topic="T",
+                                RegOpt=["NonPers", "NoAlter", "JoinShared"], SubUserData="second",
+                                SubIdentity="app2", expiry=-1)
+    assert send_message(e, again, CONTROL_QUEUE, now=1005.0).completion == "ok"
+    assert (sub.persistence, sub.sub_user_data, sub.expiry_at) == ("Pers", "first", 1010.0)
+    assert set(sub.identities) == {"app1", "app2"}
+    delivered = send(e, "Publish", Topic="T", body=b"x", now=1006.0).to("S")
+    assert [m.mq.md.Persistence for m in delivered] == [MQPER_PERSISTENT]
+
+
+def test_item_30_deregister_all_by_point_filter_and_topic_values():
+    """pubsub.md item 30; seed 003 l.5463-5481, 5564-5667: DeregAll with only a SubPoint takes
+    every subscription at that point; Filter may be repeated; each given value must
+    deregister something (3073, 7056-7070); with Topic, SubPoint and Filter all given DeregAll
+    is ignored; FullResp returns the subscription (one Topic, no DeregAll)."""
+    e = make_engine()
+    for topic, point, filt in (("A", "", ""), ("B", "", "usr.x = 1"), ("C", "P", ""), ("D", "P", "usr.x = 2")):
+        params = {"SubPoint": point} if point else {}
+        if filt:
+            params["Filter"] = filt
+        assert send(e, "RegSub", Topic=topic, reply_to="S", **params).completion == "ok"
+    assert send(e, "DeregSub", reply_to="S", RegOpt="DeregAll", SubPoint="P").completion == "ok"
+    assert sorted(s.topic for s in e.subscriptions.values()) == ["A", "B"]
+    assert send(e, "DeregSub", reply_to="S", RegOpt="DeregAll", Filter=["usr.x = 1", "usr.x = 9"]).reasons == \
+        [r.NOT_REGISTERED]
+    assert len(e.subscriptions) == 2  # an error processes nothing (item 33)
+    full = send(e, "DeregSub", Topic="B", reply_to="S", Filter="usr.x = 1", RegOpt="FullResp")
+    assert full.completion == "ok"
+    assert full.response.mq.first_rfh2().get("pscr.Filter") == "usr.x = 1"
+    send(e, "RegSub", Topic="A", reply_to="S", SubPoint="P")
+    exact = send(e, "DeregSub", Topic="A", reply_to="S", SubPoint="P", Filter="", RegOpt="DeregAll")
+    assert exact.completion == "ok"  # all three given: DeregAll ignored, one subscription went
+    assert sorted((s.topic, s.sub_point) for s in e.subscriptions.values()) == [("A", "")]
+
+
+def test_item_27_a_message_without_a_command_is_answered_and_dead_lettered():
+    """pubsub.md items 27, 36; seed 6940-6948: a message with no psc on the control queue is
+    not dropped silently: 2336 to its ReplyToQ, and a DeadLetter action for the service (which
+    puts it on SYSTEM.DEAD.LETTER.QUEUE with an MQDLH)."""
+    from relaymq.pubsub.model import DeadLetter
+
+    e = make_engine()
+    plain = Message(MQMessage(md=MQMD(MsgType=1, ReplyToQ="R", Format="MQSTR"), body=b"hello broker"))
+    actions = e.handle_message(plain, CONTROL_QUEUE, 1.0)
+    (response,) = [a for a in actions if getattr(a, "purpose", None) == "response"]
+    assert psc.reply_reasons(response.message) == ("error", [r.RFH_COMMAND_ERROR])
+    (dead,) = [a for a in actions if isinstance(a, DeadLetter)]
+    assert (dead.message, dead.reason, dead.queue) == (plain, r.RFH_COMMAND_ERROR, CONTROL_QUEUE)
+    reply = Message(MQMessage(md=MQMD(MsgType=MQMT_REPLY, ReplyToQ="R", Format="MQSTR"), body=b"x"))
+    assert [type(a).__name__ for a in e.handle_message(reply, STREAM, 1.0)] == ["DeadLetter"]  # no reply to a reply

@@ -185,3 +185,31 @@ def test_statistics_off_by_default(tmp_path):
         finally:
             await stack.stop()
     run(scenario())
+
+
+def test_item_27_non_command_on_the_control_queue_goes_to_the_dead_letter_queue(tmp_path):
+    """pubsub.md items 27, 36 (seed 6940-6948): a message with no psc put to the control queue
+    by mistake is answered 2336 on its ReplyToQ and kept on the real queue manager's
+    SYSTEM.DEAD.LETTER.QUEUE behind an MQDLH naming the reason and the queue."""
+    from relaymq.message.headers import MQMessage
+    from relaymq.message.message import Message
+    from relaymq.message.mqdlh import MQDLH
+    from relaymq.message.mqmd import MQMD
+    from relaymq.pubsub import psc
+
+    async def scenario():
+        stack = await Stack(tmp_path).start()
+        try:
+            stack.ensure_queue("APP.REPLY")
+            plain = Message(MQMessage(md=MQMD(MsgType=1, ReplyToQ="APP.REPLY", Format="MQSTR"), body=b"not a command"))
+            await stack.aio.put("SYSTEM.BROKER.CONTROL.QUEUE", plain)
+            reply = await stack.aio.get("APP.REPLY", wait=10.0)
+            assert psc.reply_reasons(reply) == ("error", [r.RFH_COMMAND_ERROR])
+            dead = await stack.aio.get("SYSTEM.DEAD.LETTER.QUEUE", wait=10.0)
+            (dlh,) = dead.mq.headers
+            assert isinstance(dlh, MQDLH)
+            assert (dlh.Reason, dlh.DestQName, dlh.DestQMgrName) == (r.RFH_COMMAND_ERROR, "SYSTEM.BROKER.CONTROL.QUEUE", "QM1")
+            assert dead.mq.body == b"not a command"
+        finally:
+            await stack.stop()
+    run(scenario())

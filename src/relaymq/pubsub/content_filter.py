@@ -17,7 +17,6 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from relaymq.selector import Selector, compile_selector
-from relaymq.selector.resolvers import message_resolver
 from relaymq.store.base import SubscriptionRecord
 
 #: The SUBSCRIBE user property that carries a content filter.
@@ -64,9 +63,8 @@ class LazyView:
 
     def selects(self, selector: Selector) -> bool:
         if self._resolve is None:
-            from relaymq.pubsub.engine import filter_view, publication_from_mqtt
+            from relaymq.pubsub.engine import filter_resolver, publication_from_mqtt
 
             m = self.message
-            self._resolve = message_resolver(filter_view(publication_from_mqtt(
-                m.topic, m.payload, m.qos, m.properties, m.expiry_at)))
+            self._resolve = filter_resolver(publication_from_mqtt(m.topic, m.payload, m.qos, m.properties, m.expiry_at))
         return selector.matches(self._resolve)

@@ -16,17 +16,26 @@ the broker's (``RetainedTree`` of ``StoredMessage``), so MQTT and ``psc`` see th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
-from relaymq.message.constants import MQMT_DATAGRAM, MQPER_PERSISTENCE_AS_Q_DEF, MQPER_PERSISTENT
+from relaymq.message.constants import (
+    MQMT_DATAGRAM,
+    MQMT_REPLY,
+    MQMT_REPORT,
+    MQPER_PERSISTENCE_AS_Q_DEF,
+    MQPER_PERSISTENT,
+)
 from relaymq.message.headers import MQMessage
+from relaymq.message.jms_mq import put_date_time
 from relaymq.message.message import Message
+from relaymq.message.mqdlh import MQDLH
 from relaymq.message.mqmd import MQMD
-from relaymq.message.mqrfh import MQRFH, from_psc
+from relaymq.message.mqrfh import MQRFH
 from relaymq.message.mqrfh2 import MQRFH2
 from relaymq.message.tree import Element
 from relaymq.pubsub import psc as wire
@@ -44,6 +53,7 @@ from relaymq.pubsub.model import (
     REMOVED_QUEUE_DELETED,
     Action,
     ClearRetained,
+    DeadLetter,
     MqttPublish,
     Publication,
     Put,
@@ -62,6 +72,7 @@ from relaymq.pubsub.topics import (
 from relaymq.pubsub.topictree import SubscriptionTree
 from relaymq.selector import SelectorError, compile_selector
 from relaymq.selector.resolvers import message_resolver
+from relaymq.selector.values import UntypedText
 
 log = logging.getLogger("relaymq.pubsub")
 
@@ -145,6 +156,24 @@ def filter_view(pub: Publication) -> Message:
     return pub._view
 
 
+def filter_resolver(pub: Publication) -> Callable[[str], object]:
+    """What a content filter reads of a publication (item 17): ``filter_view``, where the
+    ``usr`` values of a publication whose usr folder has no types (MQTT user properties,
+    MQRFH v1 name/values) are untyped text, so ``usr.level > 5`` compares a "7" as a number
+    and ``usr.level = '7'`` as a string (selector ``UntypedText``; docs/pubsub.md)."""
+    resolve = message_resolver(filter_view(pub))
+    if not pub.untyped_usr:
+        return resolve
+
+    def untyped(name: str) -> object:
+        value = resolve(name)
+        if type(value) is str and name.startswith("usr."):
+            return UntypedText(value)
+        return value
+
+    return untyped
+
+
 class PubSubEngine:
     """Subscriptions, retained publications and the psc command protocol for one broker."""
 
@@ -194,7 +223,9 @@ class PubSubEngine:
             command = _loose_command(message)
             return self._respond(command, wire.Response.error(err)) if command is not None else []
         if command is None:
-            return []  # no psc (or only an inbound pscr, item 26): nothing to do
+            if wire.is_response(message):
+                return []  # an inbound pscr is ignored (item 26, seed 5248-5264)
+            return self._not_a_command(message, queue)
         actions: list[Action] = []
         try:
             if (command.name in wire.CONTROL_COMMANDS) != (queue == self.control_queue):
@@ -213,6 +244,30 @@ class PubSubEngine:
         actions.extend(self._respond(command, response))
         actions.extend(after)
         return actions
+
+    def _not_a_command(self, message: Message, queue: str) -> list[Action]:
+        """A message with no psc command on the control queue or a publication input queue:
+        logged, answered with 2336 RFH_COMMAND_ERROR when it names a ReplyToQ (and is not
+        itself a reply or report, so that two brokers never bounce errors forever), and put on
+        the dead-letter queue with that reason, so nothing is lost silently (docs/pubsub.md)."""
+        md = message.mq.md
+        log.warning("pub/sub: a message on %s has no psc command (MsgId %s, from %s); "
+                    "it goes to the dead-letter queue", queue, md.MsgId.hex(), md.PutApplName.strip() or "?")
+        actions: list[Action] = []
+        if md.ReplyToQ.strip() and md.MsgType not in (MQMT_REPLY, MQMT_REPORT):
+            command = wire.Command("", {}, Element("psc"), md)
+            address = wire.reply_address(command, self.qmgr_name)
+            error = wire.Response.error(r.PscError(r.RFH_COMMAND_ERROR, "no psc command"))
+            if address is not None:
+                actions.append(Put(address[0], address[1], wire.response_message(command, error, self.qmgr_name), "response"))
+        actions.append(DeadLetter(message, r.RFH_COMMAND_ERROR, queue))
+        return actions
+
+    def failure(self, message: Message, reason: int) -> list[Action]:
+        """The error response (if one is wanted) of a command that failed outside the engine
+        (3008: its change could not be made durable)."""
+        command = wire.command_of(message) or _loose_command(message)
+        return self._respond(command, wire.Response.error(r.PscError(reason))) if command is not None else []
 
     def _respond(self, command: wire.Command, response: wire.Response) -> list[Action]:
         if not wire.response_wanted(command.md, response.completion, command.in_body):
@@ -267,7 +322,11 @@ class PubSubEngine:
         return SubscriberId(qmgr, queue, correl)
 
     def _filter(self, command: wire.Command) -> str:
-        text = command.one("Filter") or ""
+        return self._filter_text(command.one("Filter") or "")
+
+    @staticmethod
+    def _filter_text(text: str) -> str:
+        """A Filter value, checked: an invalid expression is 3150 (item 17)."""
         if text:
             try:
                 compile_selector(text)
@@ -300,13 +359,12 @@ class PubSubEngine:
             raise r.PscError(r.PUB_OPTIONS_ERROR, "IsRetainedPub is set by the broker only", PubOpt="IsRetainedPub")
         topics = self._topics(command, publish=True)
         publisher = None
-        if "OtherSubsOnly" in options:
-            queue_name = command.one("QName") or command.md.ReplyToQ.strip()
-            if not queue_name:
-                raise r.PscError(r.Q_NAME_ERROR, "OtherSubsOnly needs QName or ReplyToQ")
-            qmgr = command.one("QMgrName") or command.md.ReplyToQMgr.strip() or self.qmgr_name
+        if "OtherSubsOnly" in options or "QName" in command.params or "QMgrName" in command.params:
+            # The publisher's own subscriber queue (seed 6021-6043): 3074/3076 when it is not
+            # valid (seed 7082-7118 lists Publish among the commands that issue them).
             correl = command.md.CorrelId if "CorrelAsId" in options and command.md.CorrelId != _ZERO_ID else b""
-            publisher = SubscriberId(qmgr, queue_name, correl)
+            own = self._subscriber(command, False)
+            publisher = SubscriberId(own.qmgr, own.queue, correl)
         seq = command.one("SeqNum")
         if seq is not None and not seq.lstrip("-").isdigit():
             raise r.PscError(r.RFH_PARM_ERROR, "SeqNum is not an integer", SeqNum=seq)
@@ -321,7 +379,8 @@ class PubSubEngine:
                 command.body_format, md.Persistence == MQPER_PERSISTENT, max(md.Priority, 0),
                 now + md.Expiry / 10 if md.Expiry > 0 else None, command.one("PubTime"), seq,
                 retain="RetainPub" in options, local="Local" in options, publisher=publisher,
-                other_subs_only=publisher is not None, user_id=command.user_id,
+                other_subs_only="OtherSubsOnly" in options, user_id=command.user_id,
+                untyped_usr=command.rfh1,
             )
             actions.extend(self.publish(pub, now))
         return actions
@@ -397,7 +456,7 @@ class PubSubEngine:
     def _selected(self, sub: QueueSubscription, pub: Publication) -> bool:
         """Topic already matched; then the filter (item 17) and the subscriber's right to see
         this topic (a ``#`` subscription sees only permitted topics, item 38)."""
-        if sub.selector is not None and not sub.selector.matches(message_resolver(filter_view(pub))):
+        if sub.selector is not None and not sub.selector.matches(filter_resolver(pub)):
             return False
         if self.acl is not None and not self.acl.allowed(sub.user_id or None, pub.topic, SUBSCRIBE):
             return False
@@ -418,7 +477,7 @@ class PubSubEngine:
         folders = publication_folders(pub, retained_inform=retained_inform)
         if sub.rfh1:
             md.Format = "MQHRF"
-            header: Any = MQRFH(Format=pub.body_format, name_values=from_psc(folders[0]))
+            header: Any = MQRFH(Format=pub.body_format, name_values=wire.rfh1_publication(folders[0], pub.usr))
         else:
             header = MQRFH2(Format=pub.body_format, folders=folders)
         message = Message(MQMessage(md=md, headers=[header], body=pub.body))
@@ -502,7 +561,11 @@ class PubSubEngine:
                 if existing.sub_name:
                     raise r.PscError(r.DUPLICATE_SUBSCRIPTION, "subscribed under another name", Topic=topic)
                 if "AddName" not in options:
-                    raise r.PscError(r.SUB_NAME_ERROR, "the subscription has no name (AddName adds one)", Topic=topic)
+                    # The SubName section (seed 6454-6460) says 3152 for this case; the reason
+                    # table's 3153 text (7303-7309) also covers it. The command's own section
+                    # is followed (docs/pubsub.md "Reason codes").
+                    raise r.PscError(r.DUPLICATE_SUBSCRIPTION, "the subscription has no name (AddName adds one)",
+                                     Topic=topic)
             if existing is not None and existing.user_id != user and "VariableUserId" not in existing.flags:
                 raise r.PscError(r.WRONG_USER, f"registered by {existing.user_id!r}", Topic=topic)
             if "VariableUserId" not in options and any(
@@ -561,49 +624,104 @@ class PubSubEngine:
         if identity is not None and len(identity) > wire.SUB_IDENTITY_MAX:
             raise r.PscError(r.SUB_IDENTITY_ERROR, "SubIdentity longer than 64 characters")
         sub_name = command.one("SubName")
-        deregister_all = "DeregAll" in options
-        if not deregister_all and not command.params.get("Topic") and not sub_name:
-            raise r.PscError(r.RFH_PARM_MISSING, "DeregSub needs Topic")
         topics = self._topics(command, publish=False)
-        filter_text = self._filter(command)
+        filters = [self._filter_text(f) for f in command.options("Filter")]
         sub_point = command.one("SubPoint")
+        # DeregAll with Topic, SubPoint and Filter all given names one subscription: ignored
+        # (seed 5479-5481).
+        deregister_all = "DeregAll" in options and not (topics and filters and sub_point is not None)
+        if not deregister_all and not topics and not sub_name:
+            raise r.PscError(r.RFH_PARM_MISSING, "DeregSub needs Topic")
+        if "FullResp" in options and ("DeregAll" in options or len(topics) != 1):
+            # seed 5679-5693: FullResp refers to one subscription
+            raise r.PscError(r.REG_OPTIONS_ERROR, "FullResp needs exactly one Topic and no DeregAll", RegOpt="FullResp")
+        variable = "VariableUserId" in options
         targets: list[QueueSubscription] = []
         if sub_name and not deregister_all:
-            named = self.by_name.get(sub_name)
-            if named is None:
-                raise r.PscError(r.NOT_REGISTERED, f"no subscription named {sub_name!r}", SubName=sub_name)
-            targets.append(named)
-        else:
+            targets.append(self._named(command, sub_name, topics[:1], filters[:1], sub_point))
+        elif deregister_all:
             subscriber = self._subscriber(command, "CorrelAsId" in options)
-            if deregister_all:
-                targets = [s for s in self._of_subscriber(subscriber)
-                           if (sub_point is None or s.sub_point == sub_point)
-                           and (not topics or s.topic in topics)
-                           and ("Filter" not in command.params or s.filter_text == filter_text)]
-                if not targets:
-                    raise r.PscError(r.NOT_REGISTERED, "nothing to deregister")
-            else:
-                for topic in topics:  # wildcards and filters must match exactly (item 30)
-                    sub = self.subscriptions.get((topic, sub_point or DEFAULT_SUBPOINT, filter_text, subscriber))
-                    if sub is None:
-                        raise r.PscError(r.NOT_REGISTERED, "not registered", Topic=topic)
-                    targets.append(sub)
+            candidates = [s for s in self._of_subscriber(subscriber) if not s.expired(now)]
+            targets = [s for s in candidates
+                       if (sub_point is None or s.sub_point == sub_point)
+                       and (not topics or s.topic in topics)
+                       and (not filters or s.filter_text in filters)
+                       and self._identified(s, command.user_id, variable)]
+            # 3073 when one of the given values deregistered nothing (seed 7056-7070).
+            for name, values, attr in (("Topic", topics, "topic"), ("Filter", filters, "filter_text")):
+                for value in values:
+                    if not any(getattr(s, attr) == value for s in targets):
+                        raise r.PscError(r.NOT_REGISTERED, f"no subscription with {name} {value!r}", **{name: value})
+            if sub_point is not None and not targets:
+                raise r.PscError(r.NOT_REGISTERED, f"no subscription at SubPoint {sub_point!r}", SubPoint=sub_point)
+            if not targets:
+                raise r.PscError(r.NOT_REGISTERED, "nothing to deregister")
+        else:
+            # wildcard topics and filters must match the registered strings exactly (item 30);
+            # several Topics and Filters: each value must deregister something.
+            subscriber = self._subscriber(command, "CorrelAsId" in options)
+            point = sub_point or DEFAULT_SUBPOINT
+            for topic in topics:
+                found = [self.subscriptions.get((topic, point, f, subscriber)) for f in (filters or [""])]
+                found = [s for s in found if s is not None and not s.expired(now)]
+                if not found:
+                    raise r.PscError(r.NOT_REGISTERED, "not registered", Topic=topic)
+                for sub in found:
+                    if not self._identified(sub, command.user_id, variable):
+                        raise r.PscError(r.NOT_REGISTERED, "registered with VariableUserId: give it to refer to it",
+                                         Topic=topic)
+                targets.extend(found)
+            for value in filters:
+                if not any(s.filter_text == value for s in targets):
+                    raise r.PscError(r.NOT_REGISTERED, "not registered", Filter=value)
         for sub in targets:
-            if sub.user_id != command.user_id and "VariableUserId" not in sub.flags:
-                raise r.PscError(r.WRONG_USER, f"registered by {sub.user_id!r}", Topic=sub.topic)
+            self._check_owner(sub, command.user_id)
             if identity is not None and identity not in sub.identities:
                 raise r.PscError(r.SUB_IDENTITY_ERROR, "not a member of the identity set", Topic=sub.topic)
-            if identity is not None and "LeaveOnly" not in options and len(sub.identities) > 1:
-                raise r.PscError(r.SUBSCRIPTION_IN_USE, "other identities share the subscription", Topic=sub.topic)
+        if "FullResp" in options:
+            response.extra.extend(_full_response(targets[0]))
         actions: list[Action] = []
         for sub in targets:
-            if "LeaveOnly" in options:
-                sub.identities.pop(identity, None)  # type: ignore[arg-type]
+            if identity is not None:
+                sub.identities.pop(identity, None)
                 self.changed = True
-                if sub.identities:
-                    continue
+                if sub.identities or "LeaveOnly" in options:
+                    continue  # others remain, or LeaveOnly keeps it even when empty (5695-5712)
             actions.extend(self.remove(sub, REMOVED_DEREGISTERED))
         return actions
+
+    def _named(self, command: wire.Command, sub_name: str, topics: list[str], filters: list[str],
+               sub_point: str | None) -> QueueSubscription:
+        """The subscription a SubName refers to (DeregSub, ReqUpdate). Not found: 3153 when a
+        subscription with the command's traditional identity exists without a name (seed
+        5805-5809, 6735-6739), else 3073."""
+        named = self.by_name.get(sub_name)
+        if named is not None:
+            return named
+        if topics:
+            try:
+                subscriber = self._subscriber(command, "CorrelAsId" in command.options("RegOpt"))
+            except r.PscError:
+                subscriber = None
+            if subscriber is not None:
+                unnamed = self.subscriptions.get((topics[0], sub_point or DEFAULT_SUBPOINT, (filters or [""])[0], subscriber))
+                if unnamed is not None and not unnamed.sub_name:
+                    raise r.PscError(r.SUB_NAME_ERROR, "the subscription has no name", SubName=sub_name)
+        raise r.PscError(r.NOT_REGISTERED, f"no subscription named {sub_name!r}", SubName=sub_name)
+
+    @staticmethod
+    def _identified(sub: QueueSubscription, user: str, variable: bool) -> bool:
+        """Whether a command that gives no SubName refers to ``sub``: a subscription registered
+        with VariableUserId is referred to only by a command that gives VariableUserId too;
+        otherwise the command's userid identifies it (seed 5758-5766, 6672-6682)."""
+        return variable or sub.user_id == user or "VariableUserId" not in sub.flags
+
+    @staticmethod
+    def _check_owner(sub: QueueSubscription, user: str) -> None:
+        """Only the registering user changes a subscription, unless it has VariableUserId
+        (seed 5483-5485, 6341-6363): 3151 (pubsub.md decision: a userid mismatch is 3151)."""
+        if sub.user_id != user and "VariableUserId" not in sub.flags:
+            raise r.PscError(r.WRONG_USER, f"registered by {sub.user_id!r}", Topic=sub.topic)
 
     # ---------------------------------------------------------------- ReqUpdate (item 24)
     def _req_update(self, command: wire.Command, response: wire.Response, queue: str, now: float) -> list[Action]:
@@ -613,16 +731,17 @@ class PubSubEngine:
         topics = self._authorised(command, topics, SUBSCRIBE, response)
         topic = topics[0]
         sub_name = command.one("SubName")
+        sub_point = command.one("SubPoint", DEFAULT_SUBPOINT) or DEFAULT_SUBPOINT
         if sub_name:
-            sub = self.by_name.get(sub_name)
+            sub: QueueSubscription | None = self._named(command, sub_name, [topic], [filter_text], sub_point)
         else:
             subscriber = self._subscriber(command, "CorrelAsId" in options)
-            sub = self.subscriptions.get((topic, command.one("SubPoint", DEFAULT_SUBPOINT) or DEFAULT_SUBPOINT,
-                                          filter_text, subscriber))
+            sub = self.subscriptions.get((topic, sub_point, filter_text, subscriber))
+            if sub is not None and not self._identified(sub, command.user_id, "VariableUserId" in options):
+                raise r.PscError(r.NOT_REGISTERED, "registered with VariableUserId: give it to refer to it", Topic=topic)
         if sub is None or sub.expired(now):
             raise r.PscError(r.NOT_REGISTERED, "no matching subscription", Topic=topic)
-        if sub.user_id != command.user_id and "VariableUserId" not in sub.flags:
-            raise r.PscError(r.WRONG_USER, f"registered by {sub.user_id!r}", Topic=topic)
+        self._check_owner(sub, command.user_id)
         actions = self._retained_for(sub, topic, now)
         if not actions:
             raise r.PscError(r.NO_RETAINED_MSG, "no retained publication", Topic=topic)
@@ -715,6 +834,15 @@ class PubSubEngine:
             retained[point] = [v.to_record() for _t, v in found if isinstance(v, Publication)]
         return {"subscriptions": [s.to_record() for s in self.subscriptions.values()], "retained": retained}
 
+    def reset(self) -> None:
+        """Forget every queue subscription and named-point retained publication (before a
+        ``restore`` of the last durable state); MQTT sessions in a shared tree are untouched."""
+        for sub in list(self.subscriptions.values()):
+            self._unindex(sub)
+        for point in list(self.retained):
+            if not (self.mqtt_bridge and point == DEFAULT_SUBPOINT):
+                self.retained[point] = RetainedTree()
+
     def restore(self, data: dict[str, Any]) -> None:
         for rec in data.get("subscriptions", ()):
             sub = QueueSubscription(
@@ -742,6 +870,19 @@ def _loose_command(message: Message) -> wire.Command | None:
         return wire.Command("", {}, wire._psc_from_rfh1(v1), message.mq.md, rfh1=True)
     found = wire.psc_in_body(message.mq)
     return wire.Command("", {}, found[0], message.mq.md, in_body=True) if found is not None else None
+
+
+def dead_letter_message(action: DeadLetter, qmgr_name: str, now: float) -> Message:
+    """``action.message`` as it goes to the dead-letter queue: an MQDLH (reason, the queue it
+    was taken from, the broker as putter) in front of its headers and body, as MQ does."""
+    original = action.message.mq
+    put_date, put_time = put_date_time(int(now * 1000))
+    dlh = MQDLH(Reason=action.reason, DestQName=action.queue, DestQMgrName=qmgr_name,
+                Encoding=original.md.Encoding, CodedCharSetId=original.md.CodedCharSetId,
+                Format=original.md.Format, PutApplType=MQAT_BROKER, PutApplName=qmgr_name[:28],
+                PutDate=put_date, PutTime=put_time)
+    md = dataclasses.replace(original.md, Format=MQDLH.FORMAT_NAME)
+    return Message(MQMessage(md=md, headers=[dlh, *original.headers], body=original.body))
 
 
 def _same_subscriber(publisher: SubscriberId, subscriber: SubscriberId) -> bool:
@@ -816,7 +957,7 @@ def publication_from_mqtt(topic: str, payload: bytes, qos: int, properties: dict
     return Publication(topic, payload, sub_point, usr,
                        guess_domain(content_type, b"") if content_type else None,
                        "MQSTR" if properties.get("payload_format_indicator") == 1 else "",
-                       persistent=qos > 0, expiry_at=expiry_at, from_mqtt=True)
+                       persistent=qos > 0, expiry_at=expiry_at, from_mqtt=True, untyped_usr=True)
 
 
 def publication_from_stored(message: Any, sub_point: str = DEFAULT_SUBPOINT) -> Publication:

@@ -113,6 +113,9 @@ class Publication:
     other_subs_only: bool = False
     user_id: str | None = None
     from_mqtt: bool = False
+    #: usr values are text of no declared type (MQTT user properties, MQRFH v1 name/values):
+    #: a content filter compares them as numbers with numbers (docs/pubsub.md "Content filters").
+    untyped_usr: bool = False
     _view: Message | None = field(default=None, repr=False)
 
     def expired(self, now: float) -> bool:
@@ -130,7 +133,7 @@ class Publication:
             "topic": self.topic, "body": self.body.hex(), "sub_point": self.sub_point,
             "usr": self.usr, "domain": self.domain, "body_format": self.body_format,
             "persistent": self.persistent, "priority": self.priority, "expiry_at": self.expiry_at,
-            "pub_time": self.pub_time, "seq_num": self.seq_num,
+            "pub_time": self.pub_time, "seq_num": self.seq_num, "untyped_usr": self.untyped_usr,
         }
 
     @classmethod
@@ -138,7 +141,7 @@ class Publication:
         return cls(data["topic"], bytes.fromhex(data["body"]), data["sub_point"],
                    [tuple(x) for x in data["usr"]], data["domain"], data["body_format"],  # type: ignore[misc]
                    data["persistent"], data["priority"], data["expiry_at"], data["pub_time"],
-                   data["seq_num"], retain=True)
+                   data["seq_num"], retain=True, untyped_usr=data.get("untyped_usr", False))
 
 
 # -- actions: what the engine asks its host to do -------------------------------------------
@@ -176,4 +179,14 @@ class ClearRetained:
     topic: str
 
 
-Action = Put | MqttPublish | ClearRetained
+@dataclass
+class DeadLetter:
+    """Put ``message``, which the broker could not process, on the queue manager's dead-letter
+    queue (when it has one) with ``reason`` in its MQDLH; ``queue`` is where it came from."""
+
+    message: Message
+    reason: int
+    queue: str
+
+
+Action = Put | MqttPublish | ClearRetained | DeadLetter

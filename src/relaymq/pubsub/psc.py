@@ -46,12 +46,32 @@ COMMANDS = (PUBLISH, DELETE_PUB, REG_SUB, DEREG_SUB, REQ_UPDATE)
 #: queue (item 27, seed 7134-7162).
 CONTROL_COMMANDS = frozenset({REG_SUB, DEREG_SUB, REQ_UPDATE})
 
-#: Parameters that may be repeated (item 27: Topic and the option lists; seed 6547-6549).
+#: Parameters that may be repeated (item 27: Topic and the option lists; seed 6547-6549);
+#: DeregSub may also repeat Filter (seed 5629-5637).
 REPEATABLE = frozenset({"Topic", "RegOpt", "PubOpt", "DelOpt"})
+REPEATABLE_IN = {DEREG_SUB: REPEATABLE | {"Filter"}}
 #: Options given as lists: repeated elements or one space-separated value (pubsub.md decision).
 OPTION_LISTS = frozenset({"RegOpt", "PubOpt", "DelOpt"})
 #: Mandatory parameters per command (Topic of DeregSub is checked by the engine: DeregAll).
 MANDATORY = {PUBLISH: ("Topic",), DELETE_PUB: ("Topic",), REG_SUB: ("Topic",), REQ_UPDATE: ("Topic",)}
+#: The parameters each command may carry (seed 5376-5441, 5538-5827, 5884-6043, 6112-6523,
+#: 6583-6745); any other one is 2337 RFH_PARM_ERROR ("you have not specified incorrect
+#: parameters", seed 6931-7017). SubPoint is tolerated on Publish and DeletePub: the broker
+#: writes it into publications (seed 5902-5914) and a flow's Publication node forwards them.
+VALID_PARAMS: dict[str, frozenset[str]] = {
+    PUBLISH: frozenset({"Command", "Topic", "SubPoint", "PubOpt", "PubTime", "SeqNum", "QMgrName", "QName"}),
+    DELETE_PUB: frozenset({"Command", "Topic", "SubPoint", "DelOpt"}),
+    REG_SUB: frozenset({"Command", "Topic", "SubPoint", "Filter", "RegOpt", "QMgrName", "QName", "SubName",
+                        "SubIdentity", "SubUserData"}),
+    DEREG_SUB: frozenset({"Command", "Topic", "SubPoint", "Filter", "RegOpt", "QMgrName", "QName", "SubName",
+                          "SubIdentity", "SubUserData"}),
+    REQ_UPDATE: frozenset({"Command", "Topic", "SubPoint", "Filter", "RegOpt", "QMgrName", "QName", "SubName"}),
+}
+#: MQRFH v1 publishers may also give MQPSRegOpts (publisher registration: Anon, Local,
+#: DirectReq; seed 3784-3794), which have no effect here.
+VALID_PARAMS_RFH1 = {PUBLISH: VALID_PARAMS[PUBLISH] | {"RegOpt"}}
+#: The parameters of an ``mcd`` folder (seed 003 "Message service folders"); others are 2337.
+MCD_PARAMS = frozenset({"Msd", "Set", "Type", "Fmt"})
 #: Maximum length of SubIdentity (seed 6436-6523).
 SUB_IDENTITY_MAX = 64
 #: The MQRFH v1 name of the stream; a non-default stream prefixes the topic (item 37).
@@ -94,6 +114,7 @@ def read_command(message: Message) -> Command | None:
     rfh2 = mq.first_rfh2()
     psc: Element | None = rfh2.folder("psc") if rfh2 is not None else None
     rfh1 = False
+    v1: MQRFH | None = None
     in_body = False
     body = mq.body
     if psc is None:
@@ -107,25 +128,40 @@ def read_command(message: Message) -> Command | None:
                 return None
             psc, body = found
             in_body = True
+    commands = [str(c.value or "") for c in psc.children if c.name == "Command"]
+    name = commands[0] if commands else ""
+    repeatable = REPEATABLE_IN.get(name, REPEATABLE)
     params: dict[str, list[str]] = {}
     for child in psc.children:
         value = "" if child.value is None else str(child.value)
-        if child.name in params and child.name not in REPEATABLE:
+        if child.name in params and child.name not in repeatable:
             raise r.PscError(r.RFH_DUPLICATE_PARM, f"{child.name} repeated", **{child.name: value})
         if child.name in OPTION_LISTS:
             params.setdefault(child.name, []).extend(value.split())
         else:
             params.setdefault(child.name, []).append(value)
-    name = params.get("Command", [""])[0]
+    usr = rfh2.folder("usr") if rfh2 is not None else None
+    if rfh1:
+        usr = _usr_from_rfh1(v1)
     last = mq.last_rfh2()
     command = Command(
         name, params, psc, mq.md, body,
-        usr=rfh2.folder("usr") if rfh2 is not None else None,
+        usr=usr,
         mcd=last.folder("mcd") if last is not None else None,
         body_format=mq.body_format, rfh1=rfh1, in_body=in_body,
     )
+    if not commands:
+        raise r.PscError(r.RFH_PARM_MISSING, "the psc folder has no Command")
     if name not in COMMANDS:
         raise r.PscError(r.RFH_COMMAND_ERROR, f"unknown command {name!r}")
+    valid = VALID_PARAMS_RFH1.get(name, VALID_PARAMS[name]) if rfh1 else VALID_PARAMS[name]
+    for param in params:
+        if param not in valid:
+            raise r.PscError(r.RFH_PARM_ERROR, f"{name} has no parameter {param!r}")
+    if command.mcd is not None:
+        for child in command.mcd.children:
+            if child.name not in MCD_PARAMS:
+                raise r.PscError(r.RFH_PARM_ERROR, f"the mcd folder has no element {child.name!r}")
     for mandatory in MANDATORY.get(name, ()):
         if not params.get(mandatory):
             raise r.PscError(r.RFH_PARM_MISSING, f"{name} needs {mandatory}")
@@ -162,6 +198,63 @@ def _psc_from_rfh1(v1: MQRFH) -> Element:
         for topic in psc.children_named("Topic"):
             topic.value = f"{STREAM_PREFIX}{stream.strip()}/{topic.value}"
     return psc
+
+
+#: MQ Publish/Subscribe data fields a publication carries through the broker (seed 3806-3812);
+#: every other ``MQPS`` name is MQ Publish/Subscribe's own and is not copied (seed 3648-3654).
+RFH1_DATA_NAMES = frozenset({"MQPSStringData", "MQPSIntData"})
+_RFH1_RESERVED = "MQPS"
+
+
+def _is_rfh1_data(name: str) -> bool:
+    return not name.startswith(_RFH1_RESERVED) or name in RFH1_DATA_NAMES
+
+
+def _usr_from_rfh1(v1: MQRFH | None) -> Element | None:
+    """The application's own name/value pairs of an MQRFH v1 message as its ``usr`` folder
+    (the folder for application-defined properties, seed 5167): what MQRFH2 subscribers and
+    MQTT 5 clients (as user properties) receive of them. Values are text (pubsub docs)."""
+    if v1 is None:
+        return None
+    pairs = [(n, v) for n, v in v1.name_values if _is_rfh1_data(n)]
+    if not pairs:
+        return None
+    usr = Element("usr")
+    for name, value in pairs:
+        usr.add(name, value)
+    return usr
+
+
+def rfh1_publication(psc: Element, usr: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The MQRFH v1 name/values of a publication for a subscriber that registered with MQRFH
+    (item 37): the psc fields of the mapping table (seed 3623-3645), the topic without its
+    ``$SYS/STREAM/<stream>/`` prefix and the stream in MQPSStreamName (seed 2221-2223), then
+    the usr folder as name/value pairs (``MQPS`` names other than the data fields are MQ
+    Publish/Subscribe's and are not copied)."""
+    pairs = []
+    stream = None
+    for child in psc.children:
+        if child.name not in PSC_TO_RFH:
+            continue
+        value = str(child.value if child.value is not None else "")
+        if child.name == "Topic" and value.startswith(STREAM_PREFIX) and "/" in value[len(STREAM_PREFIX):]:
+            stream, _, value = value[len(STREAM_PREFIX):].partition("/")
+        pairs.append((PSC_TO_RFH[child.name], value))
+    if stream is not None:
+        pairs.append((STREAM_NAME, stream))
+    pairs += [(name, value) for name, value in usr if name and _is_rfh1_data(name)]
+    return pairs
+
+
+def is_response(message: Message) -> bool:
+    """True for a broker response (an MQRFH2 ``pscr``, an MQRFH v1 MQPSCompCode, or a
+    ``<pscr>`` text body): the broker ignores those as input (item 26)."""
+    rfh2 = message.mq.first_rfh2()
+    if rfh2 is not None and rfh2.folder("pscr") is not None:
+        return True
+    if any(isinstance(h, MQRFH) and h.get("MQPSCompCode") is not None for h in message.mq.headers):
+        return True
+    return message.mq.body.lstrip().startswith(b"<pscr>")
 
 
 def command_of(message: Message) -> Command | None:
@@ -246,7 +339,7 @@ def response_message(command: Command, response: Response, qmgr_name: str) -> Me
         out.Format = "MQHRF"
         return Message(MQMessage(md=out, headers=[MQRFH(name_values=pairs)]))
     folders = [response.pscr()]
-    if response.completion != OK:
+    if response.completion != OK and command.psc.children:
         folders.append(command.psc.copy())
     if command.in_body:
         out.Format = MQFMT_STRING.strip()

@@ -26,11 +26,13 @@ from typing import Any
 from relaymq.broker.retain import store_retained
 from relaymq.message.message import Message
 from relaymq.pubsub import reasons as r
-from relaymq.pubsub.engine import CONTROL_QUEUE, PubSubEngine
-from relaymq.pubsub.model import ClearRetained, MqttPublish, Publication, Put
+from relaymq.pubsub.engine import CONTROL_QUEUE, PubSubEngine, dead_letter_message
+from relaymq.pubsub.model import ClearRetained, DeadLetter, MqttPublish, Publication, Put
 from relaymq.pubsub.settings import PubSubSettings
 from relaymq.pubsub.stats import statistics_payload, statistics_topic
 from relaymq.pubsub.topicacl import CombinedAcl
+from relaymq.qmgr.definitions import SYSTEM_DEAD_LETTER_QUEUE
+from relaymq.qmgr.errors import BadName, UnknownQueue, UnknownQueueManager
 
 log = logging.getLogger("relaymq.pubsub")
 
@@ -61,7 +63,7 @@ class PubSubService:
             mqtt_bridge=True,
             acl=self.topic_acl if settings.topic_security else None,
             input_queues=settings.input_queue_points(),
-            queue_check=self._queue_check if self.qm is not None else None,
+            queue_check=queue_checker(self.qm) if self.qm is not None else None,
             events=settings.events,
         )
         self._loop = asyncio.get_running_loop()
@@ -129,14 +131,35 @@ class PubSubService:
                     break
                 if message is None:
                     break
-                await self.handle(message, queue)
+                try:
+                    await self.handle(message, queue)
+                except Exception:  # one bad message must not stop the queue's listener
+                    log.exception("pub/sub: a message from %s could not be handled", queue)
 
     async def handle(self, message: Message, queue: str) -> None:
-        """One command message: process it, make the change durable, then act."""
+        """One command message: process it, make the change durable, then act. A change that
+        cannot be made durable is undone (the engine goes back to the state on disk) and the
+        command fails with 3008 COMMAND_FAILED: no ok leaves before the change is durable
+        (README decision 4), and reissuing the command may succeed (seed 7020-7034)."""
         actions = self.engine.handle_message(message, queue, self.broker.clock.wall())
-        await self._save()
+        try:
+            await self._save()
+        except OSError as error:
+            log.error("pub/sub: cannot save %s (%s): the command is undone and fails with 3008",
+                      self.state_path, error)
+            await self._reload()
+            actions = self.engine.failure(message, r.COMMAND_FAILED)
         for action in actions:
             self._perform(action)
+
+    async def _reload(self) -> None:
+        """Back to the last durable state (the state file, or nothing when there is none)."""
+        data: Any = {}
+        if self.state_path is not None and os.path.isfile(self.state_path):
+            data = await asyncio.to_thread(_read_json, self.state_path)
+        self.engine.reset()
+        self.engine.restore(data)
+        self.engine.changed = False
 
     def _tap(self, stored: Any) -> None:
         """Every routed MQTT publication: deliver to queue subscribers at the default point."""
@@ -163,11 +186,16 @@ class PubSubService:
                 self._bridging = None
         elif isinstance(action, ClearRetained):
             store_retained(self.broker, self.broker.new_message(action.topic, b"", 0, True))
+        elif isinstance(action, DeadLetter):
+            self._outbox.put_nowait(action)
 
     async def _run_outbox(self) -> None:
         while True:
-            action: Put = await self._outbox.get()
+            action: Put | DeadLetter = await self._outbox.get()
             if self.aio is None:
+                continue
+            if isinstance(action, DeadLetter):
+                await self._dead_letter(action)
                 continue
             qmgr = None if self.qm is None or action.qmgr == self.qm.name else action.qmgr
             try:
@@ -175,12 +203,28 @@ class PubSubService:
             except Exception as error:
                 log.warning("pub/sub %s to %s/%s failed: %s", action.purpose, action.qmgr, action.queue, error)
 
+    async def _dead_letter(self, action: DeadLetter) -> None:
+        """A message the engine could not take, to the dead-letter queue with an MQDLH naming
+        the reason and the queue it came from; logged and dropped when there is none."""
+        if SYSTEM_DEAD_LETTER_QUEUE not in self.qm.queue_names():
+            log.warning("pub/sub: no %s on %s: a message from %s that is not a command is dropped",
+                        SYSTEM_DEAD_LETTER_QUEUE, self.qm.name, action.queue)
+            return
+        try:
+            await self.aio.put(SYSTEM_DEAD_LETTER_QUEUE, dead_letter_message(action, self.qm.name, self.broker.clock.wall()))
+        except Exception as error:
+            log.warning("pub/sub: the dead-letter queue refused a message from %s: %s", action.queue, error)
+
     async def _save(self) -> None:
         if not self.engine.changed:
             return
         self.engine.changed = False
         if self.state_path is not None:
-            await asyncio.to_thread(_write_json, self.state_path, self.engine.snapshot())
+            try:
+                await asyncio.to_thread(_write_json, self.state_path, self.engine.snapshot())
+            except OSError:
+                self.engine.changed = True
+                raise
 
     async def _sweep(self) -> None:
         while True:
@@ -215,15 +259,23 @@ class PubSubService:
             payload = statistics_payload(self.broker, len(self.engine.subscriptions), self.broker.clock.wall())
             self.broker.publish(topic, payload)
 
-    def _queue_check(self, qmgr: str, queue: str) -> int | None:
-        """3074 for a queue manager with no route, 3076 for an unknown queue (item 31)."""
-        from relaymq.qmgr.errors import QueueError
 
+
+def queue_checker(qm: Any) -> Any:
+    """The engine's ``queue_check`` for a real queue manager (item 31): 3074 for a queue
+    manager it has no route to, 3076 for a queue that does not exist or has an invalid name;
+    None when a put there would resolve (a local queue, a remote definition, a route)."""
+
+    def check(qmgr: str, queue: str) -> int | None:
         try:
-            self.qm.resolve(queue, None if qmgr == self.qm.name else qmgr)
-        except QueueError as error:
-            return r.Q_MGR_NAME_ERROR if type(error).__name__ == "UnknownQueueManager" else r.Q_NAME_ERROR
+            qm.resolve(queue, None if qmgr == qm.name else qmgr)
+        except UnknownQueueManager:
+            return r.Q_MGR_NAME_ERROR
+        except (UnknownQueue, BadName):
+            return r.Q_NAME_ERROR
         return None
+
+    return check
 
 
 def _stamp(path: str) -> tuple[float, int] | None:

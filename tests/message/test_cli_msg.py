@@ -79,6 +79,15 @@ def test_encode_rejects_bad_json(tmp_path: Path, capsys: pytest.CaptureFixture[s
     (tmp_path / "b.json").write_text(json.dumps({"MQMD": {"Colour": 1}}))
     code, _, err = _run_local(["msg", "encode", str(tmp_path / "b.json")], capsys)
     assert code == 2 and "MQMD.Colour" in err
+    # issue 3 item 7: no bare 'Encoding' / unpack / int() messages - the field is named
+    for doc, field in (
+        ({"headers": [{"header": "MQHCIH", "bytes": "00"}]}, "headers[0].Encoding"),
+        ({"headers": [{"header": "MQRFH", "NameValueString": [["x"]]}]}, "headers[0].NameValueString[0]"),
+        ({"descriptor_ccsid": "x"}, "descriptor_ccsid"),
+    ):
+        (tmp_path / "c.json").write_text(json.dumps(doc))
+        code, out, err = _run_local(["msg", "encode", str(tmp_path / "c.json")], capsys)
+        assert code == 2 and field in err and len(err.strip().splitlines()) == 1
 
 
 def test_subprocess_decode_encode_round_trip(tmp_path: Path) -> None:

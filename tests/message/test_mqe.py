@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relaymq.message import JMSMessage, MappingError, MQeFields, MQeFieldsError, dump, dump_to_string, jms_to_mqe, mqe_to_jms, restore, restore_from_string
+from relaymq.message import FormatError, JMSMessage, MQeFields, MQeFieldsError, dump, dump_to_string, jms_to_mqe, mqe_to_jms, restore, restore_from_string
 from relaymq.message.jms_mqe import message_id
 from relaymq.message.mqe_dump import MAGIC
 
@@ -140,7 +140,7 @@ def test_rule_version_and_class_identify_a_jms_message() -> None:
     f = jms_to_mqe(_jms())
     assert (f.get("MQe_JMS_VERSION"), f.get_type("MQe_JMS_VERSION"), f.get("MQe_JMS_CLASS")) == (1, "short", "jms_text")
     assert jms_to_mqe(JMSMessage(message_type="jms_none")).get("MQe_JMS_CLASS") == "jms_null"
-    with pytest.raises(MappingError):
+    with pytest.raises(MQeFieldsError, match="MQe_JMS_VERSION"):
         mqe_to_jms(MQeFields().put_int("x", 1))
 
 
@@ -215,3 +215,89 @@ def test_int_expire_time_is_relative() -> None:
     """everyplace.md item 5: an int ExpireTime is relative to creation, a long absolute."""
     msg = MQeFields().put_short("MQe_JMS_VERSION", 1).put_ascii("MQe_JMS_CLASS", "jms_null").put_long("Msg_Time", 1000).put_int("Msg_ExpireTime", 500)
     assert mqe_to_jms(msg).JMSExpiration == 1500
+
+
+# -- bad MQe JMS messages: typed errors naming the field (issue 3 'Bad input') ---------------
+def _mqe_text(**puts: tuple[str, object]) -> MQeFields:
+    msg = MQeFields().put_short("MQe_JMS_VERSION", 1).put_ascii("MQe_JMS_CLASS", "jms_text")
+    for name, (kind, value) in puts.items():
+        msg.put(name, kind, value)
+    return msg
+
+
+@pytest.mark.parametrize(
+    ("puts", "field", "offset"),
+    [
+        ({"MQe_JMS_BODY": ("arrayOfByte", b"ok \xff\xfe")}, "MQe_JMS_BODY", 3),  # not UTF-8
+        ({"Msg_Time": ("ascii", "yesterday")}, "Msg_Time", None),
+        ({"Msg_Priority": ("int", 99)}, "Msg_Priority", None),
+        ({"Msg_Priority": ("unicode", "7")}, "Msg_Priority", None),
+        ({"Msg_ExpireTime": ("double", 1.5)}, "Msg_ExpireTime", None),
+        ({"Msg_CorrelID": ("int", 5)}, "Msg_CorrelID", None),
+        ({"MQe_JMS_CLASS": ("ascii", "jms_video")}, "MQe_JMS_CLASS", None),
+        ({"MQe_JMS_VERSION": ("short", 2)}, "MQe_JMS_VERSION", None),
+        ({"MQe_JMS_HEADER": ("ascii", "x")}, "MQe_JMS_HEADER", None),
+        ({"MQe_JMS_HEADER": ("fields", MQeFields().put_int("MQe_JMS_DELIVERYMODE", 7))}, "MQe_JMS_HEADER.MQe_JMS_DELIVERYMODE", None),
+        ({"MQe_JMS_HEADER": ("fields", MQeFields().put_int("MQe_JMS_REDELIVERED", 1))}, "MQe_JMS_HEADER.MQe_JMS_REDELIVERED", None),
+        ({"MQe_JMS_PROPERTIES": ("fields", MQeFields().put_int("trace-id", 1))}, "MQe_JMS_PROPERTIES.trace-id", None),
+        ({"MQe_JMS_PROPERTIES": ("fields", MQeFields().put("arr", "arrayOfInt", [1]))}, "MQe_JMS_PROPERTIES.arr", None),
+        ({"MQe_JMS_PROPERTIES": ("fields", MQeFields().put_double("nan", float("nan")))}, "MQe_JMS_PROPERTIES.nan", None),
+    ],
+)
+def test_mqe_to_jms_bad_fields_are_typed_errors(puts: dict[str, tuple[str, object]], field: str, offset: int | None) -> None:
+    """Item 21 on bad input: an invalid UTF-8 text body, Msg_Time as text, Msg_Priority 99, a
+    wrong type anywhere: MQeFieldsError naming the field (and the byte offset in the body),
+    never UnicodeDecodeError, ValueError, or a silently accepted value."""
+    with pytest.raises(MQeFieldsError) as info:
+        mqe_to_jms(_mqe_text(**puts))
+    assert (info.value.field, info.value.offset) == (field, offset)
+
+
+_MQE_NAMES = st.sampled_from([
+    "MQe_JMS_VERSION", "MQe_JMS_CLASS", "MQe_JMS_BODY", "Msg_Time", "Msg_CorrelID", "Msg_ExpireTime",
+    "Msg_Priority", "Msg_ReplyToQ", "Msg_ReplyToQMgr", "Msg_OriginQMgr", "MQe_JMS_HEADER",
+    "MQe_JMS_PROPERTIES", "MQe_JMSX_PROPERTIES", "MQe_JMS_PS_PROPERTIES", "MQe_JMS_DELIVERYMODE",
+    "MQe_JMS_REDELIVERED", "MQe_JMS_TYPE", "MQe_JMS_CORRELATIONID", "colour", "a-b",
+])
+_MQE_SCALARS = st.one_of(
+    st.tuples(st.just("ascii"), st.sampled_from(["jms_text", "jms_map", "jms_stream", "jms_bytes", "jms_null", "x", ""])),
+    st.tuples(st.just("unicode"), st.text(max_size=5)),
+    st.tuples(st.sampled_from(["byte", "short", "int", "long"]), st.integers(-128, 127)),
+    st.tuples(st.just("double"), st.floats()),
+    st.tuples(st.just("boolean"), st.booleans()),
+    st.tuples(st.just("arrayOfByte"), st.one_of(st.binary(max_size=12), st.sampled_from([b"<map><a dt='i4'>1</a></map>", b"<stream><elt>x</elt></stream>", b"<map><a dt='i9'>1</a></map>"]))),
+    st.tuples(st.just("arrayOfInt"), st.lists(st.integers(-5, 5), max_size=3)),
+)
+
+
+def _mqe_strategy(depth: int = 2) -> st.SearchStrategy[MQeFields]:
+    leaf = st.lists(st.tuples(_MQE_NAMES, _MQE_SCALARS), max_size=8)
+    if depth == 0:
+        entries = leaf
+    else:
+        entries = st.lists(st.tuples(_MQE_NAMES, st.one_of(_MQE_SCALARS, _mqe_strategy(depth - 1).map(lambda f: ("fields", f)))), max_size=8)
+
+    def build(items: list[tuple[str, tuple[str, object]]]) -> MQeFields:
+        f = MQeFields()
+        for name, (kind, value) in items:
+            f.put(name, kind, value)
+        return f
+
+    return entries.map(build)
+
+
+@settings(max_examples=400, deadline=2000)
+@given(_mqe_strategy(), st.sampled_from(["jms_text", "jms_map", "jms_stream", "jms_bytes", "jms_null", "jms_video"]))
+def test_mqe_to_jms_on_arbitrary_fields(fields: MQeFields, cls: str) -> None:
+    """Item 21 'Bad input' (hypothesis): any MQeFields is a JMS message or a FormatError naming a
+    field, with an offset that is None or a byte offset inside MQe_JMS_BODY."""
+    if "MQe_JMS_VERSION" not in fields:
+        fields.put_short("MQe_JMS_VERSION", 1)
+    if "MQe_JMS_CLASS" not in fields:
+        fields.put_ascii("MQe_JMS_CLASS", cls)
+    try:
+        mqe_to_jms(fields)
+    except FormatError as exc:
+        assert exc.field and isinstance(exc.field, str)
+        body = fields.get("MQe_JMS_BODY")
+        assert exc.offset is None or (isinstance(exc.offset, int) and 0 <= exc.offset <= len(body or b""))  # type: ignore[arg-type]

@@ -75,11 +75,37 @@ def test_unreadable_message_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixt
     assert code == 2 and "MQMD.StrucId" in err
 
 
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        ({"headers": [{"header": "MQHCIH", "bytes": "00"}]}, "headers[0].Encoding"),
+        ({"headers": [{"header": "MQRFH", "NameValueString": [["x"]]}]}, "headers[0].NameValueString[0]"),
+        ({"MQMD": {"Priority": "9"}}, "MQMD.Priority"),
+    ],
+)
+def test_bad_json_message_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], doc: object, field: str) -> None:
+    """Issue 3 item 7: --message with malformed JSON names the field, exit 2, no traceback."""
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = _run_local(["selector", "check", "a = 1", "--message", str(path)], capsys)
+    assert code == 2 and out == "" and field in err and len(err.strip().splitlines()) == 1
+
+
+def test_unknown_domain_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--domain names a domain that does not exist: an error, not a silent UNKNOWN."""
+    code, _, err = _run_local(["selector", "check", "Body.a = 1", "--message", str(_message_file(tmp_path)), "--domain", "COBOL"], capsys)
+    assert code == 2 and "COBOL" in err
+
+
 def test_subprocess_check(tmp_path: Path) -> None:
     """The real command line, as a subprocess."""
     ok = subprocess.run([sys.executable, "-m", "relaymq", "selector", "check", "colour = 'blue'", "--message", str(_message_file(tmp_path))], capture_output=True, timeout=60)
     assert (ok.returncode, ok.stdout) == (0, b"TRUE\n")
     bad = subprocess.run([sys.executable, "-m", "relaymq", "selector", "check", "a LIKE 5"], capture_output=True, timeout=60)
     assert bad.returncode == 2 and b"position 7" in bad.stderr
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text('{"headers": [{"header": "MQHCIH", "bytes": "00"}]}')
+    tb = subprocess.run([sys.executable, "-m", "relaymq", "selector", "check", "a = 1", "--message", str(bad_json)], capture_output=True, timeout=60)
+    assert tb.returncode == 2 and b"Traceback" not in tb.stderr and b"headers[0].Encoding" in tb.stderr
     sup = subprocess.run([sys.executable, "-m", "relaymq", "selector", "check", "a = \u00b2"], capture_output=True, timeout=60)
     assert sup.returncode == 2 and sup.stderr.count(b"\n") == 1 and b"Traceback" not in sup.stderr

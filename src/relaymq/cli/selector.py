@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 
+from relaymq.message.domains.registry import canonical_domain
 from relaymq.message.errors import FormatError
 from relaymq.message.headers import decode_message
 from relaymq.message.jsonform import from_json
@@ -47,7 +48,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _load_message(path: str, domain: str | None) -> Message:
-    data = sys.stdin.buffer.read() if path == "-" else open(path, "rb").read()
+    """The message in ``path``; raises FormatError (bad bytes, JSON form or domain), OSError,
+    or ValueError for text that is not JSON."""
+    if domain:
+        domain = canonical_domain(domain)
+    if path == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        with open(path, "rb") as fh:
+            data = fh.read()
     if data.lstrip()[:1] == b"{":
         mq = from_json(json.loads(data.decode("utf-8")))
     else:

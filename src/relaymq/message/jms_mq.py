@@ -135,9 +135,14 @@ def put_date_time(ms: int) -> tuple[str, str]:
     return t.strftime("%Y%m%d"), t.strftime("%H%M%S") + f"{t.microsecond // 10000:02d}"
 
 
+def _ascii_digits(text: str) -> bool:
+    """``str.isdigit`` accepts '²' and '٣', which int() and strptime do not read as digits."""
+    return bool(text) and all("0" <= c <= "9" for c in text)
+
+
 def time_from_put(date: str, time: str) -> int | None:
     """Milliseconds for PutDate + PutTime, or None when they are blank or invalid."""
-    if len(date) != 8 or len(time) < 6 or not (date + time).isdigit():
+    if len(date) != 8 or len(time) < 6 or not _ascii_digits(date + time):
         return None
     try:
         t = _dt.datetime.strptime(date + time[:6], "%Y%m%d%H%M%S").replace(tzinfo=_dt.timezone.utc)

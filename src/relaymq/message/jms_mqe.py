@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 
 from relaymq.message.domains.jms_body import JMSMAP, JMSSTREAM, map_body, stream_body
-from relaymq.message.errors import MappingError
+from relaymq.message.errors import FormatError, MappingError, MQeFieldsError
 from relaymq.message.jms import (
     APPLICATION,
     BYTES,
@@ -42,10 +42,12 @@ from relaymq.message.jms import (
 )
 from relaymq.message.jms_mq import body_types_dict, id_string, split_queue_uri, standard_id, queue_uri
 from relaymq.message.mqe_fields import (
+    ASCII,
     BOOLEAN,
     BYTE,
     BYTE_ARRAY,
     DOUBLE,
+    FIELDS,
     FLOAT,
     INT,
     LONG,
@@ -154,47 +156,89 @@ def _body_bytes(jms: JMSMessage) -> bytes | None:
     return JMSSTREAM.serialize(stream_body(list(body), jms.body_types if isinstance(jms.body_types, list) else None))  # type: ignore[call-overload]
 
 
+def _field(fields: MQeFields, name: str, kinds: tuple[str, ...], where: str = "") -> object:
+    """The value of ``name`` if present, checked to be one of ``kinds``; None when absent."""
+    if name not in fields:
+        return None
+    kind = fields.get_type(name)
+    if kind not in kinds:
+        raise MQeFieldsError(where + name, None, f"is {kind}, expected {' or '.join(kinds)}")
+    return fields.get(name)
+
+
+def _sub_fields(fields: MQeFields, name: str) -> MQeFields | None:
+    if name in fields and fields.get_type(name) != FIELDS:
+        raise MQeFieldsError(name, None, f"is {fields.get_type(name)}, expected fields")
+    return fields.get_fields(name)
+
+
+_INTEGERS = (BYTE, SHORT, INT, LONG)
+_TEXT = (ASCII, UNICODE)
+
+
 def mqe_to_jms(msg: MQeFields, destination: str | None = None) -> JMSMessage:
-    """The JMS message in ``msg``; ``destination`` is the queue it was received from."""
-    if not is_jms(msg):
-        raise MappingError("not an MQe JMS message: no MQe_JMS_VERSION field")
-    cls = msg.get(MQE_JMS_CLASS)
+    """The JMS message in ``msg``; ``destination`` is the queue it was received from.
+
+    Raises :class:`MQeFieldsError` naming the field (``Msg_Priority``,
+    ``MQe_JMS_HEADER.MQe_JMS_DELIVERYMODE``, ``MQe_JMS_PROPERTIES.name``...) for anything that
+    is not a valid MQe JMS message; for a text body that is not UTF-8 the offset is the byte
+    offset in ``MQe_JMS_BODY``."""
+    version = _field(msg, MQE_JMS_VERSION, _INTEGERS)
+    if version is None:
+        raise MQeFieldsError(MQE_JMS_VERSION, None, "missing: not an MQe JMS message")
+    if version != 1:
+        raise MQeFieldsError(MQE_JMS_VERSION, None, f"version {version} is not supported (1 is)")
+    cls = _field(msg, MQE_JMS_CLASS, _TEXT)
     if cls not in MQE_TO_CLASS:
-        raise MappingError(f"MQe_JMS_CLASS {cls!r} is not a JMS message class")
+        raise MQeFieldsError(MQE_JMS_CLASS, None, f"{cls!r} is not a JMS message class ({', '.join(sorted(MQE_TO_CLASS))})")
     jms = JMSMessage(message_type=MQE_TO_CLASS[cls], JMSDestination=destination)  # type: ignore[index]
-    jms.JMSTimestamp = int(msg.get(MSG_TIME, 0))  # type: ignore[call-overload]
-    jms.JMSMessageID = message_id(str(msg.get(MSG_ORIGINQMGR, "")), jms.JMSTimestamp)
-    header = msg.get_fields(MQE_JMS_HEADER) or MQeFields()
-    cid = header.get(MQE_JMS_CORRELATIONID)
-    raw_cid = msg.get(MSG_CORRELID)
+    jms.JMSTimestamp = int(_field(msg, MSG_TIME, _INTEGERS) or 0)  # type: ignore[call-overload]
+    origin = _field(msg, MSG_ORIGINQMGR, _TEXT)
+    jms.JMSMessageID = message_id(str(origin or ""), jms.JMSTimestamp)
+    header = _sub_fields(msg, MQE_JMS_HEADER) or MQeFields()
+    at = MQE_JMS_HEADER + "."
+    cid = _field(header, MQE_JMS_CORRELATIONID, _TEXT, at)
+    raw_cid = _field(msg, MSG_CORRELID, (BYTE_ARRAY,))
     jms.JMSCorrelationID = str(cid) if cid is not None else (id_string(raw_cid) if isinstance(raw_cid, bytes) else None)
-    exp = msg.get(MSG_EXPIRETIME)
+    exp = _field(msg, MSG_EXPIRETIME, (INT, LONG))
     if exp is not None:
         # an int ExpireTime is relative to creation, a long is absolute (everyplace item 5)
         jms.JMSExpiration = int(exp) if msg.get_type(MSG_EXPIRETIME) == LONG else jms.JMSTimestamp + int(exp)  # type: ignore[call-overload]
-    jms.JMSPriority = int(msg.get(MSG_PRIORITY, 4))  # type: ignore[call-overload]
-    queue = msg.get(MSG_REPLYTOQ)
+    priority = _field(msg, MSG_PRIORITY, _INTEGERS)
+    if priority is not None and not 0 <= priority <= 9:  # type: ignore[operator]
+        raise MQeFieldsError(MSG_PRIORITY, None, f"{priority} is outside 0-9")
+    jms.JMSPriority = 4 if priority is None else int(priority)  # type: ignore[call-overload]
+    queue = _field(msg, MSG_REPLYTOQ, _TEXT)
     if queue:
-        jms.JMSReplyTo = queue_uri(str(msg.get(MSG_REPLYTOQMGR, "")), str(queue))
-    mode = header.get(MQE_JMS_DELIVERYMODE, PERSISTENT)
-    jms.JMSDeliveryMode = mode if mode in (PERSISTENT, NON_PERSISTENT) else PERSISTENT  # type: ignore[assignment]
-    jms.JMSRedelivered = bool(header.get(MQE_JMS_REDELIVERED, False))
-    t = header.get(MQE_JMS_TYPE)
+        jms.JMSReplyTo = queue_uri(str(_field(msg, MSG_REPLYTOQMGR, _TEXT) or ""), str(queue))
+    mode = _field(header, MQE_JMS_DELIVERYMODE, _INTEGERS, at)
+    if mode is not None and mode not in (PERSISTENT, NON_PERSISTENT):
+        raise MQeFieldsError(at + MQE_JMS_DELIVERYMODE, None, f"{mode} is not 1 (non-persistent) or 2 (persistent)")
+    jms.JMSDeliveryMode = PERSISTENT if mode is None else int(mode)  # type: ignore[call-overload]
+    jms.JMSRedelivered = bool(_field(header, MQE_JMS_REDELIVERED, (BOOLEAN,), at))
+    t = _field(header, MQE_JMS_TYPE, _TEXT, at)
     jms.JMSType = str(t) if t is not None else None
     props = TypedProperties()
     for folder_name in (MQE_JMS_PROPERTIES, MQE_JMSX_PROPERTIES, MQE_JMS_PS_PROPERTIES):
-        sub = msg.get_fields(folder_name)
+        sub = _sub_fields(msg, folder_name)
         if sub is None:
             continue
         for name, kind, value in sub.items():
+            where = f"{folder_name}.{name}"
             if kind not in MQE_TO_DT:
-                raise MappingError(f"property {name} has MQe type {kind}, which JMS cannot hold")
-            props.set(name, value if value is not None or kind != BYTE_ARRAY else b"", MQE_TO_DT[kind])
+                raise MQeFieldsError(where, None, f"has MQe type {kind}, which a JMS property cannot hold")
+            try:
+                props.set(name, value if value is not None or kind != BYTE_ARRAY else b"", MQE_TO_DT[kind])
+            except FormatError as exc:
+                raise MQeFieldsError(where, None, exc.reason) from None
     jms.properties = props
-    body = msg.get(MQE_JMS_BODY)
+    body = _field(msg, MQE_JMS_BODY, (BYTE_ARRAY,))
     data = body if isinstance(body, bytes) else b""
     if jms.message_type == TEXT:
-        jms.body = data.decode("utf-8")
+        try:
+            jms.body = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MQeFieldsError(MQE_JMS_BODY, exc.start, f"text body is not UTF-8: {exc.reason}") from None
     elif jms.message_type in (BYTES, OBJECT):
         jms.body = data
     elif jms.message_type == MAP:

@@ -76,71 +76,125 @@ def to_json(msg: MQMessage, domain: str | None = None) -> dict[str, object]:
 
 
 def _require(obj: object, kind: type, where: str) -> object:
-    if not isinstance(obj, kind):
-        raise FormatError(where, None, f"expected a JSON {kind.__name__}")
+    if not isinstance(obj, kind) or (kind is int and isinstance(obj, bool)):
+        name = {int: "integer", str: "string", dict: "object", list: "array"}.get(kind, kind.__name__)
+        raise FormatError(where, None, f"expected a JSON {name}, found {_json_type(obj)}")
     return obj
+
+
+def _json_type(obj: object) -> str:
+    if obj is None:
+        return "null"
+    if isinstance(obj, bool):
+        return "boolean"
+    return {int: "integer", float: "number", str: "string", dict: "object", list: "array"}.get(type(obj), type(obj).__name__)
+
+
+def _int(obj: object, where: str) -> int:
+    return _require(obj, int, where)  # type: ignore[return-value]
+
+
+def _str(obj: object, where: str) -> str:
+    return _require(obj, str, where)  # type: ignore[return-value]
+
+
+def _hex(obj: object, where: str) -> bytes:
+    try:
+        return bytes.fromhex(_str(obj, where))
+    except ValueError:
+        raise FormatError(where, None, "expected an even number of hex digits") from None
+
+
+def _typed_fields(values: dict[str, object], defaults: object, where: str) -> dict[str, object]:
+    """Check each value against the type of the field's default in ``defaults`` (an instance of
+    the header's dataclass): integers, strings, or bytes written as hex."""
+    out: dict[str, object] = {}
+    for key, value in values.items():
+        if not hasattr(defaults, key) or key in ("folders", "name_values"):
+            raise FormatError(f"{where}.{key}", None, f"not a field of {where.split('[')[0]}")
+        default = getattr(defaults, key)
+        field = f"{where}.{key}"
+        if isinstance(default, bytes):
+            out[key] = _hex(value, field)
+        elif isinstance(default, int):
+            out[key] = _int(value, field)
+        else:
+            out[key] = _str(value, field)
+    return out
+
+
+_COMMON = ("Encoding", "CodedCharSetId", "Format", "Flags")
+#: Keys ``to_json`` writes for display only, ignored on input.
+_DISPLAY_ONLY = {"MQRFH2": ("Version", "values"), "MQRFH": ("Version",), "MQDLH": ("Version",)}
 
 
 def from_json(doc: object) -> MQMessage:
     """The message described by ``doc`` (the :func:`to_json` shape). Fields left out take
-    their defaults, so ``{"body": {"text": "hi"}}`` is a valid message."""
+    their defaults, so ``{"body": {"text": "hi"}}`` is a valid message.
+
+    Anything wrong with ``doc`` is a :class:`FormatError` whose field is the JSON path
+    (``MQMD.Priority``, ``headers[1].NameValueString[0]``...) and whose offset is ``None``
+    (the input is a document, not bytes)."""
     data = _require(doc, dict, "message")
     assert isinstance(data, dict)
-    md_values = dict(_require(data.get("MQMD", {}), dict, "MQMD"))  # type: ignore[arg-type]
-    known = set(MQMD.field_names())
-    for key in list(md_values):
-        if key not in known:
-            raise FormatError(f"MQMD.{key}", None, "not an MQMD field")
-        if key in _BYTE_FIELDS:
-            try:
-                md_values[key] = bytes.fromhex(str(md_values[key]))
-            except ValueError:
-                raise FormatError(f"MQMD.{key}", None, "expected hex digits") from None
-    try:
-        md = MQMD(**md_values)
-    except TypeError as exc:
-        raise FormatError("MQMD", None, str(exc)) from None
+    md_values = _typed_fields(_require(data.get("MQMD", {}), dict, "MQMD"), MQMD(), "MQMD")  # type: ignore[arg-type]
+    md = MQMD(**md_values)  # type: ignore[arg-type]
     msg = MQMessage(md=md)
     if "descriptor_encoding" in data:
-        msg.md_encoding = int(data["descriptor_encoding"])
+        msg.md_encoding = _int(data["descriptor_encoding"], "descriptor_encoding")
     if "descriptor_ccsid" in data:
-        msg.md_ccsid = int(data["descriptor_ccsid"])
-    for i, h in enumerate(_require(data.get("headers", []), list, "headers")):  # type: ignore[union-attr]
+        msg.md_ccsid = _int(data["descriptor_ccsid"], "descriptor_ccsid")
+    for i, h in enumerate(_require(data.get("headers", []), list, "headers")):  # type: ignore[arg-type]
         where = f"headers[{i}]"
-        h = dict(_require(h, dict, where))  # type: ignore[arg-type]
+        h = dict(_require(h, dict, where))  # type: ignore[call-overload]
         kind = h.pop("header", None)
-        common = {k: h[k] for k in ("Encoding", "CodedCharSetId", "Format", "Flags") if k in h}
+        for key in _DISPLAY_ONLY.get(str(kind), ()):
+            h.pop(key, None)
         if kind == "MQRFH2":
-            rfh2 = MQRFH2(**common, NameValueCCSID=int(h.get("NameValueCCSID", 1208)))
-            rfh2.folders = [parse_folder(str(t), field=f"{where}.folders") for t in h.get("folders", [])]
+            folders = _require(h.pop("folders", []), list, f"{where}.folders")
+            rfh2 = MQRFH2(**_typed_fields(h, MQRFH2(), where))  # type: ignore[arg-type]
+            rfh2.folders = [
+                parse_folder(_str(t, f"{where}.folders[{j}]"), field=f"{where}.folders[{j}]")
+                for j, t in enumerate(folders)  # type: ignore[arg-type]
+            ]
             msg.headers.append(rfh2)
         elif kind == "MQRFH":
-            pairs = [(str(n), str(v)) for n, v in h.get("NameValueString", [])]
-            msg.headers.append(MQRFH(**common, name_values=pairs))
+            pairs = []
+            for j, pair in enumerate(_require(h.pop("NameValueString", []), list, f"{where}.NameValueString")):  # type: ignore[arg-type]
+                item = f"{where}.NameValueString[{j}]"
+                if not isinstance(pair, list) or len(pair) != 2:
+                    raise FormatError(item, None, "expected a [name, value] pair")
+                pairs.append((_str(pair[0], item + "[0]"), _str(pair[1], item + "[1]")))
+            msg.headers.append(MQRFH(**_typed_fields(h, MQRFH(), where), name_values=pairs))  # type: ignore[arg-type]
         elif kind == "MQDLH":
-            h.pop("Version", None)
-            msg.headers.append(MQDLH(**h))
+            msg.headers.append(MQDLH(**_typed_fields(h, MQDLH(), where)))  # type: ignore[arg-type]
         elif isinstance(kind, str) and kind.startswith("MQH"):
-            msg.headers.append(RawHeader(kind, bytes.fromhex(str(h.get("bytes", ""))), int(h["Encoding"]), int(h["CodedCharSetId"]), str(h["Format"])))
+            for key in ("bytes", *_COMMON[:3]):
+                if key not in h:
+                    raise FormatError(f"{where}.{key}", None, f"a {kind} header needs {key}")
+            msg.headers.append(RawHeader(
+                kind, _hex(h["bytes"], f"{where}.bytes"), _int(h["Encoding"], f"{where}.Encoding"),
+                _int(h["CodedCharSetId"], f"{where}.CodedCharSetId"), _str(h["Format"], f"{where}.Format"),
+            ))
         else:
             raise FormatError(f"{where}.header", None, f"unknown header kind {kind!r}")
     body = _require(data.get("body", {}), dict, "body")
     assert isinstance(body, dict)
-    if msg.headers:
-        msg.headers[-1].Format = str(body.get("format", msg.headers[-1].Format))
-    elif "format" in body:
-        md.Format = str(body["format"])
+    if "format" in body:
+        body_format = _str(body["format"], "body.format")
+        if msg.headers:
+            msg.headers[-1].Format = body_format
+        else:
+            md.Format = body_format
     if "text" in body:
+        text = _str(body["text"], "body.text")
         if not msg.headers and "format" not in body:
             md.Format = fmt(MQFMT_STRING)
         if not msg.headers and md.CodedCharSetId == 0 and "ccsid" in body:
-            md.CodedCharSetId = int(body["ccsid"])
-        msg.body = encode_text(str(body["text"]), msg.body_ccsid, msg.body_encoding, "body.text")
+            md.CodedCharSetId = _int(body["ccsid"], "body.ccsid")
+        msg.body = encode_text(text, msg.body_ccsid, msg.body_encoding, "body.text")
     elif "hex" in body:
-        try:
-            msg.body = bytes.fromhex(str(body["hex"]))
-        except ValueError:
-            raise FormatError("body.hex", None, "expected hex digits") from None
+        msg.body = _hex(body["hex"], "body.hex")
     if "domain" in body:
-        canonical_domain(str(body["domain"]))
+        canonical_domain(_str(body["domain"], "body.domain"))
     return msg

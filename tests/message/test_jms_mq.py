@@ -3,6 +3,8 @@ items 15-20 and the digest decisions). Messages go through real bytes both ways.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from relaymq.message import JMSMessage, MappingError, MQMessage, decode_message, encode_message, jms_to_mq, mq_to_jms
@@ -76,6 +78,41 @@ def test_row_jmsexpiration_expiry_and_exp() -> None:
     assert msg.md.Expiry == 600 and jms_folder(msg)["Exp"] == T0 + 60_000
     assert mq_to_jms(msg).JMSExpiration == T0 + 60_000
     assert to_mq(JMSMessage()).md.Expiry == -1  # 0 = never expires = MQEI_UNLIMITED
+
+
+def _clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def test_jmsexpiration_without_timestamp_counts_from_now() -> None:
+    """Row JMSExpiration, DECISION (docs/formats.md): Expiry counts from now_ms, else from
+    JMSTimestamp, else - JMSTimestamp 0 means 'not set' - from the clock. Before, a message with
+    no timestamp got Expiry = JMSExpiration/100 (1.7e10) and did not encode."""
+    exact = to_mq(JMSMessage(JMSExpiration=T0 + 60_000), now_ms=T0)
+    assert exact.md.Expiry == 600
+    before = _clock_ms()
+    msg = to_mq(JMSMessage(JMSExpiration=before + 60_000))
+    after = _clock_ms()
+    assert 600 - (after - before) // 100 - 1 <= msg.md.Expiry <= 600
+    # now_ms beats JMSTimestamp (a forwarded message has less time left than when it was sent)
+    assert to_mq(JMSMessage(JMSTimestamp=T0, JMSExpiration=T0 + 60_000), now_ms=T0 + 30_000).md.Expiry == 300
+
+
+def test_jmsexpiration_limits() -> None:
+    """An expired message expires at once (Expiry 1); one beyond MQLONG's range gets the
+    longest Expiry MQ can hold instead of failing to encode."""
+    assert to_mq(JMSMessage(JMSTimestamp=T0, JMSExpiration=T0 - 5_000)).md.Expiry == 1
+    assert to_mq(JMSMessage(JMSTimestamp=T0, JMSExpiration=2**63 - 1)).md.Expiry == 2**31 - 1
+
+
+def test_expiry_read_from_mqmd_only_counts_from_receipt() -> None:
+    """From MQ without jms.Exp: JMSExpiration = (now_ms, else JMSTimestamp, else the clock) +
+    Expiry * 100 - never Expiry * 100 alone, which would read as expired in 1970."""
+    md_only = MQMessage(md=MQMD(Expiry=50))
+    assert mq_to_jms(md_only, now_ms=T0).JMSExpiration == T0 + 5_000
+    before = _clock_ms()
+    got = mq_to_jms(md_only).JMSExpiration
+    assert before + 5_000 <= got <= _clock_ms() + 5_000
 
 
 def test_row_jmsmessageid_msgid() -> None:

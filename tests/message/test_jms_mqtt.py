@@ -3,6 +3,8 @@ content type, correlation data, response topic, message expiry."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from relaymq.message import JMSMessage, MappingError, MQTT5Publish, jms_to_mqtt5, mqtt5_to_jms
@@ -18,6 +20,19 @@ def test_expiry_correlation_response_topic() -> None:
     assert (pub.topic, pub.message_expiry_interval, pub.correlation_data, pub.response_topic) == ("a/b", 2, b"req-42", "replies/me")
     back = mqtt5_to_jms(pub, now_ms=T0)
     assert (back.JMSExpiration, back.JMSCorrelationID, back.JMSReplyTo, back.JMSDestination) == (T0 + 2000, "req-42", "topic://replies/me", "topic://a/b")
+
+
+def test_expiry_without_timestamp_or_now_counts_from_the_clock() -> None:
+    """DECISION (docs/formats.md): with neither now_ms nor JMSTimestamp the interval counts
+    from the clock, both ways; before, the outbound interval was ~1.7e9 s and the inbound
+    JMSExpiration was the bare interval (a date in 1970)."""
+    before = int(time.time() * 1000)
+    pub = jms_to_mqtt5(JMSMessage(JMSExpiration=before + 60_000), topic="t")
+    assert pub.message_expiry_interval is not None and 59 <= pub.message_expiry_interval <= 60
+    back = mqtt5_to_jms(MQTT5Publish(topic="t", message_expiry_interval=10))
+    assert before + 10_000 <= back.JMSExpiration <= int(time.time() * 1000) + 10_000
+    far = jms_to_mqtt5(JMSMessage(JMSTimestamp=T0, JMSExpiration=2**63 - 1), topic="t")
+    assert far.message_expiry_interval == 2**32 - 1  # the largest Four Byte Integer
 
 
 def test_binary_correlation_id() -> None:

@@ -5,14 +5,16 @@ To MQ, both the MQMD field and the MQRFH2 field are set where both exist; from M
 field wins when present (seed 002 l.34, l.66). The product's decisions where the seed is
 silent are marked DECISION and listed in ``docs/formats.md``.
 
-Time is never read here: JMSExpiration <-> MQMD Expiry (relative, tenths of a second) is
-computed against JMSTimestamp, or ``now_ms`` when the caller gives one.
+JMSExpiration (absolute, ms) <-> MQMD Expiry (relative, tenths of a second) needs a "now":
+the caller's ``now_ms`` when given, else the message's JMSTimestamp (the send time), else - a
+message with no timestamp - the clock, read only in that case (:func:`reference_ms`).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import string
+import time as _time
 
 from relaymq.message.constants import (
     MQENC_NATIVE,
@@ -152,6 +154,25 @@ def time_from_put(date: str, time: str) -> int | None:
     return int(t.timestamp()) * 1000 + hundredths * 10
 
 
+MQLONG_MAX = 2**31 - 1
+
+
+def reference_ms(now_ms: int | None, timestamp_ms: int) -> int:
+    """The instant a relative expiry counts from: ``now_ms`` if given, else the JMSTimestamp,
+    else (JMSTimestamp 0 means "not set") the current time."""
+    if now_ms is not None:
+        return now_ms
+    if timestamp_ms:
+        return timestamp_ms
+    return int(_time.time() * 1000)
+
+
+def relative_expiry(expiration_ms: int, reference: int, unit_ms: int, maximum: int) -> int:
+    """Whole ``unit_ms`` units from ``reference`` until ``expiration_ms``, rounded up, at least
+    1 (an already expired message expires at once) and at most ``maximum`` (the field's range)."""
+    return min(maximum, max(1, -(-(expiration_ms - reference) // unit_ms)))
+
+
 def _ccsid_of(value: object, default: int) -> int:
     if value is None:
         return default
@@ -186,7 +207,8 @@ def _explicit_int(props: TypedProperties, name: str) -> int | None:
 # -- JMS -> MQ -------------------------------------------------------------------------------
 def jms_to_mq(jms: JMSMessage, *, with_rfh2: bool = True, now_ms: int | None = None) -> MQMessage:
     """The MQ-format message for ``jms``. ``with_rfh2=False`` serves applications that cannot
-    read an MQRFH2 (item 20): the RFH2-only fields are then dropped."""
+    read an MQRFH2 (item 20): the RFH2-only fields are then dropped. ``now_ms`` is the send
+    time, the base of the relative MQMD Expiry (see :func:`reference_ms`)."""
     props = jms.properties
     md = MQMD()
     jms_folder = Element("jms")
@@ -212,8 +234,8 @@ def jms_to_mq(jms: JMSMessage, *, with_rfh2: bool = True, now_ms: int | None = N
         jms_folder.add("Dst", jms.JMSDestination)
     # JMSExpiration: Expiry (relative tenths of a second) and jms.Exp (absolute ms).
     if jms.JMSExpiration:
-        ref = now_ms if now_ms is not None else jms.JMSTimestamp
-        md.Expiry = max(1, -(-(jms.JMSExpiration - ref) // 100))
+        ref = reference_ms(now_ms, jms.JMSTimestamp)
+        md.Expiry = relative_expiry(jms.JMSExpiration, ref, 100, MQLONG_MAX)
         jms_folder.add("Exp", jms.JMSExpiration, dt="i8")
     # JMSMessageID: MsgId (note 11: JMS_IBM_MQMD_MsgId replaces it when explicitly set).
     if jms.JMSMessageID:
@@ -344,8 +366,10 @@ def body_types_dict(jms: JMSMessage) -> dict[str, str] | None:
 
 
 # -- MQ -> JMS -------------------------------------------------------------------------------
-def mq_to_jms(msg: MQMessage) -> JMSMessage:
-    """The JMS message for an MQ-format message (RFH2 field first, else the MQMD field)."""
+def mq_to_jms(msg: MQMessage, now_ms: int | None = None) -> JMSMessage:
+    """The JMS message for an MQ-format message (RFH2 field first, else the MQMD field).
+    ``now_ms`` is the receive time, the base of JMSExpiration when only the MQMD Expiry
+    (the time left) gives it (see :func:`reference_ms`)."""
     md = msg.md
     first, last = msg.first_rfh2(), msg.last_rfh2()
     jf = first.folder("jms") if first else None
@@ -385,7 +409,7 @@ def mq_to_jms(msg: MQMessage) -> JMSMessage:
     if exp is not None:
         jms.JMSExpiration = int(exp)  # type: ignore[call-overload]
     elif md.Expiry > 0:
-        jms.JMSExpiration = jms.JMSTimestamp + md.Expiry * 100
+        jms.JMSExpiration = reference_ms(now_ms, jms.JMSTimestamp) + md.Expiry * 100
     jms.JMSMessageID = id_string(md.MsgId)
     jms.JMSPriority = md.Priority if 0 <= md.Priority <= 9 else 4
     jms.JMSRedelivered = md.BackoutCount > 0  # note 3

@@ -9,8 +9,10 @@ JMS                           MQTT 5
 JMSDestination ``topic://T``  topic name ``T`` (unless a topic is given)
 JMSDeliveryMode               QoS 0 -> NON_PERSISTENT, QoS 1/2 -> PERSISTENT (inbound only;
                               the outbound QoS is the caller's)
-JMSExpiration                 Message Expiry Interval, whole seconds rounded up, relative to
-                              JMSTimestamp or ``now_ms``
+JMSExpiration                 Message Expiry Interval, whole seconds rounded up (1 to
+                              2**32-1), relative to ``now_ms``, else JMSTimestamp, else the
+                              clock; inbound: (``now_ms`` or JMSTimestamp or the clock) +
+                              interval
 JMSCorrelationID              Correlation Data: ``ID:``+hex / bytes as raw bytes, other
                               strings as UTF-8; inbound, UTF-8 text is a string and other
                               bytes ``ID:``+hex
@@ -33,10 +35,12 @@ from dataclasses import dataclass, field
 
 from relaymq.message.errors import MappingError
 from relaymq.message.jms import BYTES, MAP, MESSAGE_TYPES, NON_PERSISTENT, NONE, OBJECT, PERSISTENT, STREAM, TEXT, JMSMessage
-from relaymq.message.jms_mq import id_string, standard_id
+from relaymq.message.jms_mq import id_string, reference_ms, relative_expiry, standard_id
 from relaymq.message.typed import format_value
 
 CONTENT_TYPE_PROPERTY = "JMS_RelayMQ_ContentType"
+#: Largest Message Expiry Interval (a Four Byte Integer, seconds).
+FOUR_BYTE_MAX = 2**32 - 1
 CLASS_PROPERTY = "JMS_Class"
 _HEADER_PROPERTIES = ("JMSPriority", "JMSType", "JMSMessageID", "JMSTimestamp")
 
@@ -65,8 +69,8 @@ def jms_to_mqtt5(jms: JMSMessage, topic: str | None = None, qos: int = 0, now_ms
         raise MappingError("no topic: give one or set JMSDestination to topic://...")
     pub = MQTT5Publish(topic=topic, qos=qos)
     if jms.JMSExpiration:
-        ref = now_ms if now_ms is not None else jms.JMSTimestamp
-        pub.message_expiry_interval = max(1, -(-(jms.JMSExpiration - ref) // 1000))
+        ref = reference_ms(now_ms, jms.JMSTimestamp)
+        pub.message_expiry_interval = relative_expiry(jms.JMSExpiration, ref, 1000, FOUR_BYTE_MAX)
     if jms.JMSCorrelationID is not None:
         std = standard_id(jms.JMSCorrelationID)
         pub.correlation_data = std if std is not None else str(jms.JMSCorrelationID).encode("utf-8")
@@ -114,7 +118,7 @@ def mqtt5_to_jms(pub: MQTT5Publish, now_ms: int = 0) -> JMSMessage:
     headers = {k: v for k, v in users if k in _HEADER_PROPERTIES}
     jms.JMSTimestamp = int(headers["JMSTimestamp"]) if headers.get("JMSTimestamp", "").isdigit() else now_ms
     if pub.message_expiry_interval is not None:
-        jms.JMSExpiration = (now_ms or jms.JMSTimestamp) + pub.message_expiry_interval * 1000
+        jms.JMSExpiration = reference_ms(now_ms or None, jms.JMSTimestamp) + pub.message_expiry_interval * 1000
     if pub.correlation_data is not None:
         try:
             text = pub.correlation_data.decode("utf-8")

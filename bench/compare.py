@@ -60,10 +60,13 @@ class Sizes:
     repeats: int             # alternations in the generator check
 
     def scaled(self, factor: float) -> "Sizes":
-        """Smaller counts for a slow broker (amqtt): rates stay comparable, run time sane."""
+        """Smaller counts of scenarios 7-9 for a slow broker (amqtt); the table labels the
+        cells with the count used. The load scenarios (1-5) keep their counts: amqtt's rates
+        there are the same at either size except scenario 4, where a small count understates
+        it (audit of issue 8), so only full counts compare."""
         def s(n: int) -> int:
             return max(10, int(n * factor))
-        return Sizes(s(self.one_to_one), s(self.fan_out), s(self.fan_in), self.idle,
+        return Sizes(self.one_to_one, self.fan_out, self.fan_in, self.idle,
                      s(self.retained), s(self.backlog), self.c_clients, self.repeats)
 
 
@@ -75,23 +78,28 @@ QUICK = Sizes(one_to_one=5_000, fan_out=100, fan_in=20, idle=300, retained=1_000
 
 @dataclass(frozen=True)
 class Scenario:
-    """One row of the table: ``measure(broker, sizes)`` returns {row key: figure dict}."""
+    """One row of the table: ``measure(broker, sizes)`` returns {row key: figure dict}.
+
+    ``rate_key``: a figure in msg/s that compares brokers which ran different counts (the
+    table then prints that ratio, marked ~); without one, different counts get no ratio."""
 
     key: str
     title: str
     unit: str
     higher_is_better: bool
+    rate_key: str = ""
 
 
 ROWS: tuple[Scenario, ...] = (
     Scenario("s1", "1 QoS 0, 1 pub -> 1 sub", "msg/s", True),
-    Scenario("s2", "2 QoS 1, 1 -> 1, inflight 100", "msg/s", True),
-    Scenario("s3", "3 QoS 2, 1 -> 1, inflight 100", "msg/s", True),
+    Scenario("s2", "2 QoS 1, 1 -> 1, inflight 100, persistent sub", "msg/s", True),
+    Scenario("s2c", "2c same, clean sessions (nothing stored)", "msg/s", True),
+    Scenario("s3", "3 QoS 2, 1 -> 1, inflight 100, persistent", "msg/s", True),
     Scenario("s4", "4 QoS 0 fan-out 1 -> 100", "msg/s", True),
-    Scenario("s5", "5 QoS 1 fan-in 100 -> 1", "msg/s", True),
+    Scenario("s5", "5 QoS 1 fan-in 100 -> 1, persistent sub", "msg/s", True),
     Scenario("s6", "6 broker RSS, idle connections", "MB", False),
-    Scenario("s7", "7 retained topics to '#' subscriber", "msg/s", True),
-    Scenario("s8", "8 session backlog: reconnect + drain", "msg/s", True),
+    Scenario("s7", "7 retained topics: '#' receives all", "s", False, "rate"),
+    Scenario("s8", "8 session backlog: reconnect + drain", "s", False, "rate"),
     Scenario("s9", "9 restart with the backlog", "s", False),
 )
 ROW_BY_KEY = {row.key: row for row in ROWS}
@@ -100,12 +108,23 @@ ROW_BY_KEY = {row.key: row for row in ROWS}
 # -- measurements ------------------------------------------------------------------------------
 
 
+def _notes(lost: int = 0, duplicates: int = 0) -> str:
+    """The problems a figure must be read with: losses, and duplicates (which a rate counts)."""
+    notes = []
+    if lost:
+        notes.append(f"lost {lost:,}")
+    if duplicates:
+        notes.append(f"dup {duplicates:,}")
+    return ", ".join(notes)
+
+
 def _load(broker: Any, **spec: Any) -> dict[str, Any]:
     report = run_load(BenchSpec(host=HOST, port=broker.port, username=USERNAME, **spec),
                       progress=False)
     figures = report.to_dict()
     figures["value"] = report.receive_rate
-    figures["note"] = f"lost {report.lost:,}" if report.lost else ""
+    figures["count"] = report.sent
+    figures["note"] = _notes(report.lost, report.duplicates)
     return figures
 
 
@@ -114,11 +133,20 @@ def s1(broker: Any, sizes: Sizes) -> dict[str, Any]:
 
 
 def s2(broker: Any, sizes: Sizes) -> dict[str, Any]:
+    """QoS 1 queued for a persistent-session subscriber: the broker's durable path."""
+    return _load(broker, qos=1, inflight=100, count=sizes.one_to_one, persistent="sub")
+
+
+def s2c(broker: Any, sizes: Sizes) -> dict[str, Any]:
+    """Scenario 2 with clean sessions: the difference to s2 is what storing costs a broker."""
     return _load(broker, qos=1, inflight=100, count=sizes.one_to_one)
 
 
 def s3(broker: Any, sizes: Sizes) -> dict[str, Any]:
-    return _load(broker, qos=2, inflight=100, count=max(10, sizes.one_to_one // 2))
+    """QoS 2 with persistent publisher and subscriber: the inbound QoS 2 state and the
+    queued deliveries are both session state a broker keeps."""
+    return _load(broker, qos=2, inflight=100, count=max(10, sizes.one_to_one // 2),
+                 persistent="all")
 
 
 def s4(broker: Any, sizes: Sizes) -> dict[str, Any]:
@@ -126,7 +154,8 @@ def s4(broker: Any, sizes: Sizes) -> dict[str, Any]:
 
 
 def s5(broker: Any, sizes: Sizes) -> dict[str, Any]:
-    return _load(broker, qos=1, publishers=100, inflight=100, count=sizes.fan_in)
+    return _load(broker, qos=1, publishers=100, inflight=100, count=sizes.fan_in,
+                 persistent="sub")
 
 
 def s6(broker: Any, sizes: Sizes) -> dict[str, Any]:
@@ -150,9 +179,11 @@ def s7(broker: Any, sizes: Sizes) -> dict[str, Any]:
     n = sizes.retained
     stored, timing = scenarios.retained_round_trip(HOST, broker.port, n, username=USERNAME)
     rate = timing.retained / timing.seconds if timing.seconds else 0.0
-    note = f"got {timing.retained:,}/{n:,}" if timing.retained < n else ""
-    return {"value": rate, "count": n, "store_seconds": stored, "receive_seconds": timing.seconds,
-            "received": timing.retained, "note": note}
+    notes = [f"got {timing.retained:,}/{n:,}"] if timing.retained < n else []
+    notes += [_notes(duplicates=timing.received - timing.unique)] if timing.received > timing.unique else []
+    return {"value": timing.seconds, "rate": rate, "count": n, "store_seconds": stored,
+            "receive_seconds": timing.seconds, "received": timing.retained,
+            "note": ", ".join(notes)}
 
 
 def s8(broker: Any, sizes: Sizes) -> dict[str, Any]:
@@ -162,9 +193,11 @@ def s8(broker: Any, sizes: Sizes) -> dict[str, Any]:
     fill = scenarios.queue_backlog(HOST, broker.port, client_id, topic, n, username=USERNAME)
     timing = scenarios.drain_session(HOST, broker.port, client_id, n, username=USERNAME)
     rate = timing.unique / timing.seconds if timing.seconds else 0.0
-    note = f"got {timing.unique:,}/{n:,}" if timing.unique < n else ""
-    return {"value": rate, "count": n, "fill_seconds": fill, "drain_seconds": timing.seconds,
-            "received": timing.received, "unique": timing.unique, "note": note}
+    notes = [f"got {timing.unique:,}/{n:,}"] if timing.unique < n else []
+    notes += [_notes(duplicates=timing.received - timing.unique)] if timing.received > timing.unique else []
+    return {"value": timing.seconds, "rate": rate, "count": n, "fill_seconds": fill,
+            "drain_seconds": timing.seconds, "received": timing.received,
+            "unique": timing.unique, "note": ", ".join(notes)}
 
 
 def s9(broker: Any, sizes: Sizes) -> dict[str, Any]:
@@ -188,7 +221,8 @@ def s9(broker: Any, sizes: Sizes) -> dict[str, Any]:
 
 
 MEASURES: dict[str, Callable[[Any, Sizes], Any]] = {
-    "s1": s1, "s2": s2, "s3": s3, "s4": s4, "s5": s5, "s6": s6, "s7": s7, "s8": s8, "s9": s9,
+    "s1": s1, "s2": s2, "s2c": s2c, "s3": s3, "s4": s4, "s5": s5, "s6": s6, "s7": s7, "s8": s8,
+    "s9": s9,
 }
 
 
@@ -307,12 +341,19 @@ def _fmt(row: Scenario, value: float | None) -> str:
     return f"{value:,.2f}"
 
 
-def _cell(row: Scenario, figures: dict[str, Any] | None) -> str:
+def _cell(row: Scenario, figures: dict[str, Any] | None, full_count: int | None = None) -> str:
+    """The figure, labelled with its count when it ran fewer than the row's others, and its
+    notes (losses, duplicates, failures)."""
     if not figures:
         return "n/a"
     text = _fmt(row, figures.get("value"))
-    note = figures.get("note")
-    return f"{text} ({note})" if note else text
+    extras = []
+    count = figures.get("count")
+    if full_count and count and count < full_count:
+        extras.append(f"n={count:,}")
+    if figures.get("note"):
+        extras.append(figures["note"])
+    return f"{text} ({'; '.join(extras)})" if extras else text
 
 
 def advantage(row: Scenario, ours: float | None, theirs: float | None) -> float | None:
@@ -322,21 +363,39 @@ def advantage(row: Scenario, ours: float | None, theirs: float | None) -> float 
     return ours / theirs if row.higher_is_better else theirs / ours
 
 
+def ratio_cell(row: Scenario, ours: dict[str, Any], theirs: dict[str, Any]) -> str:
+    """relaymq's advantage over one broker in one row, as the table prints it.
+
+    Same count: the ratio of the figures. Different counts (a scaled amqtt run): the ratio of
+    the per-message rates, marked ~, when the row has one; otherwise none ("n differs"): a
+    restart time with 10,000 messages says nothing about one with 100,000. ``*``: a figure of
+    the pair has a note."""
+    flag = "*" if ours.get("note") or theirs.get("note") else ""
+    if ours.get("count") and theirs.get("count") and ours["count"] != theirs["count"]:
+        if not row.rate_key:
+            return "n differs"
+        adv = advantage(Scenario("", "", "msg/s", True), ours.get(row.rate_key),
+                        theirs.get(row.rate_key))
+        return "-" if adv is None else f"~{adv:.2f}x{flag}"
+    adv = advantage(row, ours.get("value"), theirs.get("value"))
+    return "-" if adv is None else f"{adv:.2f}x{flag}"
+
+
 def table(results: dict[str, dict[str, dict[str, Any]]], brokers: list[str]) -> str:
     others = [b for b in brokers if b != "relaymq"]
     header = ["scenario", "unit"] + brokers + ([f"vs {b}" for b in others] if "relaymq" in brokers else [])
     rows = [header]
     for row in ROWS:
+        figures = {kind: results.get(kind, {}).get(row.key) for kind in brokers}
+        if not any(figures.values()):
+            continue   # a row not run (--scenarios)
+        full = max((f.get("count") or 0 for f in figures.values() if f), default=0)
         cells = [row.title, row.unit]
         for kind in brokers:
-            cells.append(_cell(row, results.get(kind, {}).get(row.key)))
+            cells.append(_cell(row, figures[kind], full))
         if "relaymq" in brokers:
-            ours = results.get("relaymq", {}).get(row.key, {})
             for kind in others:
-                theirs = results.get(kind, {}).get(row.key, {})
-                adv = advantage(row, ours.get("value"), theirs.get("value"))
-                flag = "*" if ours.get("note") or theirs.get("note") else ""
-                cells.append("-" if adv is None else f"{adv:.2f}x{flag}")
+                cells.append(ratio_cell(row, figures["relaymq"] or {}, figures[kind] or {}))
         rows.append(cells)
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = []
@@ -356,8 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--amqtt", default=os.environ.get("RELAYMQ_AMQTT", ""),
                     help="the amqtt executable (bench/compare installs one)")
     ap.add_argument("--amqtt-scale", type=float, default=0.1,
-                    help="amqtt gets counts x this (default 0.1): it is ~100x slower, and the "
-                         "rates stay comparable")
+                    help="amqtt's counts in scenarios 7-9 x this (default 0.1; the table "
+                         "labels them n=...); scenarios 1-6 always run at full counts")
     ap.add_argument("--plot-python", default=os.environ.get("RELAYMQ_PLOT_PYTHON", ""),
                     help="a python with matplotlib for the PNG chart")
     ap.add_argument("--no-generator-check", action="store_true")
@@ -374,6 +433,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown broker(s): {', '.join(sorted(unknown))}")
     only = {s.strip() for s in args.scenarios.split(",") if s.strip()} or None
     amqtt_binary = args.amqtt or shutil.which("amqtt")
+    if amqtt_binary and os.sep in amqtt_binary:
+        amqtt_binary = os.path.abspath(amqtt_binary)   # brokers run in their own directories
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -413,9 +474,11 @@ def main(argv: list[str] | None = None) -> int:
     if "*" in text:
         print("* a figure of this pair has a note (losses, a lost backlog, a failure): the ratio "
               "compares what arrived; read the note first")
-    if "amqtt" in brokers and args.amqtt_scale != 1:
-        print(f"amqtt ran with counts x {args.amqtt_scale:g} (rates compare; s9 restart times "
-              f"are for its smaller backlog)")
+    if "~" in text:
+        print("~ the brokers ran different counts (n=...): the ratio is of the per-message rates "
+              "(msg/s, in the JSON)")
+    if "n differs" in text:
+        print("n differs: a restart time with a smaller backlog is not compared")
     doc = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
            "seconds": time.time() - started, "quick": args.quick, "versions": versions,
            "environment": environment(), "sizes": sizes_used, "generator_check": check,

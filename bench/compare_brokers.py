@@ -2,18 +2,22 @@
 
 relaymq and Mosquitto come from the test harness (tests/harness.py: BrokerProcess writes their
 configs and knows when they are ready); amqtt is added here as a subclass with its YAML config.
-Settings are chosen to be comparable, not flattering:
+Settings are chosen to be comparable, not flattering. What each broker gets, and what its PUBACK
+to a QoS 1 publisher promises when the subscriber has a persistent session (scenarios 2, 3, 5):
 
-* relaymq: SQLite store, default ``sqlite_synchronous = FULL`` (QoS 1/2 acknowledged only once
-  durable);
-* Mosquitto: ``persistence true`` with a data directory (it saves in memory and writes its
-  database on shutdown and every ``autosave_interval``: a weaker promise than relaymq's);
-* amqtt: its SQLite session plugin ``amqtt.contrib.persistence.SessionDBPlugin`` (retained
-  messages and sessions of *authenticated* clients only, hence anonymous access off and every
-  benchmark client sending the user name ``bench``).
-
-All three: 100 QoS 1/2 messages in flight per client towards subscribers and room for a
-million queued messages per session, so scenario 8's backlog is not cut by a default limit.
+* relaymq: SQLite store, default ``sqlite_synchronous = FULL``; ``[limits] max_inflight = 100``,
+  ``max_queued_messages = 1000000``, ``max_stored_messages = 2000000``. PUBACK after the
+  delivery for the persistent session is committed and fsynced (group commit): durable.
+* Mosquitto: ``persistence true`` with a data directory, default ``autosave_interval`` (1800 s);
+  ``max_inflight_messages 100``, ``max_queued_messages 1000000``. PUBACK once the message is
+  queued in memory; the database is written every autosave interval and at shutdown, so a
+  crash loses what came since the last save.
+* amqtt 0.12: its SQLite session plugin ``amqtt.contrib.persistence.SessionDBPlugin``; it has no
+  in-flight or queue limit to set (its queues are unbounded, every delivery is its own task).
+  PUBACK once the PUBLISH is on an in-memory queue, before the message is routed; the plugin writes
+  sessions, subscriptions and retained messages, and a message only when it is queued for a
+  *disconnected* persistent session, never for a connected one. It keeps no session for
+  anonymous clients, hence anonymous access off and the user name ``bench`` on every client.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from harness import BrokerProcess  # noqa: E402
 BROKERS: tuple[str, ...] = ("relaymq", "mosquitto", "amqtt")
 #: The user name every benchmark client sends (amqtt keeps no session for anonymous clients).
 USERNAME = "bench"
-#: Shared limits, in relaymq's schema (the harness translates them for Mosquitto).
+#: Shared limits, in relaymq's schema (the harness translates them for Mosquitto; amqtt has
+#: no equivalent settings).
 COMMON_CONFIG: dict[str, dict[str, Any]] = {
     "limits": {"max_inflight": 100, "max_queued_messages": 1_000_000,
                "max_stored_messages": 2_000_000},
@@ -41,7 +46,10 @@ RELAYMQ_PORTS: dict[str, dict[str, Any]] = {"http": {"port": 0}, "qmgr": {"chann
 
 
 class AmqttProcess(BrokerProcess):
-    """amqtt (``amqtt -c broker.yaml``) with the harness's lifecycle (start, stop, restart)."""
+    """amqtt (``amqtt -c broker.yaml``) with the harness's lifecycle (start, stop, restart).
+
+    ``config`` (the shared limits) is not written: amqtt 0.12 has no in-flight or queue limit
+    settings. The YAML holds the listener, anonymous access off and the SQLite plugin."""
 
     def __init__(self, amqtt_binary: str, **kwargs: Any) -> None:
         super().__init__("relaymq", **kwargs)   # the harness knows two kinds; the command is ours

@@ -22,18 +22,23 @@ def main(json_path: str, png_path: str) -> int:
     import matplotlib.pyplot as plt
 
     doc = json.loads(open(json_path, encoding="utf-8").read())
-    rows = doc["rows"]
     results = doc["results"]
     brokers = list(results)
-    cols = 3
+    # only the rows that were run (--scenarios)
+    rows = [row for row in doc["rows"] if any(results[b].get(row["key"]) for b in brokers)]
+    cols = min(3, max(1, len(rows)))
     lines = -(-len(rows) // cols)
-    fig, axes = plt.subplots(lines, cols, figsize=(4.2 * cols, 3.2 * lines))
+    fig, axes = plt.subplots(lines, cols, figsize=(4.2 * cols, 3.2 * lines), squeeze=False)
     for ax, row in zip(axes.flat, rows):
-        values = [(results[b].get(row["key"]) or {}).get("value") for b in brokers]
+        figures = [results[b].get(row["key"]) or {} for b in brokers]
+        values = [f.get("value") for f in figures]
+        full = max((f.get("count") or 0 for f in figures), default=0)
         heights = [v or 0 for v in values]
         bars = ax.bar(brokers, heights, color=[COLOURS.get(b, "grey") for b in brokers])
-        for bar, value in zip(bars, values):
+        for bar, value, fig_ in zip(bars, values, figures):
             label = "n/a" if value is None else (f"{value:,.0f}" if value >= 100 else f"{value:.2f}")
+            if value is not None and fig_.get("count") and fig_["count"] < full:
+                label += f"\n(n={fig_['count']:,})"   # a scaled run: not the same count
             ax.annotate(label, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                         ha="center", va="bottom", fontsize=8)
         better = "higher" if row["higher_is_better"] else "lower"

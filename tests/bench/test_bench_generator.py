@@ -97,7 +97,7 @@ def test_scenario_helpers(bench_broker: BrokerProcess) -> None:
     persistent store: mqtt.md item 6) and idle connections held open."""
     port = bench_broker.port
     stored, timing = scenarios.retained_round_trip("127.0.0.1", port, 150)
-    assert stored > 0 and timing.retained == 150 and timing.unique == 150
+    assert stored > 0 and timing.retained == timing.received == timing.unique == 150
     scenarios.queue_backlog("127.0.0.1", port, "bench-t", "bench/t", 120)
     drained = scenarios.drain_session("127.0.0.1", port, "bench-t", 120, idle_timeout=10)
     assert drained.session_present and drained.unique == 120

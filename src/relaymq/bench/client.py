@@ -73,8 +73,12 @@ class Connection:
                    source: str | None = None, timeout: float = 30.0) -> "Connection":
         """Connect and complete CONNECT/CONNACK; raises BenchError when refused."""
         local = (source, 0) if source else None
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(host, port, local_addr=local, limit=READ_SIZE), timeout)
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(host, port, local_addr=local, limit=READ_SIZE), timeout)
+        except asyncio.TimeoutError:
+            raise BenchError(f"{client_id}: no TCP connection to {host}:{port} within "
+                             f"{timeout:g}s") from None
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -85,7 +89,12 @@ class Connection:
         conn.address = (host, port)
         conn.client_id = client_id
         conn.credentials = (username, password)
-        first, body = await asyncio.wait_for(conn.read_packet(), timeout)
+        try:
+            first, body = await asyncio.wait_for(conn.read_packet(), timeout)
+        except asyncio.TimeoutError:
+            writer.close()
+            raise BenchError(f"{client_id}: no CONNACK from {host}:{port} within "
+                             f"{timeout:g}s") from None
         if first >> 4 != 2:
             raise BenchError(f"{client_id}: expected CONNACK, got packet type {first >> 4}")
         conn.session_present, code, conn.receive_maximum = parse_connack(body, level)

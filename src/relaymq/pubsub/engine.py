@@ -779,6 +779,22 @@ class PubSubEngine:
         self.changed = True
         return [self._event("Removed", sub, cause)] if self.events else []
 
+    def select(self, *, topic: str | None = None, sub_point: str | None = None, filter_text: str | None = None,
+               qmgr: str | None = None, queue: str | None = None, correl_id: bytes | None = None,
+               sub_name: str | None = None, user: str | None = None) -> list[QueueSubscription]:
+        """The queue subscriptions whose attributes equal every criterion given (None: any),
+        for an administrator (item 19, seed 1840-1854): topic filters and filters compare as
+        the exact registered strings, as DeregSub does."""
+        out = []
+        for sub in self.subscriptions.values():
+            if ((topic is None or sub.topic == topic) and (sub_point is None or sub.sub_point == sub_point)
+                    and (filter_text is None or sub.filter_text == filter_text)
+                    and (qmgr is None or sub.subscriber.qmgr == qmgr) and (queue is None or sub.subscriber.queue == queue)
+                    and (correl_id is None or sub.subscriber.correl_id.ljust(24, b"\0") == correl_id.ljust(24, b"\0"))
+                    and (sub_name is None or sub.sub_name == sub_name) and (user is None or sub.user_id == user)):
+                out.append(sub)
+        return sorted(out, key=lambda s: (s.sub_point, s.topic, s.subscriber.qmgr, s.subscriber.queue, s.filter_text))
+
     def remove_queue(self, qmgr: str, queue: str) -> list[Action]:
         """The subscriber queue was deleted (a temporary dynamic queue closed, item 19)."""
         actions: list[Action] = []

@@ -79,6 +79,17 @@ class QueueSubscription:
     def expired(self, now: float) -> bool:
         return self.expiry_at is not None and self.expiry_at <= now
 
+    def describe(self) -> dict[str, Any]:
+        """What an administrator sees of it (``relaymq psc list``, the admin route)."""
+        return {
+            "topic": self.topic, "subPoint": self.sub_point, "filter": self.filter_text,
+            "qmgr": self.subscriber.qmgr, "queue": self.subscriber.queue,
+            "correlId": self.subscriber.correl_id.hex(), "user": self.user_id,
+            "options": sorted(self.flags) + [self.persistence], "expiry": self.expiry_at,
+            "subName": self.sub_name, "subUserData": self.sub_user_data,
+            "identities": dict(sorted(self.identities.items())), "mqrfh1": self.rfh1,
+        }
+
     def to_record(self) -> dict[str, Any]:
         """A JSON-ready record (the service persists subscriptions with it)."""
         return {

@@ -26,8 +26,9 @@ from typing import Any
 from relaymq.broker.retain import store_retained
 from relaymq.message.message import Message
 from relaymq.pubsub import reasons as r
+from relaymq.pubsub.admin import PscAdmin
 from relaymq.pubsub.engine import CONTROL_QUEUE, PubSubEngine, dead_letter_message
-from relaymq.pubsub.model import ClearRetained, DeadLetter, MqttPublish, Publication, Put
+from relaymq.pubsub.model import REMOVED_ADMIN, ClearRetained, DeadLetter, MqttPublish, Publication, Put
 from relaymq.pubsub.settings import PubSubSettings
 from relaymq.pubsub.stats import statistics_payload, statistics_topic
 from relaymq.pubsub.topicacl import CombinedAcl
@@ -72,6 +73,9 @@ class PubSubService:
         self._tasks: list[asyncio.Task[None]] = []
         self._listeners: list[tuple[str, Any]] = []
         self._bridging: Publication | None = None
+        self.http = context.services.get("http")
+        self.admin: PscAdmin | None = None
+        self._administrators = tuple(context.config.access.administrators)
 
     # ---------------------------------------------------------------- life cycle
     async def start(self) -> None:
@@ -85,6 +89,9 @@ class PubSubService:
         self._tasks.append(asyncio.create_task(self._sweep()))
         if self.settings.stats_interval_ms > 0:
             self._tasks.append(asyncio.create_task(self._statistics()))
+        if self.http is not None:
+            self.admin = PscAdmin(self, admin_remote=self.settings.admin_remote, administrators=self._administrators)
+            self.admin.install(self.http)
         if self.qm is None:
             log.warning("pub/sub: no queue manager, so psc commands are not served (MQTT pub/sub only)")
             return
@@ -106,6 +113,8 @@ class PubSubService:
                  "on" if self.settings.topic_security else "off")
 
     async def stop(self) -> None:
+        if self.admin is not None:
+            self.admin.uninstall(self.http)
         if self._tap in self.broker.publication_taps:
             self.broker.publication_taps.remove(self._tap)
         for queue, listener in self._listeners:
@@ -160,6 +169,27 @@ class PubSubService:
         self.engine.reset()
         self.engine.restore(data)
         self.engine.changed = False
+
+    async def remove_subscriptions(self, criteria: dict[str, Any], by: str | None = None) -> list[dict[str, Any]]:
+        """An administrator removes the queue subscriptions matching ``criteria`` (item 19):
+        durable first, then the Removed events (cause ``administrator``, item 45). Raises
+        OSError, with nothing removed, when the change cannot be saved."""
+        subs = self.engine.select(**criteria)
+        described = [s.describe() for s in subs]
+        actions: list[Any] = []
+        for sub in subs:
+            actions.extend(self.engine.remove(sub, REMOVED_ADMIN))
+        try:
+            await self._save()
+        except OSError:
+            await self._reload()
+            raise
+        for action in actions:
+            self._perform(action)
+        if subs:
+            log.info("pub/sub: %s removed %d subscription(s): %s", by or "an administrator", len(subs),
+                     "; ".join(f"{d['topic']} -> {d['qmgr']}/{d['queue']}" for d in described))
+        return described
 
     def _tap(self, stored: Any) -> None:
         """Every routed MQTT publication: deliver to queue subscribers at the default point."""

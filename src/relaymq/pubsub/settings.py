@@ -15,6 +15,7 @@ that ``relaymq acl set|remove`` writes. Example::
     topic_security = true
     acl_file = "topic-acl.json"     # "" = <broker.data_dir>/topic-acl.json
     events = true
+    admin_remote = false             # accept /relaymq/pubsub admin calls from non-loopback peers
 
     [pubsub.groups]
     PDefault = ["alice"]
@@ -58,6 +59,7 @@ class PubSubOptions:
     topic_security: bool = key_field(False, boolean)
     acl_file: str = key_field("", text, path="dir")
     events: bool = key_field(True, boolean)
+    admin_remote: bool = key_field(False, boolean)
 
 
 @dataclass(frozen=True)

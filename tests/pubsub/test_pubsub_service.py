@@ -4,9 +4,14 @@ the seed's scenarios; pubsub.md items 16, 21-25, 35, 38, 44, 45)."""
 
 from __future__ import annotations
 
+import asyncio
+import datetime
 import json
+import time
+import xml.etree.ElementTree as ET
 
 from relaymq.pubsub import reasons as r
+from relaymq.pubsub.topics import topic_matches
 
 from stack import STREAM, Stack, run, topic_of
 
@@ -147,41 +152,101 @@ def test_item_22_subscriptions_and_retained_survive_restart(tmp_path):
     run(scenario())
 
 
-def test_item_44_statistics_and_item_45_events(tmp_path):
-    """pubsub.md item 44; seed 003 l.2871-2932, 3199-3370: with statsInterval > 0 the report
-    appears on $SYS/Broker/<broker>/ExecutionGroup/<eg>/Statistics. Item 45 (seed 4523-4556):
-    subscription add/remove events on $SYS/Broker/<broker>/Subscriptions/..."""
+async def _collect(client, topic: str, count: int = 1, limit: float = 10.0) -> list:
+    """The publications on ``topic`` that ``client`` receives within ``limit`` seconds (stops
+    once ``count`` arrived)."""
+    got = []
+    for _ in range(int(limit / 0.02)):
+        got += [m for m in client.publishes() if topic_matches(topic, m.topic)]
+        if len(got) >= count:
+            break
+        await asyncio.sleep(0.02)
+    return got
+
+
+def test_item_44_statistics_report(tmp_path):
+    """pubsub.md item 44; seed 003 l.2871-2932, 3199-3370: with statsInterval > 0 an XML report
+    on $SYS/Broker/<broker>/ExecutionGroup/<eg>/Statistics: the Broker section (name, execution
+    group, client, neighbour and subscription counts - every subscription: MQTT, the default
+    point's and a named point's queue subscriptions - and a time stamp), the Client section
+    (totals, and per connected client what the broker counts; nothing it cannot count is
+    reported) and an empty Neighbor section."""
+    topic = "$SYS/Broker/B1/ExecutionGroup/eg1/Statistics"
+    settings = {"broker_name": "B1", "execution_group": "eg1", "stats_interval_ms": 30,
+                "input_queues": [STREAM, "GOLD.IN:Gold"]}
+
     async def scenario():
-        stack = await Stack(tmp_path, {"broker_name": "B1", "execution_group": "eg1", "stats_interval_ms": 20}).start()
+        stack = await Stack(tmp_path, settings).start()
         try:
             watcher = stack.mqtt("watcher")
-            watcher.subscribe("$SYS/Broker/B1/#")
-            assert await stack.command("RegSub", Topic="T", QName="SUBQ") == ("ok", [])
+            watcher.subscribe(topic)
+            sensor = stack.mqtt("sensor", username="alice")
+            sensor.subscribe("plant/#")
+            sensor.subscribe("$share/g/plant/+/t", packet_id=2)
+            assert await stack.command("RegSub", Topic="plant/#", QName="SUBQ") == ("ok", [])
+            assert await stack.command("RegSub", Topic="gold/#", QName="GOLDQ", SubPoint="Gold") == ("ok", [])
+            for n in range(3):
+                sensor.publish(f"plant/{n}/t", b"21.5")
+            watcher.publishes()  # forget reports made before all of this happened
+            before = time.time()
+            (message, *_) = await _collect(watcher, topic)
+            report = ET.fromstring(message.payload)
+            assert message.properties.get("content_type") == "application/xml"
+            assert [child.tag for child in report] == ["Broker", "Client", "Neighbor"]
+            broker = report.find("Broker").attrib
+            assert {k: broker[k] for k in ("Name", "ExecutionGroup", "ClientCount", "NeighborCount",
+                                           "SubscriptionCount")} == {
+                "Name": "B1", "ExecutionGroup": "eg1", "ClientCount": "2", "NeighborCount": "0",
+                "SubscriptionCount": "5"}  # watcher 1 + sensor 2 + queue subscriptions 2
+            stamp = datetime.datetime.strptime(broker["TimeStamp"], "%Y-%m-%dT%H:%M:%S.%fZ")
+            assert abs(stamp.replace(tzinfo=datetime.timezone.utc).timestamp() - before) < 5
+            client = report.find("Client")
+            assert int(client.get("MessagesReceived")) >= 3 and int(client.get("MessagesSent")) >= 3
+            assert int(client.get("BytesReceived")) > 0 and int(client.get("BytesSent")) > 0
+            connections = {c.get("ClientId"): c.attrib for c in client.findall("Connection")}
+            assert sorted(connections) == ["sensor", "watcher"]
+            assert connections["sensor"]["UserId"] == "alice"
+            assert set(connections["sensor"]) == {"ClientId", "UserId", "BytesQueued", "MessagesQueued",
+                                                  "MessagesDropped"}
+            assert report.find("Neighbor").attrib == {} and list(report.find("Neighbor")) == []
+        finally:
+            await stack.stop()
+    run(scenario())
+
+
+def test_item_45_queue_subscription_events(tmp_path):
+    """pubsub.md item 45 (seed 4523-4556): queue subscriptions added and removed are announced
+    on $SYS/Broker/<broker>/Subscriptions/Added and .../Removed with the removal's cause."""
+    async def scenario():
+        stack = await Stack(tmp_path, {"broker_name": "B1"}).start()
+        try:
+            watcher = stack.mqtt("watcher")
+            watcher.subscribe("$SYS/Broker/B1/Subscriptions/+")
+            assert await stack.command("RegSub", Topic="T", QName="SUBQ", SubName="feed") == ("ok", [])
             assert await stack.command("DeregSub", Topic="T", QName="SUBQ") == ("ok", [])
-            seen: dict[str, list] = {}
-            for _ in range(500):
-                for m in watcher.publishes():
-                    seen.setdefault(m.topic, []).append(json.loads(m.payload))
-                if "$SYS/Broker/B1/ExecutionGroup/eg1/Statistics" in seen:
-                    break
-                await __import__("asyncio").sleep(0.02)
-            report = seen["$SYS/Broker/B1/ExecutionGroup/eg1/Statistics"][0]
-            assert report["broker"]["clientCount"] == 1 and "timestamp" in report["broker"]
-            assert [c["clientId"] for c in report["clients"]] == ["watcher"]
-            assert seen["$SYS/Broker/B1/Subscriptions/Added"][0]["queue"] == "SUBQ"
-            assert seen["$SYS/Broker/B1/Subscriptions/Removed"][0]["cause"] == "deregistered"
+            added, removed = await _collect(watcher, "$SYS/Broker/B1/Subscriptions/+", 2)
+            assert (added.topic, removed.topic) == ("$SYS/Broker/B1/Subscriptions/Added",
+                                                    "$SYS/Broker/B1/Subscriptions/Removed")
+            assert json.loads(added.payload) == {"topic": "T", "subPoint": "", "filter": "", "qmgr": "QM1",
+                                                 "queue": "SUBQ", "user": "", "subName": "feed"}
+            assert json.loads(removed.payload)["cause"] == "deregistered"
         finally:
             await stack.stop()
     run(scenario())
 
 
 def test_statistics_off_by_default(tmp_path):
-    """pubsub.md item 44; seed 003 l.2871-2932: statsInterval 0 (the default) publishes none."""
+    """pubsub.md item 44; seed 003 l.2885, 2907-2909: statsInterval 0 (the default) publishes
+    no report: a subscriber to every broker's statistics topic gets nothing in half a second,
+    when a 30 ms interval (test_item_44_statistics_report) gives one at once."""
     async def scenario():
         stack = await Stack(tmp_path).start()
         try:
-            assert stack.service is not None
-            assert not any("_statistics" in repr(t.get_coro()) for t in stack.service._tasks)
+            watcher = stack.mqtt("watcher")
+            watcher.subscribe("$SYS/Broker/+/ExecutionGroup/+/Statistics")
+            watcher.publishes()
+            await asyncio.sleep(0.5)
+            assert watcher.publishes() == []
         finally:
             await stack.stop()
     run(scenario())

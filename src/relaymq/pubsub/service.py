@@ -30,6 +30,7 @@ from relaymq.pubsub.admin import PscAdmin
 from relaymq.pubsub.engine import CONTROL_QUEUE, PubSubEngine, dead_letter_message
 from relaymq.pubsub.model import REMOVED_ADMIN, ClearRetained, DeadLetter, MqttPublish, Publication, Put
 from relaymq.pubsub.settings import PubSubSettings
+from relaymq.pubsub.stats import CONTENT_TYPE as STATS_CONTENT_TYPE
 from relaymq.pubsub.stats import statistics_payload, statistics_topic
 from relaymq.pubsub.topicacl import CombinedAcl
 from relaymq.qmgr.definitions import SYSTEM_DEAD_LETTER_QUEUE
@@ -286,8 +287,11 @@ class PubSubService:
         topic = statistics_topic(self.settings.broker_name, self.settings.execution_group)
         while True:
             await asyncio.sleep(self.settings.stats_interval_ms / 1000)
-            payload = statistics_payload(self.broker, len(self.engine.subscriptions), self.broker.clock.wall())
-            self.broker.publish(topic, payload)
+            payload = statistics_payload(self.broker, broker_name=self.settings.broker_name,
+                                         execution_group=self.settings.execution_group,
+                                         queue_subscriptions=len(self.engine.subscriptions),
+                                         now=self.broker.clock.wall())
+            self.broker.publish(topic, payload, properties={"content_type": STATS_CONTENT_TYPE})
 
 
 

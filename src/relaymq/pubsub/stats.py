@@ -1,56 +1,97 @@
 """The statistics report of pubsub.md item 44 (seed 003 l.2871-2932, 3199-3370).
 
 Why a pure function: the service calls it every ``stats_interval_ms`` and publishes the result
-on ``$SYS/Broker/<broker>/ExecutionGroup/<eg>/Statistics``; tests call it directly. The seed's
-per-client counters that the broker does not keep per connection (bytes cut through, disconnect
-drops) are reported as 0; neighbours are 0 until broker networks exist (items 40-43).
+on ``$SYS/Broker/<broker>/ExecutionGroup/<eg>/Statistics``; tests call it directly.
+
+The seed publishes the report "in XML format" in three sections, Broker, Client and Neighbor
+(3201-3209), and names their fields without giving the XML; relaymq writes one element per
+section with the seed's field names as attributes::
+
+    <?xml version='1.0' encoding='UTF-8'?>
+    <Statistics>
+      <Broker Name="B1" ExecutionGroup="default" ClientCount="2" NeighborCount="0"
+              SubscriptionCount="7" TimeStamp="2026-11-23T23:50:00.123Z"/>
+      <Client BytesQueued="0" MessagesSent="12" BytesSent="480" MessagesReceived="5"
+              BytesReceived="310" MessagesDropped="0">
+        <Connection ClientId="sensor-1" UserId="alice" BytesQueued="0" MessagesQueued="0"
+                    MessagesDropped="0"/>
+      </Client>
+      <Neighbor/>
+    </Statistics>
+
+What is counted and what is not (nothing is reported as a made-up 0):
+
+* Broker: SubscriptionCount is every subscription the broker holds: each MQTT session's
+  (connected or not, shared ones per member) plus every queue subscription, at every
+  subscription point. NeighborCount is 0 and Neighbor empty: there are no broker networks yet
+  (items 40-43).
+* Client, the totals over all clients since start: messages and bytes sent and received (the
+  bytes of every MQTT packet), messages dropped (queue overflow, limits), bytes queued now.
+* Client/Connection, per connected client: what the broker keeps per session (bytes and
+  messages queued, messages dropped). The broker does not count per connection the messages
+  and bytes sent and received, bytes dropped, bytes cut through, nor drops followed by a
+  disconnection, so those attributes are absent rather than 0 (docs/pubsub.md).
 """
 
 from __future__ import annotations
 
-import json
+import datetime as _dt
+import xml.etree.ElementTree as ET
 from typing import Any
+
+CONTENT_TYPE = "application/xml"
 
 
 def statistics_topic(broker_name: str, execution_group: str) -> str:
     return f"$SYS/Broker/{broker_name}/ExecutionGroup/{execution_group}/Statistics"
 
 
-def build_statistics(broker: Any, queue_subscriptions: int, now: float) -> dict[str, Any]:
-    """Broker totals (client, neighbour and subscription counts, timestamp) and one record per
-    connected client (3199-3370)."""
-    sessions = [s for s in broker.sessions.values() if s.connection is not None]
-    clients = []
-    for session in sessions:
-        clients.append({
-            "clientId": session.client_id,
-            "userId": session.username or "",
-            "bytesQueued": session.queued_bytes,
-            "messagesQueued": len(session.queue) + len(session.inflight),
-            "messagesDropped": session.dropped,
-            "bytesDropped": 0,
-            "bytesCutThrough": 0,
-            "disconnectMessagesDropped": 0,
-            "disconnectBytesDropped": 0,
-        })
+def subscription_count(broker: Any, queue_subscriptions: int) -> int:
+    """Every subscription held: MQTT sessions' (connected or not) plus queue subscriptions."""
+    return sum(len(session.subscriptions) for session in broker.sessions.values()) + queue_subscriptions
+
+
+def _timestamp(now: float) -> str:
+    moment = _dt.datetime.fromtimestamp(now, tz=_dt.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def build_statistics(broker: Any, *, broker_name: str, execution_group: str, queue_subscriptions: int,
+                     now: float) -> ET.Element:
+    """The report as an element tree (3199-3370)."""
+    connected = [s for s in broker.sessions.values() if s.connection is not None]
+    root = ET.Element("Statistics")
+    ET.SubElement(root, "Broker", {
+        "Name": broker_name,
+        "ExecutionGroup": execution_group,
+        "ClientCount": str(len(connected)),
+        "NeighborCount": "0",
+        "SubscriptionCount": str(subscription_count(broker, queue_subscriptions)),
+        "TimeStamp": _timestamp(now),
+    })
     stats = broker.stats
-    return {
-        "broker": {
-            "clientCount": len(sessions),
-            "neighbourCount": 0,
-            "subscriptionCount": len(broker.subscriptions),
-            "queueSubscriptionCount": queue_subscriptions,
-            "timestamp": now,
-            "messagesReceived": stats.messages_received,
-            "bytesReceived": stats.bytes_received,
-            "messagesSent": stats.messages_sent,
-            "bytesSent": stats.bytes_sent,
-            "messagesDropped": stats.publish_dropped,
-        },
-        "clients": clients,
-        "neighbours": [],
-    }
+    client = ET.SubElement(root, "Client", {
+        "BytesQueued": str(sum(s.queued_bytes for s in broker.sessions.values())),
+        "MessagesSent": str(stats.messages_sent),
+        "BytesSent": str(stats.bytes_sent),
+        "MessagesReceived": str(stats.messages_received),
+        "BytesReceived": str(stats.bytes_received),
+        "MessagesDropped": str(stats.publish_dropped),
+    })
+    for session in sorted(connected, key=lambda s: s.client_id):
+        ET.SubElement(client, "Connection", {
+            "ClientId": session.client_id,
+            "UserId": session.username or "",
+            "BytesQueued": str(session.queued_bytes),
+            "MessagesQueued": str(len(session.queue) + len(session.inflight)),
+            "MessagesDropped": str(session.dropped),
+        })
+    ET.SubElement(root, "Neighbor")
+    return root
 
 
-def statistics_payload(broker: Any, queue_subscriptions: int, now: float) -> bytes:
-    return json.dumps(build_statistics(broker, queue_subscriptions, now), sort_keys=True).encode()
+def statistics_payload(broker: Any, *, broker_name: str, execution_group: str, queue_subscriptions: int,
+                       now: float) -> bytes:
+    return ET.tostring(build_statistics(broker, broker_name=broker_name, execution_group=execution_group,
+                                        queue_subscriptions=queue_subscriptions, now=now),
+                       encoding="UTF-8", xml_declaration=True)

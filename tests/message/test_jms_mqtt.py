@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from relaymq.message import JMSMessage, MappingError, MQTT5Publish, jms_to_mqtt5, mqtt5_to_jms
+from relaymq.message import DataTypeError, JMSMessage, MappingError, MQTT5Publish, jms_to_mqtt5, mqtt5_to_jms
 
 T0 = 1_700_000_000_000
 
@@ -75,3 +75,44 @@ def test_plain_mqtt_publish_without_jms_hints() -> None:
         jms_to_mqtt5(JMSMessage())  # no topic anywhere
     with pytest.raises(MappingError):
         mqtt5_to_jms(MQTT5Publish(topic="t", payload=b"[1]", user_properties=[("JMS_Class", "jms_map")]))
+
+
+def test_user_property_names_that_are_not_java_identifiers() -> None:
+    """DECISION (docs/formats.md): ordinary MQTT traffic maps - a user property named trace-id
+    is a (received) JMS property, reachable on the MQ form as MQRFH2.usr.trace-id, though a
+    selector identifier cannot name it. A name usr cannot hold ('a b') stays in the JMS view
+    and goes back to MQTT, but is left out of the MQRFH2."""
+    from relaymq.message import Message
+
+    pub = MQTT5Publish(topic="t", payload=b"x", user_properties=[("trace-id", "abc"), ("a b", "1"), ("ok", "2")])
+    jms = mqtt5_to_jms(pub)
+    assert (jms.properties["trace-id"], jms.properties["a b"], jms.properties["ok"]) == ("abc", "1", "2")
+    assert jms.selector_value("ok") == "2"
+    msg = Message.from_bytes(Message.from_jms(jms).to_bytes())
+    assert msg.get("MQRFH2.usr.trace-id") == "abc" and msg.get("MQRFH2.usr.ok") == "2"
+    assert msg.jms().properties["trace-id"] == "abc" and "a b" not in msg.jms().properties
+    back = jms_to_mqtt5(jms, topic="t")
+    assert ("trace-id", "abc") in back.user_properties and ("a b", "1") in back.user_properties
+    with pytest.raises(DataTypeError):
+        jms.properties.set("trace-id", "x")  # the application API still wants Java identifiers
+
+
+def test_repeated_user_properties_are_all_kept() -> None:
+    """DECISION (docs/formats.md): MQTT 5 allows a name several times; JMS sees the first value,
+    the later ones are kept in order and written back after the first."""
+    pub = MQTT5Publish(topic="t", user_properties=[("tag", "a"), ("n", "1"), ("tag", "b"), ("tag", "c"), ("JMSPriority", "7"), ("JMSPriority", "2")])
+    jms = mqtt5_to_jms(pub)
+    assert jms.properties["tag"] == "a" and jms.repeated_properties == {"tag": ["b", "c"]}
+    assert jms.JMSPriority == 7  # a repeated header property: the first, as for properties
+    out = [(k, v) for k, v in jms_to_mqtt5(jms, topic="t").user_properties if k in ("tag", "n")]
+    assert out == [("tag", "a"), ("tag", "b"), ("tag", "c"), ("n", "1")]
+    jms.properties.set("tag", "z")  # set by the application: one value, the new one
+    assert [v for k, v in jms_to_mqtt5(jms, topic="t").user_properties if k == "tag"] == ["z"]
+
+
+@pytest.mark.parametrize("value", ["\u00b2", "\u0663", "12\u00b2"])
+def test_unicode_digits_in_header_properties_are_ignored_not_errors(value: str) -> None:
+    """JMSTimestamp / JMSPriority user properties must be ASCII digits ('²'.isdigit() is true
+    but int('²') fails)."""
+    jms = mqtt5_to_jms(MQTT5Publish(topic="t", user_properties=[("JMSTimestamp", value), ("JMSPriority", value)]), now_ms=T0)
+    assert (jms.JMSTimestamp, jms.JMSPriority) == (T0, 4)

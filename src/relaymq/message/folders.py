@@ -193,6 +193,11 @@ def _finish(node: Element, parts: list[str], index: int, where: Callable[[int], 
     node.dt = None if kind == STRING else kind
 
 
+def is_usr_name(name: str) -> bool:
+    """``name`` can be an element of the ``usr`` folder: an XML name without a colon."""
+    return bool(_NAME.fullmatch(name)) and ":" not in name
+
+
 def check_folder_rules(folder: Element, offset: int, field: str = "NameValueData") -> None:
     """The ``usr`` folder rules of seed 003 l.5266-5281."""
     if folder.name != "usr":

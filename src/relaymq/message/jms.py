@@ -48,8 +48,9 @@ def property_family(name: str) -> str:
     return APPLICATION
 
 
-def _valid_name(name: str) -> bool:
-    return bool(name) and (name[0].isalpha() or name[0] in "_$") and all(c.isalnum() or c in "_$" for c in name)
+def is_identifier(name: str) -> bool:
+    """A Java identifier: what JMS allows as a property name and a selector can refer to."""
+    return bool(name) and (name[0].isalpha() or name[0] in "_$") and all(c.isalpha() or c.isdecimal() or c in "_$" for c in name)
 
 
 class TypedProperties(MutableMapping[str, object]):
@@ -75,9 +76,14 @@ class TypedProperties(MutableMapping[str, object]):
             self.set(k, v, (types or {}).get(k))
 
     def set(self, name: str, value: object, dt: str | None = None) -> None:
-        """Set ``name`` as the application does (``setObjectProperty``)."""
-        if not _valid_name(name):
+        """Set ``name`` as the application does (``setObjectProperty``): the name must be a
+        Java identifier, as JMS requires."""
+        if not is_identifier(name):
             raise DataTypeError(name, None, "property names must be Java identifiers")
+        self._store(name, value, dt)
+        self._received.discard(name)
+
+    def _store(self, name: str, value: object, dt: str | None) -> None:
         if value is None:
             kind = canonical_dt(dt) if dt else "string"
         else:
@@ -85,11 +91,14 @@ class TypedProperties(MutableMapping[str, object]):
             format_value(value, kind, name)  # validates value against type
         self._values[name] = value
         self._types[name] = kind
-        self._received.discard(name)
 
     def set_received(self, name: str, value: object, dt: str | None = None) -> None:
-        """Set ``name`` as filled in by the provider when the message was received."""
-        self.set(name, value, dt)
+        """Set ``name`` as filled in by the provider when the message was received. The name
+        need not be a Java identifier: MQTT user properties (``trace-id``) and ``usr`` folders
+        written by non-JMS programs are kept, though no selector identifier can name them."""
+        if not isinstance(name, str):
+            raise DataTypeError(repr(name), None, "a property name is a string")
+        self._store(name, value, dt)
         self._received.add(name)
 
     def is_explicit(self, name: str) -> bool:
@@ -152,6 +161,9 @@ class JMSMessage:
     properties: TypedProperties = field(default_factory=TypedProperties)
     body: object = None
     body_types: dict[str, str] | list[str | None] | None = None
+    #: Values after the first of a property received several times (MQTT 5 allows repeated
+    #: user properties; JMS has one value per name, the first): name -> later values, in order.
+    repeated_properties: dict[str, list[object]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.message_type not in MESSAGE_TYPES:

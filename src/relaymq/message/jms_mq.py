@@ -38,6 +38,7 @@ from relaymq.message.constants import (
 from relaymq.message.ccsid import decode_text, encode_text
 from relaymq.message.domains.jms_body import JMSMAP, JMSSTREAM, map_body, stream_body
 from relaymq.message.errors import DataTypeError, MappingError
+from relaymq.message.folders import is_usr_name
 from relaymq.message.headers import MQMessage, fmt
 from relaymq.message.jms import (
     BYTES,
@@ -137,14 +138,14 @@ def put_date_time(ms: int) -> tuple[str, str]:
     return t.strftime("%Y%m%d"), t.strftime("%H%M%S") + f"{t.microsecond // 10000:02d}"
 
 
-def _ascii_digits(text: str) -> bool:
+def ascii_digits(text: str) -> bool:
     """``str.isdigit`` accepts '²' and '٣', which int() and strptime do not read as digits."""
     return bool(text) and all("0" <= c <= "9" for c in text)
 
 
 def time_from_put(date: str, time: str) -> int | None:
     """Milliseconds for PutDate + PutTime, or None when they are blank or invalid."""
-    if len(date) != 8 or len(time) < 6 or not _ascii_digits(date + time):
+    if len(date) != 8 or len(time) < 6 or not ascii_digits(date + time):
         return None
     try:
         t = _dt.datetime.strptime(date + time[:6], "%Y%m%d%H%M%S").replace(tzinfo=_dt.timezone.utc)
@@ -318,8 +319,10 @@ def jms_to_mq(jms: JMSMessage, *, with_rfh2: bool = True, now_ms: int | None = N
             setattr(md, attr, str(props[name]))
 
     # Everything else (application properties, unmapped JMSX/JMS_ ones) goes in usr, typed.
+    # A received name usr cannot hold (not an XML name, or with a colon) is left out, and so
+    # are the later values of a repeated property (usr holds each name once).
     for name, value in props.items():
-        if name in MAPPED_PROPERTIES:
+        if name in MAPPED_PROPERTIES or not is_usr_name(name):
             continue
         dt = props.dt(name)
         if value is None:

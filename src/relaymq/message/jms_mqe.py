@@ -54,6 +54,7 @@ from relaymq.message.mqe_fields import (
     SHORT,
     UNICODE,
     MQeFields,
+    is_field_name,
 )
 from relaymq.message.typed import STRING
 
@@ -132,8 +133,8 @@ def jms_to_mqe(jms: JMSMessage, origin_qmgr: str = "") -> MQeFields:
     msg.put_fields(MQE_JMS_HEADER, header)
     folders = {name: MQeFields() for name in _FAMILY_FOLDER.values()}
     for name, value in jms.properties.items():
-        if value is None:
-            continue  # MQeFields has no null scalar; a null property is simply absent
+        if value is None or not is_field_name(name):
+            continue  # MQeFields has no null scalar; a received name MQe cannot hold is left out
         folders[_FAMILY_FOLDER[property_family(name)]].put(name, DT_TO_MQE[jms.properties.dt(name)], value)
     for name, sub in folders.items():
         msg.put_fields(name, sub)
@@ -228,7 +229,7 @@ def mqe_to_jms(msg: MQeFields, destination: str | None = None) -> JMSMessage:
             if kind not in MQE_TO_DT:
                 raise MQeFieldsError(where, None, f"has MQe type {kind}, which a JMS property cannot hold")
             try:
-                props.set(name, value if value is not None or kind != BYTE_ARRAY else b"", MQE_TO_DT[kind])
+                props.set_received(name, value if value is not None or kind != BYTE_ARRAY else b"", MQE_TO_DT[kind])
             except FormatError as exc:
                 raise MQeFieldsError(where, None, exc.reason) from None
     jms.properties = props

@@ -20,7 +20,10 @@ JMSReplyTo ``topic://T``      Response Topic ``T`` (a queue URI travels as writt
 JMSPriority, JMSType,         user properties of the same names (text); JMSTimestamp and
 JMSMessageID, JMSTimestamp    JMSPriority are read back as integers
 properties                    user properties, value as text (MQTT has no types: they come
-                              back as strings)
+                              back as strings). Inbound, names that are not Java identifiers
+                              are kept (no selector can name them); a repeated name: JMS
+                              sees the first value, the rest are kept in
+                              ``repeated_properties`` and written back after the first
 JMS_RelayMQ_ContentType       Content Type
 body class                    user property ``JMS_Class``; text/map/stream set Payload Format
                               Indicator 1 (UTF-8); map is a JSON object, stream a JSON array
@@ -35,7 +38,7 @@ from dataclasses import dataclass, field
 
 from relaymq.message.errors import MappingError
 from relaymq.message.jms import BYTES, MAP, MESSAGE_TYPES, NON_PERSISTENT, NONE, OBJECT, PERSISTENT, STREAM, TEXT, JMSMessage
-from relaymq.message.jms_mq import id_string, reference_ms, relative_expiry, standard_id
+from relaymq.message.jms_mq import ascii_digits, id_string, reference_ms, relative_expiry, standard_id
 from relaymq.message.typed import format_value
 
 CONTENT_TYPE_PROPERTY = "JMS_RelayMQ_ContentType"
@@ -88,6 +91,8 @@ def jms_to_mqtt5(jms: JMSMessage, topic: str | None = None, qos: int = 0, now_ms
             pub.content_type = str(value)
         elif value is not None:
             props.append((name, format_value(value, jms.properties.dt(name), name)))
+            if not jms.properties.is_explicit(name):  # still as received: its repeats too
+                props.extend((name, str(v)) for v in jms.repeated_properties.get(name, ()))
     kind, body = jms.message_type, jms.body
     if kind == TEXT:
         pub.payload, pub.payload_format_indicator = str(body or "").encode("utf-8"), 1
@@ -108,15 +113,24 @@ def _json_default(value: object) -> object:
 
 
 def mqtt5_to_jms(pub: MQTT5Publish, now_ms: int = 0) -> JMSMessage:
-    """The JMS view of a received PUBLISH; ``now_ms`` is the receive time (expiry base)."""
+    """The JMS view of a received PUBLISH; ``now_ms`` is the receive time (expiry base).
+
+    Every user property is kept: a name that is not a Java identifier (``trace-id``) is still a
+    property (received, so no selector identifier names it); a repeated name gives the JMS
+    property its *first* value and the later ones go, in order, to
+    ``repeated_properties``, from where :func:`jms_to_mqtt5` writes them back."""
     users = list(pub.user_properties)
     cls = next((v for k, v in users if k == CLASS_PROPERTY), None)
     if cls not in MESSAGE_TYPES:
         cls = TEXT if pub.payload_format_indicator == 1 else BYTES
     jms = JMSMessage(message_type=cls, JMSDestination=f"topic://{pub.topic}")  # type: ignore[arg-type]
     jms.JMSDeliveryMode = PERSISTENT if pub.qos > 0 else NON_PERSISTENT
-    headers = {k: v for k, v in users if k in _HEADER_PROPERTIES}
-    jms.JMSTimestamp = int(headers["JMSTimestamp"]) if headers.get("JMSTimestamp", "").isdigit() else now_ms
+    headers: dict[str, str] = {}
+    for k, v in users:
+        if k in _HEADER_PROPERTIES:
+            headers.setdefault(k, v)  # the first of repeated values, as for properties
+    stamp = headers.get("JMSTimestamp", "")
+    jms.JMSTimestamp = int(stamp) if ascii_digits(stamp) else now_ms
     if pub.message_expiry_interval is not None:
         jms.JMSExpiration = reference_ms(now_ms or None, jms.JMSTimestamp) + pub.message_expiry_interval * 1000
     if pub.correlation_data is not None:
@@ -128,15 +142,20 @@ def mqtt5_to_jms(pub: MQTT5Publish, now_ms: int = 0) -> JMSMessage:
     if pub.response_topic:
         r = pub.response_topic
         jms.JMSReplyTo = r if "://" in r else f"topic://{r}"
-    if headers.get("JMSPriority", "").isdigit() and 0 <= int(headers["JMSPriority"]) <= 9:
-        jms.JMSPriority = int(headers["JMSPriority"])
+    priority = headers.get("JMSPriority", "")
+    if ascii_digits(priority) and 0 <= int(priority) <= 9:
+        jms.JMSPriority = int(priority)
     jms.JMSType = headers.get("JMSType")
     jms.JMSMessageID = headers.get("JMSMessageID")
     for k, v in users:
-        if k != CLASS_PROPERTY and k not in _HEADER_PROPERTIES:
-            jms.properties.set(k, v)
+        if k == CLASS_PROPERTY or k in _HEADER_PROPERTIES:
+            continue
+        if k in jms.properties:  # repeated: JMS sees the first, the others are kept in order
+            jms.repeated_properties.setdefault(k, []).append(v)
+        else:
+            jms.properties.set_received(k, v)
     if pub.content_type is not None:
-        jms.properties.set(CONTENT_TYPE_PROPERTY, pub.content_type)
+        jms.properties.set_received(CONTENT_TYPE_PROPERTY, pub.content_type)
     if cls == TEXT:
         jms.body = pub.payload.decode("utf-8", errors="replace")
     elif cls in (MAP, STREAM):

@@ -44,6 +44,15 @@ def check_name(name: object) -> str:
     return name
 
 
+def is_field_name(name: object) -> bool:
+    """``name`` obeys the naming rules (see :func:`check_name`)."""
+    try:
+        check_name(name)
+    except MQeFieldsError:
+        return False
+    return True
+
+
 def _float32(value: float) -> float:
     return struct.unpack(">f", struct.pack(">f", value))[0]
 

@@ -178,4 +178,4 @@ def queue_cli(broker: FlowBroker, *args: str) -> subprocess.CompletedProcess:
 def queue_depth(broker: FlowBroker, queue: str) -> int:
     done = queue_cli(broker, "show", queue)
     assert done.returncode == 0, done.stderr
-    return int(json.loads(done.stdout.splitlines()[0])["depth"])
+    return int(json.loads(done.stdout.splitlines()[0])["status"]["currentDepth"])

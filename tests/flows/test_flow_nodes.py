@@ -287,11 +287,10 @@ def test_http_reply_headers_and_defaults():
     ports = CollectingPorts()
     source = message(body=b"<ok/>")
     from relaymq.flows.context import RunContext
-    from relaymq.flows.flow import drive
 
     assembly = Assembly(source)
     assembly.local_environment.set("Destination.HTTP.RequestIdentifier", "r1")
-    drive(flow.process("In", assembly, RunContext(ports)))
+    flow.process("In", assembly, RunContext(ports))
     rid, status, headers, body = ports.replies[0]
     assert (rid, status, body) == ("r1", 200, b"<ok/>")
     assert ("Content-Type", "text/xml; charset=utf-8") in headers and ("Content-Length", "5") in headers

@@ -10,11 +10,23 @@ and go to the ports at once.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from relaymq.flows.errors import NeedsEventLoop
 from relaymq.message.message import Message
+
+
+def drive(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run a coroutine that never suspends to completion, synchronously; one that would wait
+    for I/O is closed and NeedsEventLoop raised (the default ``RunContext.wait``)."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise NeedsEventLoop("this flow waits for I/O: run it in the broker")
 
 
 class Ports(Protocol):
@@ -61,6 +73,9 @@ class RunContext:
     pending: list[Action] = field(default_factory=list)
     #: Node evaluations so far in this run (bounded by flow.MAX_STEPS).
     steps: int = 0
+    #: Runs a node's coroutine (HTTPRequest) to its result: on the broker's event loop from a
+    #: worker thread, or ``drive`` outside the broker.
+    wait: Callable[[Coroutine[Any, Any, Any]], Any] = drive
 
     def put(self, queue: str, message: Message, qmgr: str | None = None) -> None:
         self.pending.append(Action("put", queue, message, lambda p: p.put(queue, message, qmgr)))
@@ -112,8 +127,6 @@ class CollectingPorts:
 
     async def http_request(self, method: str, url: str, headers: list[tuple[str, str]],
                            body: bytes, timeout: float) -> Any:
-        from relaymq.flows.errors import NeedsEventLoop
-
         raise NeedsEventLoop("HTTPRequest needs the broker's HTTP client")
 
     def trace(self, node: str, text: str, destination: str) -> None:

@@ -2,20 +2,24 @@
 through them (flows-http.md items 1, 4).
 
 Propagation is depth first, as in the seed's broker: a node's emissions run downstream one
-after the other before the node's next emission. An exception in a node goes to that node's
-``failure`` terminal when it is connected, else back up the path to the nearest TryCatch
+after the other before the node's next emission. The engine is synchronous - the broker runs
+it on a worker thread of the flow's execution group (relaymq.flows.runtime), the Spark
+pipeline on its executors - and a node that waits for I/O (HTTPRequest, a coroutine) is handed
+to ``context.wait``, which runs it on the broker's event loop (or refuses: NeedsEventLoop).
+
+An exception in a node goes to that node's ``failure`` terminal when it is connected, else back up the path to the nearest TryCatch
 (its ``catch`` terminal) or to the input node, where the runtime decides (catch path, backout,
 backout queue). Outputs recorded on a path that ends in an exception are discarded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from relaymq.flows.assembly import Assembly
-from relaymq.flows.context import CollectingPorts, RunContext
+from relaymq.flows.context import CollectingPorts, RunContext, drive
 from relaymq.flows.errors import FlowDefinitionError, FlowException, NeedsEventLoop
 from relaymq.flows.node import Node
 from relaymq.message.message import Message
@@ -101,7 +105,7 @@ class Flow:
         return bool(self._wires.get((node, terminal)))
 
     # -- running ---------------------------------------------------------------------------
-    async def propagate(self, node: str, terminal: str, assembly: Assembly, context: RunContext) -> None:
+    def propagate(self, node: str, terminal: str, assembly: Assembly, context: RunContext) -> None:
         """Run everything wired to ``node.terminal`` with ``assembly`` (nothing when unwired:
         the message is simply dropped there, as on an unconnected terminal in the seed)."""
         if terminal.startswith(LABEL_PREFIX):
@@ -109,63 +113,63 @@ class Flow:
             target = self.labels.get(label)
             if target is None:
                 raise FlowException(f"no Label node with label {label!r}", node=node)
-            await self.run_node(self.nodes[target], assembly, context)
+            self.run_node(self.nodes[target], assembly, context)
             return
         for target in self._wires.get((node, terminal), ()):
-            await self.run_node(self.nodes[target], assembly, context)
+            self.run_node(self.nodes[target], assembly, context)
 
-    async def run_node(self, node: Node, assembly: Assembly, context: RunContext) -> None:
+    def run_node(self, node: Node, assembly: Assembly, context: RunContext) -> None:
         context.steps += 1
         if context.steps > MAX_STEPS:
             raise FlowException(f"more than {MAX_STEPS} node evaluations for one message (a loop?)", node=node.name)
         mark = len(context.pending)
         try:
             result = node.evaluate(assembly, context)
-            emissions = await result if node.NEEDS_LOOP else result  # type: ignore[misc]
+            emissions = context.wait(result) if node.NEEDS_LOOP else result
         except NeedsEventLoop:
             raise
         except FlowException as err:
             err.node = err.node or node.name
-            await self._fail(node, assembly, context, err, mark)
+            self._fail(node, assembly, context, err, mark)
             return
         except Exception as exc:  # a bug or bad data in a node: a flow error, never a crash
-            await self._fail(node, assembly, context, as_flow_exception(exc, node.name), mark)
+            self._fail(node, assembly, context, as_flow_exception(exc, node.name), mark)
             return
         for terminal, out in emissions:
             if terminal == "try":
-                await self._try(node, out, context)
+                self._try(node, out, context)
             else:
-                await self.propagate(node.name, terminal, out, context)
+                self.propagate(node.name, terminal, out, context)
 
-    async def _fail(self, node: Node, assembly: Assembly, context: RunContext, err: FlowException, mark: int) -> None:
+    def _fail(self, node: Node, assembly: Assembly, context: RunContext, err: FlowException, mark: int) -> None:
         del context.pending[mark:]
         if self.connected(node.name, "failure"):
-            await self.propagate(node.name, "failure", assembly.with_exception(err), context)
+            self.propagate(node.name, "failure", assembly.with_exception(err), context)
         else:
             raise err
 
-    async def _try(self, node: Node, assembly: Assembly, context: RunContext) -> None:
+    def _try(self, node: Node, assembly: Assembly, context: RunContext) -> None:
         """TryCatch: run the try path; on an exception discard its outputs and run catch."""
         mark = len(context.pending)
         try:
-            await self.propagate(node.name, "try", assembly, context)
+            self.propagate(node.name, "try", assembly, context)
         except FlowException as err:
             del context.pending[mark:]
             if not self.connected(node.name, "catch"):
                 raise
-            await self.propagate(node.name, "catch", assembly.with_exception(err), context)
+            self.propagate(node.name, "catch", assembly.with_exception(err), context)
 
-    async def process(self, input_node: str, assembly: Assembly, context: RunContext) -> None:
+    def process(self, input_node: str, assembly: Assembly, context: RunContext) -> None:
         """Run one input message from ``input_node``: its ``out`` path, and on an exception
         its ``catch`` path when connected (the failed path's outputs discarded). Raises the
         FlowException when neither handled it: the runtime backs the message out."""
         try:
-            await self.propagate(input_node, "out", assembly, context)
+            self.propagate(input_node, "out", assembly, context)
         except FlowException as err:
             context.rollback()
             if not self.connected(input_node, "catch"):
                 raise
-            await self.propagate(input_node, "catch", assembly.with_exception(err), context)
+            self.propagate(input_node, "catch", assembly.with_exception(err), context)
 
     # -- outside the broker ----------------------------------------------------------------
     def run_sync(self, message: Message, input_node: str | None = None,
@@ -176,23 +180,13 @@ class Flow:
         ports = ports if ports is not None else CollectingPorts()
         start = input_node or self.input_nodes()[0].name
         context = RunContext(ports, self.name)
-        drive(self.process(start, Assembly(message), context))
+        self.process(start, Assembly(message), context)
         drive(context.commit())
         return ports
 
 
 def as_flow_exception(exc: BaseException, node: str) -> FlowException:
     return FlowException(f"{type(exc).__name__}: {exc}", node=node)
-
-
-def drive(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run a coroutine that never suspends (all pure nodes) to completion, synchronously."""
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return done.value
-    coro.close()
-    raise NeedsEventLoop("this flow waits for I/O: run it in the broker")
 
 
 def evaluate_node(node: Node, message: Message) -> list[tuple[str, Message]]:

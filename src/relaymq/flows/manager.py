@@ -20,6 +20,7 @@ from relaymq.flows.bindings import Binding, HttpBinding, PendingReplies, QueueBi
 from relaymq.flows.context import Ports
 from relaymq.flows.definition import NAME, build_flow, dump_definition, parse_yaml
 from relaymq.flows.flow import Flow
+from relaymq.flows.group import ExecutionGroup
 from relaymq.flows.node import Node
 from relaymq.flows.nodes.http_input import HTTPInput
 from relaymq.flows.nodes.mq_input import MQInput
@@ -67,6 +68,7 @@ class FlowManager:
         self.store_dir = store_dir
         self.response_type = response_type
         self.flows: dict[str, DeployedFlow] = {}
+        self.groups: dict[str, ExecutionGroup] = {}
         self.bindings: dict[str, Binding] = {}
         self._lock = asyncio.Lock()
 
@@ -126,7 +128,7 @@ class FlowManager:
                 for binding in opened:
                     await binding.close()
                 raise
-            runtime = FlowRuntime(flow, self.ports)
+            runtime = FlowRuntime(flow, self.ports, self.groups.setdefault(group, ExecutionGroup(group)))
             runtime.start()
             for binding in opened:
                 self.bindings[binding.key] = binding

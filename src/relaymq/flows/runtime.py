@@ -1,10 +1,17 @@
-"""Running a deployed flow in the broker's event loop: instances, ordering, backout
-(flows-http.md items 3-4).
+"""Running a deployed flow in the broker: instances, ordering, backout (flows-http.md
+items 3-4).
 
 Input transports hand :class:`Delivery` objects to :meth:`FlowRuntime.submit`. ``1 +
-additional_instances`` worker tasks run them. With ``order_mode: user_id`` each MQMD
-UserIdentifier is pinned to one worker, so one user's messages keep their order while
-different users' run concurrently (seed 003 l.4665-4716); otherwise workers share one queue.
+additional_instances`` worker tasks take them; each runs the message's nodes on a thread of
+the flow's execution group (relaymq.flows.group) and then, back on the event loop, commits
+the run's outputs. With ``order_mode: user_id`` each MQMD UserIdentifier is pinned to one
+worker, so one user's messages keep their order while different users' run concurrently
+(seed 003 l.4665-4716); otherwise workers share one queue and may finish out of order.
+
+Node code on a worker thread reaches the broker only through :class:`ThreadPorts`: HTTP
+replies and subscription look-ups hop to the event loop, HTTPRequest's coroutine runs there
+(``RunContext.wait``), trace lines are written from the thread; puts and publications are
+only recorded and performed at the commit, on the loop.
 
 A run that raises past the input node is backed out: its recorded outputs are discarded, the
 message's BackoutCount goes up by one and it is run again from its input node. When a run
@@ -16,14 +23,18 @@ too, it is put to the flow's backout queue (default SYSTEM.DEAD.LETTER.QUEUE).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from relaymq.flows.assembly import Assembly
 from relaymq.flows.context import Ports, RunContext
 from relaymq.flows.errors import FlowException
 from relaymq.flows.flow import Flow
+from relaymq.flows.group import ExecutionGroup
 from relaymq.message.message import Message
 from relaymq.message.tree import Element
 
@@ -70,12 +81,68 @@ async def commit(context: RunContext) -> None:
         raise FlowException(f"output failed: {type(exc).__name__}: {exc}", node="(commit)") from exc
 
 
-class FlowRuntime:
-    """The workers of one deployed flow."""
+class ThreadPorts:
+    """The ports as node code on a worker thread sees them (see the module docstring).
+    Created on the event loop; a call made on the loop itself goes straight through."""
 
-    def __init__(self, flow: Flow, ports: Ports) -> None:
+    def __init__(self, ports: Ports, loop: asyncio.AbstractEventLoop) -> None:
+        self.ports = ports
+        self.loop = loop
+        self._loop_thread = threading.get_ident()
+
+    def _on_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
+        if threading.get_ident() == self._loop_thread:
+            return fn(*args)
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def call() -> None:
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # handed to the waiting thread
+                future.set_exception(exc)
+
+        self.loop.call_soon_threadsafe(call)
+        return future.result()
+
+    def wait(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        """RunContext.wait: run a node's coroutine on the event loop, block this thread."""
+        if threading.get_ident() == self._loop_thread:
+            raise RuntimeError("a flow's node coroutine cannot be waited for on the event loop")
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    # Called on the worker thread.
+    def http_reply(self, request_id: str, status: int, headers: list[tuple[str, str]], body: bytes) -> bool:
+        return bool(self._on_loop(self.ports.http_reply, request_id, status, headers, body))
+
+    def subscribed(self, topic: str, subscription_point: str) -> bool | None:
+        return self._on_loop(self.ports.subscribed, topic, subscription_point)  # type: ignore[no-any-return]
+
+    def trace(self, node: str, text: str, destination: str) -> None:
+        self.ports.trace(node, text, destination)
+
+    # Called on the event loop (HTTPRequest's coroutine, the commit).
+    async def http_request(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes,
+                           timeout: float) -> Any:
+        return await self.ports.http_request(method, url, headers, body, timeout)
+
+    def put(self, queue: str, message: Message, qmgr: str | None) -> Any:
+        return self.ports.put(queue, message, qmgr)
+
+    def publish(self, topic: str, message: Message, *, qos: int, retain: bool, subscription_point: str) -> Any:
+        return self.ports.publish(topic, message, qos=qos, retain=retain, subscription_point=subscription_point)
+
+    async def durable(self) -> None:
+        await self.ports.durable()
+
+
+class FlowRuntime:
+    """The workers of one deployed flow. ``group`` is its execution group (the threads node
+    code runs on); without one the runtime has a group of its own."""
+
+    def __init__(self, flow: Flow, ports: Ports, group: ExecutionGroup | None = None) -> None:
         self.flow = flow
         self.ports = ports
+        self.group = group if group is not None else ExecutionGroup(flow.name)
         self.stats = FlowStats()
         self.instances = 1 + flow.settings.additional_instances
         by_user = flow.settings.order_mode == "user_id"
@@ -83,9 +150,11 @@ class FlowRuntime:
         self._queues: list[asyncio.Queue[Delivery | None]] = [asyncio.Queue(QUEUE_LIMIT) for _ in range(count)]
         self._by_user = by_user
         self._workers: list[asyncio.Task[None]] = []
-        self._next = 0
+        self._thread_ports: ThreadPorts | None = None
 
     def start(self) -> None:
+        self._thread_ports = ThreadPorts(self.ports, asyncio.get_running_loop())
+        self.group.reserve(self.instances)
         for i in range(self.instances):
             queue = self._queues[i % len(self._queues)]
             self._workers.append(asyncio.get_running_loop().create_task(
@@ -117,6 +186,7 @@ class FlowRuntime:
             await self._queues[i % len(self._queues)].put(None)
         if self._workers:
             await asyncio.gather(*self._workers, return_exceptions=True)
+            self.group.release(self.instances)
         self._workers = []
 
     async def _work(self, queue: asyncio.Queue[Delivery | None]) -> None:
@@ -129,13 +199,29 @@ class FlowRuntime:
             except Exception:  # a bug in the runtime costs one message, never the worker
                 log.exception("flow %s: internal error", self.flow.name)
 
+    def _context(self) -> RunContext:
+        if self._thread_ports is None:
+            self._thread_ports = ThreadPorts(self.ports, asyncio.get_running_loop())
+        return RunContext(self._thread_ports, self.flow.name, wait=self._thread_ports.wait)
+
+    async def _on_thread(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run node code on a thread of the execution group (the loop stays free)."""
+        if self.group.workers == 0:  # a runtime used without start() (one-off runs)
+            self.group.reserve(1)
+            try:
+                await asyncio.get_running_loop().run_in_executor(self.group.executor, fn, *args)
+            finally:
+                self.group.release(1)
+            return
+        await asyncio.get_running_loop().run_in_executor(self.group.executor, fn, *args)
+
     async def run(self, delivery: Delivery) -> str:
         """Run one delivery to its end: success, failure path or backout queue."""
         while True:
-            context = RunContext(self.ports, self.flow.name)
+            context = self._context()
             assembly = Assembly(delivery.message, delivery.local_environment.copy())
             try:
-                await self.flow.process(delivery.input_node, assembly, context)
+                await self._on_thread(self.flow.process, delivery.input_node, assembly, context)
                 await commit(context)
             except FlowException as err:
                 context.rollback()
@@ -159,9 +245,9 @@ class FlowRuntime:
         """Past the threshold: the failure terminal, else the backout queue."""
         node = delivery.input_node
         if self.flow.connected(node, "failure"):
-            context = RunContext(self.ports, self.flow.name)
+            context = self._context()
             try:
-                await self.flow.propagate(node, "failure", assembly, context)
+                await self._on_thread(self.flow.propagate, node, "failure", assembly, context)
                 await commit(context)
                 self.stats.failures += 1
                 return "failure"

@@ -62,26 +62,30 @@ class Binding:
 class ScadaBinding(Binding):
     """A SCADAInput port. When its flow falls QUEUE_LIMIT messages behind, the publications
     already decoded wait in a backlog and the port stops reading from its devices until the
-    flow has caught up (TCP backpressure), so a burst of QoS 1 batches is slowed, never dropped."""
+    flow has caught up (TCP backpressure), so a burst of QoS 1 batches is slowed, never dropped.
+    A publication is acknowledged to its device only when its run has finished
+    (relaymq.flows.scada)."""
 
-    def __init__(self, config: Any, host: str, port: int) -> None:
+    def __init__(self, config: Any, host: str, port: int, main_broker: Any = None) -> None:
         super().__init__(f"port:{port}")
-        self.endpoint = ScadaEndpoint(config, host, port, self._publication)
+        self.endpoint = ScadaEndpoint(config, host, port, self._publication, main_broker=main_broker)
         self.dropped = 0
-        self._backlog: deque[Message] = deque()
+        self._backlog: deque[Delivery] = deque()
         self._drainer: asyncio.Task[None] | None = None
 
-    def _publication(self, stored: StoredMessage) -> None:
+    def _publication(self, stored: StoredMessage, user: str, done: Callable[[], None]) -> None:
         target = self.target
-        if target is None:
+        if target is None:  # only while the port closes: the device gets no ack for it
             self.dropped += 1
             log.warning("port %s: no flow bound, publication on %s dropped", self.endpoint.port, stored.topic)
             return
         users = stored.properties.get("user_property") or []
-        message = from_mqtt(stored.topic, stored.payload, stored.qos, list(users), target.domain or "BLOB")
-        if not self._backlog and target.runtime.submit_nowait(Delivery(target.node, message)):
+        message = from_mqtt(stored.topic, stored.payload, stored.qos, list(users), target.domain or "BLOB",
+                            user_id=user)
+        delivery = Delivery(target.node, message, finished=lambda outcome, err: done())
+        if not self._backlog and target.runtime.submit_nowait(delivery):
             return
-        self._backlog.append(message)
+        self._backlog.append(delivery)
         if self._drainer is None:
             self._reading(False)
             self._drainer = asyncio.get_running_loop().create_task(self._drain_backlog())
@@ -104,8 +108,9 @@ class ScadaBinding(Binding):
                     self.dropped += len(self._backlog)
                     self._backlog.clear()
                     break
-                message = self._backlog.popleft()
-                await target.runtime.submit(Delivery(target.node, message))
+                delivery = self._backlog.popleft()
+                delivery.input_node = target.node
+                await target.runtime.submit(delivery)
         finally:
             self._drainer = None
             self._reading(True)

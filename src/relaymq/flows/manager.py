@@ -59,8 +59,10 @@ class FlowManager:
     """Every deployed flow of the broker, by execution group."""
 
     def __init__(self, *, config: Any, ports: Ports, pending: PendingReplies, http_server: Any = None,
-                 aio: Any = None, store_dir: str | None = None, response_type: Any = None) -> None:
+                 aio: Any = None, store_dir: str | None = None, response_type: Any = None,
+                 broker: Any = None) -> None:
         self.config = config
+        self.broker = broker
         self.ports = ports
         self.pending = pending
         self.http_server = http_server
@@ -84,7 +86,7 @@ class FlowManager:
 
     def _new_binding(self, node: Node) -> Binding:
         if isinstance(node, SCADAInput):
-            return ScadaBinding(self.config, node.props["host"], node.props["port"])
+            return ScadaBinding(self.config, node.props["host"], node.props["port"], self.broker)
         if isinstance(node, HTTPInput):
             if self.http_server is None:
                 raise DeployError(f"node {node.name}: HTTPInput needs the HTTP server ([http] enabled)")
@@ -113,28 +115,36 @@ class FlowManager:
                 if owner not in (None, flow.name):
                     raise DeployError(f"node {node.name}: {key} is used by flow {owner!r}")
                 keys[key] = node
+            runtime = FlowRuntime(flow, self.ports, self.groups.setdefault(group, ExecutionGroup(group)))
+            runtime.start()
+            targets = {key: Target(runtime, node.name, getattr(node, "domain", None),
+                                   float(node.props.get("timeout", 0.0))) for key, node in keys.items()}
+            # New bindings open with their target set, so nothing arrives before the flow is there.
             opened: list[Binding] = []
             try:
                 for key, node in keys.items():
                     if key not in self.bindings:
                         binding = self._new_binding(node)
-                        await binding.open()
+                        binding.target = targets[key]
+                        try:
+                            await binding.open()
+                        except ListenerError as err:
+                            raise DeployError(str(err)) from None
+                        except (DeployError, asyncio.CancelledError):
+                            raise
+                        except Exception as err:  # an unknown queue, a path another part serves
+                            raise DeployError(f"node {node.name}: {key}: {err}") from None
                         opened.append(binding)
-            except ListenerError as err:
-                for binding in opened:
-                    await binding.close()
-                raise DeployError(str(err)) from None
             except BaseException:
                 for binding in opened:
+                    binding.target = None
                     await binding.close()
+                await runtime.drain()
                 raise
-            runtime = FlowRuntime(flow, self.ports, self.groups.setdefault(group, ExecutionGroup(group)))
-            runtime.start()
             for binding in opened:
                 self.bindings[binding.key] = binding
-            for key, node in keys.items():
-                timeout = float(node.props.get("timeout", 0.0))
-                self.bindings[key].target = Target(runtime, node.name, getattr(node, "domain", None), timeout)
+            for key in keys:
+                self.bindings[key].target = targets[key]
             deployed = DeployedFlow(flow, group, runtime, list(keys))
             self.flows[flow.name] = deployed
             if old is not None:

@@ -51,10 +51,22 @@ def mqtt_publication(message: Message) -> tuple[bytes, dict[str, object]]:
     return body_bytes(message), properties
 
 
+#: Characters of MQMD UserIdentifier (cmqc.h MQ_USER_ID_LENGTH).
+USER_ID_LENGTH = 12
+
+
+def user_identifier(name: str) -> str:
+    """``name`` as an MQMD UserIdentifier: its first 12 characters, anything but printable
+    ASCII as ``?`` (the field is 12 single-byte characters)."""
+    return "".join(c if " " <= c <= "~" else "?" for c in name[:USER_ID_LENGTH])
+
+
 def from_mqtt(topic: str, payload: bytes, qos: int, user_properties: list[tuple[str, str]] | None = None,
-              domain: str = "BLOB") -> Message:
-    """A flow input message for an MQTT publication: MQMD (persistent for QoS > 0), an
-    MQRFH2 with ``psc.Topic`` and the user properties in ``usr``, then the payload."""
+              domain: str = "BLOB", user_id: str = "") -> Message:
+    """A flow input message for an MQTT publication: MQMD (persistent for QoS > 0;
+    UserIdentifier the first 12 characters of ``user_id``, the publisher's user name or
+    client id), an MQRFH2 with ``psc.Topic`` and the user properties in ``usr``, then the
+    payload."""
     rfh2 = MQRFH2(CodedCharSetId=1208, Format=MQFMT_STRING, NameValueCCSID=1208)
     psc = Element("psc")
     psc.add("Topic", topic)
@@ -68,4 +80,5 @@ def from_mqtt(topic: str, payload: bytes, qos: int, user_properties: list[tuple[
     mq = MQMessage(headers=[rfh2], body=payload)
     mq.md.Persistence = MQPER_PERSISTENT if qos > 0 else MQPER_NOT_PERSISTENT
     mq.md.CodedCharSetId = 1208
+    mq.md.UserIdentifier = user_identifier(user_id)
     return Message(mq, configured_domain=domain)

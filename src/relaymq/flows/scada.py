@@ -1,10 +1,25 @@
 """The telemetry listener behind SCADAInput nodes (flows-http.md items 2, 10; mqtt.md).
 
 Each port is a small broker of its own - the broker core's sessions, the MQTT codec and the
-server's listener, reused as they are - with an in-memory store, so devices get the full
-MQIsdp v3 / 3.1.1 / 5 protocol (keep-alive, QoS handshakes, wills) while what they publish
-goes only into the flow, not to the main broker's subscribers: the flow decides where it
-goes. Topics starting with ``$`` (the endpoint's own $SYS) never enter a flow.
+server's listener, reused as they are - so devices get the full MQIsdp v3 / 3.1.1 / 5
+protocol (keep-alive, QoS handshakes, wills) while what they publish goes only into the
+flow, not to the main broker's subscribers: the flow decides where it goes. Topics starting
+with ``$`` (the endpoint's own $SYS) never enter a flow. Devices log in against the main
+broker's password file and ACL (``[access]``), as on any other listener.
+
+Acknowledgements (spec README decision 4: an acknowledgement promises durability). The
+broker core sends PUBACK (QoS 1) and PUBCOMP (QoS 2) through its store's ``on_durable``
+right after it routed the publication, and PUBREC (QoS 2) after it stored it. The endpoint's
+store is wrapped in a gate (:class:`AckGate`): a callback waits until every publication
+handed to the flow before it has *finished* its run - its outputs committed (puts on disk),
+or sent down the failure path, or put to the backout queue. So a device's QoS 1 publication
+is acknowledged only once what the flow made of it survives a crash. With a SQLite broker
+store, the endpoint keeps its sessions in ``<data_dir>/flows/scada-<port>/``, so a QoS 2
+publication of a persistent session (clean session 0) is on disk before PUBREC and is run
+after a restart when the device sends PUBREL again.
+
+Each message carries the publishing device's MQTT user name (else its client id) as MQMD
+UserIdentifier (first 12 characters), for ``order_mode: user_id``.
 """
 
 from __future__ import annotations
@@ -12,6 +27,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import os
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -24,20 +41,134 @@ from relaymq.store.factory import open_store
 log = logging.getLogger("relaymq.flows.scada")
 
 TICK_SECONDS = 0.5
+#: Publications whose sender is remembered between PUBLISH and their routing (QoS 2 waits for PUBREL).
+MAX_ORIGINS = 65536
+
+#: ``on_publication(stored, user, done)``: ``user`` the device's user name or client id,
+#: ``done()`` to be called once the flow has finished with the publication.
+OnPublication = Callable[[StoredMessage, str, Callable[[], None]], None]
+
+
+class AckGate:
+    """Holds acknowledgement callbacks until every publication handed over before them is done.
+
+    ``ticket()`` when a publication is handed to the flow, ``done(ticket)`` when its run has
+    finished; ``after(callback)`` runs ``callback`` once all tickets issued so far are done
+    (at once when they are). Callbacks run in the order they were registered, so PUBACKs
+    leave in the order the PUBLISHes came, as MQTT requires, even when additional instances
+    finish runs out of order."""
+
+    def __init__(self) -> None:
+        self.issued = 0
+        self.finished = 0  # every ticket <= finished is done
+        self.closed = False  # the endpoint stopped: its connections and store are gone
+        self._done: set[int] = set()
+        self._waiting: deque[tuple[int, Callable[[], None]]] = deque()
+
+    def ticket(self) -> int:
+        self.issued += 1
+        return self.issued
+
+    def done(self, ticket: int) -> None:
+        if self.closed:
+            return
+        self._done.add(ticket)
+        while self.finished + 1 in self._done:
+            self.finished += 1
+            self._done.discard(self.finished)
+        while self._waiting and self._waiting[0][0] <= self.finished:
+            self._waiting.popleft()[1]()
+
+    def after(self, callback: Callable[[], None]) -> None:
+        if self.closed:
+            return
+        if self.issued <= self.finished and not self._waiting:
+            callback()
+        else:
+            self._waiting.append((self.issued, callback))
+
+    @property
+    def pending(self) -> int:
+        return self.issued - self.finished
+
+
+class _GatedStore:
+    """The endpoint's store with ``on_durable`` behind the gate (everything else as is)."""
+
+    def __init__(self, inner: Any, gate: AckGate) -> None:
+        self._inner = inner
+        self._gate = gate
+
+    def on_durable(self, callback: Callable[[], None]) -> None:
+        self._gate.after(lambda: self._inner.on_durable(callback))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _Access:
+    """The main broker's ACL (looked up on each call, so a reloaded ACL applies), which also
+    notes who is publishing: the broker core asks ``can_publish`` for every PUBLISH right
+    before it builds the message (see :meth:`_ScadaBroker.new_message`)."""
+
+    def __init__(self, endpoint: ScadaEndpoint) -> None:
+        self.endpoint = endpoint
+
+    def _acl(self) -> Any:
+        main = self.endpoint.main_broker
+        return main.acl if main is not None else None
+
+    def can_publish(self, username: str | None, client_id: str, topic: str) -> bool:
+        broker = self.endpoint.broker
+        if broker is not None:
+            broker.publishing = (topic, username or client_id or "")
+        acl = self._acl()
+        return acl is None or bool(acl.can_publish(username, client_id, topic))
+
+    def can_receive(self, username: str | None, client_id: str, topic: str) -> bool:
+        acl = self._acl()
+        return acl is None or bool(acl.can_receive(username, client_id, topic))
+
+    def can_subscribe(self, username: str | None, client_id: str, topic_filter: str) -> bool:
+        acl = self._acl()
+        return acl is None or bool(acl.can_subscribe(username, client_id, topic_filter))
+
+
+class _ScadaBroker(Broker):
+    """The endpoint's broker: remembers which device published each message it builds."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.publishing: tuple[str, str] | None = None
+        self.origins: OrderedDict[int, str] = OrderedDict()
+
+    def new_message(self, topic: str, payload: bytes, qos: int, retain: bool,
+                    properties: dict | None = None, expiry_interval: int | None = None) -> StoredMessage:
+        message = super().new_message(topic, payload, qos, retain, properties, expiry_interval)
+        publishing, self.publishing = self.publishing, None
+        if publishing is not None and publishing[0] == topic:
+            self.origins[message.msg_id] = publishing[1]
+            if len(self.origins) > MAX_ORIGINS:
+                self.origins.popitem(last=False)
+        return message
 
 
 class ScadaEndpoint:
-    """A telemetry listener on ``host:port``; ``on_publication(stored)`` gets every
-    publication a device sends."""
+    """A telemetry listener on ``host:port``; ``on_publication`` gets every publication a
+    device sends (see :data:`OnPublication`)."""
 
-    def __init__(self, config: Any, host: str, port: int,
-                 on_publication: Callable[[StoredMessage], None]) -> None:
+    def __init__(self, config: Any, host: str, port: int, on_publication: OnPublication, *,
+                 main_broker: Any = None) -> None:
+        self.persistent = config.broker.store != "memory"
+        self.data_dir = os.path.join(config.broker.data_dir, "flows", f"scada-{port}")
         self.config = dataclasses.replace(
-            config, broker=dataclasses.replace(config.broker, store="memory", sys_interval=0))
+            config, broker=dataclasses.replace(config.broker, sys_interval=0))
         self.host = host
         self.requested_port = port
         self.on_publication = on_publication
-        self.broker: Broker | None = None
+        self.main_broker = main_broker
+        self.gate = AckGate()
+        self.broker: _ScadaBroker | None = None
         self.listener: Listener | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._store: Any = None
@@ -48,8 +179,17 @@ class ScadaEndpoint:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self._store = open_store("memory", "", loop.call_soon_threadsafe)
-        self.broker = Broker(self.config, self._store)
+        broker_config = self.config.broker
+        if self.persistent and self.requested_port:
+            self._store = await asyncio.to_thread(
+                open_store, "sqlite", self.data_dir, loop.call_soon_threadsafe,
+                synchronous=broker_config.sqlite_synchronous, commit_delay=broker_config.commit_delay_ms / 1000.0)
+        else:
+            self._store = open_store("memory", "", loop.call_soon_threadsafe)
+        passwords = getattr(self.main_broker, "passwords", None)
+        self.broker = _ScadaBroker(self.config, _GatedStore(self._store, self.gate), passwords=passwords,
+                                   acl=_Access(self))
+        self.broker.restore(self._store.load())
         self.broker.publication_taps.append(self._tap)
         name = f"scada-{self.requested_port}"
         listener = ListenerConfig(name=name, host=self.host, port=self.requested_port)
@@ -62,8 +202,12 @@ class ScadaEndpoint:
         self._ticker = loop.create_task(self._tick(), name=f"{name} tick")
 
     def _tap(self, stored: StoredMessage) -> None:
-        if not stored.topic.startswith("$"):
-            self.on_publication(stored)
+        assert self.broker is not None
+        user = self.broker.origins.pop(stored.msg_id, "")
+        if stored.topic.startswith("$"):
+            return
+        ticket = self.gate.ticket()
+        self.on_publication(stored, user, lambda: self.gate.done(ticket))
 
     async def _tick(self) -> None:
         while True:
@@ -79,5 +223,6 @@ class ScadaEndpoint:
             await self.listener.stop()
         if self.broker is not None:
             self.broker.shutdown()
+        self.gate.closed = True
         if self._store is not None:
-            self._store.close()
+            await asyncio.to_thread(self._store.close)

@@ -54,7 +54,7 @@ async def start(context: Any) -> FlowsService:
         response_type = HttpResponse
     manager = FlowManager(config=config, ports=BrokerPorts(context.broker, context.services, pending),
                           pending=pending, http_server=server, aio=context.services.get("qmgr.aio"),
-                          store_dir=store_dir, response_type=response_type)
+                          store_dir=store_dir, response_type=response_type, broker=context.broker)
     context.services["flows"] = manager
     restored = await manager.restore()
     for path in settings.deploy:

@@ -1,0 +1,142 @@
+"""What a SCADAInput acknowledgement promises (spec README decision 4: storage an
+acknowledgement promises is durable before it leaves): a device's QoS 1/2 publication is
+acknowledged only once the flow's run for it has committed its outputs. Real broker
+processes, SIGKILL, real MQTT clients (paho, and a raw MQIsdp/3.1.1 socket client for the
+QoS 2 handshake), the queue read back over REST."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+from flow_helpers import Client, FlowBroker, admin, queue_depth, rest_get
+from harness import free_port
+from relaymq.mqtt import packets as p
+from relaymq.mqtt.codec import encode
+from relaymq.mqtt.reader import PacketReader
+
+GATED = ("import os, time\n"
+         "def main(c):\n"
+         "    while not os.path.exists(%r):\n"
+         "        time.sleep(0.01)\n"
+         "    return c.copy_input()\n")
+SLOW = "import time\ndef main(c):\n    time.sleep(0.005)\n    return c.copy_input()\n"
+
+
+def deploy(broker: FlowBroker, name: str, port: int, code: str, instances: int = 0) -> None:
+    flow = (f"flow: {name}\nadditional_instances: {instances}\nnodes:\n"
+            f"  In: {{type: SCADAInput, port: {port}, host: 127.0.0.1}}\n"
+            f"  C: {{type: Compute, code: {json.dumps(code)}}}\n  Put: {{type: MQOutput, queue: OUTQ}}\n"
+            "connections:\n  - In.out -> C\n  - C.out -> Put\n")
+    status, answer = admin(broker, "POST", "", flow.encode())
+    assert status == 201, answer
+
+
+def drain_bodies(broker: FlowBroker, queue: str) -> list[bytes]:
+    bodies = []
+    while True:
+        status, _, body = rest_get(broker, queue, 200)
+        if status == 204:
+            return bodies
+        assert status == 200
+        bodies.append(body)
+
+
+def test_puback_waits_for_the_flow_to_commit(tmp_path: Path):
+    """Decision 4: while the flow's run is held (its Compute waits for a file), the device
+    gets no PUBACK; once the run commits (the put is on disk), the PUBACK comes."""
+    flag = tmp_path / "go"
+    with FlowBroker(queues=("OUTQ",)).start() as broker:
+        port = free_port()
+        deploy(broker, "gated", port, GATED % str(flag))
+        device = Client(port, "v311", "dev")
+        try:
+            info = device.client.publish("t", b"held", qos=1)
+            info.wait_for_publish(1.0)
+            assert not info.is_published()  # no PUBACK while the flow has not committed
+            assert queue_depth(broker, "OUTQ") == 0
+            flag.write_text("go")
+            info.wait_for_publish(20)
+            assert info.is_published()
+            assert queue_depth(broker, "OUTQ") == 1
+        finally:
+            device.close()
+
+
+def test_every_acknowledged_qos1_publication_survives_sigkill():
+    """Issue 6 audit (200 acknowledged, 29 arrived): a device sends 200 QoS 1 publications,
+    each PUBACKed; the broker is SIGKILLed right after the last PUBACK and restarted: every
+    one of them is on the output queue, exactly once (every run had committed before its
+    PUBACK, and nothing was redelivered)."""
+    with FlowBroker(queues=("OUTQ",)).start() as broker:
+        port = free_port()
+        deploy(broker, "slow", port, SLOW, instances=1)
+        device = Client(port, "v311", "dev")
+        sent = [str(i).encode() for i in range(200)]
+        infos = [device.client.publish("n", body, qos=1) for body in sent]
+        for info in infos:
+            info.wait_for_publish(60)
+            assert info.is_published()
+        broker.kill()
+        device.close()
+        broker.start()
+        assert sorted(drain_bodies(broker, "OUTQ"), key=int) == sent
+
+
+class RawClient:
+    """A bare MQTT client on a socket, to stop a QoS 2 handshake half way."""
+
+    def __init__(self, port: int, client_id: str, level: int = 4) -> None:
+        self.level = level
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+        self.reader = PacketReader(from_client=False)
+        self.reader.protocol_level = level
+        name = "MQIsdp" if level == 3 else "MQTT"
+        self.send(p.Connect(protocol_name=name, protocol_level=level, clean_start=False, client_id=client_id))
+        connack = self.receive()
+        assert isinstance(connack, p.Connack) and connack.reason_code == 0, connack
+        self.session_present = connack.session_present
+
+    def send(self, packet: object) -> None:
+        self.sock.sendall(encode(packet, self.level))  # type: ignore[arg-type]
+
+    def receive(self) -> object:
+        while True:
+            packet = self.reader.next_packet()
+            if packet is not None:
+                return packet
+            data = self.sock.recv(65536)
+            if not data:
+                raise ConnectionError("closed")
+            self.reader.feed(data)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_qos2_pubrec_is_durable_for_a_persistent_session():
+    """Decision 4 for QoS 2 (seed 000 l.736-741: stored on PUBLISH, delivered on PUBREL): an
+    MQIsdp v3 device with a persistent session gets PUBREC; the broker is SIGKILLed before
+    PUBREL; after the restart the device reconnects, its session is there, it sends PUBREL and
+    gets PUBCOMP once the flow has put the publication: nothing acknowledged was lost."""
+    with FlowBroker(queues=("OUTQ",)).start() as broker:
+        port = free_port()
+        deploy(broker, "qos2", port, SLOW)
+        device = RawClient(port, "meter-7", level=3)
+        device.send(p.Publish("meter/7", b"reading-42", qos=2, packet_id=9))
+        assert device.receive() == p.Pubrec(9)
+        time.sleep(0.2)
+        assert queue_depth(broker, "OUTQ") == 0  # QoS 2: run on PUBREL, not before
+        broker.kill()
+        device.close()
+        broker.start()
+        device = RawClient(port, "meter-7", level=3)
+        try:
+            device.send(p.Pubrel(9))
+            assert device.receive() == p.Pubcomp(9)
+            assert queue_depth(broker, "OUTQ") == 1  # PUBCOMP came after the put
+            assert rest_get(broker, "OUTQ")[2] == b"reading-42"
+        finally:
+            device.close()

@@ -224,12 +224,57 @@ def test_item_45_queue_subscription_events(tmp_path):
             watcher.subscribe("$SYS/Broker/B1/Subscriptions/+")
             assert await stack.command("RegSub", Topic="T", QName="SUBQ", SubName="feed") == ("ok", [])
             assert await stack.command("DeregSub", Topic="T", QName="SUBQ") == ("ok", [])
-            added, removed = await _collect(watcher, "$SYS/Broker/B1/Subscriptions/+", 2)
+            events = await _collect(watcher, "$SYS/Broker/B1/Subscriptions/+", 3)
+            added, removed = [m for m in events if "queue" in json.loads(m.payload)]  # not the watcher's own
             assert (added.topic, removed.topic) == ("$SYS/Broker/B1/Subscriptions/Added",
                                                     "$SYS/Broker/B1/Subscriptions/Removed")
             assert json.loads(added.payload) == {"topic": "T", "subPoint": "", "filter": "", "qmgr": "QM1",
                                                  "queue": "SUBQ", "user": "", "subName": "feed"}
             assert json.loads(removed.payload)["cause"] == "deregistered"
+        finally:
+            await stack.stop()
+    run(scenario())
+
+
+def test_item_45_mqtt_subscribe_and_unsubscribe_events(tmp_path):
+    """pubsub.md item 45 (seed 4523-4556) for MQTT clients: SUBSCRIBE (with its content filter
+    and QoS), UNSUBSCRIBE (cause unsubscribed) and the end of a clean session (cause
+    session_ended) raise the same Added/Removed events as queue subscriptions; re-subscribing
+    to the same filter is no change (with a new filter: replaced); shared subscriptions are
+    announced per group."""
+    from relaymq.mqtt import packets as p
+
+    async def scenario():
+        stack = await Stack(tmp_path, {"broker_name": "B1"}).start()
+        try:
+            watcher = stack.mqtt("watcher")
+            watcher.subscribe("$SYS/Broker/B1/Subscriptions/+")
+            (own,) = await _collect(watcher, "$SYS/Broker/B1/Subscriptions/Added")
+            assert json.loads(own.payload)["clientId"] == "watcher"
+            client = stack.mqtt("sensor", username="alice")
+            client.send(p.Subscribe(1, [p.Subscription("plant/#", 1)],
+                                    {"user_property": [("relaymq-filter", "usr.level > 5")]}))
+            client.send(p.Subscribe(2, [p.Subscription("plant/#", 1)],
+                                    {"user_property": [("relaymq-filter", "usr.level > 5")]}))  # the same again
+            client.subscribe("plant/#", 1, packet_id=3)  # a new filter: replaced
+            client.subscribe("$share/g/plant/+/t", packet_id=4)
+            client.subscribe("other/#", packet_id=5)
+            client.send(p.Unsubscribe(6, ["plant/#"]))
+            client.send(p.Disconnect())
+            events = await _collect(watcher, "$SYS/Broker/B1/Subscriptions/+", 8)
+            sensor = {"clientId": "sensor", "user": "alice", "subPoint": ""}
+            assert [(m.topic.rsplit("/", 1)[1], json.loads(m.payload)) for m in events] == [
+                ("Added", {"topic": "plant/#", "filter": "usr.level > 5", "qos": 1, **sensor}),
+                ("Removed", {"topic": "plant/#", "filter": "usr.level > 5", "qos": 1, "cause": "replaced", **sensor}),
+                ("Added", {"topic": "plant/#", "filter": "", "qos": 1, **sensor}),
+                ("Added", {"topic": "plant/+/t", "subPoint": "", "filter": "", "shareGroup": "g"}),
+                ("Added", {"topic": "other/#", "filter": "", "qos": 0, **sensor}),
+                ("Removed", {"topic": "plant/#", "filter": "", "qos": 1, "cause": "unsubscribed", **sensor}),
+                ("Removed", {"topic": "plant/+/t", "subPoint": "", "filter": "", "shareGroup": "g",
+                             "cause": "last_member_left"}),
+                ("Removed", {"topic": "other/#", "filter": "", "qos": 0, "cause": "session_ended", **sensor}),
+            ]
+            assert await _collect(watcher, "$SYS/Broker/B1/Subscriptions/+", 1, limit=0.3) == []
         finally:
             await stack.stop()
     run(scenario())

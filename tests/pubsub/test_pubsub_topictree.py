@@ -273,3 +273,16 @@ def test_stats_reports_no_stale_entries_after_a_change() -> None:
     assert tree.stats()["cache_entries"] == 0
     tree.match("a/b")
     assert tree.stats()["cache_entries"] == 1
+
+
+def test_observers_see_every_insert_and_successful_remove() -> None:
+    """The change hook the pub/sub service's subscription events (pubsub.md item 45) rely on:
+    one call per insert (a replacement too) and per remove that removed something."""
+    tree: SubscriptionTree[str] = SubscriptionTree()
+    seen: list[tuple] = []
+    tree.observers.append(lambda added, topic_filter, key, value: seen.append((added, topic_filter, key, value)))
+    tree.insert("a/#", "c1", "v1")
+    tree.insert("a/#", "c1", "v2")
+    assert tree.remove("a/+", "c1") is None
+    assert tree.remove("a/#", "c1") == "v2"
+    assert seen == [(True, "a/#", "c1", "v1"), (True, "a/#", "c1", "v2"), (False, "a/#", "c1", "v2")]

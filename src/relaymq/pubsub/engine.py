@@ -838,6 +838,24 @@ class PubSubEngine:
             body["cause"] = cause
         return MqttPublish(f"$SYS/Broker/{self.broker_name}/Subscriptions/{what}", json.dumps(body).encode())
 
+    def mqtt_subscription_event(self, added: bool, topic_filter: str, *, client_id: str | None,
+                                share_group: str | None, user: str | None, filter_text: str,
+                                qos: int | None, cause: str | None) -> MqttPublish:
+        """Item 45 for an MQTT SUBSCRIBE/UNSUBSCRIBE (or a session's end): the same topics as a
+        queue subscription's events, with the client instead of the queue."""
+        body: dict[str, Any] = {"topic": topic_filter, "subPoint": DEFAULT_SUBPOINT, "filter": filter_text}
+        if share_group is not None:
+            body["shareGroup"] = share_group
+        else:
+            body["clientId"] = client_id
+            body["user"] = user or ""
+        if qos is not None:
+            body["qos"] = qos
+        if cause:
+            body["cause"] = cause
+        what = "Added" if added else "Removed"
+        return MqttPublish(f"$SYS/Broker/{self.broker_name}/Subscriptions/{what}", json.dumps(body).encode())
+
     # ================================================================ persistence
     def snapshot(self) -> dict[str, Any]:
         """Everything to keep across a restart (items 19, 22): subscriptions, and retained

@@ -31,6 +31,10 @@ REMOVED_DEREGISTERED = "deregistered"
 REMOVED_EXPIRED = "expired"
 REMOVED_QUEUE_DELETED = "queue_deleted"
 REMOVED_ADMIN = "administrator"
+# ... and why an MQTT subscription went away (item 45).
+REMOVED_UNSUBSCRIBED = "unsubscribed"
+REMOVED_SESSION_ENDED = "session_ended"
+REMOVED_LAST_MEMBER = "last_member_left"  # a shared subscription's group
 
 
 @dataclass(frozen=True)

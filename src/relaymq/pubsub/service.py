@@ -28,7 +28,18 @@ from relaymq.message.message import Message
 from relaymq.pubsub import reasons as r
 from relaymq.pubsub.admin import PscAdmin
 from relaymq.pubsub.engine import CONTROL_QUEUE, PubSubEngine, dead_letter_message
-from relaymq.pubsub.model import REMOVED_ADMIN, ClearRetained, DeadLetter, MqttPublish, Publication, Put
+from relaymq.pubsub.model import (
+    PSC_KEY,
+    REMOVED_ADMIN,
+    REMOVED_LAST_MEMBER,
+    REMOVED_SESSION_ENDED,
+    REMOVED_UNSUBSCRIBED,
+    ClearRetained,
+    DeadLetter,
+    MqttPublish,
+    Publication,
+    Put,
+)
 from relaymq.pubsub.settings import PubSubSettings
 from relaymq.pubsub.stats import CONTENT_TYPE as STATS_CONTENT_TYPE
 from relaymq.pubsub.stats import statistics_payload, statistics_topic
@@ -74,6 +85,7 @@ class PubSubService:
         self._tasks: list[asyncio.Task[None]] = []
         self._listeners: list[tuple[str, Any]] = []
         self._bridging: Publication | None = None
+        self._subscription_changes: list[tuple[bool, str, Any, str | None, str | None, Any]] = []
         self.http = context.services.get("http")
         self.admin: PscAdmin | None = None
         self._administrators = tuple(context.config.access.administrators)
@@ -86,6 +98,8 @@ class PubSubService:
         if self.settings.topic_security:
             self.broker.acl = CombinedAcl(self.broker.acl, self.topic_acl)
         self.broker.publication_taps.append(self._tap)
+        if self.settings.events:
+            self.broker.subscriptions.observers.append(self._observe_subscription)
         self._tasks.append(asyncio.create_task(self._run_outbox()))
         self._tasks.append(asyncio.create_task(self._sweep()))
         if self.settings.stats_interval_ms > 0:
@@ -118,6 +132,8 @@ class PubSubService:
             self.admin.uninstall(self.http)
         if self._tap in self.broker.publication_taps:
             self.broker.publication_taps.remove(self._tap)
+        if self._observe_subscription in self.broker.subscriptions.observers:
+            self.broker.subscriptions.observers.remove(self._observe_subscription)
         for queue, listener in self._listeners:
             try:
                 self.qm.remove_listener(queue, listener)
@@ -191,6 +207,52 @@ class PubSubService:
             log.info("pub/sub: %s removed %d subscription(s): %s", by or "an administrator", len(subs),
                      "; ".join(f"{d['topic']} -> {d['qmgr']}/{d['queue']}" for d in described))
         return described
+
+    # ---------------------------------------------------------------- MQTT subscription events
+    def _observe_subscription(self, added: bool, topic_filter: str, key: Any, value: Any) -> None:
+        """Every change of the broker's tree (item 45): MQTT SUBSCRIBE/UNSUBSCRIBE and ended
+        sessions; queue subscriptions announce themselves through the engine. What the event
+        says is decided now, while the session is as the change left it; the events are
+        published once the broker has finished handling the packet.
+
+        The broker tells no cause, so it is inferred: a removal while the client's connection
+        is live is an UNSUBSCRIBE (``unsubscribed``), otherwise the session ended (clean
+        disconnect, expiry, clean-start takeover: ``session_ended``); a SUBSCRIBE that replaces
+        a subscription to the same filter is no change when QoS and filter are the same, else
+        a Removed (``replaced``) and an Added. A shared subscription is announced per group:
+        Added with its first member, Removed (``last_member_left``) with its last."""
+        if type(key) is tuple and key and key[0] == PSC_KEY:
+            return
+        shared = type(key) is tuple
+        session = None if shared else self.broker.sessions.get(key)
+        attributes = None if shared else (getattr(value, "qos", None), getattr(value, "filter_text", ""))
+        cause = None
+        if shared and not added:
+            cause = REMOVED_LAST_MEMBER
+        elif not added:
+            connection = getattr(session, "connection", None)
+            live = connection is not None and not connection.closed
+            cause = REMOVED_UNSUBSCRIBED if live else REMOVED_SESSION_ENDED
+        changes = self._subscription_changes
+        if added and changes:
+            last = changes[-1]
+            if not last[0] and last[1] == topic_filter and last[2] == key:
+                if last[5] == attributes:
+                    changes.pop()  # the same subscription again: no change
+                    return
+                changes[-1] = (*last[:4], "replaced", last[5])
+        if not changes:
+            self._loop.call_soon(self._announce_subscriptions)
+        changes.append((added, topic_filter, key, getattr(session, "username", None), cause, attributes))
+
+    def _announce_subscriptions(self) -> None:
+        changes, self._subscription_changes = self._subscription_changes, []
+        for added, topic_filter, key, user, cause, attributes in changes:
+            shared = type(key) is tuple
+            qos, filter_text = attributes if attributes is not None else (None, "")
+            self._perform(self.engine.mqtt_subscription_event(
+                added, topic_filter, client_id=None if shared else key, share_group=key[1] if shared else None,
+                user=user, filter_text=filter_text or "", qos=qos, cause=cause))
 
     def _tap(self, stored: Any) -> None:
         """Every routed MQTT publication: deliver to queue subscribers at the default point."""

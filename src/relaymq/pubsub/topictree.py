@@ -23,11 +23,16 @@ the reference these must agree with):
 
 The tree does not validate: front ends call ``topics.validate_topic_filter`` first (decision 2).
 It holds no I/O and no locks: one event loop owns it.
+
+Observers: every change can be reported to ``observers`` (``fn(added, topic_filter, key,
+value)``, after the change): the one place every kind of subscription passes, which the pub/sub
+service uses for the subscription events of pubsub.md item 45. An observer must not change the
+tree; with none, a change costs one truth test more.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from itertools import chain, islice
 from typing import Generic, TypeVar
 
@@ -130,6 +135,8 @@ class SubscriptionTree(Generic[V]):
         self._generation = 0
         self._hits = 0
         self._misses = 0
+        #: Called after each insert (added=True) and successful remove (added=False).
+        self.observers: list[Callable[[bool, str, Hashable, V], None]] = []
 
     # -- changes -----------------------------------------------------------------------------
 
@@ -144,6 +151,9 @@ class SubscriptionTree(Generic[V]):
         if is_new:
             self._count += 1
         self._generation += 1
+        if self.observers:
+            for observer in self.observers:
+                observer(True, topic_filter, key, value)
         return is_new
 
     def remove(self, topic_filter: str, key: Hashable) -> V | None:
@@ -166,6 +176,9 @@ class SubscriptionTree(Generic[V]):
             parent, level = path.pop()
             _drop_child(parent, level)
             node = parent
+        if self.observers:
+            for observer in self.observers:
+                observer(False, topic_filter, key, value)
         return value
 
     # -- matching ----------------------------------------------------------------------------

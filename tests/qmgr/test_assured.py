@@ -76,7 +76,7 @@ def test_async_remote_holds_for_transmission_until_transmitted(qm: QueueManager)
     messages are offered for transmission; removed once the remote confirmed."""
     qm.define_queue("TARGET", "remote", queue_manager="QM2", mode="async")
     heard: list[str] = []
-    qm.add_transmission_listener(heard.append)
+    qm.add_transmission_listener(lambda target, fields, forced: heard.append(target))
     qm.put("TARGET", text_message("low", 1), qmgr="QM2")
     qm.put("TARGET", text_message("high", 8), qmgr="QM2")
     qm.put("TARGET", text_message("unconfirmed"), qmgr="QM2", confirm_id=4, uid="QM1:x:1")

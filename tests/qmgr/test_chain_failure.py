@@ -18,19 +18,19 @@ embedded application with the same store), then the device process sends them.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import random
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from .proxy import CuttingProxy
 
 MESSAGES = int(os.environ.get("RELAYMQ_CHAIN_MESSAGES", "10000"))
 CHUNKS = 4
@@ -127,83 +127,6 @@ class Node:
         except (OSError, ValueError, KeyError):
             return {}
         return {q["name"]: q["status"]["currentDepth"] for q in queues if "status" in q}
-
-
-class CuttingProxy:
-    """A TCP proxy that parses channel frames from the caller and, now and then, closes both
-    sides right after forwarding part of a PUT frame or a whole CONFIRM frame."""
-
-    PUT, CONFIRM = 3, 5
-
-    def __init__(self, target_port: int, rng: random.Random, cut_probability: float) -> None:
-        self.target_port = target_port
-        self.rng = rng
-        self.cut_probability = cut_probability
-        self.cuts = {"put": 0, "confirm": 0}
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.port = 0
-        self.enabled = True
-
-    def start(self) -> "CuttingProxy":
-        self.thread.start()
-
-        async def listen() -> int:
-            self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-            return self.server.sockets[0].getsockname()[1]
-
-        self.port = asyncio.run_coroutine_threadsafe(listen(), self.loop).result(10)
-        return self
-
-    def close(self) -> None:
-        async def shut() -> None:
-            self.server.close()
-
-        asyncio.run_coroutine_threadsafe(shut(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
-        except OSError:
-            writer.close()
-            return
-
-        async def downstream() -> None:
-            try:
-                while data := await up_reader.read(65536):
-                    writer.write(data)
-                    await writer.drain()
-            except (OSError, asyncio.CancelledError):
-                pass
-            finally:
-                writer.close()
-
-        back = asyncio.ensure_future(downstream())
-        try:
-            while True:
-                head = await reader.readexactly(5)
-                length, kind = int.from_bytes(head[:4], "big"), head[4]
-                rest = await reader.readexactly(length - 1)
-                frame = head + rest
-                if self.enabled and kind in (self.PUT, self.CONFIRM) and self.rng.random() < self.cut_probability:
-                    if kind == self.PUT:
-                        up_writer.write(frame[: self.rng.randrange(1, len(frame))])  # mid-transfer
-                        self.cuts["put"] += 1
-                    else:
-                        up_writer.write(frame)  # the confirm arrives; its answer is lost
-                        self.cuts["confirm"] += 1
-                    await up_writer.drain()
-                    break
-                up_writer.write(frame)
-                await up_writer.drain()
-        except (OSError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            up_writer.close()
-            writer.close()
-            back.cancel()
 
 
 def _put_chunk(device: Node, start: int, count: int, rng: random.Random) -> list[tuple[int, int]]:

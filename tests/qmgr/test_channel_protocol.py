@@ -129,15 +129,15 @@ def test_refused_message_blocks_later_ones_in_the_batch(pair):
     """Item 25 (l.3328) and item 15: an undeliverable message stops the confirms after it;
     the messages before it are delivered, those after it held (stored unconfirmed)."""
     source, target = pair
-    target.define_queue("SMALL", max_message_size=200)
+    target.define_queue("FULL", max_depth=0)  # full is not dead-lettered: it may take messages later
     sender, receiver = _pair(source, target)
     items = [Outgoing("a", "TGT", "IN", text_message("a").to_bytes()),
-             Outgoing("b", "TGT", "SMALL", text_message("b" * 500).to_bytes()),
+             Outgoing("b", "TGT", "FULL", text_message("b").to_bytes()),
              Outgoing("c", "TGT", "IN", text_message("c").to_bytes())]
     events = _exchange(sender, receiver, sender.send_batch(items))
     refused = [e for e in events if isinstance(e, Refused)]
     assert [e for e in events if isinstance(e, Delivered)] == [Delivered("a")]
-    assert [(e.uid, e.name) for e in refused] == [("b", "MQRC_MSG_TOO_BIG_FOR_Q")]
+    assert [(e.uid, e.name) for e in refused] == [("b", "MQRC_Q_FULL")]
     assert sender.held() == ["c"] and sender.batch_done
     assert [body(m) for m in target.browse("IN")] == ["a"]
 

@@ -273,3 +273,110 @@ def test_tls_channel_verifies_the_server_certificate(tmp_path):
             tgt.close()
 
     asyncio.run(scenario())
+
+
+def test_home_server_queue_pulls_only_from_the_store_queue_of_its_name():
+    """Seed l.3369-3371 (the home-server queue points at one store queue on its server) and
+    l.622 (a pulled message that cannot be delivered goes to the client's dead-letter
+    queue): DEV's home-server queue HOLD pulls from SRV's store-and-forward queue HOLD, not
+    from SRV's other store queue that also holds messages for DEV."""
+
+    async def scenario():
+        srv, dev = QueueManager.open("SRV", None), QueueManager.open("DEV", None)
+        srv.define_queue("HOLD", "store_and_forward", target_queue_managers=["DEV"], push=False)
+        srv.define_queue("OTHER", "store_and_forward", target_queue_managers=["DEV2"], push=False)
+        dev.define_queue("INBOX")
+        dev.define_queue("HOLD", "home_server", queue_manager="SRV", poll_interval=50)
+        srv.put("INBOX", text_message("from HOLD"), qmgr="DEV")
+        srv.put("NOSUCHQ", text_message("undeliverable"), qmgr="DEV")
+        srv.put("INBOX", text_message("not for DEV"), qmgr="DEV2")
+        s = ChannelService(srv, listen_host="127.0.0.1", listen_port=0)
+        await s.start()
+        d = ChannelService(dev, (_conn(name="SRV", address=f"127.0.0.1:{s.port}"),), listen_host=None)
+        await d.start()
+        try:
+            await _wait_depth(dev, "INBOX", 1)
+            await _wait_depth(dev, "SYSTEM.DEAD.LETTER.QUEUE", 1)
+            await _wait_empty(srv, "HOLD")
+            assert body(dev.get("INBOX")) == "from HOLD"
+            dead = dev.get("SYSTEM.DEAD.LETTER.QUEUE")
+            (dlh,) = dead.mq.headers
+            assert (dlh.Reason, dlh.DestQName.strip(), dlh.DestQMgrName.strip()) == (2085, "NOSUCHQ", "DEV")
+            assert dead.mq.body == b"undeliverable" and dead.mq.body_format.strip() == "MQSTR"
+            assert srv.depth("OTHER") == 1
+        finally:
+            await d.stop()
+            await s.stop()
+            dev.close()
+            srv.close()
+
+    asyncio.run(scenario())
+
+
+def test_pull_naming_a_missing_store_queue_is_reported_not_fatal():
+    """Seed l.3371 ("able to pull only if there is a store and forward queue"): a home-server
+    queue whose name is no store-and-forward queue on the server gets a clear answer, and
+    the link stays up for the rest of its work."""
+
+    async def scenario():
+        srv, dev = QueueManager.open("SRV", None), QueueManager.open("DEV", None)
+        srv.define_queue("IN")
+        dev.define_queue("WRONG", "home_server", queue_manager="SRV", poll_interval=50)
+        dev.define_queue("OUT", "remote", queue_manager="SRV", mode="async")
+        s = ChannelService(srv, listen_host="127.0.0.1", listen_port=0)
+        await s.start()
+        d = ChannelService(dev, (_conn(name="SRV", address=f"127.0.0.1:{s.port}"),), listen_host=None)
+        await d.start()
+        try:
+            await asyncio.to_thread(dev.put, "OUT", text_message("still sent"), qmgr="SRV")
+            await _wait_depth(srv, "IN", 0)
+            for _ in range(100):
+                if d.links["SRV"].last_pull_error:
+                    break
+                await asyncio.sleep(0.02)
+            assert "no store-and-forward queue 'WRONG'" in d.links["SRV"].last_pull_error
+        finally:
+            await d.stop()
+            await s.stop()
+            dev.close()
+            srv.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("dead_letter", [True, False])
+def test_push_to_an_unknown_queue_is_dead_lettered_at_its_destination(dead_letter: bool):
+    """MQ's practice (seed l.618-620) behind [qmgr] dead_letter_undeliverable (default true):
+    a pushed message for a queue that does not exist on its destination goes to that queue
+    manager's dead-letter queue with an MQDLH naming reason 2085 and the destination, so it
+    does not block the route (item 25) for the messages after it; with the option off it
+    stays on the sender and blocks, as the seed's MQe does."""
+
+    async def scenario():
+        tgt = QueueManager("TGT", dead_letter_undeliverable=dead_letter)
+        dev = QueueManager.open("DEV", None)
+        tgt.define_queue("IN")
+        dev.define_queue("SF", "store_and_forward", target_queue_managers=["TGT"])
+        dev.put("TYPO", text_message("lost address"), qmgr="TGT")
+        dev.put("IN", text_message("behind it"), qmgr="TGT")
+        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0)
+        await t.start()
+        d = ChannelService(dev, (_conn(name="TGT", address=f"127.0.0.1:{t.port}"),), listen_host=None)
+        await d.start()
+        try:
+            if dead_letter:
+                await _wait_depth(tgt, "IN", 1)
+                await _wait_empty(dev, "SF")
+                (dlh,) = tgt.get("SYSTEM.DEAD.LETTER.QUEUE").mq.headers
+                assert (dlh.Reason, dlh.DestQName.strip()) == (2085, "TYPO")
+            else:
+                await asyncio.sleep(0.5)
+                assert dev.depth("SF") == 2 and tgt.browse("IN") == []  # at most held unconfirmed
+                assert "MQRC_UNKNOWN_OBJECT_NAME" in (d.links["TGT"].last_error or "")
+        finally:
+            await d.stop()
+            await t.stop()
+            dev.close()
+            tgt.close()
+
+    asyncio.run(scenario())

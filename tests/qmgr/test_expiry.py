@@ -99,3 +99,44 @@ def test_expiry_counts_down_across_hops(clock) -> None:
         clock.advance(4)
         ((_, _, sent),) = qm.pending_transmission("QMB")
         assert sent.mq.md.Expiry == 60
+
+
+def test_own_expire_time_travels_with_the_message_over_a_channel() -> None:
+    """everyplace.md item 5 (seed l.302-358: expiry is checked when a message is pushed to
+    a queue): a message's own ExpireTime (an int32, relative to its creation) becomes an
+    absolute deadline that the PUT frame carries, so the receiving queue manager expires it
+    at the same moment instead of keeping it for ever."""
+    import asyncio
+    import time
+
+    from relaymq.qmgr.channel_service import ChannelService
+    from relaymq.qmgr.channel_settings import build_connections
+
+    async def scenario() -> None:
+        tgt, dev = QueueManager.open("TGT", None), QueueManager.open("DEV", None)
+        tgt.define_queue("IN")
+        dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
+        await asyncio.to_thread(dev.put, "IN", text_message("short-lived"), qmgr="TGT",
+                                expire_time=expire_time_from_field(1500, "int32"))
+        deadline = dev.pending_messages("TGT")[0].expire_at
+        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0)
+        await t.start()
+        d = ChannelService(dev, build_connections([{"name": "TGT", "address": f"127.0.0.1:{t.port}",
+                                                    "retry_initial_ms": 20}], "c", None), listen_host=None)
+        await d.start()
+        try:
+            for _ in range(100):
+                if tgt.browse("IN"):
+                    break
+                await asyncio.sleep(0.02)
+            (envelope,) = tgt.browse_envelopes("IN")
+            assert tgt._by_uid[envelope.uid].expire_at == deadline
+            await asyncio.sleep(max(0.0, deadline / 1000 - time.time()) + 0.1)
+            assert tgt.browse("IN") == [] and tgt.depth("IN") == 0
+        finally:
+            await d.stop()
+            await t.stop()
+            dev.close()
+            tgt.close()
+
+    asyncio.run(scenario())

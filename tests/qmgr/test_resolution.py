@@ -22,7 +22,7 @@ class Reach:
     def reachable(self, qmgr: str) -> bool:
         return qmgr in self.names
 
-    def put(self, qmgr: str, queue: str, message) -> bytes:
+    def put(self, qmgr: str, queue: str, message, **options) -> bytes:
         self.puts.append((qmgr, queue, body(message)))
         return b"R" * 24
 
@@ -87,3 +87,17 @@ def test_sync_remote_put_goes_through_channel() -> None:
         qm.put("RQ", text_message("now"), qmgr="QM2")
         assert qm.remote.puts == [("QM2", "RQ", "now")]
         assert qm.transmission_targets() == []
+
+
+def test_store_and_forward_and_home_server_may_not_share_a_target() -> None:
+    """Seed l.611: a store-and-forward queue and a home-server queue should not have the
+    same target queue manager (both would move the same messages): refused either way."""
+    with QueueManager.open("QM1", None) as qm:
+        qm.define_queue("HS", "home_server", queue_manager="SERVER")
+        with pytest.raises(QueueExists, match="home-server"):
+            qm.define_queue("SF", "store_and_forward", target_queue_managers=["SERVER"])
+    with QueueManager.open("QM1", None) as qm:
+        qm.define_queue("SF", "store_and_forward", target_queue_managers=["OTHER", "SERVER"])
+        with pytest.raises(QueueExists, match="seed l.611"):
+            qm.define_queue("HS", "home_server", queue_manager="SERVER")
+        qm.define_queue("HS2", "home_server", queue_manager="THIRD")  # another target is fine

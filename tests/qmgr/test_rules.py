@@ -122,11 +122,11 @@ def test_cheap_rate_blocks_transmission_during_the_day(hour: int, open_: bool) -
     with QueueManager("DEVICE", rule=rule) as qm:
         qm.define_queue("OUT", "remote", queue_manager="SERVER", mode="async")
         qm.put("OUT", text_message("report"), qmgr="SERVER")
-        triggered: list[str] = []
-        qm.add_transmission_listener(triggered.append)
+        triggered: list[tuple] = []
+        qm.add_transmission_listener(lambda target, fields, forced: triggered.append((target, forced)))
         assert qm.trigger_transmission() is open_
         assert len(qm.pending_transmission("SERVER")) == (1 if open_ else 0)
-        assert triggered == (["SERVER"] if open_ else [])
+        assert triggered == ([(None, True)] if open_ else [])  # agreed: every link transmits now
         assert qm.depth("OUT", qmgr="SERVER") == 1  # held, never lost
 
 
@@ -141,7 +141,7 @@ def test_cheap_rate_background_trigger_thread_starts_and_stops() -> None:
     qm = QueueManager("DEVICE", rule=rule)
     qm.define_queue("OUT", "remote", queue_manager="SERVER", mode="async")
     qm.put("OUT", text_message("x"), qmgr="SERVER")
-    qm.add_transmission_listener(lambda target: fired.set())  # after the put: only a trigger fires it
+    qm.add_transmission_listener(lambda target, fields, forced: fired.set())  # after the put: only a trigger fires it
     assert fired.wait(30)
     qm.close()
     assert not rule._thread.is_alive()
@@ -154,3 +154,81 @@ def test_queue_manager_rule_named_in_text() -> None:
     qm.close()
     with pytest.raises(BadProperty):
         QueueManager.open("QM1", None, rule="qmgr_test_rules_mod:NoGets")  # a queue rule, not a qmgr rule
+
+
+class NoBrowse(QueueRule):
+    def browse(self, definition, envelopes):
+        raise PermissionError("no browsing here")
+
+
+_mod.NoBrowse = NoBrowse  # type: ignore[attr-defined]
+
+
+def test_browse_veto_changes_nothing_not_even_browse_and_lock() -> None:
+    """everyplace.md item 32 (seed l.5860: the queue rule is called when the queue is
+    browsed; a rule vetoes by raising and nothing changes): a vetoed browse is RuleVeto,
+    and a vetoed browseAndLock leaves the message unlocked for the next get."""
+    with QueueManager.open("QM1", None) as qm:
+        qm.define_queue("B", rule="qmgr_test_rules_mod:NoBrowse")
+        qm.put("B", text_message("visible"))
+        with pytest.raises(RuleVeto):
+            qm.browse("B")
+        with pytest.raises(RuleVeto):
+            qm.browse_and_lock("B", confirm_id=5)
+        assert body(qm.get("B")) == "visible"
+
+
+class MoreThan(QueueManagerRule):
+    """The seed's triggerTransmission example (l.5339-5356): transmit only when more than
+    ``n`` messages are pending; it records what it was asked."""
+
+    n = 3
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[int, dict]] = []
+
+    def trigger_transmission(self, qm, count, fields):
+        self.asked.append((count, fields))
+        return count > self.n
+
+
+def test_links_ask_the_trigger_transmission_rule_before_transmitting() -> None:
+    """everyplace.md item 32 (seed l.5314-5360): a link transmits only when the queue
+    manager rule's trigger_transmission(count, fields) agrees; count is the number of
+    messages pending, fields are the fields of the message whose put triggered it."""
+    import asyncio
+
+    from relaymq.qmgr.channel_service import ChannelService
+    from relaymq.qmgr.channel_settings import build_connections
+
+    async def scenario() -> None:
+        rule = MoreThan()
+        tgt, dev = QueueManager.open("TGT", None), QueueManager("DEV", rule=rule)
+        tgt.define_queue("IN")
+        dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
+        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0)
+        await t.start()
+        d = ChannelService(dev, build_connections([{"name": "TGT", "address": f"127.0.0.1:{t.port}",
+                                                    "retry_initial_ms": 20}], "c", None), listen_host=None)
+        await d.start()
+        try:
+            for i in range(3):
+                await asyncio.to_thread(dev.put, "IN", text_message(f"m{i}", priority=6), qmgr="TGT")
+            await asyncio.sleep(1.5)  # put triggers and at least one periodic look
+            assert tgt.depth("IN") == 0 and dev.depth("IN", qmgr="TGT") == 3
+            assert rule.asked and all(count <= 3 for count, _ in rule.asked)
+            await asyncio.to_thread(dev.put, "IN", text_message("m3", priority=6), qmgr="TGT")
+            for _ in range(200):
+                if tgt.depth("IN") == 4:
+                    break
+                await asyncio.sleep(0.02)
+            assert [body(m) for m in tgt.browse("IN")] == ["m0", "m1", "m2", "m3"]
+            assert any(c == 4 and f.get("DestQ") == "IN" and f.get("DestQMgr") == "TGT" and f.get("Priority") == 6
+                       and body(f.get("Message")) == "m3" for c, f in rule.asked)
+        finally:
+            await d.stop()
+            await t.stop()
+            dev.close()
+            tgt.close()
+
+    asyncio.run(scenario())

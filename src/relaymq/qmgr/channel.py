@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from relaymq.message.message import Message
 from relaymq.qmgr.channel_frames import (
     PROTOCOL,
+    REQUEST_FRAMES,
     VERSIONS,
     ChannelProtocolError,
     Frame,
@@ -42,8 +43,18 @@ from relaymq.qmgr.channel_frames import (
     encode_frame,
     error_frame,
     hello,
+    result_frame,
 )
-from relaymq.qmgr.errors import DuplicateMessage, QueueError, UnknownQueueManager, UnknownUID
+from relaymq.qmgr.errors import (
+    AlreadyDelivered,
+    DuplicateMessage,
+    NotAllowed,
+    QueueError,
+    UnknownQueueManager,
+    UnknownUID,
+)
+from relaymq.qmgr.expiry import ExpireTime
+from relaymq.qmgr.resolution import SYNCHRONOUS_ROUTES
 
 #: Reason code of a body that is not an MQ-format message (MQRC_FORMAT_ERROR).
 FORMAT_ERROR = (2110, "MQRC_FORMAT_ERROR")
@@ -57,9 +68,11 @@ class ReceivingQueueManager(Protocol):
     name: str
 
     def put(self, queue: str, message: Message, *, qmgr: str | None = None, confirm_id: int = 0,
-            uid: str | None = None, resend: bool = False) -> bytes: ...
-    def confirm_put(self, uid: str) -> bool: ...
+            uid: str | None = None, resend: bool = False, expire_time: ExpireTime | None = None,
+            transmission: bool = False) -> bytes: ...
+    def confirm_put(self, uid: str, *, qmgr: str | None = None, queue: str | None = None) -> bool: ...
     def is_confirmed(self, uid: str) -> bool: ...
+    def resolve(self, queue: str, qmgr: str | None = None) -> Any: ...
 
 
 def negotiate(header: dict[str, Any]) -> int | None:
@@ -73,23 +86,55 @@ def negotiate(header: dict[str, Any]) -> int | None:
     return max(common) if common else None
 
 
+def _optional_bytes(header: dict[str, Any], key: str) -> bytes | None:
+    value = header.get(key)
+    if value is None:
+        return None
+    try:
+        return bytes.fromhex(value)
+    except (TypeError, ValueError):
+        raise ChannelProtocolError(f"{key} is not hex") from None
+
+
+def envelope_facts(envelope: Any) -> tuple[dict[str, Any], bytes]:
+    """What a RESULT carries of an Envelope (relaymq.qmgr.states): its facts and bytes."""
+    facts = {"uid": envelope.uid, "queue": envelope.queue, "priority": envelope.priority}
+    if envelope.lock_id:
+        facts["lock_id"] = envelope.lock_id
+    return facts, envelope.message.to_bytes()
+
+
 class ChannelReceiver:
     """The receiving end of one connection (or of one HTTP request).
 
     ``handle(frame)`` returns the wire bytes of the reply. The first frame must be HELLO;
-    afterwards PUT and CONFIRM are served. ``peer`` is the calling queue manager's name once
-    the HELLO is accepted.
+    afterwards PUT and CONFIRM are served, and from version 2 the requests on synchronous
+    remote queues (GET, BROWSE, DELETE, UNLOCK, CONFIRM_GET, UNDO). ``peer`` is the calling
+    queue manager's name once the HELLO is accepted.
     """
 
-    def __init__(self, qm: ReceivingQueueManager, *, aliases: tuple[str, ...] = ()) -> None:
+    #: Longest wait a GET may ask for (ms): a waiting get holds a worker thread here.
+    MAX_WAIT_MS = 300_000
+
+    def __init__(self, qm: ReceivingQueueManager, *, aliases: tuple[str, ...] = (),
+                 dead_letter: bool | None = None) -> None:
         self.qm = qm
         self.names = (qm.name, *aliases)
+        #: Put a message for this queue manager that cannot be delivered here on the dead-
+        #: letter queue (QueueManager.dead_letter) instead of refusing it: always for a pull
+        #: (seed l.622), for pushes as ``[qmgr] dead_letter_undeliverable`` says.
+        self.dead_letter = (bool(getattr(qm, "dead_letter_undeliverable", False)) if dead_letter is None
+                            else dead_letter)
         self.peer: str | None = None
         self.version: int | None = None
         #: Counters for statistics and tests.
         self.puts = 0
         self.confirms = 0
         self.duplicates = 0
+        self.requests = 0
+        #: Destinations of the PUTs seen on this connection, for a version 1 CONFIRM that
+        #: does not name it (a relayed synchronous put is confirmed at its destination).
+        self._destinations: dict[str, tuple[str, str]] = {}
 
     @property
     def ready(self) -> bool:
@@ -104,6 +149,10 @@ class ChannelReceiver:
             return self._put(frame)
         if frame.type is FrameType.CONFIRM:
             return self._confirm(frame)
+        if frame.type in REQUEST_FRAMES:
+            if (self.version or 0) < 2:
+                raise ChannelProtocolError(f"{frame.type.name} needs protocol version 2")
+            return self._request(frame)
         raise ChannelProtocolError(f"unexpected {frame.type.name} frame at the receiver")
 
     def _hello(self, frame: Frame) -> bytes:
@@ -139,28 +188,138 @@ class ChannelReceiver:
             # Already delivered once; the sender lost our CONFIRMED. Tell it again.
             self.duplicates += 1
             return encode_frame(FrameType.CONFIRMED, {"uid": uid, "already": True})
+        expire_at = frame.header.get("expire_at")
+        if expire_at is not None and (isinstance(expire_at, bool) or not isinstance(expire_at, int)):
+            raise ChannelProtocolError("PUT expire_at is not epoch milliseconds")
+        sync = bool(frame.header.get("sync"))  # a synchronous put: its sender handles refusals
+        confirm_id = frame.header.get("confirm_id", 1)
+        if isinstance(confirm_id, bool) or not isinstance(confirm_id, int) or confirm_id < 1:
+            raise ChannelProtocolError("PUT confirm_id is not an integer > 0")
         try:
             message = Message.from_bytes(frame.body)
         except Exception as exc:  # any decode failure is the sender's bad data, not ours
             return error_frame(*FORMAT_ERROR, f"message {uid} is not MQ format: {exc}", uid=uid,
                                reply_to=FrameType.PUT)
         try:
-            self.qm.put(queue, message, qmgr=qmgr, confirm_id=1, uid=uid, resend=bool(frame.header.get("resend")))
+            if (self.version or 0) < 2 and self.qm.resolve(queue, qmgr).kind in SYNCHRONOUS_ROUTES:
+                # A version 1 sender confirms by UID alone over HTTP, so the confirm could not
+                # follow the message to its destination: keep it on the sender instead.
+                raise NotAllowed(f"message {uid} for {queue!r} on {qmgr!r}: this queue manager reaches {qmgr!r}"
+                                 " only synchronously, which needs channel protocol version 2 from the sender;"
+                                 " the message stays on the sender")
+            self.qm.put(queue, message, qmgr=qmgr, confirm_id=confirm_id, uid=uid,
+                        resend=bool(frame.header.get("resend")),
+                        expire_time=ExpireTime(expire_at, absolute=True) if expire_at is not None else None,
+                        transmission=not sync)
         except QueueError as error:
-            if self.qm.is_confirmed(uid):  # confirmed by a parallel connection meanwhile
+            if isinstance(error, AlreadyDelivered) or self.qm.is_confirmed(uid):
+                # confirmed at a synchronous destination earlier, or by a parallel connection
+                self.duplicates += 1
                 return encode_frame(FrameType.CONFIRMED, {"uid": uid, "already": True})
-            return error_frame(error.reason, error.name, error.message, uid=uid, reply_to=FrameType.PUT)
+            if sync or not (self.dead_letter and self._dead_letter(error, message, qmgr, queue, uid, confirm_id,
+                                                          bool(frame.header.get("resend")))):
+                return error_frame(error.reason, error.name, error.message, uid=uid, reply_to=FrameType.PUT)
+        self._destinations[uid] = (qmgr, queue)
         self.puts += 1
         return encode_frame(FrameType.ACK, {"uid": uid})
 
+    def _dead_letter(self, error: QueueError, message: Message, qmgr: str, queue: str, uid: str,
+                     confirm_id: int, resend: bool) -> bool:
+        """Store an undeliverable message on the dead-letter queue, unconfirmed like any PUT;
+        False when it does not apply or the dead-letter queue refuses it too."""
+        dead_letter = getattr(self.qm, "dead_letter", None)
+        if dead_letter is None:
+            return False
+        try:
+            return bool(dead_letter(message, error, qmgr=qmgr, queue=queue, uid=uid, confirm_id=confirm_id,
+                                    resend=resend))
+        except QueueError:
+            return False
+
     def _confirm(self, frame: Frame) -> bytes:
         uid = self._uid(frame)
+        qmgr, queue = frame.header.get("qmgr"), frame.header.get("queue")
+        if not (isinstance(qmgr, str) and isinstance(queue, str)):
+            qmgr, queue = self._destinations.get(uid, (None, None))
         try:
-            fresh = self.qm.confirm_put(uid)
+            fresh = self.qm.confirm_put(uid, qmgr=qmgr, queue=queue)
         except QueueError as error:
             return error_frame(error.reason, error.name, error.message, uid=uid, reply_to=FrameType.CONFIRM)
+        self._destinations.pop(uid, None)
         self.confirms += 1
         return encode_frame(FrameType.CONFIRMED, {"uid": uid, "already": not fresh})
+
+    # -- synchronous remote queues (version 2; items 10, 20) ------------------------------
+    def _request(self, frame: Frame) -> bytes:
+        header = frame.header
+        req = header.get("req")
+        if isinstance(req, bool) or not isinstance(req, int):
+            raise ChannelProtocolError(f"{frame.type.name} without a req number")
+        queue, qmgr = header.get("queue"), header.get("qmgr")
+        if not isinstance(queue, str) or not isinstance(qmgr, str):
+            raise ChannelProtocolError(f"{frame.type.name} without queue and qmgr")
+        self.requests += 1
+        try:
+            return self._serve(frame.type, req, header, qmgr, queue)
+        except QueueError as error:
+            return error_frame(error.reason, error.name, error.message, reply_to=frame.type, req=req)
+
+    @staticmethod
+    def _int(header: dict[str, Any], key: str, default: int = 0) -> int:
+        value = header.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ChannelProtocolError(f"{key} is not an integer")
+        return value
+
+    def _selection(self, header: dict[str, Any]) -> dict[str, Any]:
+        selector, fields = header.get("selector"), header.get("fields")
+        if selector is not None and not isinstance(selector, str):
+            raise ChannelProtocolError("selector is not a string")
+        if fields is not None and not isinstance(fields, dict):
+            raise ChannelProtocolError("fields is not an object")
+        return {"msg_id": _optional_bytes(header, "msg_id"), "correl_id": _optional_bytes(header, "correl_id"),
+                "selector": selector, "fields": fields}
+
+    def _serve(self, kind: FrameType, req: int, header: dict[str, Any], qmgr: str, queue: str) -> bytes:
+        qm: Any = self.qm
+        if kind is FrameType.GET:
+            uid = header.get("uid")
+            if uid is not None and not isinstance(uid, str):
+                raise ChannelProtocolError("GET uid is not a string")
+            wait_ms = min(max(self._int(header, "wait_ms"), 0), self.MAX_WAIT_MS)
+            envelope = qm.get_envelope(queue, qmgr=qmgr, wait=wait_ms / 1000.0,
+                                       confirm_id=self._int(header, "confirm_id"), uid=uid,
+                                       lock_id=self._int(header, "lock_id"), **self._selection(header))
+            return result_frame(req, messages=[envelope_facts(envelope)] if envelope is not None else [])
+        if kind is FrameType.BROWSE:
+            limit = header.get("limit")
+            if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+                raise ChannelProtocolError("BROWSE limit is not an integer >= 0")
+            lock_confirm = self._int(header, "lock_confirm_id")
+            if lock_confirm:
+                found = qm.browse_and_lock(queue, qmgr=qmgr, confirm_id=lock_confirm, limit=limit,
+                                           **self._selection(header))
+            else:
+                found = qm.browse_envelopes(queue, qmgr=qmgr, limit=limit, **self._selection(header))
+            return result_frame(req, messages=[envelope_facts(e) for e in found])
+        if kind is FrameType.DELETE:
+            qm.delete(queue, self._uid_of(header), lock_id=self._int(header, "lock_id"), qmgr=qmgr)
+            return result_frame(req, True)
+        if kind is FrameType.UNLOCK:
+            qm.unlock(queue, self._uid_of(header), self._int(header, "lock_id"), qmgr=qmgr)
+            return result_frame(req, True)
+        if kind is FrameType.CONFIRM_GET:
+            return result_frame(req, qm.confirm_get(self._uid_of(header), qmgr=qmgr, queue=queue))
+        if kind is FrameType.UNDO:
+            return result_frame(req, qm.undo(queue, self._int(header, "confirm_id"), qmgr=qmgr))
+        raise ChannelProtocolError(f"unexpected {kind.name}")  # pragma: no cover - REQUEST_FRAMES only
+
+    @staticmethod
+    def _uid_of(header: dict[str, Any]) -> str:
+        uid = header.get("uid")
+        if not isinstance(uid, str) or not uid:
+            raise ChannelProtocolError("request without a uid")
+        return uid
 
 
 @dataclass(frozen=True)
@@ -172,6 +331,9 @@ class Outgoing:
     queue: str
     data: bytes
     resend: bool = False
+    #: The message's absolute deadline (epoch ms) when it has one: its own ExpireTime is
+    #: kept across hops (item 5), sent from protocol version 2.
+    expire_at: int | None = None
 
 
 @dataclass(frozen=True)
@@ -222,6 +384,7 @@ class ChannelSender:
         self._batch: list[str] = []
         self._state: dict[str, int] = {}
         self._resend: dict[str, bool] = {}
+        self._destination: dict[str, tuple[str, str]] = {}
 
     @property
     def welcomed(self) -> bool:
@@ -247,9 +410,20 @@ class ChannelSender:
         self._batch = [item.uid for item in items]
         self._state = {item.uid: _SENT for item in items}
         self._resend = {item.uid: item.resend for item in items}
-        return b"".join(encode_frame(FrameType.PUT, {"uid": item.uid, "qmgr": item.qmgr, "queue": item.queue,
-                                                     "resend": item.resend}, item.data)
-                        for item in items)
+        self._destination = {item.uid: (item.qmgr, item.queue) for item in items}
+        return b"".join(encode_frame(FrameType.PUT, self._put_header(item), item.data) for item in items)
+
+    def _put_header(self, item: Outgoing) -> dict[str, Any]:
+        header: dict[str, Any] = {"uid": item.uid, "qmgr": item.qmgr, "queue": item.queue, "resend": item.resend}
+        if item.expire_at is not None and (self.version or 0) >= 2:
+            header["expire_at"] = item.expire_at
+        return header
+
+    def _confirm_frame(self, uid: str) -> bytes:
+        header: dict[str, Any] = {"uid": uid}
+        if (self.version or 0) >= 2:  # so a queue manager relaying it synchronously knows where
+            header["qmgr"], header["queue"] = self._destination[uid]
+        return encode_frame(FrameType.CONFIRM, header)
 
     def receive(self, frame: Frame) -> tuple[list[Event], bytes]:
         if frame.type is FrameType.WELCOME:
@@ -311,7 +485,7 @@ class ChannelSender:
                     self._state[uid] = _HELD
                 else:
                     self._state[uid] = _CONFIRMING
-                    out.append(encode_frame(FrameType.CONFIRM, {"uid": uid}))
+                    out.append(self._confirm_frame(uid))
         return b"".join(out)
 
     def held(self) -> list[str]:

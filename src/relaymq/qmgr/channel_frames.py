@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PROTOCOL = "relaymq-channel"
-#: Protocol versions this code speaks; HELLO offers them, WELCOME picks one.
-VERSIONS: tuple[int, ...] = (1,)
+#: Protocol versions this code speaks; HELLO offers them, WELCOME picks one. Version 2 adds
+#: the frames of synchronous remote queues (GET .. RESULT), ``expire_at`` and ``confirm_id``
+#: on PUT, the destination on CONFIRM (relayed synchronous puts) and ``queue`` on PULL.
+VERSIONS: tuple[int, ...] = (1, 2)
 #: Largest frame accepted (length field), to bound memory per connection.
 DEFAULT_MAX_FRAME = 64 * 1024 * 1024
 _LENGTH = struct.Struct(">I")
@@ -33,7 +35,7 @@ _HEAD = struct.Struct(">BI")
 
 
 class FrameType(enum.IntEnum):
-    """Frame types of version 1 (docs/channels.md has the table)."""
+    """Frame types (docs/channels.md has the table); 10-16 exist from version 2."""
 
     HELLO = 1
     WELCOME = 2
@@ -44,6 +46,19 @@ class FrameType(enum.IntEnum):
     ERROR = 7
     PULL = 8
     PULL_DONE = 9
+    GET = 10
+    BROWSE = 11
+    DELETE = 12
+    UNLOCK = 13
+    CONFIRM_GET = 14
+    UNDO = 15
+    RESULT = 16
+
+
+#: Requests on a synchronous remote queue (version 2): each is answered by RESULT or ERROR
+#: carrying the request's ``req`` number.
+REQUEST_FRAMES = frozenset({FrameType.GET, FrameType.BROWSE, FrameType.DELETE, FrameType.UNLOCK,
+                            FrameType.CONFIRM_GET, FrameType.UNDO})
 
 
 class ChannelProtocolError(Exception):
@@ -132,11 +147,47 @@ def hello(qmgr: str, peer: str | None = None) -> bytes:
 
 
 def error_frame(reason: int, name: str, message: str, *, uid: str | None = None,
-                reply_to: FrameType | None = None) -> bytes:
+                reply_to: FrameType | None = None, req: int | None = None) -> bytes:
     """An ERROR frame: the reason code and name of a QueueError (relaymq.qmgr.errors)."""
     header: dict[str, Any] = {"reason": reason, "name": name, "message": message}
     if uid is not None:
         header["uid"] = uid
+    if req is not None:
+        header["req"] = req
     if reply_to is not None:
         header["reply_to"] = reply_to.name
     return encode_frame(FrameType.ERROR, header)
+
+
+def result_frame(req: int, value: Any = None, messages: list[tuple[dict[str, Any], bytes]] | None = None) -> bytes:
+    """RESULT (version 2): the answer to request ``req``. ``value`` is the operation's result
+    (an int or bool); ``messages`` are (facts, MQ-format bytes) pairs, the facts being a JSON
+    object (uid, queue, priority, lock_id); the bytes follow one another in the body and each
+    item's ``length`` says where one ends."""
+    items = []
+    body = bytearray()
+    for facts, data in messages or ():
+        items.append({**facts, "length": len(data)})
+        body += data
+    header: dict[str, Any] = {"req": req, "messages": items}
+    if value is not None:
+        header["value"] = value
+    return encode_frame(FrameType.RESULT, header, bytes(body))
+
+
+def result_messages(frame: Frame) -> list[tuple[dict[str, Any], bytes]]:
+    """The (facts, MQ-format bytes) pairs of a RESULT frame."""
+    items = frame.header.get("messages")
+    if not isinstance(items, list):
+        raise ChannelProtocolError("RESULT without a messages list")
+    out = []
+    offset = 0
+    for item in items:
+        length = item.get("length") if isinstance(item, dict) else None
+        if not isinstance(length, int) or length < 0 or offset + length > len(frame.body):
+            raise ChannelProtocolError("RESULT message lengths do not match its body")
+        out.append((item, frame.body[offset:offset + length]))
+        offset += length
+    if offset != len(frame.body):
+        raise ChannelProtocolError("RESULT body longer than its messages")
+    return out

@@ -11,19 +11,28 @@ around any QueueManager (the embedded device of issue 5, the tests, bench/bench_
 from __future__ import annotations
 
 import asyncio
+import functools
+import itertools
 import logging
+import os
 import ssl
+import uuid
 from typing import Any
 
 from relaymq.qmgr.channel_settings import ConnectionSettings, route_of
+from relaymq.message.message import Message
+from relaymq.qmgr.channel_frames import Frame, FrameType, encode_frame, result_messages
 from relaymq.qmgr.channel_transport import (
     HTTP_CHANNEL_PATH,
     ChannelLink,
     ChannelListener,
+    SyncClient,
     http_channel_handler,
-    sync_put,
+    raise_error,
 )
 from relaymq.qmgr.definitions import HOME_SERVER
+from relaymq.qmgr.errors import AlreadyDelivered, NotConnected
+from relaymq.qmgr.states import Envelope
 
 log = logging.getLogger("relaymq.qmgr.channel")
 
@@ -48,22 +57,28 @@ class ChannelService:
         self.links: dict[str, ChannelLink] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._http: Any = None
+        self._client: SyncClient | None = None
+        self._req_numbers = itertools.count(1)
 
     @property
     def port(self) -> int:
         return self.listener.port if self.listener is not None else 0
 
-    def _pull_interval(self, name: str, connection: ConnectionSettings) -> float:
-        if connection.pull_interval_ms:
-            return connection.pull_interval_ms / 1000.0
-        intervals = [d.poll_interval for d in self.qm.definitions() if d.kind == HOME_SERVER and d.owner == name]
-        if not intervals:
-            return 0.0
-        positive = [i for i in intervals if i > 0]
-        return min(positive) / 1000.0 if positive else DEFAULT_PULL_SECONDS
+    def _pull_plan(self, name: str) -> Any:
+        """The home-server schedule of the link to ``name``: each home-server queue owned by
+        ``name`` pulls from the store-and-forward queue of its own name on that server (seed
+        l.3369-3371) every ``poll_interval`` ms (0: every DEFAULT_PULL_SECONDS, and at once
+        on trigger_transmission()). Read at each round, so queues defined at run time count."""
+
+        def plan() -> dict[str | None, float]:
+            return {d.name: (d.poll_interval / 1000.0 if d.poll_interval > 0 else DEFAULT_PULL_SECONDS)
+                    for d in self.qm.definitions() if d.kind == HOME_SERVER and d.owner == name}
+
+        return plan
 
     async def start(self, http_server: Any = None) -> None:
         self._loop = asyncio.get_running_loop()
+        self._client = SyncClient(self.qm.name)
         for alias in self.aliases:
             self.qm.add_qmgr_alias(alias, self.qm.name)
         if self.listen_host is not None:
@@ -76,8 +91,8 @@ class ChannelService:
             route = route_of(connection.name, self.connections)
             if route is None:
                 continue
-            link = ChannelLink(self.qm, connection.name, route,
-                               pull_interval=self._pull_interval(connection.name, connection))
+            link = ChannelLink(self.qm, connection.name, route, pull_interval=connection.pull_interval_ms / 1000.0,
+                               pull_plan=self._pull_plan(connection.name))
             self.links[connection.name] = link
         self.qm.add_transmission_listener(self._on_transmission)
         if self.qm.remote is None:
@@ -85,44 +100,142 @@ class ChannelService:
         for link in self.links.values():
             link.start()
 
-    # -- synchronous remote queues and discovery (items 8, 21, 22): QueueManager.remote ----------
+    # -- synchronous remote queues and discovery (items 8, 10, 20-22): QueueManager.remote --------
     def reachable(self, qmgr: str) -> bool:
         """Is there a connection definition leading to ``qmgr`` (item 22 step 5)?"""
         return qmgr in self.links
 
-    def put(self, qmgr: str, queue: str, message: Any) -> bytes:
-        """A synchronous put to ``queue`` on ``qmgr``, from a worker thread (QueueManager.put
-        calls this for a synchronous remote queue): both ends must be up (item 21); a failure
-        is raised, the application owns the retry. Returns the MsgId."""
-        from relaymq.qmgr.errors import NotConnected
-
+    def _call(self, qmgr: str, frame: bytes, extra_timeout: float = 0.0) -> Frame:
+        """Send one request frame towards ``qmgr`` and wait for its answer, from a worker
+        thread: both ends must be up (item 21); a failure is raised, the application owns
+        the retry. An ERROR answer is raised as the peer's QueueError."""
         loop = self._loop
-        if loop is None or loop.is_closed():
+        if loop is None or loop.is_closed() or self._client is None:
             raise NotConnected(f"channels of {self.qm.name} are not running")
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is loop:
-            raise NotConnected("a synchronous remote put cannot run on the event loop thread;"
+            raise NotConnected("a synchronous remote operation cannot run on the event loop thread;"
                                " use the asyncio API (AsyncQueueManager), which runs it in a worker thread")
         link = self.links.get(qmgr)
         if link is None:
             raise NotConnected(f"no connection definition for queue manager {qmgr!r}")
-        future = asyncio.run_coroutine_threadsafe(sync_put(self.qm.name, link.route, qmgr, queue, message), loop)
-        return future.result()
+        future = asyncio.run_coroutine_threadsafe(
+            self._client.call(link.route, frame, extra_timeout=extra_timeout), loop)
+        answer = future.result()
+        if answer.type is FrameType.ERROR:
+            raise_error(answer)
+        return answer
 
-    def _on_transmission(self, remote_qmgr: str) -> None:
-        """Called in the putting thread after a message for ``remote_qmgr`` is committed."""
-        link = self.links.get(remote_qmgr)
-        if link is not None and self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(link.wake)
+    def _request(self, kind: FrameType, qmgr: str, queue: str, extra_timeout: float = 0.0,
+                 **header: Any) -> Frame:
+        fields = {k: v for k, v in header.items() if v is not None}
+        req = next(self._req_numbers)
+        answer = self._call(qmgr, encode_frame(kind, {"req": req, "qmgr": qmgr, "queue": queue, **fields}),
+                            extra_timeout)
+        if answer.type is not FrameType.RESULT:
+            raise NotConnected(f"queue manager {qmgr} answered {answer.type.name} to {kind.name}")
+        return answer
+
+    def put(self, qmgr: str, queue: str, message: Any, *, uid: str | None = None, confirm: bool = True,
+            confirm_id: int = 1, resend: bool = False, expire_at: int | None = None,
+            transmission: bool = False) -> bytes:
+        """A put to ``queue`` on ``qmgr`` at once (QueueManager.put calls this for a
+        synchronous route). ``confirm`` False leaves it unconfirmed there (an assured put,
+        confirmed by :meth:`confirm_put`); raises AlreadyDelivered when the destination has
+        confirmed ``uid`` before. The PUT says ``sync`` unless it relays an asynchronous
+        ``transmission``: the destination reports a synchronous put's refusal instead of
+        dead-lettering the message. Returns the MsgId."""
+        md = message.mq.md
+        if not any(md.MsgId):
+            md.MsgId = os.urandom(24)
+        uid = uid or f"{self.qm.name}:sync:{uuid.uuid4().hex}"
+        header: dict[str, Any] = {"uid": uid, "qmgr": qmgr, "queue": queue, "resend": resend,
+                                  "confirm_id": confirm_id}
+        if not transmission:
+            header["sync"] = True
+        if expire_at is not None:
+            header["expire_at"] = expire_at
+        answer = self._call(qmgr, encode_frame(FrameType.PUT, header, message.to_bytes()))
+        if answer.type is FrameType.CONFIRMED:
+            raise AlreadyDelivered(f"message {uid} was already put and confirmed on {queue!r} at {qmgr!r}")
+        if answer.type is not FrameType.ACK:
+            raise NotConnected(f"queue manager {qmgr} answered {answer.type.name} to PUT")
+        if confirm:
+            self.confirm_put(qmgr, queue, uid)
+        return bytes(md.MsgId)
+
+    def confirm_put(self, qmgr: str, queue: str, uid: str) -> bool:
+        answer = self._call(qmgr, encode_frame(FrameType.CONFIRM, {"uid": uid, "qmgr": qmgr, "queue": queue}))
+        if answer.type is not FrameType.CONFIRMED:
+            raise NotConnected(f"queue manager {qmgr} answered {answer.type.name} to CONFIRM")
+        return not answer.header.get("already", False)
+
+    @staticmethod
+    def _selection(msg_id: bytes | None = None, correl_id: bytes | None = None, selector: str | None = None,
+                   fields: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {"msg_id": msg_id.hex() if msg_id is not None else None,
+                "correl_id": correl_id.hex() if correl_id is not None else None,
+                "selector": selector, "fields": fields or None}
+
+    def _envelopes(self, answer: Frame) -> list[Envelope]:
+        out = []
+        for facts, data in result_messages(answer):
+            message = Message.from_bytes(data)
+            md = message.mq.md
+            out.append(Envelope(str(facts.get("uid", "")), str(facts.get("queue", "")), int(facts.get("priority", 0)),
+                                bytes(md.MsgId), bytes(md.CorrelId), message, int(facts.get("lock_id", 0))))
+        return out
+
+    def get(self, qmgr: str, queue: str, *, wait: float = 0.0, confirm_id: int = 0, uid: str | None = None,
+            lock_id: int = 0, **selection: Any) -> Envelope | None:
+        """A get on a synchronous remote queue (item 10); ``confirm_id`` > 0 leaves the
+        message get-unconfirmed there until :meth:`confirm_get` (two-phase get, item 20)."""
+        wait_ms = max(0, int(wait * 1000))
+        answer = self._request(FrameType.GET, qmgr, queue, extra_timeout=wait_ms / 1000.0, wait_ms=wait_ms or None,
+                               confirm_id=confirm_id or None, uid=uid, lock_id=lock_id or None,
+                               **self._selection(**selection))
+        found = self._envelopes(answer)
+        return found[0] if found else None
+
+    def browse(self, qmgr: str, queue: str, *, limit: int | None = None, lock_confirm_id: int = 0,
+               **selection: Any) -> list[Envelope]:
+        answer = self._request(FrameType.BROWSE, qmgr, queue, limit=limit, lock_confirm_id=lock_confirm_id or None,
+                               **self._selection(**selection))
+        return self._envelopes(answer)
+
+    def delete(self, qmgr: str, queue: str, uid: str, lock_id: int) -> None:
+        self._request(FrameType.DELETE, qmgr, queue, uid=uid, lock_id=lock_id or None)
+
+    def unlock(self, qmgr: str, queue: str, uid: str, lock_id: int) -> None:
+        self._request(FrameType.UNLOCK, qmgr, queue, uid=uid, lock_id=lock_id)
+
+    def confirm_get(self, qmgr: str, queue: str, uid: str) -> bool:
+        return bool(self._request(FrameType.CONFIRM_GET, qmgr, queue, uid=uid).header.get("value"))
+
+    def undo(self, qmgr: str, queue: str, confirm_id: int) -> int:
+        return int(self._request(FrameType.UNDO, qmgr, queue, confirm_id=confirm_id).header.get("value", 0))
+
+    def _on_transmission(self, remote_qmgr: str | None, fields: dict[str, Any], forced: bool) -> None:
+        """Called in the putting thread after a message for ``remote_qmgr`` is committed (the
+        link asks the triggerTransmission rule with ``fields``), or with ``None`` and
+        ``forced`` when trigger_transmission() was agreed: every link transmits and pulls."""
+        if self._loop is None or self._loop.is_closed():
+            return
+        links = list(self.links.values()) if remote_qmgr is None else [self.links.get(remote_qmgr)]
+        for link in links:
+            if link is not None:
+                self._loop.call_soon_threadsafe(functools.partial(link.wake, fields, forced=forced))
 
     async def stop(self) -> None:
         self.qm.remove_transmission_listener(self._on_transmission)
         if self.qm.remote is self:
             self.qm.remote = None
         await asyncio.gather(*(link.stop() for link in self.links.values()), return_exceptions=True)
+        if self._client is not None:
+            await self._client.close()
         if self._http is not None:
             try:
                 self._http.remove_route("POST", HTTP_CHANNEL_PATH)

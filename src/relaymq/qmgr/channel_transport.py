@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import random
 import ssl
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -44,6 +42,7 @@ from relaymq.qmgr.channel_frames import (
     FrameType,
     decode_all,
     encode_frame,
+    hello,
 )
 from relaymq.qmgr.channel_settings import ConnectionSettings
 from relaymq.qmgr.errors import ALL_ERRORS, NotConnected, QueueError
@@ -201,20 +200,30 @@ def handle_frames(receiver: ChannelReceiver, frames: list[Frame]) -> bytes:
     return b"".join(replies)
 
 
+#: Rounds in a row in which every message of a batch was held back before push_pending
+#: leaves the rest to the next trigger or poll (a receiver that keeps losing unconfirmed
+#: puts must not make the sender spin).
+MAX_HELD_ROUNDS = 5
+
+
 async def push_pending(conversation: Conversation, sender: ChannelSender, qm: Any, target: str, *,
-                       pull: bool, batch: int, attempted: set[str]) -> tuple[int, Refused | None]:
-    """Send every confirmed message waiting here for ``target`` in batches, two-phase.
+                       pull: bool, batch: int, attempted: set[str],
+                       store_queue: str | None = None) -> tuple[int, Refused | None]:
+    """Send every confirmed message waiting here for ``target`` in batches, two-phase
+    (from the store-and-forward queue ``store_queue`` only, when given: a home-server pull).
 
     Returns (messages delivered, the refusal that stopped it or None). A refused message
     stays here and blocks the route (item 25) until the caller tries again.
     """
     delivered = 0
+    held_rounds = 0
     while True:
-        pending = await run_in_thread(qm.pending_transmission, target, pull=pull, limit=batch)
+        pending = await run_in_thread(qm.pending_messages, target, pull=pull, limit=batch, store_queue=store_queue)
         if not pending:
             return delivered, None
-        items = [Outgoing(uid, target, queue, message.to_bytes(), resend=uid in attempted)
-                 for uid, queue, message in pending]
+        items = [Outgoing(p.uid, target, p.queue, p.message.to_bytes(), resend=p.uid in attempted,
+                          expire_at=p.expire_at)
+                 for p in pending]
         attempted.update(item.uid for item in items)
         out = sender.send_batch(items)
         done: list[str] = []
@@ -241,43 +250,112 @@ async def push_pending(conversation: Conversation, sender: ChannelSender, qm: An
         if refused is not None:
             return delivered, refused
         if held and not done:
-            # Only held messages: they go again at once with Resend set (already in attempted).
-            continue
+            # Only held messages: they go again at once with Resend set (already in attempted),
+            # a few times; then the next trigger or poll tries again.
+            held_rounds += 1
+            if held_rounds >= MAX_HELD_ROUNDS:
+                return delivered, None
+        else:
+            held_rounds = 0
 
 
-async def sync_put(local_qmgr: str, route: ConnectionSettings, qmgr: str, queue: str, message: Any) -> bytes:
-    """One synchronous put over its own connection: PUT + CONFIRM, then return the MsgId;
-    a refusal is raised as the receiver's QueueError (same reason code)."""
-    md = message.mq.md
-    if not any(md.MsgId):
-        md.MsgId = os.urandom(24)
-    uid = f"{local_qmgr}:sync:{uuid.uuid4().hex}"
-    conversation: Conversation | None = None
-    try:
+class SyncClient:
+    """Request and answer over a connection, for synchronous remote queues and discovery
+    (items 8, 10, 20, 21): one frame out, one frame back (ACK, CONFIRMED, RESULT or ERROR).
+
+    Connections are opened on demand along a route (a via connection's real one) and kept
+    for reuse while idle (``max_idle`` per route), so a burst of synchronous operations does
+    not pay a connect and a HELLO each. A request that fails on the connection raises
+    NotConnected and is not repeated here: whether the peer acted on it is unknown, and the
+    seed leaves that retry to the application (item 21; an assured put or get, with its
+    Resend or undo, makes it safe).
+    """
+
+    def __init__(self, local_qmgr: str, *, max_idle: int = 8) -> None:
+        self.local_qmgr = local_qmgr
+        self.max_idle = max_idle
+        self._idle: dict[str, list[Conversation]] = {}
+        self._closed = False
+
+    async def _open(self, route: ConnectionSettings) -> Conversation:
         conversation = await open_conversation(route)
-        sender = ChannelSender(local_qmgr, route.name)
-        await conversation.send(sender.hello())
-        while not sender.welcomed:
-            for frame in await conversation.receive():
-                sender.receive(frame)
-        out = sender.send_batch([Outgoing(uid, qmgr, queue, message.to_bytes())])
-        while not sender.batch_done:
-            await conversation.send(out)
-            out = b""
-            for frame in await conversation.receive():
-                events, more = sender.receive(frame)
-                out += more
-                for event in events:
-                    if isinstance(event, Refused):
-                        raise error_for(event.reason, event.message)
-        if sender.held():
-            raise NotConnected(f"synchronous put to {queue!r} on {qmgr!r} was not confirmed")
-        return bytes(md.MsgId)
-    except (OSError, TimeoutError, ChannelProtocolError, ChannelRefused) as exc:
-        raise NotConnected(f"synchronous put to {queue!r} on {qmgr!r}: {exc}") from None
-    finally:
-        if conversation is not None:
+        await conversation.send(hello(self.local_qmgr, route.name))
+        if isinstance(conversation, HttpConversation):
+            return conversation  # the HELLO goes with each request; its WELCOME comes back with the answer
+        try:
+            self._check_welcome(await conversation.receive(), route)
+        except BaseException:
             await conversation.close()
+            raise
+        return conversation
+
+    @staticmethod
+    def _check_welcome(frames: list[Frame], route: ConnectionSettings) -> list[Frame]:
+        rest = []
+        for frame in frames:
+            if frame.type is FrameType.WELCOME:
+                if frame.header.get("version", 0) < 2:
+                    raise NotConnected(f"queue manager {route.name} ({route.address}) speaks channel protocol"
+                                       f" version {frame.header.get('version')}; synchronous remote queues need 2")
+            elif frame.type is FrameType.ERROR and frame.header.get("reply_to") == FrameType.HELLO.name:
+                raise ChannelRefused(frame.header.get("reason", 0), frame.header.get("name", ""),
+                                     frame.header.get("message", ""))
+            else:
+                rest.append(frame)
+        return rest
+
+    def _take(self, route: ConnectionSettings) -> Conversation | None:
+        idle = self._idle.get(route.name, [])
+        while idle:
+            conversation = idle.pop()
+            if isinstance(conversation, StreamConversation) and conversation.reader.at_eof():
+                asyncio.ensure_future(conversation.close())
+                continue
+            return conversation
+        return None
+
+    async def call(self, route: ConnectionSettings, frame: bytes, *, extra_timeout: float = 0.0) -> Frame:
+        """Send ``frame`` along ``route`` and return the one frame that answers it."""
+        if self._closed:
+            raise NotConnected("the channels are stopping")
+        try:
+            conversation = self._take(route) or await self._open(route)
+        except (OSError, TimeoutError, ChannelProtocolError, ChannelRefused) as exc:
+            raise NotConnected(f"cannot reach queue manager {route.name} at {route.address}: {exc}") from None
+        base = conversation.timeout  # type: ignore[attr-defined]
+        conversation.timeout = (base or route.timeout_ms / 1000.0) + extra_timeout  # type: ignore[attr-defined]
+        try:
+            await conversation.send(frame)
+            answers: list[Frame] = []
+            while not answers:
+                answers = self._check_welcome(await conversation.receive(), route)
+        except BaseException as exc:
+            await conversation.close()
+            if isinstance(exc, (OSError, TimeoutError, ChannelProtocolError, ChannelRefused)):
+                raise NotConnected(f"queue manager {route.name} at {route.address}: {type(exc).__name__}:"
+                                   f" {exc}") from None
+            raise
+        conversation.timeout = base  # type: ignore[attr-defined]
+        idle = self._idle.setdefault(route.name, [])
+        if len(answers) == 1 and len(idle) < self.max_idle and not self._closed:
+            idle.append(conversation)
+        else:
+            await conversation.close()
+        if len(answers) != 1:
+            raise NotConnected(f"queue manager {route.name} answered {len(answers)} frames to one request")
+        return answers[0]
+
+    async def close(self) -> None:
+        self._closed = True
+        idle, self._idle = self._idle, {}
+        for conversations in idle.values():
+            for conversation in conversations:
+                await conversation.close()
+
+
+def raise_error(frame: Frame) -> None:
+    """Raise the QueueError an ERROR frame carries (same reason code as at the peer)."""
+    raise error_for(int(frame.header.get("reason", 0)), str(frame.header.get("message", "")))
 
 
 def error_for(reason: int, message: str) -> QueueError:
@@ -300,43 +378,65 @@ def _transmitted(qm: Any, uids: list[str]) -> None:
     list(_POOL.map(one, uids))
 
 
-async def serve_pull(conversation: Conversation, qm: Any, peer: str, *, batch: int, attempted: set[str]) -> None:
+async def serve_pull(conversation: Conversation, qm: Any, peer: str, *, version: int, batch: int,
+                     attempted: set[str], store_queue: str | None = None) -> None:
     """Answer a PULL (home-server, item 24): push what waits here for ``peer`` (also from
-    store-and-forward queues that do not push), then PULL_DONE."""
+    store-and-forward queues that do not push; only from ``store_queue`` when the PULL names
+    it, l.3371), then PULL_DONE. A PULL naming no store-and-forward queue of this queue
+    manager is answered by PULL_DONE with ``error``."""
     sender = ChannelSender(qm.name)
-    sender.version, sender.remote_qmgr = 1, peer  # the peer's HELLO already opened this connection
-    count, refused = await push_pending(conversation, sender, qm, peer, pull=True, batch=batch, attempted=attempted)
-    header: dict[str, Any] = {"count": count}
-    if refused is not None:
-        header["refused"] = {"uid": refused.uid, "reason": refused.reason, "message": refused.message}
+    sender.version, sender.remote_qmgr = version, peer  # the peer's HELLO already opened this connection
+    header: dict[str, Any]
+    try:
+        count, refused = await push_pending(conversation, sender, qm, peer, pull=True, batch=batch,
+                                            attempted=attempted, store_queue=store_queue)
+    except QueueError as exc:
+        header = {"count": 0, "error": {"reason": exc.reason, "name": exc.name, "message": exc.message}}
+    else:
+        header = {"count": count}
+        if refused is not None:
+            header["refused"] = {"uid": refused.uid, "reason": refused.reason, "message": refused.message}
     await conversation.send(encode_frame(FrameType.PULL_DONE, header))
 
 
 class ChannelLink:
     """The outbound side for one connection definition: connects (following ``via``),
-    pushes what waits for ``name``, pulls when asked to, reconnects with backoff."""
+    pushes what waits for ``name`` when the queue manager rule agrees (triggerTransmission,
+    item 32), pulls on the home-server schedule (``pull_plan``), reconnects with backoff."""
 
     def __init__(self, qm: Any, name: str, route: ConnectionSettings, *, pull_interval: float = 0.0,
+                 pull_plan: Callable[[], dict[str | None, float]] | None = None,
                  open_fn: Callable[[ConnectionSettings], Any] = open_conversation) -> None:
         self.qm = qm
         self.name = name
         self.route = route
         self.pull_interval = pull_interval
+        self.pull_plan = pull_plan
         self.open_fn = open_fn
         self.connected = False
         self.delivered = 0
         self.pulled = 0
         self.last_error: str | None = None
+        self.last_pull_error: str | None = None
         self._wake = asyncio.Event()
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
         self._attempted: set[str] = set()
-        self._receiver_aliases: tuple[str, ...] = ()
+        self._fields: dict[str, Any] = {}
+        self._forced = False
+        self._pull_now = False
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"channel-link-{self.name}")
 
-    def wake(self) -> None:
+    def wake(self, fields: dict[str, Any] | None = None, *, forced: bool = False) -> None:
+        """A message for this link's queue manager was committed (``fields``: the message's,
+        for the triggerTransmission rule), or ``forced``: trigger_transmission() was agreed
+        by the rule: transmit without asking it again, and pull now."""
+        if forced:
+            self._forced = self._pull_now = True
+        if fields:
+            self._fields = fields
         self._wake.set()
 
     async def stop(self) -> None:
@@ -385,31 +485,54 @@ class ChannelLink:
             await asyncio.sleep(delay * (0.5 + random.random() / 2))
             delay = min(delay * 2, self.route.retry_max_ms / 1000.0)
 
+    def _plan(self) -> dict[str | None, float]:
+        """Store queue (None: every queue holding messages for this queue manager) -> seconds
+        between pulls."""
+        plan = dict(self.pull_plan()) if self.pull_plan is not None else {}
+        if self.pull_interval > 0:
+            plan.setdefault(None, self.pull_interval)
+        return plan
+
     async def _session(self, conversation: Conversation, sender: ChannelSender) -> None:
         loop = asyncio.get_running_loop()
-        next_pull = loop.time()
+        next_pull: dict[str | None, float] = {}
+        first = True
         while not self._stopping:
             self._wake.clear()
-            count, refused = await push_pending(conversation, sender, self.qm, self.name, pull=False,
-                                                batch=self.route.batch, attempted=self._attempted)
-            self.delivered += count
-            if refused is not None:
-                raise ChannelProtocolError(f"message {refused.uid} refused: {refused.message}"
-                                           f" (reason {refused.reason} {refused.name})")
-            if self.pull_interval > 0 and loop.time() >= next_pull:
-                await self._pull(conversation, sender.remote_qmgr or self.name)
-                next_pull = loop.time() + self.pull_interval
-            timeout = POLL_SECONDS if self.pull_interval <= 0 else max(0.0, min(POLL_SECONDS, next_pull - loop.time()))
+            forced, fields, pull_now = self._forced, self._fields, self._pull_now
+            self._forced, self._fields, self._pull_now = False, {}, False
+            # A new connection is an activation of the queues (seed l.5817): transmit if the
+            # rule agrees, as for a put or the periodic look.
+            if forced or await run_in_thread(self.qm.transmission_allowed, fields):
+                count, refused = await push_pending(conversation, sender, self.qm, self.name, pull=False,
+                                                    batch=self.route.batch, attempted=self._attempted)
+                self.delivered += count
+                if refused is not None:
+                    raise ChannelProtocolError(f"message {refused.uid} refused: {refused.message}"
+                                               f" (reason {refused.reason} {refused.name})")
+            plan = self._plan()
+            for store_queue, interval in plan.items():
+                if pull_now or first or loop.time() >= next_pull.get(store_queue, 0.0):
+                    await self._pull(conversation, sender, store_queue)
+                    next_pull[store_queue] = loop.time() + interval
+            first = False
+            waits = [POLL_SECONDS] + [max(0.0, next_pull[q] - loop.time()) for q in plan if q in next_pull]
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout)
+                await asyncio.wait_for(self._wake.wait(), min(waits))
             except TimeoutError:
                 pass
 
-    async def _pull(self, conversation: Conversation, peer: str) -> None:
-        """Ask the server for what it holds for this queue manager and receive it."""
-        receiver = ChannelReceiver(self.qm)
-        receiver.peer, receiver.version = peer, 1
-        await conversation.send(encode_frame(FrameType.PULL, {"qmgr": self.qm.name}))
+    async def _pull(self, conversation: Conversation, sender: ChannelSender, store_queue: str | None) -> None:
+        """Ask the server for what it holds for this queue manager (on ``store_queue``, from
+        protocol version 2) and receive it; a pulled message that cannot be delivered here
+        goes to the dead-letter queue (seed l.622)."""
+        version = sender.version or 1
+        receiver = ChannelReceiver(self.qm, dead_letter=True)
+        receiver.peer, receiver.version = sender.remote_qmgr or self.name, version
+        header: dict[str, Any] = {"qmgr": self.qm.name}
+        if store_queue is not None and version >= 2:
+            header["queue"] = store_queue
+        await conversation.send(encode_frame(FrameType.PULL, header))
         while True:
             frames = await conversation.receive()
             done = [f for f in frames if f.type is FrameType.PULL_DONE]
@@ -419,6 +542,11 @@ class ChannelLink:
                 await conversation.send(replies)
             if done:
                 self.pulled += int(done[0].header.get("count", 0))
+                problem = done[0].header.get("error") or done[0].header.get("refused")
+                message = None if not problem else f"pull from {self.name} ({store_queue or 'all'}): {problem}"
+                if message is not None and message != self.last_pull_error:
+                    log.warning("channel to %s: %s", self.name, message)
+                self.last_pull_error = message
                 return
 
 
@@ -466,8 +594,12 @@ class ChannelListener:
                     if frames[index].type is FrameType.PULL:
                         if not receiver.ready or receiver.peer is None:
                             raise ChannelProtocolError("PULL before HELLO")
+                        store_queue = frames[index].header.get("queue")
+                        if store_queue is not None and not isinstance(store_queue, str):
+                            raise ChannelProtocolError("PULL queue is not a name")
                         attempted = self._attempted.setdefault(receiver.peer, set())
-                        await serve_pull(conversation, self.qm, receiver.peer, batch=self.batch, attempted=attempted)
+                        await serve_pull(conversation, self.qm, receiver.peer, version=receiver.version or 1,
+                                         batch=self.batch, attempted=attempted, store_queue=store_queue)
                         index += 1
                         continue
                     end = index

@@ -62,6 +62,13 @@ UnknownUID = _error("UnknownUID", 3301, "RMQRC_UNKNOWN_UID",
                     "confirmPut/confirmGet of a UID that is neither pending nor remembered as confirmed.")
 DuplicateMessage = _error("DuplicateMessage", 3302, "RMQRC_DUPLICATE_UID",
                           "A put of a UID already on the queue or already confirmed, without Resend (item 19).")
+
+
+class AlreadyDelivered(DuplicateMessage):  # type: ignore[misc, valid-type]
+    """A relayed put whose destination (reached synchronously) has confirmed that UID
+    already: the sender may remove its copy (duplicate removal, item 19)."""
+
+
 WrongLock = _error("WrongLock", 3303, "RMQRC_WRONG_LOCK_ID",
                    "The message is locked by browseAndLock and the lock id given is not the locker's (item 13).")
 RuleVeto = _error("RuleVeto", 3304, "RMQRC_RULE_VETO",

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from relaymq.qmgr.definitions import HOLDING_KINDS
 from relaymq.qmgr.queue_index import QueueIndex
 from relaymq.qmgr.states import Entry, MessageEvent
+from relaymq.qmgr.transmission import message_fields
 
 
 class ListenerMixin:
@@ -69,5 +70,7 @@ class ListenerMixin:
             event = MessageEvent(name, entry.uid, entry.msg_id, entry.correl_id, entry.priority)
             for mfn in message_listeners:
                 mfn(event)
-            for tfn in transmission:
-                tfn(entry.target_qmgr)
+            if transmission:
+                fields = message_fields(entry) if self._rule_reads_fields() else {}
+                for tfn in transmission:
+                    tfn(entry.target_qmgr, fields, False)

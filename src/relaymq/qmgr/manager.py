@@ -21,11 +21,14 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from relaymq.message.message import Message
+from relaymq.message.mqdlh import MQDLH
 from relaymq.qmgr import resolution as res
 from relaymq.qmgr.definitions import (
     HOLDING_KINDS,
+    HOME_SERVER,
     LOCAL,
     STORE_AND_FORWARD,
+    SYSTEM_DEAD_LETTER_QUEUE,
     SYSTEM_QUEUES,
     UNLIMITED,
     QueueDefinition,
@@ -33,10 +36,12 @@ from relaymq.qmgr.definitions import (
 )
 from relaymq.qmgr.errors import (
     DuplicateMessage,
+    UnknownQueueManager,
     MessageExpired,
     MessageTooBig,
     NotAllowed,
     NotConnected,
+    QueueError,
     QueueExists,
     QueueFull,
     QueueManagerClosed,
@@ -50,20 +55,37 @@ from relaymq.qmgr.names import check_name
 from relaymq.qmgr.queue_index import QueueIndex
 from relaymq.qmgr.retrieval import RetrievalMixin, _envelope
 from relaymq.qmgr.rules import QueueManagerRule, QueueRule, call_veto, load_rule
-from relaymq.qmgr.states import PUT_UNCONFIRMED, UNLOCKED, Entry, MessageEvent
+from relaymq.qmgr.states import PUT_UNCONFIRMED, UNLOCKED, Entry, Envelope, MessageEvent
 from relaymq.qmgr.store import MemoryQueueStore, Op, QueueStore, Ticket
 from relaymq.qmgr.transmission import TransmissionMixin
 
 MQMI_NONE = bytes(24)
+#: MQAT_QMGR: the "application" that put a dead-lettered message is the queue manager.
+MQAT_QMGR = 7
+#: Why a message for this queue manager goes to the dead-letter queue instead of blocking its
+#: route: its queue does not exist here (MQRC_UNKNOWN_OBJECT_NAME) or cannot ever take it
+#: (MQRC_MSG_TOO_BIG_FOR_Q). A full queue or a rule veto may pass; expiry is not dead-lettered.
+DEAD_LETTER_REASONS = frozenset({2085, 2030})
 #: How long a confirmed UID is remembered for duplicate removal (spec decision), seconds.
 DEFAULT_CONFIRM_WINDOW = 24 * 3600.0
 
 
 class SyncRemote(Protocol):
-    """What the channel part provides for synchronous remote queues and discovery (item 21)."""
+    """What the channel part provides for synchronous remote queues and discovery (items 10,
+    20, 21): each call goes to ``queue`` on ``qmgr`` over a connection at once, and raises the
+    destination's QueueError (or NotConnected)."""
 
     def reachable(self, qmgr: str) -> bool: ...
-    def put(self, qmgr: str, queue: str, message: Message) -> bytes: ...
+    def put(self, qmgr: str, queue: str, message: Message, *, uid: str | None = None, confirm: bool = True,
+            confirm_id: int = 1, resend: bool = False, expire_at: int | None = None,
+            transmission: bool = False) -> bytes: ...
+    def confirm_put(self, qmgr: str, queue: str, uid: str) -> bool: ...
+    def get(self, qmgr: str, queue: str, **options: Any) -> Envelope | None: ...
+    def browse(self, qmgr: str, queue: str, **options: Any) -> list[Envelope]: ...
+    def delete(self, qmgr: str, queue: str, uid: str, lock_id: int) -> None: ...
+    def unlock(self, qmgr: str, queue: str, uid: str, lock_id: int) -> None: ...
+    def confirm_get(self, qmgr: str, queue: str, uid: str) -> bool: ...
+    def undo(self, qmgr: str, queue: str, confirm_id: int) -> int: ...
 
 
 class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
@@ -71,7 +93,7 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
 
     def __init__(self, name: str, store: QueueStore | None = None, *, clock: Callable[[], float] = time.time,
                  confirm_window: float = DEFAULT_CONFIRM_WINDOW, rule: QueueManagerRule | str | None = None,
-                 define_system_queues: bool = True) -> None:
+                 define_system_queues: bool = True, dead_letter_undeliverable: bool = True) -> None:
         self.name = check_name(name, "queue manager")
         self.store = store if store is not None else MemoryQueueStore()
         self.clock = clock
@@ -80,6 +102,10 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
                                        else rule or QueueManagerRule())
         #: Set by the channel part: synchronous remote puts and discovery go through it.
         self.remote: SyncRemote | None = None
+        #: A channel PUT for a queue of this queue manager that cannot take it goes to the
+        #: dead-letter queue (:meth:`dead_letter`) instead of staying on the sender.
+        self.dead_letter_undeliverable = dead_letter_undeliverable
+        self.dead_lettered = 0
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         self._queues: dict[tuple[str, str], QueueIndex] = {}
@@ -89,7 +115,7 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         self._confirmed: dict[str, int] = {}
         self._listeners: dict[str, list[Callable[[str], None]]] = {}
         self._message_listeners: dict[str, list[Callable[[MessageEvent], None]]] = {}
-        self._transmission_listeners: list[Callable[[str], None]] = []
+        self._transmission_listeners: list[Callable[[str | None, dict[str, Any], bool], None]] = []
         self._seq = 0
         self._lock_ids = itertools.count(1)
         self._last_forget = 0
@@ -193,17 +219,35 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             for key in taken:
                 if key in self._queues or key in self._queue_aliases:
                     raise QueueExists(f"queue {key[1]!r} (on {key[0]!r}) is already defined")
-            if kind == STORE_AND_FORWARD:
-                for other in self._queues.values():
-                    shared = set(other.definition.target_queue_managers) & set(definition.target_queue_managers)
-                    if other.definition.kind == STORE_AND_FORWARD and shared:
-                        raise QueueExists(f"store-and-forward queue {other.definition.name!r} already serves"
-                                          f" {sorted(shared)} (item 8: two may not share a target)")
+            self._check_targets(definition)
             call_veto("queue add", self.rule.queue_added, self, definition)
             self._install(definition)
             ticket = self.store.submit([("queue", definition)])
         ticket.wait()
         return definition
+
+    def _check_targets(self, definition: QueueDefinition) -> None:
+        """Item 8 and the seed's note at l.611: two store-and-forward queues may not share a
+        target queue manager, and a store-and-forward queue may not target the queue manager
+        a home-server queue here pulls from (both would move the same messages)."""
+        targets = set(definition.target_queue_managers) if definition.kind == STORE_AND_FORWARD else set()
+        for other in self._queues.values():
+            theirs = other.definition
+            if theirs.key == definition.key:
+                continue
+            if theirs.kind == STORE_AND_FORWARD and definition.kind in (STORE_AND_FORWARD, HOME_SERVER):
+                shared = set(theirs.target_queue_managers) & (targets or {definition.owner})
+                if shared and definition.kind == STORE_AND_FORWARD:
+                    raise QueueExists(f"store-and-forward queue {theirs.name!r} already serves"
+                                      f" {sorted(shared)} (item 8: two may not share a target)")
+                if shared:
+                    raise QueueExists(f"home-server queue {definition.name!r} would pull from {definition.owner!r},"
+                                      f" which store-and-forward queue {theirs.name!r} pushes to; a store-and-forward"
+                                      " queue and a home-server queue may not have the same target (seed l.611)")
+            if theirs.kind == HOME_SERVER and theirs.owner in targets:
+                raise QueueExists(f"store-and-forward queue {definition.name!r} would push to {theirs.owner!r},"
+                                  f" which home-server queue {theirs.name!r} pulls from; a store-and-forward queue"
+                                  " and a home-server queue may not have the same target (seed l.611)")
 
     def alter_queue(self, name: str, *, qmgr: str | None = None, **changes: Any) -> QueueDefinition:
         """Change properties of a queue (not its name, type or owner)."""
@@ -313,7 +357,8 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
 
     # -- put (items 11, 12, 18, 19) -------------------------------------------------------
     def put(self, queue: str, message: Message, *, qmgr: str | None = None, confirm_id: int = 0,
-            uid: str | None = None, resend: bool = False, expire_time: ExpireTime | None = None) -> bytes:
+            uid: str | None = None, resend: bool = False, expire_time: ExpireTime | None = None,
+            transmission: bool = False) -> bytes:
         """Put ``message`` to ``queue`` on ``qmgr`` (default: this one); returns the MsgId.
 
         Durable on return. With ``confirm_id > 0`` the message stays invisible until
@@ -321,15 +366,14 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         queue manager for assured delivery: a UID already here is a DuplicateMessage unless
         ``resend`` replaces an unconfirmed copy; a UID remembered as confirmed is a
         DuplicateMessage whose message says so. MQMD.MsgId of NONE is filled in; MQMD.Priority
-        -1 takes the queue's default priority.
+        -1 takes the queue's default priority. ``transmission`` (set by the channel receiver)
+        says the message travels by asynchronous transmission: relayed over a synchronous
+        route it stays so, and its destination dead-letters it rather than refusing it.
         """
         self._check_open()
         resolved = self.resolve(queue, qmgr)
-        if resolved.kind in (res.REMOTE_SYNC, res.DISCOVERY):
-            if self.remote is None or not self.remote.reachable(resolved.target_qmgr):
-                raise NotConnected(f"no connection to queue manager {resolved.target_qmgr!r}"
-                                   f" for synchronous queue {resolved.target_queue!r}")
-            return self.remote.put(resolved.target_qmgr, resolved.target_queue, message)
+        if resolved.kind in res.SYNCHRONOUS_ROUTES:
+            return self._sync_put(resolved, message, confirm_id, uid, resend, expire_time, transmission)
         definition = resolved.definition
         assert definition is not None
         with self._lock:
@@ -345,6 +389,46 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         if entry.state == UNLOCKED:
             self._announce(index, [entry])
         return entry.msg_id
+
+    def _sync_put(self, resolved: res.Resolution, message: Message, confirm_id: int, uid: str | None,
+                  resend: bool, expire_time: ExpireTime | None, transmission: bool) -> bytes:
+        """A put whose route here is synchronous (a sync remote definition or discovery): it
+        goes to the destination at once and nothing is kept here (items 8, 21).
+
+        An assured put (``confirm_id > 0``, or a ``uid`` from a sending queue manager) stays
+        two-phase end to end: the destination holds it unconfirmed and ``confirm_put(uid,
+        qmgr=, queue=)`` (a CONFIRM frame naming the destination) confirms it there (seed
+        l.2640-2700, synchronous assured put). Otherwise the put is confirmed at once."""
+        remote = self._remote_to(resolved.target_qmgr, resolved.target_queue)
+        assured = confirm_id > 0 or uid is not None
+        expire_at = expire_time.deadline(self._now_ms()) if expire_time is not None else None
+        return remote.put(resolved.target_qmgr, resolved.target_queue, message, uid=uid, confirm=not assured,
+                          confirm_id=max(confirm_id, 1), resend=resend, expire_at=expire_at,
+                          transmission=transmission)
+
+    def _remote_to(self, target_qmgr: str, target_queue: str) -> SyncRemote:
+        remote = self.remote
+        if remote is None or not remote.reachable(target_qmgr):
+            raise NotConnected(f"no connection to queue manager {target_qmgr!r}"
+                               f" for synchronous queue {target_queue!r}")
+        return remote
+
+    def _sync_route(self, queue: str, qmgr: str | None) -> tuple[str, str] | None:
+        """(queue manager, queue) when an operation on ``queue`` at ``qmgr`` goes over a
+        synchronous route (a sync remote definition or discovery, item 22); None when the
+        queue is held here (or is not reachable synchronously: the caller then reports why)."""
+        if qmgr is None:
+            return None
+        with self._lock:
+            if res.resolve_qmgr_alias(qmgr, self._qmgr_aliases) == self.name:
+                return None
+        try:
+            resolved = self.resolve(queue, qmgr)
+        except UnknownQueueManager:
+            return None
+        if resolved.kind in res.SYNCHRONOUS_ROUTES:
+            return resolved.target_qmgr, resolved.target_queue
+        return None
 
     def _new_entry(self, index: QueueIndex, resolved: res.Resolution, message: Message, confirm_id: int,
                    uid: str | None, resend: bool, expire_time: ExpireTime | None) -> tuple[Entry, list[Op]]:
@@ -399,11 +483,47 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         ops += [("entry", entry), ("meta", "seq", seq)]
         return entry, ops
 
-    def confirm_put(self, uid: str) -> bool:
+    def dead_letter(self, message: Message, error: QueueError, *, qmgr: str, queue: str, uid: str | None = None,
+                    confirm_id: int = 0, resend: bool = False) -> bool:
+        """Put a message that cannot be delivered to ``queue`` on this queue manager
+        (``error`` says why) on SYSTEM.DEAD.LETTER.QUEUE, behind an MQDLH carrying the reason
+        code and the destination, as MQ does (seed l.618-622). Only for a message whose
+        destination is this queue manager and an error in DEAD_LETTER_REASONS; returns False
+        when that does not apply. Raises the dead-letter queue's own error (full, ...)."""
+        if error.reason not in DEAD_LETTER_REASONS:
+            return False
+        with self._lock:
+            if res.resolve_qmgr_alias(qmgr, self._qmgr_aliases) != self.name:
+                return False
+            if (self.name, SYSTEM_DEAD_LETTER_QUEUE) not in self._queues:
+                return False
+        dead = Message.from_bytes(message.to_bytes())
+        md = dead.mq.md
+        now = time.gmtime(self.clock())
+        dead.mq.headers.insert(0, MQDLH(Reason=error.reason, DestQName=queue, DestQMgrName=qmgr,
+                                        Encoding=md.Encoding, CodedCharSetId=md.CodedCharSetId, Format=md.Format,
+                                        PutApplType=MQAT_QMGR, PutApplName=f"relaymq {self.name}"[:28],
+                                        PutDate=time.strftime("%Y%m%d", now), PutTime=time.strftime("%H%M%S00", now)))
+        self.put(SYSTEM_DEAD_LETTER_QUEUE, dead, confirm_id=confirm_id, uid=uid, resend=resend)
+        self.dead_lettered += 1
+        return True
+
+    def confirm_put(self, uid: str, *, qmgr: str | None = None, queue: str | None = None) -> bool:
         """Make an unconfirmed put visible (item 12: in confirm order). Returns True when
         confirmed now, False when ``uid`` is remembered as confirmed already (a repeated
-        confirm after a lost acknowledgement); raises UnknownUID otherwise."""
+        confirm after a lost acknowledgement); raises UnknownUID otherwise.
+
+        ``qmgr`` and ``queue`` name where the put went (the seed's confirmPutMessage(qmgr,
+        queue, uid)): a put over a synchronous route is held unconfirmed at its destination
+        and confirmed there."""
         self._check_open()
+        with self._lock:
+            entry = self._by_uid.get(uid)
+            local = entry is not None and entry.state == PUT_UNCONFIRMED
+        if not local and queue is not None:
+            route = self._sync_route(queue, qmgr)
+            if route is not None and uid not in self._confirmed:
+                return self._remote_to(*route).confirm_put(route[0], route[1], uid)
         with self._lock:
             entry = self._by_uid.get(uid)
             if entry is None or entry.state != PUT_UNCONFIRMED:

@@ -28,6 +28,8 @@ REMOTE_SYNC = "remote_sync"
 REMOTE_ASYNC = "remote_async"
 STORE_FORWARD = "store_and_forward"
 DISCOVERY = "discovery"
+#: Routes that hold nothing here: the operation goes over a connection at once (items 8, 21).
+SYNCHRONOUS_ROUTES = (REMOTE_SYNC, DISCOVERY)
 
 
 @dataclass(frozen=True)

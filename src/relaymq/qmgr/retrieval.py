@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from relaymq.message.message import Message
@@ -83,8 +84,14 @@ class RetrievalMixin:
         """Get with everything: with ``confirm_id > 0`` the message becomes get-unconfirmed
         until :meth:`confirm_get` (or :meth:`undo`); ``uid`` + ``lock_id`` take a message
         locked by browseAndLock (item 13). ``wait`` > 0 blocks this thread (waitForMessage,
-        item 16)."""
+        item 16). On a synchronous remote queue (``qmgr`` another queue manager) the get is
+        made there over the channel (items 10, 20)."""
         self._check_open()
+        route = self._sync_route(queue, qmgr)
+        if route is not None:
+            return self._remote_to(*route).get(route[0], route[1], wait=wait, msg_id=msg_id, correl_id=correl_id,
+                                               selector=selector, fields=fields, confirm_id=confirm_id, uid=uid,
+                                               lock_id=lock_id)
         deadline = time.monotonic() + wait
         with self._lock:
             index = self._holding_index(queue, qmgr, "get")
@@ -146,7 +153,15 @@ class RetrievalMixin:
     def browse_envelopes(self, queue: str, *, msg_id: bytes | None = None, correl_id: bytes | None = None,
                          selector: str | None = None, fields: dict[str, Any] | None = None,
                          limit: int | None = None, qmgr: str | None = None, _lock_confirm: int = 0) -> list[Envelope]:
+        """Envelopes of the visible matching messages in get order (with ``_lock_confirm``:
+        browseAndLock). The queue rule's ``browse`` sees them first and may veto: then
+        nothing is locked (item 32)."""
         self._check_open()
+        route = self._sync_route(queue, qmgr)
+        if route is not None:
+            return self._remote_to(*route).browse(route[0], route[1], msg_id=msg_id, correl_id=correl_id,
+                                                  selector=selector, fields=fields, limit=limit,
+                                                  lock_confirm_id=_lock_confirm)
         with self._lock:
             index = self._holding_index(queue, qmgr, "browse")
             match = self._matcher(msg_id, correl_id, selector, fields)
@@ -161,13 +176,18 @@ class RetrievalMixin:
                 elif match(entry):
                     found.append(entry)
             lock_id = next(self._lock_ids) if _lock_confirm else 0
+            envelopes = [replace(_envelope(e, private=True), lock_id=lock_id) for e in found]
+            if index.rule is not None:
+                try:
+                    call_veto("browse", index.rule.browse, index.definition, envelopes)
+                except BaseException:
+                    if ops:  # expired messages found on the way are still removed
+                        self.store.submit(ops)
+                    raise
             for entry in found if lock_id else ():
                 index.hide(entry)
                 entry.state, entry.lock_id, entry.confirm_id = LOCKED, lock_id, _lock_confirm
                 ops.append(("state", entry.uid, LOCKED, _lock_confirm, lock_id))
-            envelopes = [_envelope(e, private=True) for e in found]
-            if index.rule is not None:
-                index.rule.browse(index.definition, envelopes)
             ticket = self.store.submit(ops) if ops else None
         if ticket is not None:
             self._finish(ticket, [])
@@ -187,6 +207,9 @@ class RetrievalMixin:
     def unlock(self, queue: str, uid: str, lock_id: int, *, qmgr: str | None = None) -> None:
         """Unlock a message locked by browseAndLock; only the locker (its lock id) may."""
         self._check_open()
+        route = self._sync_route(queue, qmgr)
+        if route is not None:
+            return self._remote_to(*route).unlock(route[0], route[1], uid, lock_id)
         with self._lock:
             index = self._holding_index(queue, qmgr, "unlock")
             entry = index.entries.get(uid)
@@ -202,6 +225,9 @@ class RetrievalMixin:
     def delete(self, queue: str, uid: str, *, lock_id: int = 0, qmgr: str | None = None) -> None:
         """Delete exactly the message ``uid`` (item 14); a locked one needs its lock id."""
         self._check_open()
+        route = self._sync_route(queue, qmgr)
+        if route is not None:
+            return self._remote_to(*route).delete(route[0], route[1], uid, lock_id)
         with self._lock:
             index = self._holding_index(queue, qmgr, "delete")
             entry = self._locked_entry(index, uid, lock_id)
@@ -213,10 +239,16 @@ class RetrievalMixin:
             ticket = self.store.submit(ops)
         self._finish(ticket, [])
 
-    def confirm_get(self, uid: str) -> bool:
+    def confirm_get(self, uid: str, *, qmgr: str | None = None, queue: str | None = None) -> bool:
         """Delete a get-unconfirmed message (item 20). True when done now, False when ``uid``
-        is remembered as confirmed already; UnknownUID otherwise."""
+        is remembered as confirmed already; UnknownUID otherwise. ``qmgr`` and ``queue``
+        name a synchronous remote queue the message was got from (confirmGetMessage(qmgr,
+        queue, uid)): the confirm goes there."""
         self._check_open()
+        if queue is not None:
+            route = self._sync_route(queue, qmgr)
+            if route is not None:
+                return self._remote_to(*route).confirm_get(route[0], route[1], uid)
         with self._lock:
             entry = self._by_uid.get(uid)
             if entry is None or entry.state != GET_UNCONFIRMED:
@@ -231,8 +263,12 @@ class RetrievalMixin:
     def undo(self, queue: str, confirm_id: int, *, qmgr: str | None = None) -> int:
         """Undo every operation made with ``confirm_id`` on ``queue`` (item 17): an unconfirmed
         put is deleted, a get-unconfirmed or locked message becomes visible again. Returns how
-        many messages changed; NoMessage when none did."""
+        many messages changed; NoMessage when none did. Works on synchronous remote queues
+        too (seed l.3040: undo works for local and remote queues)."""
         self._check_open()
+        route = self._sync_route(queue, qmgr)
+        if route is not None:
+            return self._remote_to(*route).undo(route[0], route[1], confirm_id)
         with self._lock:
             index = self._index(queue, qmgr)
             hits = [e for e in index.entries.values() if e.confirm_id == confirm_id and e.state != UNLOCKED]

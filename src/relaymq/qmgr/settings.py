@@ -5,6 +5,7 @@
     channel_port = 8081       # --channel-port N: the channel listener (started by the channel part)
     channel_host = "0.0.0.0"
     confirm_window = 86400    # seconds a confirmed UID is remembered for duplicate removal
+    dead_letter_undeliverable = true  # channel PUTs for unknown queues go to the dead-letter queue
     rule = ""                 # "module:Class" of a QueueManagerRule
 
     [[qmgr.queue]]
@@ -80,6 +81,10 @@ class QmgrSettings:
     channel_port: int = key_field(8081, int_range(0, 65535))
     channel_host: str = key_field("0.0.0.0", non_empty_text)
     confirm_window: int = key_field(int(DEFAULT_CONFIRM_WINDOW), int_range(1))
+    #: A channel PUT for a queue of this queue manager that does not exist (or never takes
+    #: it: too big) goes to SYSTEM.DEAD.LETTER.QUEUE with an MQDLH; false: it stays on the
+    #: sender and blocks that route (the seed's MQe behaviour, item 25).
+    dead_letter_undeliverable: bool = key_field(True, boolean)
     rule: str = key_field("", text)
     queue: tuple[QueueDefinition, ...] = key_field((), lambda v: None)
     #: [[qmgr.connection]] tables (relaymq.qmgr.channel_settings).

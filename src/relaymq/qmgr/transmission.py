@@ -7,11 +7,13 @@ A mixin of :class:`relaymq.qmgr.manager.QueueManager`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from relaymq.message.message import Message
 from relaymq.qmgr.definitions import STORE_AND_FORWARD
-from relaymq.qmgr.errors import NotAllowed, UnknownUID
+from relaymq.qmgr.errors import NotAllowed, UnknownQueue, UnknownUID
 from relaymq.qmgr.expiry import is_expired
+from relaymq.qmgr.rules import QueueManagerRule
 from relaymq.qmgr.states import Entry
 from relaymq.qmgr.store import Op
 
@@ -26,24 +28,59 @@ def _outgoing(entry: Entry, now_ms: int) -> Message:
     return message
 
 
+class Pending(NamedTuple):
+    """A confirmed message waiting here for another queue manager."""
+
+    uid: str
+    queue: str  # its final destination queue (on the remote queue manager)
+    message: Message
+    expire_at: int | None  # its absolute deadline, epoch ms, kept across hops (item 5)
+
+
+def message_fields(entry: Entry) -> dict[str, Any]:
+    """The fields of a message the transmission rules see (seed l.5331: triggerTransmission
+    gets the message's MQeFields): the message properties of everyplace.md item 3 that
+    relaymq keeps, its destination, and the Message itself."""
+    message = Message.from_bytes(entry.data)
+    md = message.mq.md
+    return {"UID": entry.uid, "OriginQMgr": entry.uid.split(":", 1)[0], "Time": entry.created_ms,
+            "MsgID": entry.msg_id, "CorrelID": entry.correl_id, "Priority": entry.priority,
+            "ExpireTime": entry.expire_at, "ReplyToQ": md.ReplyToQ.strip(), "ReplyToQMgr": md.ReplyToQMgr.strip(),
+            "DestQMgr": entry.target_qmgr, "DestQ": entry.target_queue, "Message": message}
+
+
 class TransmissionMixin:
     """The sending side of assured delivery."""
 
     def pending_transmission(self, remote_qmgr: str, *, pull: bool = False,
                              limit: int | None = None) -> list[tuple[str, str, Message]]:
-        """Confirmed messages waiting to go to ``remote_qmgr``, as (uid, target_queue, message)
-        in priority-then-arrival order per queue: from async remote queues owned by it and
-        store-and-forward queues listing it. A store-and-forward queue with ``push = false``
-        only gives its messages to ``pull=True`` (a home-server pulling, item 24). The
-        queue manager rule's ``transmit(queue)`` may hold a queue back (item 32)."""
+        """Confirmed messages waiting to go to ``remote_qmgr``, as (uid, target_queue, message);
+        see :meth:`pending_messages`."""
+        return [(p.uid, p.queue, p.message) for p in self.pending_messages(remote_qmgr, pull=pull, limit=limit)]
+
+    def pending_messages(self, remote_qmgr: str, *, pull: bool = False, limit: int | None = None,
+                         store_queue: str | None = None) -> list[Pending]:
+        """Confirmed messages waiting to go to ``remote_qmgr`` in priority-then-arrival order
+        per queue: from async remote queues owned by it and store-and-forward queues listing
+        it. A store-and-forward queue with ``push = false`` only gives its messages to
+        ``pull=True`` (a home-server pulling, item 24); ``store_queue`` limits a pull to the
+        store-and-forward queue of that name (the home-server queue's name, l.3371; raises
+        UnknownQueue when there is no such store-and-forward queue here). The queue manager
+        rule's ``transmit(queue)`` may hold a queue back (item 32)."""
         self._check_open()
-        out: list[tuple[str, str, Message]] = []
+        out: list[Pending] = []
         with self._lock:
+            if store_queue is not None:
+                index = self._queues.get((self.name, store_queue))
+                if index is None or index.definition.kind != STORE_AND_FORWARD:
+                    raise UnknownQueue(f"no store-and-forward queue {store_queue!r} on queue manager {self.name!r}")
             ops: list[Op] = []
             now = self._now_ms()
             for index in list(self._queues.values()):
                 definition = index.definition
                 if not definition.transmits:
+                    continue
+                if store_queue is not None and definition.key != (self.name, store_queue):
                     continue
                 if definition.kind == STORE_AND_FORWARD and not (definition.push or pull):
                     continue
@@ -55,12 +92,39 @@ class TransmissionMixin:
                     if is_expired(entry.expire_at, now):
                         self._expire(index, entry, ops)
                         continue
-                    out.append((entry.uid, entry.target_queue, _outgoing(entry, now)))
+                    out.append(Pending(entry.uid, entry.target_queue, _outgoing(entry, now), entry.expire_at))
                     if limit is not None and len(out) >= limit:
                         break
+                if limit is not None and len(out) >= limit:
+                    break
             if ops:
                 self.store.submit(ops)
         return out
+
+    def _rule_reads_fields(self) -> bool:
+        """Does the queue manager rule have its own trigger_transmission (so the fields of
+        each put message are worth decoding for it)?"""
+        return type(self.rule).trigger_transmission is not QueueManagerRule.trigger_transmission
+
+    def pending_count(self) -> int:
+        """Confirmed messages waiting for transmission on every transmitting queue (the
+        count the triggerTransmission rule gets, seed l.5339)."""
+        with self._lock:
+            return sum(1 for index in self._queues.values() if index.definition.transmits
+                       for _ in index.visible())
+
+    def transmission_allowed(self, fields: dict[str, Any] | None = None) -> bool:
+        """Ask the queue manager rule's ``trigger_transmission(count, fields)`` (item 32,
+        seed l.5314-5360) whether pending messages may be transmitted now; ``fields`` are
+        those of the message whose put triggered it ({} for a periodic look). False when
+        nothing is pending (the rule is not asked then); True without counting when the rule
+        is the default one, which always agrees."""
+        if not self._rule_reads_fields():
+            return True  # the default rule always agrees: no need to count
+        count = self.pending_count()
+        if count == 0:
+            return False
+        return bool(self.rule.trigger_transmission(self, count, dict(fields or {})))
 
     def transmission_targets(self) -> list[str]:
         """Queue managers that have confirmed messages waiting here for them."""
@@ -69,17 +133,16 @@ class TransmissionMixin:
                            for e in index.visible()})
 
     def trigger_transmission(self) -> bool:
-        """Try to transmit everything pending (seed triggerTransmission): when the queue
-        manager rule agrees (item 32), each transmission listener hears of each queue manager
-        that has messages waiting. Returns whether the rule agreed."""
+        """Transmit everything pending now and let home-server queues pull (seed
+        triggerTransmission, l.2371-2382): when the queue manager rule agrees (item 32),
+        each transmission listener is called with ``(None, {}, True)``: every link
+        transmits without asking the rule again, and pulls. Returns whether the rule agreed."""
         with self._lock:
-            count = sum(len(index) for index in self._queues.values() if index.definition.transmits)
             listeners = list(self._transmission_listeners)
-        if not self.rule.trigger_transmission(self, count, {}):
+        if not self.rule.trigger_transmission(self, self.pending_count(), {}):
             return False
-        for target in self.transmission_targets():
-            for fn in listeners:
-                fn(target)
+        for fn in listeners:
+            fn(None, {}, True)
         return True
 
     def transmitted(self, uid: str) -> None:
@@ -100,12 +163,14 @@ class TransmissionMixin:
                 index.rule.message_transmitted(index.definition, uid)
         self._finish(ticket, [])
 
-    def add_transmission_listener(self, fn: Callable[[str], None]) -> None:
-        """``fn(remote_qmgr)`` after a message for that queue manager is committed here."""
+    def add_transmission_listener(self, fn: Callable[[str | None, dict[str, Any], bool], None]) -> None:
+        """``fn(remote_qmgr, fields, False)`` after a message for that queue manager is
+        committed here (``fields``: :func:`message_fields` of it, for the rule), and
+        ``fn(None, {}, True)`` when :meth:`trigger_transmission` was agreed."""
         with self._lock:
             self._transmission_listeners.append(fn)
 
-    def remove_transmission_listener(self, fn: Callable[[str], None]) -> None:
+    def remove_transmission_listener(self, fn: Callable[[str | None, dict[str, Any], bool], None]) -> None:
         with self._lock:
             if fn in self._transmission_listeners:
                 self._transmission_listeners.remove(fn)

@@ -74,15 +74,18 @@ class AmqttProcess(BrokerProcess):
         return [self.amqtt_binary, "-c", str(conf)]
 
 
-def make_broker(kind: str, workdir: Path, *, amqtt_binary: str | None = None) -> BrokerProcess:
-    """A stopped broker of ``kind`` with the comparison's settings, working in ``workdir``."""
+def make_broker(kind: str, workdir: Path, *, amqtt_binary: str | None = None,
+                config: dict[str, dict[str, Any]] | None = None) -> BrokerProcess:
+    """A stopped broker of ``kind`` with the comparison's settings, working in ``workdir``;
+    ``config`` adds sections (e.g. ``{"mosquitto": {"log_type": "subscribe"}}``)."""
     if kind == "amqtt":
         if not amqtt_binary:
             raise RuntimeError("amqtt is not installed (bench/compare installs it)")
         return AmqttProcess(amqtt_binary, config=COMMON_CONFIG, workdir=workdir,
                             start_timeout=60)
     if kind in ("relaymq", "mosquitto"):
-        config = {**COMMON_CONFIG, **RELAYMQ_PORTS} if kind == "relaymq" else COMMON_CONFIG
+        config = {**COMMON_CONFIG, **(RELAYMQ_PORTS if kind == "relaymq" else {}),
+                  **(config or {})}
         return BrokerProcess(kind, config=config, store="sqlite", workdir=workdir,  # type: ignore[arg-type]
                              start_timeout=60)
     raise ValueError(f"unknown broker {kind!r}")

@@ -46,17 +46,25 @@ class RunReport:
     receive_seconds: float = 0.0  # first send to last reception
     publish_rate: float = 0.0     # completed / publish_seconds
     receive_rate: float = 0.0     # received / receive_seconds (deliveries per second)
+    stream_seconds: float = 0.0   # first reception to last reception (no start-up at all)
+    stream_rate: float = 0.0      # received / stream_seconds: what a subscriber-side clock sees
     latency_us: dict[str, int | None] = field(default_factory=dict)
     latency_samples: int = 0
 
     def finish(self, start_ns: int, pub_end_ns: int, recv_end_ns: int,
-               latencies: array) -> "RunReport":
-        """Derive the rates, losses and percentiles once every worker has reported."""
+               latencies: array, recv_start_ns: int = 0) -> "RunReport":
+        """Derive the rates, losses and percentiles once every worker has reported.
+
+        ``recv_start_ns``: the first reception (0: none), for the stream figures, which
+        compare with a timing taken at a subscriber only (bench/compare's C-client check)."""
         self.lost = max(0, self.expected - self.unique)
         self.publish_seconds = max(0.0, (pub_end_ns - start_ns) / 1e9)
         self.receive_seconds = max(0.0, (recv_end_ns - start_ns) / 1e9)
         self.publish_rate = self.completed / self.publish_seconds if self.publish_seconds else 0.0
         self.receive_rate = self.received / self.receive_seconds if self.receive_seconds else 0.0
+        if recv_start_ns and recv_end_ns > recv_start_ns:
+            self.stream_seconds = (recv_end_ns - recv_start_ns) / 1e9
+            self.stream_rate = self.received / self.stream_seconds
         ordered = array(latencies.typecode, sorted(latencies))
         self.latency_samples = len(ordered)
         self.latency_us = {f"p{p:g}": percentile(ordered, p) for p in PERCENTILES}

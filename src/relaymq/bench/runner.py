@@ -129,6 +129,7 @@ class _WorkerResult:
     received: int = 0
     unique: int = 0
     duplicates: int = 0
+    recv_start_ns: int = 0
     recv_end_ns: int = 0
     latencies: bytes = b""
     subs_done: bool = False
@@ -232,6 +233,8 @@ async def _worker(spec: BenchSpec, worker: int, pubs: list[int], subs: list[int]
         result.unique += tally.unique
         result.duplicates += tally.duplicates
         result.recv_end_ns = max(result.recv_end_ns, tally.last_ns)
+        if tally.first_ns:
+            result.recv_start_ns = min(result.recv_start_ns or tally.first_ns, tally.first_ns)
         lat = tally.latencies_us
         step = max(1, -(-len(lat) // per_sub))
         samples.extend(lat[::step] if step > 1 else lat)
@@ -326,6 +329,7 @@ def run(spec: BenchSpec, *, progress: bool | None = None, stream: TextIO | None 
                        spec.payload_size, persistent=spec.persistent)
     latencies = array("q")
     pub_end = recv_end = start_ns
+    recv_start = 0
     for r in results:
         report.sent += r.sent
         report.completed += r.completed
@@ -335,11 +339,13 @@ def run(spec: BenchSpec, *, progress: bool | None = None, stream: TextIO | None 
         report.duplicates += r.duplicates
         pub_end = max(pub_end, r.pub_end_ns)
         recv_end = max(recv_end, r.recv_end_ns)
+        if r.recv_start_ns:
+            recv_start = min(recv_start or r.recv_start_ns, r.recv_start_ns)
         chunk = array("q")
         chunk.frombytes(r.latencies)
         latencies.extend(chunk)
     report.expected = report.sent * spec.subscribers
-    return report.finish(start_ns, pub_end, recv_end, latencies)
+    return report.finish(start_ns, pub_end, recv_end, latencies, recv_start_ns=recv_start)
 
 
 def _supervise(spec: BenchSpec, shared: _Shared, procs: list[Any], show: Progress,

@@ -26,12 +26,17 @@ STREAM = psc.DEFAULT_STREAM
 
 class Stack:
     def __init__(self, data_dir: Path, pubsub: dict | None = None, *, store: str = "memory",
-                 qm: QueueManager | None = None) -> None:
+                 qm: QueueManager | None = None, broker_store: MemoryStore | None = None) -> None:
+        """``store`` is the broker's store setting (``sqlite`` gives the pub/sub state file);
+        ``broker_store``, the previous stack's MQTT store, restores its retained messages and
+        sessions as a restarted broker would."""
         base = make_config()
         self.config = dataclasses.replace(
             base, broker=dataclasses.replace(base.broker, data_dir=str(data_dir), store=store),
             extra={"pubsub": build(pubsub, "pubsub", str(data_dir))})
-        self.broker = Broker(self.config, MemoryStore())
+        self.broker = Broker(self.config, broker_store or MemoryStore())
+        if broker_store is not None:
+            self.broker.restore(broker_store.load())
         self.qm = qm or QueueManager.open("QM1", None)
         self.aio = AsyncQueueManager(self.qm)
         self.service: pubsub_service.PubSubService | None = None

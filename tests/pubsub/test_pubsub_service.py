@@ -130,6 +130,49 @@ def test_scenario_stream_acls(tmp_path):
     run(scenario())
 
 
+def test_item_23_retained_psc_publication_keeps_its_psc_attributes_at_the_default_point(tmp_path):
+    """pubsub.md items 21-23, 28; seed 5995-6019, 5930-5946: a psc publication retained at the
+    default point is kept in the broker's MQTT store, and its PubTime, SeqNum and Priority (and
+    typed usr) still reach a later subscriber (IsRetainedPub with InformIfRet), also after a
+    restart; once an MQTT client replaces the retained message they no longer apply."""
+    from relaymq.pubsub import psc
+
+    async def publish(stack, **params):
+        message = psc.command_message("Publish", reply_to="REPLY.Q", persistence=1, **params)
+        message.mq.md.Priority = 7
+        stack.ensure_queue("REPLY.Q")
+        await stack.aio.put(STREAM, message)
+        assert psc.reply_reasons(await stack.aio.get("REPLY.Q", wait=10.0)) == ("ok", [])
+
+    def psc_of(message):
+        return {c.name: c.value for c in message.mq.first_rfh2().folder("psc").children}
+
+    async def scenario():
+        first = await Stack(tmp_path, store="sqlite").start()
+        await publish(first, Topic="Sport/Score", PubOpt="RetainPub", PubTime="2026112312000000", SeqNum="42",
+                      body=b"2-1")
+        assert await first.command("RegSub", Topic="Sport/#", QName="FAN", RegOpt="InformIfRet") == ("ok", [])
+        (copy,) = await first.messages("FAN", 1)
+        assert psc_of(copy) == {"Command": "Publish", "Topic": "Sport/Score", "PubOpt": "IsRetainedPub",
+                                "PubTime": "2026112312000000", "SeqNum": "42"}
+        assert (copy.mq.md.Priority, copy.mq.md.Persistence, copy.mq.body) == (7, 1, b"2-1")
+        await first.stop()
+        second = await Stack(tmp_path, store="sqlite", qm=first.qm, broker_store=first.broker.store).start()
+        try:
+            assert await second.command("RegSub", Topic="Sport/Score", QName="LATE", RegOpt="PubOnReqOnly") == ("ok", [])
+            assert await second.command("ReqUpdate", Topic="Sport/Score", QName="LATE") == ("ok", [])
+            (update,) = await second.messages("LATE", 1)
+            assert (psc_of(update)["PubTime"], psc_of(update)["SeqNum"], update.mq.md.Priority) == \
+                ("2026112312000000", "42", 7)
+            second.mqtt("scorer").publish("Sport/Score", b"3-1", qos=1, retain=True)
+            assert await second.command("ReqUpdate", Topic="Sport/Score", QName="LATE") == ("ok", [])
+            (newer,) = await second.messages("LATE", 1)
+            assert newer.mq.body == b"3-1" and "PubTime" not in psc_of(newer) and newer.mq.md.Priority == 0
+        finally:
+            await second.stop()
+    run(scenario())
+
+
 def test_item_22_subscriptions_and_retained_survive_restart(tmp_path):
     """pubsub.md items 19 and 22; seed 003 l.2618-2622, 2789-2793: subscriptions stay until
     removed and retained publications (of a named point here) are kept across a restart."""

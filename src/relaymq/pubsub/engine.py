@@ -212,6 +212,11 @@ class PubSubEngine:
         self.subscriptions: dict[tuple, QueueSubscription] = {}
         self.by_name: dict[str, QueueSubscription] = {}
         self.by_subscriber: dict[SubscriberId, set[tuple]] = {}
+        #: What the broker's store cannot keep of a psc publication retained at the default
+        #: point (kept there as an MQTT message): topic -> its msg_id and psc attributes
+        #: (PubTime, SeqNum, Priority, domain, Format, typed usr), so that a RegSub/ReqUpdate
+        #: copy carries them (item 23). Stale once the topic's retained message changes.
+        self.retained_psc: dict[str, dict[str, Any]] = {}
         self.changed = False  # set by every change the service must make durable
 
     # ================================================================ commands
@@ -492,7 +497,7 @@ class PubSubEngine:
         actions: list[Action] = []
         stale: list[str] = []
         for topic, value in list(tree.match(topic_filter)):
-            pub = value if isinstance(value, Publication) else publication_from_stored(value, sub.sub_point)
+            pub = value if isinstance(value, Publication) else self._stored_publication(value, sub.sub_point)
             if pub.expired(now):
                 stale.append(topic)
                 continue
@@ -503,6 +508,39 @@ class PubSubEngine:
                 tree.delete(topic)
                 self.changed = True
         return actions
+
+    def note_retained(self, topic: str, msg_id: int, pub: Publication) -> None:
+        """The broker retained ``pub`` (a psc publication at the default point) as message
+        ``msg_id``: keep what its store cannot (see ``retained_psc``)."""
+        self.retained_psc[topic] = {
+            "msg_id": msg_id, "pub_time": pub.pub_time, "seq_num": pub.seq_num, "priority": pub.priority,
+            "domain": pub.domain, "body_format": pub.body_format, "untyped_usr": pub.untyped_usr,
+        }
+        self.changed = True
+
+    def _stored_publication(self, message: Any, sub_point: str) -> Publication:
+        """A retained message of the broker as a Publication, with the psc attributes it was
+        published with when it came from a psc Publish (and has not been replaced since)."""
+        pub = publication_from_stored(message, sub_point)
+        details = self.retained_psc.get(message.topic)
+        if details is not None:
+            if details["msg_id"] == message.msg_id:
+                pub.pub_time, pub.seq_num, pub.priority = details["pub_time"], details["seq_num"], details["priority"]
+                pub.domain, pub.body_format = details["domain"], details["body_format"]
+                pub.untyped_usr, pub.from_mqtt = details["untyped_usr"], False
+            else:
+                del self.retained_psc[message.topic]  # an MQTT publication replaced it
+                self.changed = True
+        return pub
+
+    def forget_retained(self, current: Callable[[str], Any]) -> None:
+        """Drop ``retained_psc`` entries whose topic no longer holds that message
+        (``current(topic)`` is the broker's retained message there, or None)."""
+        for topic, details in list(self.retained_psc.items()):
+            message = current(topic)
+            if message is None or message.msg_id != details["msg_id"]:
+                del self.retained_psc[topic]
+                self.changed = True
 
     # ---------------------------------------------------------------- DeletePub (item 25)
     def _delete_pub(self, command: wire.Command, response: wire.Response, queue: str, now: float) -> list[Action]:
@@ -522,6 +560,8 @@ class PubSubEngine:
             for topic, _value in list(tree.match(topic_filter)):
                 if self.mqtt_bridge and sub_point == DEFAULT_SUBPOINT:
                     actions.append(ClearRetained(topic))
+                    if self.retained_psc.pop(topic, None) is not None:
+                        self.changed = True
                 else:
                     tree.delete(topic)
                     self.changed = True
@@ -866,7 +906,8 @@ class PubSubEngine:
                 continue
             found = list(tree.match("#")) + list(tree.match("$SYS/#")) + list(tree.match("$ISYS/#"))
             retained[point] = [v.to_record() for _t, v in found if isinstance(v, Publication)]
-        return {"subscriptions": [s.to_record() for s in self.subscriptions.values()], "retained": retained}
+        return {"subscriptions": [s.to_record() for s in self.subscriptions.values()], "retained": retained,
+                "retained_psc": self.retained_psc}
 
     def reset(self) -> None:
         """Forget every queue subscription and named-point retained publication (before a
@@ -876,6 +917,7 @@ class PubSubEngine:
         for point in list(self.retained):
             if not (self.mqtt_bridge and point == DEFAULT_SUBPOINT):
                 self.retained[point] = RetainedTree()
+        self.retained_psc = {}
 
     def restore(self, data: dict[str, Any]) -> None:
         for rec in data.get("subscriptions", ()):
@@ -890,6 +932,7 @@ class PubSubEngine:
             tree = self.retained.setdefault(point, RetainedTree())
             for rec in records:
                 tree.set(rec["topic"], Publication.from_record(rec))
+        self.retained_psc.update(data.get("retained_psc", {}))
 
 
 # ==================================================================== helpers

@@ -175,7 +175,16 @@ class PubSubService:
                       self.state_path, error)
             await self._reload()
             actions = self.engine.failure(message, r.COMMAND_FAILED)
+        puts = [a for a in actions if isinstance(a, (Put, DeadLetter))]
         for action in actions:
+            if not isinstance(action, (Put, DeadLetter)):
+                self._perform(action)  # the MQTT side (its tap may note a retained publication)
+        if self.engine.changed:
+            try:
+                await self._save()  # before the response leaves
+            except OSError as error:
+                log.error("pub/sub: cannot save %s (%s)", self.state_path, error)
+        for action in puts:
             self._perform(action)
 
     async def _reload(self) -> None:
@@ -259,6 +268,8 @@ class PubSubService:
         now = self.broker.clock.wall()
         bridging = self._bridging
         if bridging is not None and bridging.topic == stored.topic:
+            if bridging.retain and stored.retain:
+                self.engine.note_retained(stored.topic, stored.msg_id, bridging)
             actions = self.engine.route(bridging, now)
         else:
             actions = self.engine.deliver_mqtt(stored.topic, stored.payload, stored.qos, stored.properties,
@@ -324,6 +335,7 @@ class PubSubService:
             await asyncio.sleep(EXPIRY_SWEEP_SECONDS)
             for action in self.engine.expire(self.broker.clock.wall()) + self.engine.remove_unreachable():
                 self._perform(action)
+            self.engine.forget_retained(self.broker.retained.get)
             await self._save()
             self.reload_acl()
 

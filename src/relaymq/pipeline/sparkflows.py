@@ -87,34 +87,35 @@ def flow_outputs(flow: Any, record: LogRecord, input_node: str | None = None) ->
     return _collected(flow.run_sync(to_message(record), input_node), record)
 
 
-def failure_outputs(flow: Any, record: LogRecord, error: Any, input_node: str | None = None) -> list[LogRecord]:
-    """What the broker does with a message the flow rejects (flows/runtime.py, FlowRuntime._failed):
-    the input node's ``failure`` terminal runs with the error in the ExceptionList and its puts
-    and publications are the outputs; when that terminal is not wired, or its path fails too,
-    the message is put to the flow's backout queue (default SYSTEM.DEAD.LETTER.QUEUE).
+def broker_outputs(flow: Any, records: list[LogRecord], input_node: str | None = None) -> list[LogRecord]:
+    """What the broker's own runtime (relaymq.flows.runtime.FlowRuntime.run) makes of each
+    record: the flow's outputs, or for a message the flow rejects what the broker does with it -
+    retries up to the backout threshold, then the input node's ``failure`` terminal, else the
+    flow's backout queue (default SYSTEM.DEAD.LETTER.QUEUE) - each as log records with lineage.
+    One event loop for all the records (the runtime is asynchronous; these flows do no I/O)."""
+    import asyncio
 
-    A flow on Spark is pure (no I/O), so re-running it would fail the same way: the message
-    goes to the failure path after one run, with BackoutCount raised as the broker's retries
-    would have raised it (the flow's backout threshold)."""
-    from relaymq.flows.assembly import Assembly
-    from relaymq.flows.context import CollectingPorts, RunContext
-    from relaymq.flows.errors import FlowException
-    from relaymq.flows.flow import drive
-    from relaymq.flows.runtime import DEAD_LETTER_QUEUE
+    from relaymq.flows.context import CollectingPorts
+    from relaymq.flows.runtime import Delivery, FlowRuntime
 
     node = input_node or flow.input_nodes()[0].name
-    message = to_message(record)
-    message.mq.md.BackoutCount += max(1, flow.settings.backout_threshold)
-    if flow.connected(node, "failure"):
+
+    async def run_all() -> list[LogRecord]:
         ports = CollectingPorts()
-        context = RunContext(ports, flow.name)
+        runtime = FlowRuntime(flow, ports)
+        runtime.group.reserve(1)  # one worker thread for the whole batch, not one per message
         try:
-            drive(flow.propagate(node, "failure", Assembly(to_message(record)).with_exception(error), context))
-            drive(context.commit())
-            return _collected(ports, record)
-        except FlowException:
-            pass  # the failure path failed too: the backout queue, as in the broker
-    return [_output(message, record, queue=flow.settings.backout_queue or DEAD_LETTER_QUEUE)]
+            outputs: list[LogRecord] = []
+            for record in records:
+                await runtime.run(Delivery(node, to_message(record)))
+                outputs.extend(_collected(ports, record))
+                ports.puts.clear()
+                ports.publications.clear()
+            return outputs
+        finally:
+            runtime.group.release(1)
+
+    return asyncio.run(run_all())
 
 
 def load_definition(flow: str | Mapping[str, Any]) -> dict[str, Any]:
@@ -135,10 +136,10 @@ def run_flow(df: Any, flow: str | Mapping[str, Any], *, input_node: str | None =
 
     ``on_error`` - what a message the flow rejects (a FlowException) becomes:
 
-    * ``failure`` (default): what the broker does - the input node's failure terminal runs and
-      its puts/publications are in the result; unwired (or failing too), a put of the message
-      to the flow's backout queue (``SYSTEM.DEAD.LETTER.QUEUE`` by default). One bad message
-      never stops the job;
+    * ``failure`` (default): what the broker does, by the broker's own runtime (``broker_outputs``):
+      the input node's failure terminal runs and its puts/publications are in the result;
+      unwired (or failing too), a put of the message to the flow's backout queue
+      (``SYSTEM.DEAD.LETTER.QUEUE`` by default). One bad message never stops the job;
     * ``raise``: the Spark task fails (a streaming query then stops until the message is dealt with);
     * ``skip``: the message is dropped without a trace (count them by comparing with the input).
     """
@@ -154,15 +155,17 @@ def run_flow(df: Any, flow: str | Mapping[str, Any], *, input_node: str | None =
 
         built = build_flow(definition)
         for batch in batches:
-            out: list[LogRecord] = []
-            for record in records_from_batches([batch]):
-                try:
-                    out.extend(flow_outputs(built, record, input_node))
-                except FlowException as error:
-                    if on_error == "raise":
-                        raise
-                    if on_error == "failure":
-                        out.extend(failure_outputs(built, record, error, input_node))
+            records = records_from_batches([batch])
+            if on_error == "failure":
+                out = broker_outputs(built, records, input_node)
+            else:
+                out = []
+                for record in records:
+                    try:
+                        out.extend(flow_outputs(built, record, input_node))
+                    except FlowException:
+                        if on_error == "raise":
+                            raise
             if out:
                 yield to_batch(out)
 

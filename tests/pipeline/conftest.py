@@ -20,8 +20,9 @@ from pipeline_helpers import ArchiveBroker, archive_toml
 def archive_broker_factory() -> Iterator[Any]:
     started: list[ArchiveBroker] = []
 
-    def make(rules: list[dict[str, Any]], **options: Any) -> ArchiveBroker:
-        broker = ArchiveBroker(archive_toml(rules, **options))
+    def make(rules: list[dict[str, Any]], config: dict[str, Any] | None = None, **options: Any) -> ArchiveBroker:
+        """A broker with these archive rules; ``config``: more TOML tables; ``options``: [archive] keys."""
+        broker = ArchiveBroker(archive_toml(rules, **options), config=config)
         started.append(broker)
         return broker.start()
 

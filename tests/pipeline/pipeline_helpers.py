@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,9 @@ class ArchiveBroker(BrokerProcess):
             try:
                 with urllib.request.urlopen(self.http_url + "/archive/partitions", timeout=2):
                     return
+            except urllib.error.HTTPError as error:
+                if error.code == 401:  # up, behind the HTTP server's basic authentication
+                    return
             except OSError:
                 if self.proc is not None and self.proc.poll() is not None:
                     break
@@ -85,10 +89,17 @@ class ArchiveBroker(BrokerProcess):
 
 
 class Subscriber:
-    def __init__(self, port: int, topic_filter: str) -> None:
+    """An MQTT 5 subscriber (paho) collecting what arrives; ``tls``: paho tls_set keywords."""
+
+    def __init__(self, port: int, topic_filter: str, *, tls: dict[str, str] | None = None,
+                 username: str | None = None, password: str | None = None) -> None:
         self.messages: list[mqtt.MQTTMessage] = []
         self.cond = threading.Condition()
         self.client = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv5)
+        if tls is not None:
+            self.client.tls_set(**tls)
+        if username:
+            self.client.username_pw_set(username, password)
         subscribed = threading.Event()
         self.client.on_subscribe = lambda *a: subscribed.set()
         self.client.on_message = self._on_message
@@ -102,9 +113,21 @@ class Subscriber:
             self.messages.append(message)
             self.cond.notify_all()
 
-    def wait_for(self, count: int) -> list[mqtt.MQTTMessage]:
+    def wait_for(self, count: int, timeout: float = WAIT) -> list[mqtt.MQTTMessage]:
         with self.cond:
-            self.cond.wait_for(lambda: len(self.messages) >= count, WAIT)
+            self.cond.wait_for(lambda: len(self.messages) >= count, timeout)
+            return list(self.messages)
+
+    def settle(self, quiet: float = 5.0, timeout: float = 120.0) -> list[mqtt.MQTTMessage]:
+        """Everything received once nothing new arrived for ``quiet`` seconds (a duplicate that
+        comes late is seen: the test does not stop at the expected count)."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while time.monotonic() < deadline:
+                seen = len(self.messages)
+                self.cond.wait_for(lambda: len(self.messages) > seen, quiet)
+                if len(self.messages) == seen:
+                    break
             return list(self.messages)
 
     def close(self) -> None:

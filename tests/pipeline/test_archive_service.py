@@ -88,3 +88,24 @@ def test_queue_puts_are_archived(tmp_path) -> None:
 
     asyncio.run(service.stop())
     qm.close()
+
+
+def test_fetch_endpoint_behind_basic_authentication(archive_broker_factory, tmp_path) -> None:
+    """audit item 9: with a password file the fetch endpoint needs HTTP basic authentication;
+    HttpAccess takes username/password (or user:password@ in the URL) and says what is missing."""
+    from relaymq.auth.passwords import PasswordFile
+
+    passwords = PasswordFile()
+    passwords.set("spark", "s3cret", cost=4)
+    passwords.save(str(tmp_path / "passwords"))
+    broker = archive_broker_factory([{"name": "a", "topics": ["t/#"]}], config={
+        "access": {"allow_anonymous": False, "password_file": str(tmp_path / "passwords")}})
+    with pytest.raises(LogError, match="needs HTTP basic authentication: give username/password"):
+        HttpAccess(broker.http_url).partitions()
+    with pytest.raises(LogError, match="the user given was refused"):
+        HttpAccess(broker.http_url, username="spark", password="wrong").partitions()
+    client = HttpAccess(broker.http_url, username="spark", password="s3cret")
+    assert client.partitions() == {}
+    in_url = open_access(broker.http_url.replace("http://", "http://spark:s3cret@"))
+    assert isinstance(in_url, HttpAccess) and in_url.base_url == broker.http_url
+    assert in_url.partitions() == {}

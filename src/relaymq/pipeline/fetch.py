@@ -21,6 +21,7 @@ directory (the log directory, or a broker data directory containing ``log/``).
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import urllib.error
@@ -83,21 +84,40 @@ class LocalAccess:
 
 
 class HttpAccess:
-    """The broker's fetch endpoint (``http://host:port``)."""
+    """The broker's fetch endpoint (``http://host:port``), with HTTP basic authentication when
+    a user is given (``username``/``password``, or ``http://user:password@host:port``): the
+    endpoint is behind the broker's password file when it has one."""
 
-    def __init__(self, base_url: str, timeout: float = 30.0) -> None:
+    def __init__(self, base_url: str, timeout: float = 30.0, *, username: str | None = None,
+                 password: str | None = None) -> None:
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.username is not None:
+            username = username or urllib.parse.unquote(parts.username)
+            password = password if password is not None else urllib.parse.unquote(parts.password or "")
+            netloc = parts.hostname or ""
+            if parts.port is not None:
+                netloc += f":{parts.port}"
+            base_url = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self._headers: dict[str, str] = {}
+        if username:
+            token = base64.b64encode(f"{username}:{password or ''}".encode()).decode("ascii")
+            self._headers["Authorization"] = f"Basic {token}"
 
     def _get(self, path: str) -> bytes:
         try:
-            with urllib.request.urlopen(self.base_url + path, timeout=self.timeout) as response:
+            request = urllib.request.Request(self.base_url + path, headers=self._headers)
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return response.read()
         except urllib.error.HTTPError as error:
             detail = _error_detail(error.read())
             if error.code == 410:
                 raise RetentionError(detail.get("partition", "?"), int(detail.get("start", -1)),
                                      int(detail.get("first_seq", -1))) from None
+            if error.code == 401:
+                who = "the user given was refused" if self._headers else "give username/password (or http://user:password@host:port)"
+                raise LogError(f"the message log at {self.base_url} needs HTTP basic authentication: {who}") from None
             raise LogError(f"{self.base_url}{path}: HTTP {error.code}: {detail.get('error', error.reason)}") from None
         except urllib.error.URLError as error:
             raise LogError(f"cannot reach the message log at {self.base_url}: {error.reason}") from None
@@ -132,11 +152,11 @@ def _error_detail(body: bytes) -> dict[str, Any]:
         return {"error": body[:200].decode("utf-8", "replace")}
 
 
-def open_access(location: str) -> LogAccess:
-    """``http(s)://...`` -> HttpAccess; a directory holding the log (or ``log/`` of a broker's
-    data directory) -> LocalAccess."""
+def open_access(location: str, username: str | None = None, password: str | None = None) -> LogAccess:
+    """``http(s)://...`` -> HttpAccess (with basic authentication when a user is given); a
+    directory holding the log (or ``log/`` of a broker's data directory) -> LocalAccess."""
     if location.startswith(("http://", "https://")):
-        return HttpAccess(location)
+        return HttpAccess(location, username=username, password=password)
     for candidate in (location, os.path.join(location, "log")):
         if os.path.exists(os.path.join(candidate, LOG_FILE)):
             return LocalAccess(candidate)

@@ -5,19 +5,26 @@ Input columns: ``topic`` or ``queue`` (or the ``topic``/``queue`` option for all
 ``body`` (binary or string), and optionally ``qos``, ``retain``, ``usr`` (map of strings),
 ``correl_id`` (binary), ``content_type``. Options:
 
-* ``broker``: ``host:port`` (or ``mqtt://host:port``) of the MQTT listener to publish to;
-* ``queueManager`` + ``dataDir``: put to queues of that queue manager instead;
+* ``broker``: ``host:port`` (or ``mqtt://host:port``, ``mqtts://host:port`` for TLS) of the MQTT
+  listener to publish to; ``username`` / ``password`` when the broker has a password file;
+  ``tls`` (``true``: TLS, verified against the system CAs or ``caFile``), ``caFile``,
+  ``certFile`` + ``keyFile`` (a client certificate);
+* ``queueManager`` + ``dataDir``: put to queues of that queue manager (its store opened directly:
+  only while no broker runs it);
 * ``qos`` (default 1), ``clientId`` (default ``relaymq-sink-<sinkId>``), ``sinkId`` (default
-  ``sink``), ``ledger``: the ledger's directory (streaming; required: Spark does not pass the
-  query's checkpointLocation to a Python sink, so give a directory inside it).
+  ``sink``), ``ledger``: the ledger's directory (streaming; default
+  ``<checkpointLocation>/relaymq-ledger``; it must be a local or NFS path).
 
 How exactly-once works: executors only stage the rows (their task result); the driver's
 ``commit(messages, batchId)`` delivers them, waiting for every acknowledgement, and then
 records the batch id in the ledger (see ``ledger``). A batch id already in the ledger is not
 delivered again, so a restart after "sink committed, Spark did not record it" sends nothing
-twice. A batch write (``df.write.format("relaymq")``) has no batch id: it delivers at least once.
-Staging through the driver suits message-rate outputs (alerts, commands); bulk data belongs in
-Parquet through Spark's own file sink.
+twice. Queue puts carry the UID ``<sinkId>:<batch>:<index>`` and are confirmed in two steps
+(QueueManager.put with a confirm id, then confirm_put), so the queue manager itself refuses a
+message it already has - even one consumed since - and a crash in the middle of a batch does
+not duplicate queue messages either. A batch write (``df.write.format("relaymq")``) has no
+batch id: it delivers at least once. Staging through the driver suits message-rate outputs
+(alerts, commands); bulk data belongs in Parquet through Spark's own file sink.
 """
 
 from __future__ import annotations
@@ -30,12 +37,10 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 
-from relaymq.pipeline.ledger import Ledger
+from relaymq.pipeline.ledger import Ledger, LedgerError, query_id
 
-#: Fault injection for the crash test: "<batchId>" (or "first-delivery": the first batch that
-#: delivered messages) makes the process exit right after the ledger recorded that batch and
-#: before Spark could record it (tests/pipeline/test_example.py).
-FAULT_ENV = "RELAYMQ_SINK_EXIT_AFTER_BATCH"
+LEDGER_DIR = "relaymq-ledger"
+
 SINK_ID_PROPERTY = "relaymq-sink-id"
 
 
@@ -96,17 +101,32 @@ def stage(rows: Iterator[Any], options: dict[str, str]) -> StagedRows:
     return StagedRows(staged)
 
 
+def _flag(options: dict[str, str], name: str) -> bool:
+    value = str(options.get(name, "false")).strip().lower()
+    if value not in ("true", "false", "1", "0", "yes", "no"):
+        raise ValueError(f"relaymq sink: option {name} must be true or false, got {value!r}")
+    return value in ("true", "1", "yes")
+
+
 class MqttPublisher:
     """Publishes over MQTT 5 with paho and waits for every acknowledgement."""
 
-    def __init__(self, address: str, client_id: str, timeout: float = 30.0) -> None:
+    def __init__(self, address: str, client_id: str, timeout: float = 30.0, *, username: str | None = None,
+                 password: str | None = None, tls: bool = False, ca_file: str | None = None,
+                 cert_file: str | None = None, key_file: str | None = None) -> None:
         import paho.mqtt.client as mqtt
 
+        if address.startswith("mqtts://"):
+            tls, address = True, address.removeprefix("mqtts://")
         address = address.removeprefix("mqtt://")
         host, _, port = address.rpartition(":")
         self.timeout = timeout
         self._mqtt = mqtt
         self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5)
+        if username:
+            self.client.username_pw_set(username, password)
+        if tls or ca_file or cert_file:
+            self.client.tls_set(ca_certs=ca_file or None, certfile=cert_file or None, keyfile=key_file or None)
         connected = threading.Event()
         self._reason: Any = None
 
@@ -115,11 +135,15 @@ class MqttPublisher:
             connected.set()
 
         self.client.on_connect = on_connect
-        self.client.connect(host or "127.0.0.1", int(port or 1883), keepalive=60)
+        try:
+            self.client.connect(host or "127.0.0.1", int(port or 1883), keepalive=60)
+        except (OSError, ValueError) as error:
+            raise ConnectionError(f"relaymq sink: cannot connect to the broker at {address}: {error}") from None
         self.client.loop_start()
         if not connected.wait(timeout) or self._reason.is_failure:
             self.close()
-            raise ConnectionError(f"relaymq sink: cannot connect to the broker at {address}: {self._reason}")
+            reason = self._reason if self._reason is not None else "no answer"
+            raise ConnectionError(f"relaymq sink: the broker at {address} refused the connection: {reason}")
 
     def deliver(self, messages: list[OutMessage], sink_ids: list[str]) -> None:
         from paho.mqtt.packettypes import PacketTypes
@@ -148,16 +172,31 @@ class MqttPublisher:
 
 
 class QueuePutter:
-    """Puts to queues of a queue manager opened from its data directory (relaymq.qmgr)."""
+    """Puts to queues of a queue manager opened from its data directory (relaymq.qmgr), each
+    message with its sink id as UID, in two steps (put unconfirmed, then confirm) so that the
+    queue manager refuses a message it already holds or delivered (within its confirm window,
+    24 h by default) - a batch re-run after a crash puts only what is missing."""
 
     def __init__(self, qmgr_name: str, data_dir: str | None) -> None:
         from relaymq.qmgr import QueueManager
 
-        self.qm = QueueManager.open(qmgr_name, data_dir)
+        try:
+            self.qm = QueueManager.open(qmgr_name, data_dir)
+        except Exception as error:  # noqa: BLE001 - one line for the operator
+            raise ConnectionError(
+                f"relaymq sink: cannot open queue manager {qmgr_name} in {data_dir}: {error}. The sink opens the "
+                f"queue manager's store directly, which only works while no broker runs that queue manager: "
+                f"stop the broker, or let the job publish to a topic instead") from None
 
     def deliver(self, messages: list[OutMessage], sink_ids: list[str]) -> None:
+        from relaymq.qmgr.errors import DuplicateMessage
+
         for message, sink_id in zip(messages, sink_ids):
-            self.qm.put(message.queue, to_mq_message(message, sink_id))
+            try:
+                self.qm.put(message.queue, to_mq_message(message, sink_id), uid=sink_id, confirm_id=1, resend=True)
+            except DuplicateMessage:
+                continue  # delivered before a crash: the queue manager already has it
+            self.qm.confirm_put(sink_id)
 
     def close(self) -> None:
         self.qm.close()
@@ -188,7 +227,10 @@ def _delivery(options: dict[str, str], sink_id: str) -> Any:
     broker = options.get("broker")
     if not broker:
         raise ValueError('relaymq sink: option "broker" (host:port) or "queueManager" is required')
-    return MqttPublisher(broker, options.get("clientid") or f"relaymq-sink-{sink_id}")
+    return MqttPublisher(broker, options.get("clientid") or f"relaymq-sink-{sink_id}",
+                         username=options.get("username"), password=options.get("password"),
+                         tls=_flag(options, "tls"), ca_file=options.get("cafile"),
+                         cert_file=options.get("certfile"), key_file=options.get("keyfile"))
 
 
 def deliver_batch(options: dict[str, str], messages: list[StagedRows | None], batch_id: int | None) -> int:
@@ -208,22 +250,46 @@ def deliver_batch(options: dict[str, str], messages: list[StagedRows | None], ba
             delivery.close()
     if ledger is not None:
         ledger.record(batch_id, len(outgoing))  # type: ignore[arg-type]
-        fault = os.environ.get(FAULT_ENV)
-        if fault == str(batch_id) or (fault == "first-delivery" and outgoing):
-            os._exit(137)  # the crash test: sink committed, Spark has not recorded the batch
     return len(outgoing)
 
 
+def _local_path(location: str, option: str) -> str:
+    """A local (or NFS-mounted) directory from a path or a ``file:`` URI; other filesystems
+    (hdfs:, s3a:, ...) cannot hold the ledger, which renames and fsyncs files."""
+    if location.startswith("file:"):
+        return "/" + location.removeprefix("file:").lstrip("/")
+    scheme, sep, _rest = location.partition(":")
+    if sep and scheme.isalpha() and len(scheme) > 1:
+        raise LedgerError(f"relaymq sink: the ledger needs a local or NFS-mounted directory, but {option} is "
+                          f"{location!r}; give the sink a local directory with option ledger")
+    return location
+
 
 def _ledger(options: dict[str, str], sink_id: str) -> Ledger:
-    """The ledger directory: option ``ledger``. Spark does not hand the query's
-    checkpointLocation to a Python sink, so the job names it; put it inside the checkpoint
-    directory so the two are kept, and deleted, together."""
-    root = options.get("ledger")
-    if not root:
-        raise ValueError('relaymq sink: streaming needs option "ledger" (a directory inside the query\'s '
-                         'checkpoint location) for exactly-once delivery')
-    return Ledger(os.path.join(root.removeprefix("file:"), sink_id))
+    """The ledger of this sink: option ``ledger``, else ``<checkpointLocation>/relaymq-ledger``
+    (Spark hands a sink the checkpointLocation set with ``.option()``), one directory per
+    sinkId, bound to the checkpoint's query id when the checkpoint is a local directory."""
+    checkpoint = options.get("checkpointlocation")
+    local_checkpoint = None
+    if checkpoint:
+        try:
+            local_checkpoint = _local_path(checkpoint, "the checkpointLocation")
+        except LedgerError:
+            if not options.get("ledger"):
+                raise
+    if options.get("ledger"):
+        root = _local_path(options["ledger"], "option ledger")
+    elif local_checkpoint:
+        root = os.path.join(local_checkpoint, LEDGER_DIR)
+    else:
+        raise ValueError('relaymq sink: streaming needs .option("checkpointLocation", ...) on the query (the '
+                         'ledger goes inside it) or option "ledger", for exactly-once delivery')
+    ledger = Ledger(os.path.join(root, sink_id))
+    if local_checkpoint:
+        query = query_id(local_checkpoint)
+        if query is not None:
+            ledger.bind(query)
+    return ledger
 
 
 class RelayMQBatchWriter(DataSourceWriter):

@@ -7,6 +7,7 @@ the message log.
               .option("maxRecordsPerBatch", 10000).load())
 
 Options: ``log`` (a log directory, a broker data directory, or the broker's HTTP address),
+``username``/``password`` (HTTP basic authentication of the fetch endpoint),
 ``rules`` (comma-separated rule names; default all partitions), ``startingOffsets``
 (``earliest`` | ``latest`` | JSON), ``endingOffsets`` (batch: ``latest`` | JSON),
 ``maxRecordsPerBatch`` (stream admission control: the oldest entries by archive time across
@@ -37,13 +38,15 @@ DEFAULT_SPLIT = 100_000
 class RangePartition(InputPartition):
     """One Spark task: entries ``start <= seq < end`` of one log partition."""
 
-    def __init__(self, location: str, partition: str, start: int, end: int) -> None:
+    def __init__(self, location: str, partition: str, start: int, end: int,
+                 credentials: tuple[str | None, str | None] = (None, None)) -> None:
         super().__init__((partition, start, end))
         self.location, self.partition, self.start, self.end = location, partition, start, end
+        self.credentials = credentials
 
 
 def _read(partition: RangePartition) -> Iterator[Any]:
-    access = open_access(partition.location)
+    access = open_access(partition.location, *partition.credentials)
     try:
         yield from access.read_batches(partition.partition, partition.start, partition.end)
     finally:
@@ -60,6 +63,7 @@ class _Options:
         if not location:
             raise ValueError('relaymq source: option "log" is required (log directory or http://broker:port)')
         self.location = location
+        self.credentials = (options.get("username"), options.get("password"))
         self.rules = options.get("rules")
         self.starting = options.get("startingOffsets", "earliest")
         self.ending = options.get("endingOffsets", "latest")
@@ -76,7 +80,7 @@ class _Options:
     def access(self) -> Any:
         """The log, opened once per process (planning asks it every trigger)."""
         if self._access is None:
-            self._access = open_access(self.location)
+            self._access = open_access(self.location, *self.credentials)
         return self._access
 
     def available(self) -> dict[str, Any]:
@@ -85,7 +89,7 @@ class _Options:
         return {name: info for name, info in parts.items() if name in wanted}
 
     def ranges(self, start: dict[str, int], end: dict[str, int]) -> list[RangePartition]:
-        return [RangePartition(self.location, r.partition, r.start, r.end)
+        return [RangePartition(self.location, r.partition, r.start, r.end, self.credentials)
                 for r in planning.plan_ranges(start, end, self.split)]
 
 

@@ -12,6 +12,7 @@ the two differ only in the six positions listed in ``_CP1047_FROM_CP037``.
 from __future__ import annotations
 
 import codecs
+from typing import Callable
 
 from relaymq.message.constants import MQENC_INTEGER_MASK, MQENC_INTEGER_REVERSED
 from relaymq.message.errors import CCSIDError
@@ -99,6 +100,43 @@ def encode_text(text: str, ccsid: int, encoding: int, field: str = "text") -> by
             field, None, f"character {text[exc.start]!r} at index {exc.start} has no form in CCSID {ccsid}"
         ) from None
     raise CCSIDError(field, None, f"unsupported CCSID {ccsid}")
+
+
+#: Character sets with one byte per character.
+_SINGLE_BYTE = frozenset(set(_SIMPLE) - {1208} | {1047})
+
+
+def offset_mapper(text: str, ccsid: int, encoding: int, start: int = 0) -> Callable[[int], int]:
+    """A function from a character index in ``text`` (decoded from bytes in ``ccsid``) to the
+    byte offset of that character in the input, ``start`` being the offset of ``text[0]``.
+
+    Errors name byte offsets (issue 3), while parsers work on characters. Constant width
+    encodings are a multiplication; otherwise each call encodes only the text since the
+    previous call (parsers ask in increasing order), so mapping every element of a document
+    stays linear in its size."""
+    if ccsid in _SINGLE_BYTE or (ccsid == 1208 and text.isascii()):
+        return lambda i: start + i
+    if ccsid in UTF16_CCSIDS and all(ord(c) <= 0xFFFF for c in text):
+        return lambda i: start + 2 * i
+    state = [0, start]  # last character index asked for, its byte offset
+
+    def where(i: int) -> int:
+        i = max(0, min(i, len(text)))
+        if i < state[0]:
+            state[0], state[1] = 0, start
+        try:
+            state[1] += len(encode_text(text[state[0] : i], ccsid, encoding))
+        except CCSIDError:  # pragma: no cover - text came from this CCSID
+            pass
+        state[0] = i
+        return state[1]
+
+    return where
+
+
+def utf8_to_char_index(data: bytes, byte_index: int) -> int:
+    """The character index of the UTF-8 byte offset ``byte_index`` in ``data``."""
+    return len(data[: max(0, byte_index)].decode("utf-8", errors="ignore"))
 
 
 def blank(ccsid: int, encoding: int) -> bytes:

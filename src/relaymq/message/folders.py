@@ -127,7 +127,7 @@ def parse_folder(text: str, where: Callable[[int], int] = lambda i: i, field: st
         m = _NAME.match(text, i + 1)
         if not m:
             raise FolderError(field, where(i + 1), "expected an element name after '<'")
-        node = Element(m.group(0))
+        node = Element(m.group(0), offset=where(i))
         j = m.end()
         while True:
             a = _ATTR.match(text, j)
@@ -168,12 +168,13 @@ def _skip_space(text: str, i: int) -> int:
 
 
 def _finish(node: Element, parts: list[str], index: int, where: Callable[[int], int], field: str) -> None:
-    """Give a closed element its value. ``index`` is a character index, turned into a byte
-    offset (which costs an encode) only when there is an error to report."""
+    """Give a closed element its value. Errors point at the element's start tag (``index``,
+    the character index of its end tag, serves when the element has no offset)."""
     content = "".join(parts) if len(parts) != 1 else parts[0]
+    at = node.offset if node.offset is not None else where(index)  # the element's start tag
     if node.children:
         if content.strip():
-            raise FolderError(f"{field}.{node.name}", where(index), "an element holds both text and elements")
+            raise FolderError(f"{field}.{node.name}", at, "an element holds both text and elements")
         return
     if not node.attrs:
         node.value = content
@@ -189,7 +190,7 @@ def _finish(node: Element, parts: list[str], index: int, where: Callable[[int], 
         kind = canonical_dt(dt)
         node.value = parse_value(content, kind)
     except DataTypeError as exc:
-        raise DataTypeError(f"{field}.{node.name}", where(index), exc.reason) from None
+        raise DataTypeError(f"{field}.{node.name}", at, exc.reason) from None
     node.dt = None if kind == STRING else kind
 
 
@@ -198,19 +199,22 @@ def is_usr_name(name: str) -> bool:
     return bool(_NAME.fullmatch(name)) and ":" not in name
 
 
-def check_folder_rules(folder: Element, offset: int, field: str = "NameValueData") -> None:
-    """The ``usr`` folder rules of seed 003 l.5266-5281."""
+def check_folder_rules(folder: Element, offset: int | None = None, field: str = "NameValueData") -> None:
+    """The ``usr`` folder rules of seed 003 l.5266-5281. Each error points at the offending
+    element (its ``offset`` from parsing, else ``offset``, the folder's)."""
     if folder.name != "usr":
         return
     seen: set[str] = set()
     for child in folder.children:
         where = f"usr.{child.name}"
+        at = child.offset if child.offset is not None else offset
         if ":" in child.name:
-            raise FolderError(where, offset, "names in the usr folder may not contain a colon")
+            raise FolderError(where, at, "names in the usr folder may not contain a colon")
         if child.children:
-            raise FolderError(where, offset, "the usr folder holds simple elements only, not groups")
+            inner = child.children[0].offset
+            raise FolderError(where, inner if inner is not None else at, "the usr folder holds simple elements only, not groups")
         if child.name in seen:
-            raise FolderError(where, offset, "an element may occur only once in the usr folder")
+            raise FolderError(where, at, "an element may occur only once in the usr folder")
         seen.add(child.name)
 
 

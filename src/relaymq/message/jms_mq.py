@@ -388,10 +388,14 @@ def mq_to_jms(msg: MQMessage, now_ms: int | None = None) -> JMSMessage:
         value = jget(name)
         if value is None or (isinstance(value, int) and not isinstance(value, bool)):
             return value  # type: ignore[return-value]
-        try:
+        text = str(value).strip()
+        if text[:1] in "+-":
+            text = text[1:]
+        if ascii_digits(text):
             return int(str(value).strip())
-        except ValueError:
-            raise DataTypeError(f"jms.{name}", None, f"{value!r} is not an integer") from None
+        element = jf.find(name) if jf is not None else None
+        offset = element.offset if element is not None else None  # where it was in the bytes
+        raise DataTypeError(f"jms.{name}", offset, f"{value!r} is not an integer")
 
     props = TypedProperties()
     jms = JMSMessage(properties=props)

@@ -67,14 +67,23 @@ class Message:
         JMSType (``mcd.Type``) ``mcd://DOMAIN/...`` URI, else the class; a class the chosen
         domain cannot read raises :class:`DomainMismatch` (the input backs the message out).
         Any other message: ``mcd.Msd``, else the configured domain, else BLOB."""
+        configured = canonical_domain(self.configured_domain) if self.configured_domain else None
         last = self.mq.last_rfh2()
-        msd = last.get("mcd.Msd") if last is not None else None
-        if isinstance(msd, str) and msd in BY_CLASS:
-            jms_type = last.get("mcd.Type") if last is not None else None
-            return domain_for_jms(msd, self.configured_domain, jms_type if isinstance(jms_type, str) else None)
-        if isinstance(msd, str) and msd.startswith("jms_"):  # a class this product does not know
-            return canonical_domain(self.configured_domain) if self.configured_domain else "BLOB"
-        return domain_for_mq(msd if isinstance(msd, str) else None, self.configured_domain)
+        mcd = last.folder("mcd") if last is not None else None
+        msd = mcd.get("Msd") if mcd is not None else None
+        try:
+            if isinstance(msd, str) and msd in BY_CLASS:
+                jms_type = mcd.get("Type") if mcd is not None else None
+                return domain_for_jms(msd, configured, jms_type if isinstance(jms_type, str) else None)
+            if isinstance(msd, str) and msd.startswith("jms_"):  # a class this product does not know
+                return configured or "BLOB"
+            return domain_for_mq(msd if isinstance(msd, str) else None, configured)
+        except DomainError as exc:
+            # the mcd element that decided (Msd, or Type for a JMSType URI), where it was read
+            element = mcd.find("Type" if exc.field == "JMSType" else "Msd") if mcd is not None else None
+            if exc.offset is None and element is not None and element.offset is not None:
+                raise type(exc)(exc.field, element.offset, exc.reason) from None
+            raise
 
     def body(self) -> Element:
         """The body folder (parsed on first use). Raises a FormatError if the body does not

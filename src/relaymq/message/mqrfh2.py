@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from relaymq.message.ccsid import NAME_VALUE_CCSIDS, decode_text, encode_text
+from relaymq.message.ccsid import NAME_VALUE_CCSIDS, decode_text, encode_text, offset_mapper
 from relaymq.message.constants import (
     MQCCSI_INHERIT,
     MQENC_NATIVE,
@@ -130,7 +130,7 @@ def decode_rfh2(data: bytes, offset: int, encoding: int, ccsid: int) -> tuple[MQ
         start = pos + 4
         raw = bytes(data[start : start + nv_len])
         text = decode_text(raw, nv_ccsid, encoding, "MQRFH2.NameValueData", start)
-        folders.append(parse_folder(text, _offset_mapper(text, start, nv_ccsid, encoding), "MQRFH2.NameValueData"))
+        folders.append(parse_folder(text, offset_mapper(text, nv_ccsid, encoding, start), "MQRFH2.NameValueData"))
         pos = start + nv_len
     return (
         MQRFH2(
@@ -143,18 +143,6 @@ def decode_rfh2(data: bytes, offset: int, encoding: int, ccsid: int) -> tuple[MQ
         ),
         end,
     )
-
-
-def _offset_mapper(text: str, start: int, ccsid: int, encoding: int):  # type: ignore[no-untyped-def]
-    """Character index in ``text`` -> byte offset in the message (for error reports)."""
-
-    def where(i: int) -> int:
-        try:
-            return start + len(encode_text(text[:i], ccsid, encoding))
-        except CCSIDError:  # pragma: no cover - text came from this CCSID
-            return start
-
-    return where
 
 
 def encode_rfh2(rfh2: MQRFH2, encoding: int, ccsid: int) -> bytes:

@@ -25,7 +25,7 @@ _STEP = re.compile(r"^([^\[\]]+)(?:\[(\d+)\])?$")
 class Element:
     """One node of the message tree."""
 
-    __slots__ = ("name", "value", "children", "attrs", "dt", "ns", "kind")
+    __slots__ = ("name", "value", "children", "attrs", "dt", "ns", "kind", "offset")
 
     def __init__(
         self,
@@ -37,6 +37,7 @@ class Element:
         dt: str | None = None,
         ns: str = "",
         kind: str = ELEMENT,
+        offset: int | None = None,
     ):
         self.name = name
         self.value = value
@@ -45,6 +46,10 @@ class Element:
         self.dt = dt
         self.ns = ns
         self.kind = kind
+        #: Byte offset of the element in the input it was parsed from (None when built in
+        #: code): errors found after parsing - a jms field of the wrong type - point there.
+        #: Not part of equality.
+        self.offset = offset
 
     # -- building ------------------------------------------------------------------------
     def add(self, name: str, value: object = None, **kw: object) -> Element:
@@ -149,6 +154,7 @@ class Element:
             dt=self.dt,
             ns=self.ns,
             kind=self.kind,
+            offset=self.offset,
         )
 
     def to_python(self) -> object:

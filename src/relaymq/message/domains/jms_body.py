@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from relaymq.message.ccsid import offset_mapper
 from relaymq.message.domains.base import bytes_of, text_of
 from relaymq.message.errors import DomainError, FormatError
 from relaymq.message.folders import parse_folder, serialize_folder
@@ -27,16 +28,16 @@ class TypedXMLBody:
     def parse(self, data: bytes, ccsid: int = 1208, encoding: int = 546) -> Element:
         text = text_of(data, ccsid, encoding, self.name)
         try:
-            root = parse_folder(text, field=self.name)
+            root = parse_folder(text, offset_mapper(text, ccsid, encoding), field=self.name)
         except FormatError as exc:
             raise DomainError(exc.field, exc.offset, exc.reason) from None
         if root.name != self.root:
-            raise DomainError(self.name, 0, f"expected <{self.root}>, found <{root.name}>")
+            raise DomainError(self.name, root.offset, f"expected <{self.root}>, found <{root.name}>")
         for child in root.children:
             if child.children:
-                raise DomainError(f"{self.name}.{child.name}", None, "entries hold single values")
+                raise DomainError(f"{self.name}.{child.name}", child.children[0].offset, "entries hold single values")
             if self.entry is not None and child.name != self.entry:
-                raise DomainError(f"{self.name}.{child.name}", None, f"entries must be <{self.entry}>")
+                raise DomainError(f"{self.name}.{child.name}", child.offset, f"entries must be <{self.entry}>")
         return Element(self.name, children=[root])
 
     def serialize(self, body: Element, ccsid: int = 1208, encoding: int = 546) -> bytes:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+from relaymq.message.ccsid import offset_mapper
 from relaymq.message.domains.base import bytes_of, text_of
 from relaymq.message.errors import DomainError
 from relaymq.message.tree import ELEMENT, Element
@@ -26,7 +27,7 @@ def _refuse_constant(name: str) -> None:
 
 
 def _to_element(name: str, value: object, depth: int = 0) -> Element:
-    if depth > MAX_DEPTH:
+    if depth > MAX_DEPTH:  # pragma: no cover - parse() refuses deeper text first (_scan)
         raise DomainError("JSON", None, f"nested deeper than {MAX_DEPTH}")
     if isinstance(value, _Pairs):
         return Element(name, children=[_to_element(k, v, depth + 1) for k, v in value], kind=OBJECT)
@@ -59,20 +60,45 @@ def _pairs_object(pairs: list[tuple[str, object]]) -> _Pairs:
     return _Pairs(pairs)
 
 
+def _scan(text: str) -> tuple[int | None, int | None]:
+    """One pass over ``text`` outside string literals: the index of the first bracket nested
+    deeper than MAX_DEPTH, and the index of the first bare ``N``/``I`` (NaN, Infinity) - the
+    standard library's parser gives neither position (and recurses once per level)."""
+    depth, i, n = 0, 0, len(text)
+    constant: int | None = None
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return i, constant
+        elif ch in "]}":
+            depth -= 1
+        elif constant is None and ch in "NI":
+            constant = i - 1 if ch == "I" and i > 0 and text[i - 1] == "-" else i
+        i += 1
+    return None, constant
+
+
 class JSONDomain:
     name = "JSON"
 
     def parse(self, data: bytes, ccsid: int = 1208, encoding: int = 546) -> Element:
         text = text_of(data, ccsid, encoding, self.name)
+        where = offset_mapper(text, ccsid, encoding)
+        too_deep, constant = _scan(text)
+        if too_deep is not None:
+            raise DomainError("JSON", where(too_deep), f"nested deeper than {MAX_DEPTH}")
         try:
             value = json.loads(text, object_pairs_hook=_pairs_object, parse_constant=_refuse_constant)
         except json.JSONDecodeError as exc:
-            offset = len(text[: exc.pos].encode("utf-8")) if ccsid == 1208 else exc.pos
-            raise DomainError("JSON", offset, exc.msg) from None
-        except ValueError as exc:
-            raise DomainError("JSON", None, str(exc)) from None
-        except RecursionError:
-            raise DomainError("JSON", None, "document too deeply nested") from None
+            raise DomainError("JSON", where(exc.pos), exc.msg) from None
+        except ValueError as exc:  # NaN / Infinity, refused by _refuse_constant
+            raise DomainError("JSON", where(constant if constant is not None else 0), str(exc)) from None
         return _to_element(self.name, value)
 
     def serialize(self, body: Element, ccsid: int = 1208, encoding: int = 546) -> bytes:

@@ -127,7 +127,10 @@ def parse_xml(
     try:
         parser.Parse(data, True)
     except expat.ExpatError as exc:
-        raise DomainError(domain, parser.ErrorByteIndex, expat.ErrorString(exc.code)) from None
+        # expat reports -1 when the input ends before anything (an empty body): the error is
+        # at the end of the input
+        index = parser.ErrorByteIndex
+        raise DomainError(domain, index if 0 <= index <= len(data) else len(data), expat.ErrorString(exc.code)) from None
     except RecursionError:  # pragma: no cover - depth is bounded above
         raise DomainError(domain, where(), "document too deeply nested") from None
     if not any(n.kind == ELEMENT for n in top):

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from relaymq.message.domains.base import as_utf8, bytes_of
+from relaymq.message.ccsid import offset_mapper, utf8_to_char_index
+from relaymq.message.domains.base import as_utf8, bytes_of, text_of
 from relaymq.message.domains.safexml import parse_xml
 from relaymq.message.domains.xmlwrite import write_xml
+from relaymq.message.errors import FormatError
 from relaymq.message.tree import Element
 
 
@@ -27,13 +29,22 @@ class XMLDomain:
     keep_comments: bool
 
     def parse(self, data: bytes, ccsid: int = 1208, encoding: int = 546) -> Element:
-        nodes = parse_xml(
-            as_utf8(data, ccsid, encoding, self.name),
-            self.name,
-            namespaces=self.namespaces,
-            keep_whitespace=self.keep_whitespace,
-            keep_comments=self.keep_comments,
-        )
+        utf8 = as_utf8(data, ccsid, encoding, self.name)
+        try:
+            nodes = parse_xml(
+                utf8,
+                self.name,
+                namespaces=self.namespaces,
+                keep_whitespace=self.keep_whitespace,
+                keep_comments=self.keep_comments,
+            )
+        except FormatError as exc:
+            if ccsid == 1208 or exc.offset is None:
+                raise
+            # expat counted UTF-8 bytes of the converted text: point into the original bytes
+            text = text_of(data, ccsid, encoding, self.name)
+            where = offset_mapper(text, ccsid, encoding)(utf8_to_char_index(utf8, exc.offset))
+            raise type(exc)(exc.field, where, exc.reason) from None
         return Element(self.name, children=nodes)
 
     def serialize(self, body: Element, ccsid: int = 1208, encoding: int = 546) -> bytes:

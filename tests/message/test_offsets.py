@@ -116,3 +116,15 @@ def test_unknown_msd_points_at_the_mcd_element() -> None:
     with pytest.raises(DomainError) as info:
         Message.from_bytes(raw).body()
     assert info.value.offset == start + folder.index("<Msd>")
+
+
+def test_unknown_integer_encoding_names_the_encoding_field() -> None:
+    """An Encoding whose integer bits are neither normal nor reversed, in force for a header:
+    the error names that Encoding field and its offset (it had no offset)."""
+    from relaymq.message import FormatError
+
+    raw = bytearray(_message_with_folders("<usr><a>1</a></usr>")[0])
+    raw[24:28] = (515).to_bytes(4, "little")  # MQMD.Encoding: integer bits 3
+    with pytest.raises(FormatError) as info:
+        decode_message(bytes(raw))
+    assert (info.value.field, info.value.offset) == ("MQMD.Encoding", 24)

@@ -143,10 +143,15 @@ def decode_message(
     ccsid = msg.resolve_ccsid(md.CodedCharSetId, qmgr_ccsid)
     next_format = fmt(md.Format)
     where = 28  # offset of the CodedCharSetId in force (MQMD's first), for error reports
+    enc_field, enc_at = "MQMD.Encoding", 24  # ... and of the Encoding in force
     while True:
         header: Header | None
         if next_format.startswith("MQH") or next_format == "MQDEAD":
             check_ccsid(ccsid, "CodedCharSetId", where)
+            try:
+                byte_order(enc)
+            except FormatError as exc:
+                raise FormatError(enc_field, enc_at, exc.reason) from None
         if next_format == "MQHRF2":
             header, end = decode_rfh2(data, pos, enc, ccsid)
         elif next_format == "MQHRF":
@@ -159,6 +164,7 @@ def decode_message(
             break
         msg.headers.append(header)
         where = pos + (16 if not isinstance(header, MQDLH) else 112)
+        enc_field, enc_at = f"{type(header).__name__ if not isinstance(header, RawHeader) else header.format_name}.Encoding", where - 4
         pos = end
         enc = header.Encoding
         ccsid = msg.resolve_ccsid(header.CodedCharSetId, ccsid)

@@ -87,6 +87,27 @@ def test_name_value_ccsid_rules() -> None:
         encode_rfh2(MQRFH2(NameValueCCSID=13488, folders=[parse_folder("<usr><a>\U0001F600</a></usr>")]), 546, 1208)
 
 
+@pytest.mark.parametrize("nv_ccsid", [1200, 13488, 17584])
+@pytest.mark.parametrize(("order", "encoding", "codec"), [("<", 546, "utf-16-le"), (">", 273, "utf-16-be")])
+def test_surrogates_refused_in_ucs2_name_value_data(nv_ccsid: int, order: str, encoding: int, codec: str) -> None:
+    """Item 2, seed 003 l.5055: surrogate characters (X'D800'-X'DFFF') are not supported in
+    UCS-2 NameValueData - CCSID 1200 too (it accepted a surrogate pair before). Decoding names
+    the byte offset of the pair; encoding refuses to write one."""
+    text = "<usr><a>x\U0001F600</a></usr>"
+    data = text.encode(codec)
+    data += " ".encode(codec) * ((-len(data) % 4) // 2)
+    raw = rfh2_bytes([data], order=order, encoding=encoding, nv_ccsid=nv_ccsid)
+    with pytest.raises(CCSIDError) as info:
+        decode_rfh2(raw, 0, encoding, 1208)
+    assert info.value.field == "MQRFH2.NameValueData"
+    assert info.value.offset == 40 + 2 * text.index("\U0001F600")
+    with pytest.raises(CCSIDError):
+        encode_rfh2(MQRFH2(NameValueCCSID=nv_ccsid, folders=[parse_folder(text)]), encoding, 1208)
+    # UTF-8 NameValueData carries the character
+    ok = MQRFH2(NameValueCCSID=1208, folders=[parse_folder(text)])
+    assert decode_rfh2(encode_rfh2(ok, encoding, 1208), 0, encoding, 1208)[0].get("usr.a") == "x\U0001F600"
+
+
 def test_several_rfh2_first_and_last_rule() -> None:
     """Item 3 (seed 003 l.4787-4805): body attributes from the last RFH2, the rest from the first."""
     first = MQRFH2(folders=[parse_folder("<psc><Topic>a/b</Topic></psc>"), parse_folder("<mcd><Msd>xml</Msd></mcd>")])

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from relaymq.message.ccsid import NAME_VALUE_CCSIDS, decode_text, encode_text, offset_mapper
+from relaymq.message.ccsid import NAME_VALUE_CCSIDS, UTF16_CCSIDS, decode_text, encode_text, offset_mapper
 from relaymq.message.constants import (
     MQCCSI_INHERIT,
     MQENC_NATIVE,
@@ -129,7 +129,9 @@ def decode_rfh2(data: bytes, offset: int, encoding: int, ccsid: int) -> tuple[MQ
             raise LengthError("MQRFH2.NameValueLength", pos, f"{nv_len} runs past StrucLength ({end - pos - 4} bytes left)")
         start = pos + 4
         raw = bytes(data[start : start + nv_len])
-        text = decode_text(raw, nv_ccsid, encoding, "MQRFH2.NameValueData", start)
+        # the UCS-2 CCSIDs share UTF-16's codec; surrogates are refused for all three below
+        text = decode_text(raw, 1200 if nv_ccsid in UTF16_CCSIDS else nv_ccsid, encoding, "MQRFH2.NameValueData", start)
+        _refuse_surrogates(text, nv_ccsid, encoding, start)
         folders.append(parse_folder(text, offset_mapper(text, nv_ccsid, encoding, start), "MQRFH2.NameValueData"))
         pos = start + nv_len
     return (
@@ -145,6 +147,20 @@ def decode_rfh2(data: bytes, offset: int, encoding: int, ccsid: int) -> tuple[MQ
     )
 
 
+def _refuse_surrogates(text: str, nv_ccsid: int, encoding: int, start: int | None) -> None:
+    """Seed 003 l.5055: surrogate characters (X'D800'-X'DFFF') are not supported in UCS-2
+    NameValueData - CCSID 1200 included, although it can carry them in a message body."""
+    if nv_ccsid not in UTF16_CCSIDS:
+        return
+    for i, ch in enumerate(text):
+        if ord(ch) > 0xFFFF:
+            where = None if start is None else offset_mapper(text, nv_ccsid, encoding, start)(i)
+            raise CCSIDError(
+                "MQRFH2.NameValueData", where,
+                f"character U+{ord(ch):X} needs surrogates (X'D800'-X'DFFF'), which NameValueCCSID {nv_ccsid} does not support",
+            )
+
+
 def encode_rfh2(rfh2: MQRFH2, encoding: int, ccsid: int) -> bytes:
     """The header as bytes; ``encoding``/``ccsid`` are those of the preceding header."""
     order = byte_order(encoding)
@@ -153,7 +169,9 @@ def encode_rfh2(rfh2: MQRFH2, encoding: int, ccsid: int) -> bytes:
     blank = encode_text(" ", rfh2.NameValueCCSID, encoding)
     parts: list[bytes] = []
     for folder in rfh2.folders:
-        data = encode_text(serialize_folder(folder), rfh2.NameValueCCSID, encoding, f"MQRFH2.{folder.name}")
+        text = serialize_folder(folder)
+        _refuse_surrogates(text, rfh2.NameValueCCSID, encoding, None)
+        data = encode_text(text, rfh2.NameValueCCSID, encoding, f"MQRFH2.{folder.name}")
         while len(data) % 4:
             data += blank
         parts.append(len(data).to_bytes(4, "big" if order == ">" else "little", signed=True))

@@ -105,3 +105,63 @@ def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05):
         if value or time.monotonic() > deadline:
             return value
         time.sleep(interval)
+
+
+class Device:
+    """An application's own queue manager (MQ Everyplace embedded, issue 5) connected by a
+    channel to the broker's QM1, as the seed's applications reach a broker through their
+    queue manager: it puts psc commands to QM1's SYSTEM.BROKER.CONTROL.QUEUE and publication
+    input queues (remote asynchronous queues here, assured transfer) and gets the responses and
+    publications back on its own queues, which the broker reaches over a connection to it
+    (``broker_connection()`` goes into the broker's ``[qmgr] connection``)."""
+
+    FAST = {"retry_initial_ms": 50, "retry_max_ms": 300, "timeout_ms": 10000}
+
+    def __init__(self, name: str, broker_channel_port: int, queues: tuple[str, ...] = (),
+                 broker_queues: tuple[str, ...] = (CONTROL, STREAM)) -> None:
+        from relaymq.qmgr import QueueManager
+        from relaymq.qmgr.aio import AsyncQueueManager
+
+        self.name = name
+        self.broker_channel_port = broker_channel_port
+        self.qm = QueueManager.open(name, None)
+        for queue in ("APP.REPLY", *queues):
+            self.qm.define_queue(queue)
+        for queue in broker_queues:  # the broker's queues, reached over the channel
+            self.qm.define_queue(queue, "remote", queue_manager="QM1", mode="async")
+        self.aio = AsyncQueueManager(self.qm)
+        self.channels: Any = None
+
+    async def start(self) -> Device:
+        from relaymq.qmgr.channel_service import ChannelService
+        from relaymq.qmgr.channel_settings import build_connections
+
+        connections = build_connections([{**self.FAST, "name": "QM1", "address": f"127.0.0.1:{self.broker_channel_port}"}],
+                                        "connection", None)
+        self.channels = ChannelService(self.qm, connections, listen_host="127.0.0.1", listen_port=0)
+        await self.channels.start()
+        return self
+
+    def broker_connection(self) -> dict[str, Any]:
+        return {**self.FAST, "name": self.name, "address": f"127.0.0.1:{self.channels.port}"}
+
+    async def command(self, queue: str, command: str, *, user: str = "", message: Any = None,
+                      **params: Any) -> tuple[str, list[int]]:
+        """Put a psc command (an MQRFH2 REQUEST from ``user``) to ``queue`` at QM1; the
+        broker's response comes back over the channel to APP.REPLY here."""
+        from relaymq.pubsub.psc import command_message
+
+        if message is None:
+            message = command_message(command, reply_to="APP.REPLY", reply_to_qmgr=self.name, user_id=user, **params)
+        await self.aio.put(queue, message, qmgr="QM1")
+        reply = await self.aio.get("APP.REPLY", wait=20.0)
+        assert reply is not None, f"no response to {command} over the channel"
+        return reply_reasons(reply)
+
+    async def get(self, queue: str, wait: float = 20.0) -> Any:
+        return await self.aio.get(queue, wait=wait)
+
+    async def stop(self) -> None:
+        if self.channels is not None:
+            await self.channels.stop()
+        self.qm.close()

@@ -100,3 +100,20 @@ def test_item_38_round_trip_through_data():
     acl = stream_acl()
     copy = TopicAcl.from_data(acl.to_data())
     assert copy.to_data() == acl.to_data()
+
+
+def test_item_38_wildcard_subscription_refused_when_it_can_deliver_nothing():
+    """pubsub.md items 36, 38; seed 003 l.1893-1899, 2405-2486: a wildcard subscription is
+    accepted when some topic under it may be delivered (``#``, ``News/#`` for SDefault), and
+    refused (3081) when its literal part is denied and no row below allows the user
+    (``$SYS/STREAM/StreamX/#`` for SDefault, ``News/#`` for SStreamX)."""
+    acl = stream_acl()
+    assert acl.may_subscribe("sd", "#") and acl.may_subscribe("sd", "News/#")
+    assert not acl.may_subscribe("sd", "$SYS/STREAM/StreamX/#")
+    assert not acl.may_subscribe("sx", "News/#")
+    assert acl.may_subscribe("sx", "$SYS/STREAM/StreamX/#") and acl.may_subscribe("sx", "$SYS/STREAM/+/News")
+    assert acl.may_subscribe("sx", "$SYS/#")  # StreamX under it is the user's
+    assert not acl.may_subscribe("sd", "$SYS/STREAM/+/News")
+    e = make_engine(acl=acl)
+    assert send(e, "RegSub", Topic="$SYS/STREAM/StreamX/#", reply_to="S", user_id="sd").reasons == [r.NOT_AUTHORIZED]
+    assert send(e, "RegSub", Topic="$SYS/STREAM/StreamX/#", reply_to="S2", user_id="sx").completion == "ok"

@@ -135,14 +135,29 @@ class TopicAcl:
         return False
 
     def may_subscribe(self, user: str | None, topic_filter: str) -> bool:
-        """Registration check: a filter with wildcards is accepted (each delivery is then
-        checked against the publication's topic, seed 1893-1899) unless it is ``$ISYS``."""
+        """Registration check. A filter with wildcards is accepted when it could deliver
+        something: each delivery is then checked against the publication's topic (seed
+        1893-1899: a ``#`` subscription receives only the topics the subscriber may see). It
+        is refused when it cannot: ``$ISYS``, or the literal levels before its first wildcard
+        name a topic the user may not subscribe to and no ACL row below that topic allows the
+        user or one of its groups (``$SYS/STREAM/StreamX/#`` for a default-stream subscriber
+        in the stream scenario, 2405-2486)."""
         if not self.enabled:
             return True
         levels = topic_filter.split(LEVEL_SEPARATOR)
-        if any(level in (SINGLE_LEVEL_WILDCARD, MULTI_LEVEL_WILDCARD) for level in levels):
-            return not topic_filter.startswith("$ISYS")
-        return self.allowed(user, topic_filter, SUBSCRIBE)
+        wild = [i for i, level in enumerate(levels) if level in (SINGLE_LEVEL_WILDCARD, MULTI_LEVEL_WILDCARD)]
+        if not wild:
+            return self.allowed(user, topic_filter, SUBSCRIBE)
+        if topic_filter.startswith("$ISYS"):
+            return False
+        prefix = LEVEL_SEPARATOR.join(levels[:wild[0]])
+        if not wild[0] or self.allowed(user, prefix, SUBSCRIBE):
+            return True
+        principals = {*self.groups_of(user), *([user] if user is not None else [])}
+        below = prefix + LEVEL_SEPARATOR
+        return any(topic.startswith(below) and any(
+                       p in principals and entry.subscribe == ALLOW for p, entry in table.items())
+                   for topic, table in self.entries.items())
 
     def explain(self, user: str | None, topic: str) -> dict[str, bool]:
         """The three effective permissions (for ``relaymq acl show --user``)."""

@@ -31,6 +31,32 @@ def _start(tmp_path: Path, http_port: int = 0) -> BrokerProcess:
     return broker
 
 
+def test_second_broker_on_the_same_data_directory_stops_with_one_line(tmp_path) -> None:
+    """Issue 5 P2: a second `relaymq serve` on a data directory whose queue manager store a
+    running broker holds does not start (no message may be delivered twice); its error
+    names the queue manager and the holder's pid."""
+    from harness import BrokerStartError
+
+    first = _start(tmp_path / "one")
+    second = BrokerProcess("relaymq", config={"qmgr": {"name": "QMSERVE"}}, workdir=tmp_path / "two")
+    second.data_dir = first.data_dir
+    try:
+        try:
+            second.start()
+        except BrokerStartError:
+            pass  # exited before its MQTT port opened
+        deadline = time.monotonic() + 30  # or the port opened first and the queue manager then failed
+        while second.running and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not second.running, "the second broker kept running on a store in use"
+        log = second.log_path.read_text()
+        assert f"QMSERVE's store is in use by another process (pid {first.proc.pid})" in log, log[-2000:]
+        assert first.running
+    finally:
+        second.stop()
+        first.stop()
+
+
 def test_serve_opens_named_qmgr_in_data_dir_and_closes_it(tmp_path) -> None:
     """issue 5 step 7: the broker opens <data_dir>/qmgr-<NAME>.db with the system queues and
     closes it at a graceful stop (the file is then usable by another process)."""
@@ -42,7 +68,8 @@ def test_serve_opens_named_qmgr_in_data_dir_and_closes_it(tmp_path) -> None:
 
 
 def test_cli_against_running_broker_via_rest(tmp_path, capsys) -> None:
-    """issue 5 Command line: `relaymq queue put|get|browse|show --url` on a running broker."""
+    """issue 5 Command line: `relaymq queue put|get|browse|show|define|delete --url` on a
+    running broker."""
     pytest.importorskip("relaymq.qmgr.rest")
     port = free_port()
     broker = _start(tmp_path, port)
@@ -66,7 +93,9 @@ def test_cli_against_running_broker_via_rest(tmp_path, capsys) -> None:
         assert code == 1 and out == [] and "2033" in err
         code, out, err = run("put", "NOPE", "-m", "x")
         assert code == 1 and "2085" in err
-        code, out, err = run("define", "NEWQ")
-        assert code == 2 and "read-only" in err
+        code, (made,), _ = run("define", "NEWQ", "--max-depth", "4")
+        assert code == 0 and made["name"] == "NEWQ" and made["storage"]["maximumDepth"] == 4
+        code, out, _ = run("delete", "NEWQ")
+        assert code == 0 and out == []
     finally:
         broker.stop()

@@ -121,3 +121,49 @@ def test_foreign_sqlite_file_refused(tmp_path) -> None:
     db.close()
     with pytest.raises(StoreFailed):
         SqliteQueueStore(path)
+
+
+def test_second_process_on_a_store_is_refused_until_the_holder_dies(tmp_path, capsys) -> None:
+    """Issue 5 P2 ("a crash ... loses no message", no message delivered twice): while a
+    process holds queue manager QMH's store, another process (here this one; the CLI with
+    --data-dir too) is refused with MQRC_OBJECT_IN_USE naming the holder's pid, instead of
+    building a second in-memory index of the same messages. SIGKILL of the holder frees it."""
+    from relaymq.cli.main import main
+    from relaymq.qmgr.errors import StoreInUse
+
+    script = textwrap.dedent(f"""
+        import sys, time
+        from relaymq.qmgr import QueueManager
+        qm = QueueManager.open("QMH", {str(tmp_path)!r}, synchronous="NORMAL")
+        qm.define_queue("Q")
+        print("ready", flush=True)
+        time.sleep(120)
+    """)
+    holder = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        with pytest.raises(StoreInUse) as refused:
+            QueueManager.open("QMH", str(tmp_path))
+        assert refused.value.reason == 2042 and f"pid {holder.pid}" in str(refused.value)
+        assert "QMH's store is in use by another process" in str(refused.value)
+        code = main(["queue", "put", "Q", "-m", "x", "--data-dir", str(tmp_path), "--qmgr", "QMH"])
+        err = capsys.readouterr().err
+        assert code == 1 and len(err.strip().splitlines()) == 1
+        assert f"store is in use by another process (pid {holder.pid}); use --url" in err
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(30)
+    with QueueManager.open("QMH", str(tmp_path)) as qm:  # a crash leaves no stale lock
+        assert qm.depth("Q") == 0
+
+
+def test_one_process_cannot_open_a_store_twice(tmp_path) -> None:
+    """The lock is per open store, so the same process opening QMD twice is refused too, and
+    a closed store can be opened again."""
+    from relaymq.qmgr.errors import StoreInUse
+
+    first = QueueManager.open("QMD", str(tmp_path), synchronous="NORMAL")
+    with pytest.raises(StoreInUse):
+        QueueManager.open("QMD", str(tmp_path), synchronous="NORMAL")
+    first.close()
+    QueueManager.open("QMD", str(tmp_path), synchronous="NORMAL").close()

@@ -7,8 +7,8 @@ out without writing Python. Two ways to reach the queues:
   broker that owns that directory is stopped (a running broker keeps its queues in memory and
   would not see the changes);
 * a running broker (``--url http://host:8080``), through its REST interface (IBM MQ's
-  messaging REST API v3 shape): show, put, get and browse; define and delete are not offered
-  there because the REST admin interface is read-only.
+  messaging REST API v3 shape for put, get and browse; its admin shape for show, define and
+  delete, which need an administrator calling from the broker's machine).
 
 Output is JSON, one object per line, so scripts can read it.
 """
@@ -26,7 +26,7 @@ from typing import Any
 
 from relaymq.message.message import Message
 from relaymq.qmgr.definitions import KINDS, QueueDefinition
-from relaymq.qmgr.errors import QueueError
+from relaymq.qmgr.errors import QueueError, StoreInUse
 from relaymq.qmgr.manager import QueueManager
 
 _EPILOG = """\
@@ -39,6 +39,7 @@ examples:
   relaymq queue show            # every queue with its depth
   relaymq queue get ORDERS --url http://localhost:8080 --user app   # a running broker (REST);
                                 # the password comes from RELAYMQ_PASSWORD
+  relaymq queue define ORDERS --url http://localhost:8080 --user admin --max-depth 10000
 
 exit status: 0 success, 1 a queue manager error (one line on stderr, with the reason code),
 2 usage. `get` on an empty queue prints nothing and exits 1 with MQRC_NO_MSG_AVAILABLE."""
@@ -225,14 +226,40 @@ def _remote_message(response: Any) -> dict[str, Any]:
     return out
 
 
+def _define_body(args: argparse.Namespace) -> dict[str, Any]:
+    """The admin POST body (IBM's shape where it has the property, ``relaymq`` otherwise)."""
+    body: dict[str, Any] = {"name": args.name, "type": args.kind}
+    if args.description is not None:
+        body["general"] = {"description": args.description}
+    storage = {k: v for k, v in (("maximumDepth", args.max_depth), ("maximumMessageLength", args.max_message_size))
+               if v is not None}
+    if storage:
+        body["storage"] = storage
+    if args.queue_manager is not None:
+        body["remote"] = {"qmgrName": args.queue_manager}
+    extra = {k: getattr(args, k) for k in ("expiry", "default_priority", "aliases", "mode", "target_queue_managers",
+                                           "push", "poll_interval", "rule") if getattr(args, k) is not None}
+    if extra:
+        body["relaymq"] = extra
+    return body
+
+
 def _run_remote(args: argparse.Namespace) -> int:
-    """The REST form of each subcommand; define/delete are usage errors (read-only admin)."""
+    """The REST form of each subcommand: messaging for put/get/browse, admin for the rest."""
     command, qmgr = args.queue_command, _quote(args.qmgr)
-    if command in ("define", "delete"):
-        print(f"relaymq queue {command}: error: not possible with --url (the REST admin interface is"
-              " read-only); use --data-dir with the broker stopped, or [[qmgr.queue]] in the configuration",
-              file=sys.stderr)
-        return 2
+    if command == "define":
+        response = _remote_call(args, "POST", f"/admin/qmgr/{qmgr}/queue", {"noReplace": ""},
+                                headers=[("content-type", "application/json;charset=utf-8")],
+                                body=json.dumps(_define_body(args)).encode("utf-8"))
+        for queue in json.loads(response.body)["queue"]:
+            _emit(queue)
+        return 0
+    if command == "delete":
+        query = {"purge": "true" if args.purge else "false"}
+        if args.owner:
+            query["remoteQmgr"] = args.owner
+        _remote_call(args, "DELETE", f"/admin/qmgr/{qmgr}/queue/{_quote(args.name)}", query)
+        return 0
     if getattr(args, "selector", None):
         print(f"relaymq queue {command}: error: --selector is not available with --url", file=sys.stderr)
         return 2
@@ -288,6 +315,10 @@ def run(args: argparse.Namespace) -> int:
             return 1
     try:
         qm = QueueManager.open(args.qmgr, args.data_dir)
+    except StoreInUse as exc:
+        print(f"relaymq queue {command}: error: {exc.message}; use --url to talk to the running broker",
+              file=sys.stderr)
+        return 1
     except (QueueError, OSError, ValueError) as exc:
         print(f"relaymq queue {command}: error: {exc}", file=sys.stderr)
         return 1

@@ -58,6 +58,20 @@ BadProperty = _error("BadProperty", 3306, "RMQRC_BAD_QUEUE_PROPERTY",
                      "A queue property with a value out of range, or unknown to that queue type.")
 StoreFailed = _error("StoreFailed", 2102, "MQRC_RESOURCE_PROBLEM",
                      "The store cannot write (disk full, I/O error): nothing more is acknowledged.")
+
+
+class StoreInUse(QueueError):
+    """The queue manager's store is held by another process (a running broker): two
+    processes on one store would deliver messages twice. ``holder`` is its pid."""
+
+    reason = 2042
+    name = "MQRC_OBJECT_IN_USE"
+
+    def __init__(self, message: str, holder: str = "unknown") -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
 UnknownUID = _error("UnknownUID", 3301, "RMQRC_UNKNOWN_UID",
                     "confirmPut/confirmGet of a UID that is neither pending nor remembered as confirmed.")
 DuplicateMessage = _error("DuplicateMessage", 3302, "RMQRC_DUPLICATE_UID",
@@ -80,5 +94,5 @@ ConfirmIdRequired = _error("ConfirmIdRequired", 3305, "RMQRC_CONFIRM_ID_REQUIRED
 ALL_ERRORS: tuple[type[QueueError], ...] = (
     UnknownQueue, UnknownQueueManager, QueueFull, MessageTooBig, BadName, MessageExpired, NoMessage,
     QueueExists, QueueNotEmpty, NotAllowed, NotConnected, QueueManagerClosed, BadSelector,
-    BadProperty, StoreFailed, UnknownUID, DuplicateMessage, WrongLock, RuleVeto, ConfirmIdRequired,
+    BadProperty, StoreFailed, StoreInUse, UnknownUID, DuplicateMessage, WrongLock, RuleVeto, ConfirmIdRequired,
 )

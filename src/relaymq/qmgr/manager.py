@@ -46,6 +46,7 @@ from relaymq.qmgr.errors import (
     QueueFull,
     QueueManagerClosed,
     QueueNotEmpty,
+    StoreInUse,
     UnknownQueue,
     UnknownUID,
 )
@@ -138,7 +139,11 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             raise ValueError(f"store must be 'sqlite' or 'memory', got {store!r}")
         from relaymq.qmgr.sqlite_store import SqliteQueueStore, store_path
 
-        engine = SqliteQueueStore(store_path(data_dir, name), synchronous)
+        try:
+            engine = SqliteQueueStore(store_path(data_dir, name), synchronous)
+        except StoreInUse as exc:
+            raise StoreInUse(f"queue manager {name}'s store is in use by another process (pid {exc.holder})",
+                             exc.holder) from None
         try:
             return cls(name, engine, **options)
         except BaseException:

@@ -7,6 +7,12 @@
     POST   /ibmmq/rest/v3/messaging/qmgr/{qmgr}/topic/{topic}/message   publish (201)
     GET    /ibmmq/rest/v3/admin/qmgr[/{qmgr}]                            queue managers
     GET    /ibmmq/rest/v3/admin/qmgr/{qmgr}/queue[/{queue}]              queues and depths
+    POST   /ibmmq/rest/v3/admin/qmgr/{qmgr}/queue                        define (or replace) a queue
+    DELETE /ibmmq/rest/v3/admin/qmgr/{qmgr}/queue/{queue}                delete a queue definition
+
+The two admin writes are for administrators: the caller must pass the HTTP authentication,
+be in ``[access] administrators`` when that list is not empty, and call from the loopback
+interface unless ``[qmgr] admin_remote`` is true (as the flow and subscription admin routes).
 
 Every route needs HTTP basic authentication when the HTTP service has a password file (see
 relaymq.http.settings). Routes are added when the HTTP service starts; the queue manager is
@@ -17,12 +23,14 @@ arrives before it is up gets 503.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from relaymq.http.server import HttpRequest, HttpResponse
-from relaymq.qmgr.errors import QueueError
+from relaymq.qmgr.definitions import PROPERTY_NAMES
+from relaymq.qmgr.errors import QueueError, QueueExists
 from relaymq.qmgr.rest_format import (
     RestInputError,
     body_of,
@@ -56,7 +64,10 @@ STATUS_BY_REASON: dict[int, int] = {
     2030: 413,  # MQRC_MSG_TOO_BIG_FOR_Q
     2053: 503,  # MQRC_Q_FULL
     2059: 503,  # MQRC_Q_MGR_NOT_AVAILABLE
+    2100: 409,  # MQRC_OBJECT_ALREADY_EXISTS
+    2055: 409,  # MQRC_Q_NOT_EMPTY
     2162: 503,  # MQRC_Q_MGR_STOPPING
+    3306: 400,  # RMQRC_BAD_QUEUE_PROPERTY
     3302: 409,  # RMQRC_DUPLICATE_UID
     3304: 403,  # RMQRC_RULE_VETO
 }
@@ -206,7 +217,7 @@ class RestApi:
                             properties=properties, expiry_interval=expiry)
         return HttpResponse(201, [])
 
-    # -- admin (read-only) ------------------------------------------------------------------
+    # -- admin reads ------------------------------------------------------------------------
     async def qmgrs(self, request: HttpRequest) -> HttpResponse:
         qm, failure = self._qm(request)
         if failure is not None:
@@ -221,22 +232,8 @@ class RestApi:
         wanted = request.path_params.get("queue")
 
         def collect() -> list[dict[str, Any]]:
-            out = []
-            for definition in qm.definitions():
-                if definition.owner != qm.name and definition.kind not in ("remote", "home_server"):
-                    continue
-                if wanted is not None and definition.name != wanted:
-                    continue
-                item: dict[str, Any] = {"name": definition.name, "type": definition.kind}
-                if definition.kind == "remote":
-                    item["remote"] = {"qmgrName": definition.owner, "mode": definition.mode}
-                if definition.holds_messages:
-                    owner = definition.owner if definition.owner != qm.name else None
-                    item["status"] = {"currentDepth": qm.depth(definition.name, qmgr=owner)}
-                    item["storage"] = {"maximumDepth": definition.max_depth,
-                                       "maximumMessageLength": definition.max_message_size}
-                out.append(item)
-            return out
+            return [describe_queue(qm, definition) for definition in qm.definitions()
+                    if wanted is None or definition.name == wanted]
 
         try:
             queues = await asyncio.to_thread(collect)
@@ -245,6 +242,158 @@ class RestApi:
         if wanted is not None and not queues:
             return _error(404, "RMQWB2085E", f"no queue {wanted!r} on queue manager {qm.name!r}", 2085)
         return HttpResponse(200, list(_JSON), json.dumps({"queue": queues}).encode())
+
+
+    # -- admin writes ---------------------------------------------------------------------
+    def admin_guard(self, handler: Any) -> Any:
+        """Only administrators define and delete queues (see the module docstring)."""
+
+        async def guarded(request: HttpRequest) -> HttpResponse:
+            service = self.services.get("qmgr.service")
+            admin_remote = bool(getattr(getattr(service, "settings", None), "admin_remote", False))
+            if not admin_remote and not _loopback(request.remote):
+                return _error(403, "RMQWB0403E", "queue administration is only allowed from the loopback interface"
+                              " ([qmgr] admin_remote = true allows other addresses)")
+            config = getattr(self.broker, "config", None)
+            administrators = tuple(getattr(getattr(config, "access", None), "administrators", ()) or ())
+            if administrators and getattr(request, "user", None) not in administrators:
+                return _error(403, "RMQWB0403E", "queue administration needs a user of [access] administrators")
+            return await handler(request)
+
+        return guarded
+
+    async def define(self, request: HttpRequest) -> HttpResponse:
+        """POST .../admin/qmgr/{qmgr}/queue: define a queue from IBM's JSON shape (``name``,
+        ``type``, ``general.description``, ``general.inhibitPut``, ``storage.maximumDepth``,
+        ``storage.maximumMessageLength``, ``remote.qmgrName``) plus relaymq's properties under
+        ``relaymq``; an existing queue of the same type takes the properties (IBM replaces
+        unless ``noReplace``). 201 with the queue as GET shows it."""
+        qm, failure = self._qm(request)
+        if failure is not None:
+            return failure
+        try:
+            document = json.loads(request.body.decode("utf-8") or "null")
+            name, kind, props = queue_request(document)
+        except (UnicodeDecodeError, ValueError) as exc:
+            return _error(400, "RMQWB0400E", f"the queue definition: {exc}")
+        replace = request.query_value("noReplace") is None
+
+        def run() -> dict[str, Any]:
+            owner = props.get("queue_manager") if kind in ("remote", "home_server") else None
+            try:
+                qm.define_queue(name, kind, **props)
+            except QueueExists:
+                existing = qm.queue(name, qmgr=owner)
+                if not replace or existing.kind != kind or existing.name != name:
+                    raise
+                changes = {k: v for k, v in props.items() if k != "queue_manager"}
+                qm.alter_queue(name, qmgr=owner, **changes)
+            return describe_queue(qm, qm.queue(name, qmgr=owner))
+
+        try:
+            queue = await asyncio.to_thread(run)
+        except QueueError as exc:
+            return queue_error_response(exc)
+        return HttpResponse(201, list(_JSON), json.dumps({"queue": [queue]}).encode())
+
+    async def undefine(self, request: HttpRequest) -> HttpResponse:
+        """DELETE .../admin/qmgr/{qmgr}/queue/{queue}[?purge=true][&remoteQmgr=NAME]: delete
+        a definition; a queue holding messages needs ``purge`` (409 otherwise); a remote
+        definition sharing a local queue's name is chosen by ``remoteQmgr``. 204."""
+        qm, failure = self._qm(request)
+        if failure is not None:
+            return failure
+        purge = (request.query_value("purge") or "false").lower()
+        if purge not in ("true", "false", ""):
+            return _error(400, "RMQWB0400E", f"purge: {purge!r} is not true or false")
+        owner = request.query_value("remoteQmgr")
+        try:
+            await asyncio.to_thread(qm.delete_queue, request.path_params["queue"], qmgr=owner,
+                                    purge=purge in ("true", ""))
+        except QueueError as exc:
+            return queue_error_response(exc)
+        return HttpResponse(204, [])
+
+
+def _loopback(remote: Any) -> bool:
+    try:
+        return bool(remote) and ipaddress.ip_address(str(remote[0])).is_loopback
+    except ValueError:
+        return False
+
+
+#: IBM's admin JSON keys and the relaymq property each sets.
+_IBM_KEYS = {("general", "description"): "description", ("storage", "maximumDepth"): "max_depth",
+             ("storage", "maximumMessageLength"): "max_message_size", ("remote", "qmgrName"): "queue_manager"}
+
+
+def queue_request(document: Any) -> tuple[str, str, dict[str, Any]]:
+    """(name, type, define_queue properties) of an admin POST body; ValueError names what is
+    wrong."""
+    if not isinstance(document, dict):
+        raise ValueError("the body must be a JSON object with at least \"name\"")
+    unknown = set(document) - {"name", "type", "general", "storage", "remote", "relaymq"}
+    if unknown:
+        raise ValueError(f"unknown keys {sorted(unknown)} (known: name, type, general, storage, remote, relaymq)")
+    name, kind = document.get("name"), document.get("type", "local")
+    if not isinstance(name, str) or not name:
+        raise ValueError("\"name\" (a queue name) is required")
+    if not isinstance(kind, str):
+        raise ValueError("\"type\" must be a string")
+    props: dict[str, Any] = {}
+    for group in ("general", "storage", "remote", "relaymq"):
+        value = document.get(group, {})
+        if not isinstance(value, dict):
+            raise ValueError(f"\"{group}\" must be an object")
+    for (group, key), prop in _IBM_KEYS.items():
+        if key in document.get(group, {}):
+            props[prop] = document[group][key]
+    for group, known in (("general", {"description", "inhibitPut"}), ("storage", {"maximumDepth", "maximumMessageLength"}),
+                         ("remote", {"qmgrName", "queueName"})):
+        extra = set(document.get(group, {})) - known
+        if extra:
+            raise ValueError(f"{group}: unknown keys {sorted(extra)} (known: {', '.join(sorted(known))})")
+    inhibit = document.get("general", {}).get("inhibitPut")
+    if inhibit is not None:
+        if not isinstance(inhibit, bool):
+            raise ValueError("general.inhibitPut must be true or false")
+        props["active"] = not inhibit
+    remote_name = document.get("remote", {}).get("queueName")
+    if remote_name is not None and remote_name != name:
+        raise ValueError("remote.queueName must equal name: a relaymq remote definition is named after the real queue"
+                         " (use relaymq.aliases for another local name)")
+    extra = document.get("relaymq", {})
+    for key in extra:
+        if key not in PROPERTY_NAMES:
+            raise ValueError(f"relaymq.{key} is not a queue property (known: {', '.join(sorted(PROPERTY_NAMES))})")
+    props.update(extra)
+    if isinstance(props.get("aliases"), list):
+        props["aliases"] = tuple(props["aliases"])
+    if isinstance(props.get("target_queue_managers"), list):
+        props["target_queue_managers"] = tuple(props["target_queue_managers"])
+    return name, kind, props
+
+
+def describe_queue(qm: Any, definition: Any) -> dict[str, Any]:
+    """A queue as the admin GET shows it (IBM's shape, relaymq's types)."""
+    item: dict[str, Any] = {"name": definition.name, "type": definition.kind}
+    if definition.description:
+        item["general"] = {"description": definition.description, "inhibitPut": not definition.active}
+    elif not definition.active:
+        item["general"] = {"inhibitPut": True}
+    if definition.kind in ("remote", "home_server"):
+        item["remote"] = {"qmgrName": definition.owner}
+        if definition.kind == "remote":
+            item["remote"]["mode"] = definition.mode
+    if definition.kind == "store_and_forward":
+        item["storeAndForward"] = {"targetQmgrs": list(definition.target_queue_managers), "push": definition.push}
+    if definition.aliases:
+        item["aliases"] = list(definition.aliases)
+    if definition.holds_messages:
+        owner = definition.owner if definition.owner != qm.name else None
+        item["status"] = {"currentDepth": qm.depth(definition.name, qmgr=owner)}
+        item["storage"] = {"maximumDepth": definition.max_depth, "maximumMessageLength": definition.max_message_size}
+    return item
 
 
 def add_routes(server: Any, services: Mapping[str, Any], broker: Any = None) -> RestApi:
@@ -266,4 +415,6 @@ def add_routes(server: Any, services: Mapping[str, Any], broker: Any = None) -> 
     server.add_route("GET", ADMIN_QMGR, guard(api.qmgrs))
     server.add_route("GET", ADMIN_QUEUES, guard(api.queues))
     server.add_route("GET", ADMIN_QUEUE, guard(api.queues))
+    server.add_route("POST", ADMIN_QUEUES, guard(api.admin_guard(api.define)))
+    server.add_route("DELETE", ADMIN_QUEUE, guard(api.admin_guard(api.undefine)))
     return api

@@ -6,6 +6,7 @@
     channel_host = "0.0.0.0"
     confirm_window = 86400    # seconds a confirmed UID is remembered for duplicate removal
     dead_letter_undeliverable = true  # channel PUTs for unknown queues go to the dead-letter queue
+    admin_remote = false      # REST queue define/delete only from the loopback interface
     rule = ""                 # "module:Class" of a QueueManagerRule
 
     [[qmgr.queue]]
@@ -85,6 +86,9 @@ class QmgrSettings:
     #: it: too big) goes to SYSTEM.DEAD.LETTER.QUEUE with an MQDLH; false: it stays on the
     #: sender and blocks that route (the seed's MQe behaviour, item 25).
     dead_letter_undeliverable: bool = key_field(True, boolean)
+    #: May the REST admin writes (define/delete queue) come from other than the loopback
+    #: interface? (They also need [access] administrators when that list is set.)
+    admin_remote: bool = key_field(False, boolean)
     rule: str = key_field("", text)
     queue: tuple[QueueDefinition, ...] = key_field((), lambda v: None)
     #: [[qmgr.connection]] tables (relaymq.qmgr.channel_settings).

@@ -7,10 +7,17 @@ batch fills: under load one fsync covers many puts and gets. A failed commit mar
 failed; every later submission fails at once, so nothing unwritten is ever acknowledged.
 
 File: ``<data_dir>/qmgr-<NAME>.db``, versioned with ``PRAGMA user_version``.
+
+One process at a time: the store holds an exclusive ``flock`` on ``qmgr-<NAME>.db.lock``
+(beside the database, with the holder's pid in it) for its whole life. Two processes working
+on one store would each keep their own in-memory index and hand out the same message twice;
+a second opener gets :class:`StoreInUse` instead. The lock goes with the process (a SIGKILL
+releases it), so a crash never leaves it stale.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -18,7 +25,7 @@ import sqlite3
 import threading
 
 from relaymq.qmgr.definitions import QueueDefinition
-from relaymq.qmgr.errors import StoreFailed
+from relaymq.qmgr.errors import StoreFailed, StoreInUse
 from relaymq.qmgr.states import Entry
 from relaymq.qmgr.store import Loaded, Op, QueueStore, Ticket
 from relaymq.store.sqlite_file import SYNCHRONOUS_MODES, DatabaseFileError, open_database
@@ -53,6 +60,30 @@ def store_path(data_dir: str, qmgr_name: str) -> str:
     return os.path.join(data_dir, f"qmgr-{qmgr_name}.db")
 
 
+def lock_path(path: str) -> str:
+    return path + ".lock"
+
+
+def _lock(path: str) -> int:
+    """Take the store's exclusive lock (non-blocking) and write our pid into the lock file;
+    raise StoreInUse naming the holder's pid."""
+    fd = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        finally:
+            os.close(fd)
+        raise StoreInUse(f"the store {path} is in use by another process (pid {holder})", holder) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    return fd
+
+
 def _row(op: Op) -> tuple[object, ...]:
     kind = op[0]
     if kind == "entry":
@@ -77,12 +108,17 @@ class SqliteQueueStore(QueueStore):
             raise ValueError(f"synchronous must be one of {SYNCHRONOUS_MODES}")
         self.path = path
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self._lock_fd = _lock(path)
         try:
             self._db = open_database(path, application_id=APPLICATION_ID, schema_version=SCHEMA_VERSION,
                                      migrations={1: _SCHEMA}, synchronous=synchronous,
                                      what="relaymq queue manager store")
         except DatabaseFileError as exc:
+            self._unlock()
             raise StoreFailed(str(exc)) from exc
+        except BaseException:
+            self._unlock()
+            raise
         self._cond = threading.Condition()
         self._pending: list[tuple[list[Op], Ticket]] = []
         self._closing = False
@@ -160,3 +196,9 @@ class SqliteQueueStore(QueueStore):
             self._cond.notify()
         self._thread.join()
         self._db.close()
+        self._unlock()
+
+    def _unlock(self) -> None:
+        fd, self._lock_fd = self._lock_fd, -1
+        if fd >= 0:
+            os.close(fd)  # closing the descriptor releases the flock

@@ -11,6 +11,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,9 @@ def test_counts_without_loss(bench_broker: BrokerProcess, qos: int, level: int,
     assert report.latency_samples == report.received
     assert report.latency_us["p50"] <= report.latency_us["p100"]
     assert report.receive_rate > 0 and report.publish_rate > 0
+    assert sorted(role for role, _ in report.worker_cpu_seconds) == ["pub", "sub"] or (
+        publishers + subscribers > 2)
+    assert all(cpu > 0 for _, cpu in report.worker_cpu_seconds)
 
 
 @pytest.mark.timeout(120)
@@ -188,3 +192,66 @@ def test_persistent_option_is_checked() -> None:
         BenchSpec(persistent="everyone").resolved()
     with pytest.raises(ValueError, match="session expiry"):
         BenchSpec(persistent="sub", session_expiry=0).resolved()
+
+
+@pytest.mark.timeout(60)
+def test_receive_ends_on_idle_and_on_stop(bench_broker: BrokerProcess) -> None:
+    """The subscriber loop (relaymq.bench.client.Connection.receive) without a timer per
+    read: it still returns after ``idle_timeout`` silent seconds with what it got, and as soon
+    as ``stop()`` turns true; a cancellation from outside still cancels."""
+    port = bench_broker.port
+
+    async def main() -> None:
+        sub = await Connection.open("127.0.0.1", port, "bench-idle", 4)
+        await sub.subscribe("bench/idle", 1)
+        pub = await Connection.open("127.0.0.1", port, "bench-idle-pub", 4)
+        await pub.publish(PublishTemplates(["bench/idle"], 64, 1, 4), 0, count=10)
+        started = time.monotonic()
+        tally = await sub.receive(ReceiveTally(), lambda t: False, idle_timeout=0.3)
+        assert tally.unique == 10 and 0.3 <= time.monotonic() - started < 5
+        flag = {"stop": False}
+        asyncio.get_running_loop().call_later(0.2, flag.update, {"stop": True})
+        started = time.monotonic()
+        await sub.receive(tally, lambda t: False, stop=lambda: flag["stop"])
+        assert 0.2 <= time.monotonic() - started < 5
+        task = asyncio.create_task(sub.receive(tally, lambda t: False))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await sub.close()
+        await pub.close()
+
+    asyncio.run(main())
+
+
+@pytest.mark.timeout(60)
+def test_partial_packet_is_kept_between_receive_calls() -> None:
+    """mqtt.md item 16 (seed 000 l.853-864): a PUBLISH split by TCP at the moment a receive
+    call ends is completed by the next call, not dropped (which would misframe everything
+    after it). A scripted peer on a real socket controls where the split falls."""
+    packet = PublishTemplates(["bench/split"], 64, 0, 4).batch(0, 0, 2, time.monotonic_ns())
+    half = len(packet) // 2 + 10          # the first packet whole, the second cut
+
+    async def main() -> None:
+        sent_rest = asyncio.Event()
+
+        async def peer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.read(1024)                       # CONNECT
+            writer.write(b"\x20\x02\x00\x00" + packet[:half])
+            await sent_rest.wait()
+            writer.write(packet[half:])
+            await reader.read(1024)
+
+        server = await asyncio.start_server(peer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        conn = await Connection.open("127.0.0.1", port, "bench-split", 4)
+        tally = await conn.receive(ReceiveTally(), lambda t: False, idle_timeout=0.2)
+        assert tally.unique == 1
+        sent_rest.set()
+        await conn.receive(tally, lambda t: t.unique >= 2, idle_timeout=5)
+        assert (tally.received, tally.unique, tally.unstamped) == (2, 2, 0)
+        await conn.close()
+        server.close()
+
+    asyncio.run(main())

@@ -26,6 +26,8 @@ from relaymq.mqtt.wire import encode_varint
 READ_SIZE = 1 << 18
 #: Messages per write when publishing as fast as possible (QoS 0), and at most per window top-up.
 MAX_BATCH = 256
+#: Seconds between a subscriber's checks of its stop condition and idle time.
+WATCH_INTERVAL = 0.05
 #: Session Expiry Interval (s) a persistent session asks for at MQTT 5 unless told otherwise:
 #: long enough for any run, short enough that a crashed run does not leave sessions for ever.
 DEFAULT_SESSION_EXPIRY = 3600
@@ -277,11 +279,19 @@ class Connection:
 
     async def receive(self, tally: ReceiveTally, done: Callable[[ReceiveTally], bool],
                       *, idle_timeout: float | None = None,
-                      progress: Callable[[int], None] | None = None) -> ReceiveTally:
+                      progress: Callable[[int], None] | None = None,
+                      stop: Callable[[], bool] | None = None) -> ReceiveTally:
         """Receive, acknowledge and tally PUBLISH packets until ``done(tally)`` is true.
 
         Stops also when nothing arrives for ``idle_timeout`` seconds (the caller reports the
-        shortfall as losses) or the broker closes the connection."""
+        shortfall as losses), when ``stop()`` turns true, or when the broker closes the
+        connection. ``done`` runs once per received chunk, so it must be cheap; ``stop`` and
+        the idle time are checked by a watchdog every :data:`WATCH_INTERVAL` seconds.
+
+        Why a watchdog and not ``asyncio.wait_for`` around each read: that creates a task and
+        a timer per chunk, and while a subscriber keeps up with a broker its chunks are a few
+        packets each, so it cost more CPU than the scan itself (audit of issue 8: on a 2-core
+        machine every CPU cycle of the generator is taken from the broker it measures)."""
         level = self.level
         writer = self.writer
         reader = self.reader
@@ -292,26 +302,49 @@ class Connection:
         self.pending.clear()
         buf += self.buffer
         self.buffer.clear()
-        while not done(tally):
-            if buf:
-                before = tally.received
-                used, acks = scan_publishes(buf, level, tally, monotonic_ns())
-                if used:
-                    del buf[:used]
-                if acks:
-                    writer.write(acks)
-                if progress is not None and tally.received != before:
-                    progress(tally.received - before)
-                if done(tally):
-                    break
-            try:
-                if idle_timeout is None:
+        last_data = [time.monotonic()]
+        ended = [False]
+        me = asyncio.current_task()
+        assert me is not None
+
+        async def watchdog() -> None:
+            while not ended[0]:
+                await asyncio.sleep(WATCH_INTERVAL)
+                idle = idle_timeout is not None and (
+                    time.monotonic() - last_data[0] > idle_timeout)
+                if not ended[0] and (idle or (stop is not None and stop()) or done(tally)):
+                    ended[0] = True
+                    me.cancel()      # interrupts the read below: the one place it waits
+
+        guard = asyncio.create_task(watchdog())
+        try:
+            while not done(tally):
+                if buf:
+                    before = tally.received
+                    used, acks = scan_publishes(buf, level, tally, monotonic_ns())
+                    if used:
+                        del buf[:used]
+                    if acks:
+                        writer.write(acks)
+                    if progress is not None and tally.received != before:
+                        progress(tally.received - before)
+                    if done(tally):
+                        break
+                try:
                     chunk = await reader.read(READ_SIZE)
-                else:
-                    chunk = await asyncio.wait_for(reader.read(READ_SIZE), idle_timeout)
-            except asyncio.TimeoutError:
-                break
-            if not chunk:
-                break
-            buf += chunk
+                except asyncio.CancelledError:
+                    if not ended[0]:
+                        raise        # cancelled from outside, not by the watchdog
+                    me.uncancel()
+                    break
+                if not chunk:
+                    break
+                last_data[0] = time.monotonic()
+                buf += chunk
+        finally:
+            if not ended[0]:
+                ended[0] = True
+            guard.cancel()
+        if buf:
+            self.buffer[:0] = buf    # a partial packet stays for the next call
         return tally

@@ -50,6 +50,8 @@ class RunReport:
     stream_rate: float = 0.0      # received / stream_seconds: what a subscriber-side clock sees
     latency_us: dict[str, int | None] = field(default_factory=dict)
     latency_samples: int = 0
+    #: (role, CPU seconds) per worker process: what the generator itself cost the machine
+    worker_cpu_seconds: list[tuple[str, float]] = field(default_factory=list)
 
     def finish(self, start_ns: int, pub_end_ns: int, recv_end_ns: int,
                latencies: array, recv_start_ns: int = 0) -> "RunReport":

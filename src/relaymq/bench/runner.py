@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing as mp
 import os
+import resource
 import sys
 import time
 import uuid
@@ -133,6 +134,8 @@ class _WorkerResult:
     recv_end_ns: int = 0
     latencies: bytes = b""
     subs_done: bool = False
+    role: str = ""
+    cpu_seconds: float = 0.0
 
 
 def _deal(spec: BenchSpec) -> list[tuple[list[int], list[int]]]:
@@ -215,12 +218,13 @@ async def _worker(spec: BenchSpec, worker: int, pubs: list[int], subs: list[int]
     tallies = [ReceiveTally() for _ in subs]
 
     def done(tally: ReceiveTally) -> bool:
+        # runs once per received chunk: a plain shared value, no lock (the stop event's
+        # is_set takes semaphores, so the receive watchdog polls it instead)
         expected = shared.expected.value
-        return (expected > 0 and tally.unique >= expected) or shared.stop.is_set()
+        return expected > 0 and tally.unique >= expected
 
     async def run_subscriber(conn: Connection, tally: ReceiveTally) -> None:
-        while not done(tally) and not conn.reader.at_eof():
-            await conn.receive(tally, done, idle_timeout=0.2, progress=recv_progress)
+        await conn.receive(tally, done, progress=recv_progress, stop=shared.stop.is_set)
 
     sub_tasks = [asyncio.create_task(run_subscriber(c, t)) for c, t in zip(sub_conns, tallies)]
     await asyncio.gather(*(run_publisher(i, c) for i, c in zip(pubs, pub_conns)))
@@ -239,6 +243,9 @@ async def _worker(spec: BenchSpec, worker: int, pubs: list[int], subs: list[int]
         step = max(1, -(-len(lat) // per_sub))
         samples.extend(lat[::step] if step > 1 else lat)
     result.latencies = samples.tobytes()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    result.cpu_seconds = usage.ru_utime + usage.ru_stime
+    result.role = "+".join(r for r, n in (("sub", len(subs)), ("pub", len(pubs))) if n)
     shared.results.put(result)
     # Stay connected until the whole run is over: some brokers (amqtt) drop what a publisher
     # sent, even acknowledged QoS 1, when it disconnects before the delivery is done.
@@ -341,6 +348,7 @@ def run(spec: BenchSpec, *, progress: bool | None = None, stream: TextIO | None 
         recv_end = max(recv_end, r.recv_end_ns)
         if r.recv_start_ns:
             recv_start = min(recv_start or r.recv_start_ns, r.recv_start_ns)
+        report.worker_cpu_seconds.append((r.role, round(r.cpu_seconds, 3)))
         chunk = array("q")
         chunk.frombytes(r.latencies)
         latencies.extend(chunk)

@@ -482,14 +482,27 @@ def test_flow_publication_node_api():
 
 
 def test_item_18_local_subscriptions_and_publications_served_locally():
-    """pubsub.md item 18; seed 003 l.2749-2761, 1709-1715, 6242-6250: Local is accepted and
-    recorded; with a single broker every publication is made here, so a local subscriber gets
-    local and global publications alike."""
+    """pubsub.md item 18; seed 003 l.5948-5956 (a Local publication goes to every subscriber
+    registered at this broker with a matching subscription), 6242-6250 and 2749-2761 (a Local
+    subscription gets the publications made at this broker), 5400-5408 (DelOpt Local deletes
+    at this broker whether the publication was Local or not). With a single broker every
+    publication is made here: Local and global behave alike towards this broker's subscribers
+    and nothing is forwarded (broker networks, items 40-43, come later)."""
     e = make_engine()
-    assert send(e, "RegSub", Topic="T", reply_to="S", RegOpt="Local").completion == "ok"
-    assert [s.flags for s in e.subscriptions.values()] == [{"Local"}]
-    assert len(send(e, "Publish", Topic="T", body=b"l", PubOpt="Local").to("S")) == 1
-    assert len(send(e, "Publish", Topic="T", body=b"g").to("S")) == 1
+    assert send(e, "RegSub", Topic="T/#", reply_to="LOCAL", RegOpt="Local").completion == "ok"
+    assert send(e, "RegSub", Topic="T/#", reply_to="GLOBAL").completion == "ok"
+    assert [s.flags for s in e.subscriptions.values()] == [{"Local"}, set()]
+    local = send(e, "Publish", Topic="T/a", body=b"l", PubOpt=["Local", "RetainPub"])
+    assert sorted(p.queue for p in local.puts) == ["GLOBAL", "LOCAL"]
+    assert local.mqtt == []  # without the MQTT bridge nothing leaves the engine: no forwarding
+    assert sorted(p.queue for p in send(e, "Publish", Topic="T/b", body=b"g", PubOpt="RetainPub").puts) == \
+        ["GLOBAL", "LOCAL"]
+    flow = e.publish(Publication("T/c", b"from a flow"), 1000.0)
+    assert sorted(p.queue for p in flow) == ["GLOBAL", "LOCAL"]
+    late = send(e, "RegSub", Topic="T/#", reply_to="LATE", RegOpt="Local")
+    assert sorted(late.topics_to("LATE")) == ["T/a", "T/b"]  # retained, Local or not
+    assert send(e, "DeletePub", Topic="T/#", DelOpt="Local").completion == "ok"
+    assert send(e, "RegSub", Topic="T/#", reply_to="LATER", RegOpt="Local").topics_to("LATER") == []
 
 
 def test_item_5_virtual_root_cannot_be_used():

@@ -40,7 +40,7 @@ def reason_of(call, *args, **kwargs) -> str:
         ("#", "/", True),
     ],
 )
-def test_multilevel_wildcard_matches_zero_or_more_levels(topic_filter: str, topic: str, expected: bool) -> None:
+def test_item_7_multilevel_wildcard_matches_zero_or_more_levels(topic_filter: str, topic: str, expected: bool) -> None:
     """pubsub.md 7; seed 003 l.3031-3043 ('USA/#' matches 'USA'), l.2684 ('#' receives all)."""
     assert topic_matches(topic_filter, topic) is expected
 
@@ -56,7 +56,7 @@ def test_multilevel_wildcard_matches_zero_or_more_levels(topic_filter: str, topi
         ("+/Alabama/#", "USA/Alaska/Juneau", False),
     ],
 )
-def test_single_level_wildcard_matches_exactly_one_level(topic_filter: str, topic: str, expected: bool) -> None:
+def test_item_8_and_11_single_level_wildcard_matches_exactly_one_level(topic_filter: str, topic: str, expected: bool) -> None:
     """pubsub.md 8 and 11; seed 003 l.3056-3062 ('USA/+'), l.2680-2682 ('+/Alabama/#')."""
     assert topic_matches(topic_filter, topic) is expected
 
@@ -75,7 +75,7 @@ def test_single_level_wildcard_matches_exactly_one_level(topic_filter: str, topi
         ("##", "a/b", False),
     ],
 )
-def test_wildcards_mixed_into_a_level_are_literal(topic_filter: str, topic: str, expected: bool) -> None:
+def test_item_9_wildcards_mixed_into_a_level_are_literal(topic_filter: str, topic: str, expected: bool) -> None:
     """README decision 2; pubsub.md 9; seed 003 l.3045-3050, 3068-3074, 3078-3100 (mixed with
     other characters, including themselves, the wildcard characters are not wild)."""
     assert topic_matches(topic_filter, topic) is expected
@@ -100,7 +100,7 @@ def test_empty_levels_are_real_levels() -> None:
     assert not topic_matches("a/+", "a")
 
 
-def test_topics_are_case_sensitive_and_may_contain_spaces() -> None:
+def test_item_1_and_2_any_unicode_and_space_case_sensitive() -> None:
     """README decision 5; pubsub.md 1-2; seed 003 l.3108-3114."""
     assert not topic_matches("ACCOUNTS", "Accounts")
     assert topic_matches("Accounts payable", "Accounts payable")

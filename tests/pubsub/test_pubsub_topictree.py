@@ -25,7 +25,7 @@ def make(*filters: str) -> SubscriptionTree[str]:
 # -- matching rules ---------------------------------------------------------------------------
 
 
-def test_seed_examples_for_both_wildcards() -> None:
+def test_item_7_8_and_11_seed_examples_for_both_wildcards() -> None:
     """pubsub.md 7, 8, 11; seed 003 l.3031-3043 ('USA/Alaska/#', 'USA/#' matches 'USA'),
     l.3056-3062 ('USA/+'), l.2680-2684 ('+/Alabama/#', '#')."""
     tree = make("USA/Alaska/#", "USA/#", "USA/+", "+/Alabama/#", "#", "USA/Alaska")
@@ -36,7 +36,7 @@ def test_seed_examples_for_both_wildcards() -> None:
     assert keys(tree.match("Canada")) == {"#"}
 
 
-def test_wildcards_are_wild_only_as_a_whole_level() -> None:
+def test_item_9_wildcards_are_wild_only_as_a_whole_level() -> None:
     """README decision 2; pubsub.md 9; seed 003 l.3045-3100: 'USA#', 'USA+', '#+', 'level#'
     are literal levels."""
     tree = make("USA#", "USA+", "level0/level1/#+/level4/level#")

@@ -330,7 +330,7 @@ def test_pull_naming_a_missing_store_queue_is_reported_not_fatal():
         try:
             await asyncio.to_thread(dev.put, "OUT", text_message("still sent"), qmgr="SRV")
             await _wait_depth(srv, "IN", 0)
-            for _ in range(100):
+            for _ in range(1000):
                 if d.links["SRV"].last_pull_error:
                     break
                 await asyncio.sleep(0.02)

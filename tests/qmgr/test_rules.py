@@ -218,8 +218,8 @@ def test_links_ask_the_trigger_transmission_rule_before_transmitting() -> None:
             assert tgt.depth("IN") == 0 and dev.depth("IN", qmgr="TGT") == 3
             assert rule.asked and all(count <= 3 for count, _ in rule.asked)
             await asyncio.to_thread(dev.put, "IN", text_message("m3", priority=6), qmgr="TGT")
-            for _ in range(200):
-                if tgt.depth("IN") == 4:
+            for _ in range(1000):  # confirmed (visible), not only arrived
+                if len(tgt.browse("IN")) == 4:
                     break
                 await asyncio.sleep(0.02)
             assert [body(m) for m in tgt.browse("IN")] == ["m0", "m1", "m2", "m3"]

@@ -25,9 +25,10 @@ class FlowBroker(BrokerProcess):
     """
 
     def __init__(self, *, queues: tuple[str, ...] = (), flows: dict[str, Any] | None = None,
-                 config: dict[str, Any] | None = None, **kwargs: Any) -> None:
+                 config: dict[str, Any] | None = None, auth: tuple[str, str] | None = None, **kwargs: Any) -> None:
         self.http_port = free_port()
         self.queues = queues
+        self.auth = auth  # (user, password) for the HTTP server when it has a password file
         merged = {"http": {"port": self.http_port, "host": "127.0.0.1"},
                   "qmgr": {"channel_port": free_port(), "channel_host": "127.0.0.1"},
                   "flows": flows or {}}
@@ -49,12 +50,22 @@ class FlowBroker(BrokerProcess):
         deadline = time.monotonic() + 30
         while True:
             try:
-                if http("GET", f"{self.url}/relaymq/flows", timeout=5).status == 200:
+                status = http("GET", f"{self.url}/relaymq/flows", headers=self.auth_headers(), timeout=5).status
+                if status == 200:
                     return self
-            except Exception:  # noqa: BLE001 - not listening yet
-                if time.monotonic() > deadline or not self.running:
-                    raise
+                problem: Exception = RuntimeError(f"GET /relaymq/flows: {status}")
+            except Exception as err:  # noqa: BLE001 - not listening yet
+                problem = err
+            if time.monotonic() > deadline or not self.running:
+                raise problem
             time.sleep(0.05)
+
+    def auth_headers(self) -> list[tuple[str, str]]:
+        if self.auth is None:
+            return []
+        import base64
+
+        return [("authorization", "Basic " + base64.b64encode(":".join(self.auth).encode()).decode())]
 
     @property
     def url(self) -> str:
@@ -70,7 +81,8 @@ def http(method: str, url: str, body: bytes = b"", headers: list[tuple[str, str]
 
 
 def admin(broker: FlowBroker, method: str, path: str = "", body: bytes = b"") -> tuple[int, Any]:
-    response = http(method, f"{broker.url}/relaymq/flows{path}", body, [("content-type", "application/yaml")])
+    response = http(method, f"{broker.url}/relaymq/flows{path}", body,
+                    [("content-type", "application/yaml"), *broker.auth_headers()])
     return response.status, json.loads(response.body or b"{}")
 
 
@@ -158,14 +170,14 @@ REST_QUEUE = "/ibmmq/rest/v3/messaging/qmgr/QM1/queue/{queue}/message"
 def rest_put(broker: FlowBroker, queue: str, body: bytes, headers: list[tuple[str, str]] | None = None) -> int:
     """Put a message with the REST interface (IBM MQ messaging REST API v3): the status."""
     url = broker.url + REST_QUEUE.format(queue=queue)
-    return http("POST", url, body, [("content-type", "text/plain"), *(headers or [])]).status
+    return http("POST", url, body, [("content-type", "text/plain"), *broker.auth_headers(), *(headers or [])]).status
 
 
 def rest_get(broker: FlowBroker, queue: str, wait_ms: int = 10000) -> tuple[int, dict[str, str], bytes]:
     """Get (destructively) the next message with the REST interface: status, headers, body
     (204 and no body when the queue stayed empty for ``wait_ms``)."""
     url = broker.url + REST_QUEUE.format(queue=queue) + f"?wait={wait_ms}"
-    response = http("DELETE", url, timeout=wait_ms / 1000 + 20)
+    response = http("DELETE", url, headers=broker.auth_headers(), timeout=wait_ms / 1000 + 20)
     return response.status, {k.lower(): v for k, v in response.headers}, response.body
 
 

@@ -6,6 +6,7 @@ ports collect what would be put and published."""
 from __future__ import annotations
 
 import asyncio
+import random
 
 from relaymq.flows import CollectingPorts, build_flow
 from relaymq.flows.runtime import Delivery, FlowRuntime
@@ -65,7 +66,8 @@ def test_without_a_failure_path_it_goes_to_the_backout_queue():
 
 
 class RecordingPorts(CollectingPorts):
-    """Puts that take a turn of the event loop, so concurrent workers interleave."""
+    """Puts that take a random while on the event loop (seeded by the message body), so
+    concurrent workers interleave and finish in any order."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -75,16 +77,23 @@ class RecordingPorts(CollectingPorts):
     async def put(self, queue, message, qmgr):  # type: ignore[override]
         self.active += 1
         self.peak = max(self.peak, self.active)
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
+        await asyncio.sleep(random.Random(message.mq.body).uniform(0, 0.004))
         self.active -= 1
         super().put(queue, message, qmgr)
 
 
+#: A Compute that takes a random while (seeded by the body) on its worker thread.
+RANDOM_DELAY = ("import random, time\n"
+                "def main(c):\n"
+                "    time.sleep(random.Random(c.input.mq.body).uniform(0, 0.01))\n"
+                "    return c.copy_input()\n")
+
+
 def run_many(order_mode: str, instances: int, messages: list[tuple[str, bytes]]) -> RecordingPorts:
     flow = build_flow({"flow": "many", "additional_instances": instances - 1, "order_mode": order_mode,
-                       "nodes": {"In": {"type": "MQInput", "queue": "IN"}, "Out": {"type": "MQOutput", "queue": "OUT"}},
-                       "connections": ["In.out -> Out"]})
+                       "nodes": {"In": {"type": "MQInput", "queue": "IN"}, "C": {"type": "Compute", "code": RANDOM_DELAY},
+                                 "Out": {"type": "MQOutput", "queue": "OUT"}},
+                       "connections": ["In.out -> C", "C.out -> Out"]})
 
     async def go():
         ports = RecordingPorts()
@@ -99,21 +108,37 @@ def run_many(order_mode: str, instances: int, messages: list[tuple[str, bytes]])
     return asyncio.run(go())
 
 
+USERS = ["alice", "bob", "carol", "dave"]
+MESSAGES = [(USERS[i % 4], f"{USERS[i % 4]}:{i}".encode()) for i in range(80)]
+
+
+def sequence(ports: RecordingPorts, user: str | None = None) -> list[int]:
+    return [int(m.mq.body.split(b":")[1]) for _, m in ports.puts
+            if user is None or m.mq.md.UserIdentifier.strip() == user]
+
+
 def test_additional_instances_run_concurrently_and_lose_nothing():
     """flows-http.md item 3; seed 000 l.508: additional instances service one flow."""
-    messages = [("u", str(i).encode()) for i in range(40)]
-    ports = run_many("default", 4, messages)
-    assert sorted(int(m.mq.body) for _, m in ports.puts) == list(range(40))
+    ports = run_many("default", 4, MESSAGES)
+    assert sorted(sequence(ports)) == list(range(80))
     assert ports.peak > 1  # more than one instance was at work at once
 
 
+def test_default_order_mode_lets_instances_reorder():
+    """flows-http.md item 3: without order by user id, four instances with random delays
+    finish - and put - out of order, even within one user's messages (which is why
+    order_mode user_id exists)."""
+    ports = run_many("default", 4, MESSAGES)
+    assert sequence(ports) != list(range(80))
+    assert any(sequence(ports, user) != sorted(sequence(ports, user)) for user in USERS)
+
+
 def test_order_by_user_id_keeps_each_users_order():
-    """flows-http.md item 3; seed 003 l.4665-4716: with order by user id, each
-    UserIdentifier's messages leave in the order they came, across instances."""
-    users = ["alice", "bob", "carol", "dave"]
-    messages = [(users[i % 4], f"{users[i % 4]}:{i}".encode()) for i in range(80)]
-    ports = run_many("user_id", 4, messages)
-    assert len(ports.puts) == 80
-    for user in users:
-        seen = [int(m.mq.body.split(b":")[1]) for _, m in ports.puts if m.mq.md.UserIdentifier.strip() == user]
-        assert seen == sorted(seen) and len(seen) == 20
+    """flows-http.md item 3; seed 003 l.4665-4716: with order by user id and the same random
+    delays, each UserIdentifier's messages leave in the order they came, while the users
+    still run concurrently (the overall order is mixed)."""
+    ports = run_many("user_id", 4, MESSAGES)
+    assert sorted(sequence(ports)) == list(range(80))
+    for user in USERS:
+        assert sequence(ports, user) == sorted(sequence(ports, user)) and len(sequence(ports, user)) == 20
+    assert ports.peak > 1

@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 
 from relaymq.flows import http_headers, qmgr_port
 from relaymq.flows.errors import FlowException
-from relaymq.flows.mqtt_mapping import from_mqtt
+from relaymq.flows.mqtt_mapping import from_mqtt, user_identifier
 from relaymq.flows.nodes.http_reply import REQUEST_ID_PATH
 from relaymq.flows.runtime import Delivery, FlowRuntime
 from relaymq.flows.scada import ScadaEndpoint
@@ -155,7 +155,11 @@ class HttpBinding(Binding):
         self.response_type = response_type
 
     async def open(self) -> None:
-        self.server.add_route("*", self.path, self.handle)
+        # The HTTP server's authentication (relaymq.http.auth) guards flow paths too: with a
+        # password file, callers log in with basic authentication, and their user name is
+        # the message's UserIdentifier.
+        auth = getattr(self.server, "auth", None)
+        self.server.add_route("*", self.path, auth.protect(self.handle) if auth is not None else self.handle)
 
     async def close(self) -> None:
         self.server.remove_route("*", self.path)
@@ -169,6 +173,7 @@ class HttpBinding(Binding):
                                                   request.http_version, list(request.headers))
         message = Message(MQMessage(body=bytes(request.body)), configured_domain=target.domain or "BLOB",
                           transport=[folder])
+        message.mq.md.UserIdentifier = user_identifier(request.user or "")
         request_id = secrets.token_hex(12)
         local = Element("LocalEnvironment")
         local.set(REQUEST_ID_PATH, request_id)

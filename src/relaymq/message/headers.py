@@ -17,7 +17,6 @@ attributes come from the last and everything else from the first (:meth:`MQMessa
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -197,23 +196,19 @@ def encode_message(msg: MQMessage) -> bytes:
     predecessor names it, the last header keeps the body's Format. ``msg`` is not changed."""
     md = msg.md
     formats: list[str] = [h.FORMAT_NAME for h in msg.headers]
-    if formats:
-        md = dataclasses.replace(md, Format=formats[0])
-    parts = [encode_mqmd(md, msg.md_encoding, msg.md_ccsid)]
+    parts = [encode_mqmd(md, msg.md_encoding, msg.md_ccsid, formats[0] if formats else None)]
     enc = md.Encoding
     ccsid = msg.resolve_ccsid(md.CodedCharSetId, msg.qmgr_ccsid)
     for i, h in enumerate(msg.headers):
         next_format = formats[i + 1] if i + 1 < len(formats) else h.Format
-        if isinstance(h, RawHeader):
-            parts.append(_raw_with_format(h, next_format, enc, ccsid))
+        if isinstance(h, MQRFH2):
+            parts.append(encode_rfh2(h, enc, ccsid, next_format))
+        elif isinstance(h, MQRFH):
+            parts.append(encode_rfh(h, enc, ccsid, next_format))
+        elif isinstance(h, MQDLH):
+            parts.append(encode_dlh(h, enc, ccsid, next_format))
         else:
-            chained = h if h.Format == next_format else dataclasses.replace(h, Format=next_format)
-            if isinstance(chained, MQRFH2):
-                parts.append(encode_rfh2(chained, enc, ccsid))
-            elif isinstance(chained, MQRFH):
-                parts.append(encode_rfh(chained, enc, ccsid))
-            else:
-                parts.append(encode_dlh(chained, enc, ccsid))
+            parts.append(_raw_with_format(h, next_format, enc, ccsid))
         enc = h.Encoding
         ccsid = msg.resolve_ccsid(h.CodedCharSetId, ccsid)
     parts.append(msg.body)

@@ -59,6 +59,8 @@ def decode_dlh(data: bytes, offset: int, encoding: int, ccsid: int) -> tuple[MQD
     return MQDLH(**values), offset + LAYOUT.size  # type: ignore[arg-type]
 
 
-def encode_dlh(dlh: MQDLH, encoding: int, ccsid: int) -> bytes:
+def encode_dlh(dlh: MQDLH, encoding: int, ccsid: int, format_name: str | None = None) -> bytes:
     values: dict[str, object] = {"StrucId": STRUC_ID, "Version": 1, **dlh.__dict__}
+    if format_name is not None:
+        values["Format"] = format_name
     return LAYOUT.encode(values, byte_order(encoding), ccsid, encoding)

@@ -175,7 +175,7 @@ def decode_mqmd(
     return MQMD(**values), end  # type: ignore[arg-type]
 
 
-def encode_mqmd(md: MQMD, encoding: int = MQENC_NATIVE, ccsid: int = MD_CCSID_ASCII) -> bytes:
+def encode_mqmd(md: MQMD, encoding: int = MQENC_NATIVE, ccsid: int = MD_CCSID_ASCII, format_name: str | None = None) -> bytes:
     """The MQMD as bytes (324 for version 1, 364 for version 2), its own fields in
     ``encoding``/``ccsid``."""
     if md.Version not in (MQMD_VERSION_1, MQMD_VERSION_2):
@@ -183,4 +183,6 @@ def encode_mqmd(md: MQMD, encoding: int = MQENC_NATIVE, ccsid: int = MD_CCSID_AS
     layout = LAYOUT_V2 if md.Version == MQMD_VERSION_2 else LAYOUT_V1
     values = {n: getattr(md, n) for n in MQMD.field_names()}
     values["StrucId"] = MQMD_STRUC_ID
+    if format_name is not None:
+        values["Format"] = format_name
     return layout.encode(values, byte_order(encoding), ccsid, encoding)

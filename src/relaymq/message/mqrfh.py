@@ -149,7 +149,8 @@ def decode_rfh(data: bytes, offset: int, encoding: int, ccsid: int) -> tuple[MQR
     )
 
 
-def encode_rfh(rfh: MQRFH, encoding: int, ccsid: int) -> bytes:
+def encode_rfh(rfh: MQRFH, encoding: int, ccsid: int, format_name: str | None = None) -> bytes:
+    """The header as bytes (``format_name`` replaces its Format in the bytes)."""
     order = byte_order(encoding)
     data = encode_text(format_name_values(rfh.name_values), ccsid, encoding, "MQRFH.NameValueString")
     blank = encode_text(" ", ccsid, encoding)
@@ -162,7 +163,7 @@ def encode_rfh(rfh: MQRFH, encoding: int, ccsid: int) -> bytes:
             "StrucLength": MQRFH_STRUC_LENGTH_FIXED + len(data),
             "Encoding": rfh.Encoding,
             "CodedCharSetId": rfh.CodedCharSetId,
-            "Format": rfh.Format,
+            "Format": rfh.Format if format_name is None else format_name,
             "Flags": rfh.Flags,
         },
         order,

@@ -161,8 +161,9 @@ def _refuse_surrogates(text: str, nv_ccsid: int, encoding: int, start: int | Non
             )
 
 
-def encode_rfh2(rfh2: MQRFH2, encoding: int, ccsid: int) -> bytes:
-    """The header as bytes; ``encoding``/``ccsid`` are those of the preceding header."""
+def encode_rfh2(rfh2: MQRFH2, encoding: int, ccsid: int, format_name: str | None = None) -> bytes:
+    """The header as bytes; ``encoding``/``ccsid`` are those of the preceding header;
+    ``format_name`` replaces the header's Format (what follows it) in the bytes."""
     order = byte_order(encoding)
     if rfh2.NameValueCCSID not in NAME_VALUE_CCSIDS:
         raise CCSIDError("MQRFH2.NameValueCCSID", None, f"{rfh2.NameValueCCSID} is not 1208, 1200, 13488 or 17584")
@@ -184,7 +185,7 @@ def encode_rfh2(rfh2: MQRFH2, encoding: int, ccsid: int) -> bytes:
             "StrucLength": MQRFH_STRUC_LENGTH_FIXED_2 + len(tail),
             "Encoding": rfh2.Encoding,
             "CodedCharSetId": rfh2.CodedCharSetId,
-            "Format": rfh2.Format,
+            "Format": rfh2.Format if format_name is None else format_name,
             "Flags": rfh2.Flags,
             "NameValueCCSID": rfh2.NameValueCCSID,
         },

@@ -8,6 +8,7 @@ and folder parsing) and encodes them again.
 
 from __future__ import annotations
 
+import platform
 import sys
 import time
 
@@ -30,13 +31,16 @@ def build_message(size: int = 1024) -> bytes:
 def main(seconds: float = 3.0) -> None:
     raw = build_message()
     assert encode_message(decode_message(raw)) == raw
-    n, start = 0, time.perf_counter()
+    n, start, cpu = 0, time.perf_counter(), time.process_time()
     while time.perf_counter() - start < seconds:
         for _ in range(200):
             encode_message(decode_message(raw))
         n += 200
-    elapsed = time.perf_counter() - start
-    print(f"decode+encode of a {len(raw)}-byte MQRFH2 message: {n / elapsed:,.0f} per second ({n} in {elapsed:.2f} s)")
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    print(f"# {time.strftime('%Y-%m-%d')}, Python {platform.python_version()}, {platform.machine()}, "
+          f"{platform.processor() or 'cpu unknown'}, {seconds:g} s")
+    print(f"decode+encode of a {len(raw)}-byte MQRFH2 message: {n / elapsed:,.0f} per second "
+          f"({n} in {elapsed:.2f} s; {n / cpu:,.0f} per CPU second)")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,11 @@ external entities (issue 3 'Bad input')."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from relaymq.message import DomainError, XMLSecurityError
 from relaymq.message.domains import (
@@ -88,6 +92,38 @@ def test_json_round_trip_and_paths() -> None:
     body = parse_body("json", raw)
     assert body.get("a.b.Item[2]") == 2.5 and body.get("a.b.Item[5]") == "x"
     assert serialize_body(body) == raw
+
+
+def test_json_duplicate_keys_round_trip() -> None:
+    """Item 7, DECISION (docs/formats.md): a repeated key is kept on parse - Body.a is the first,
+    Body.a[2] the second - and written back, in order (it was collapsed to the last)."""
+    raw = b'{"a":1,"b":{"x":[],"x":"y"},"a":2}'
+    body = parse_body("JSON", raw)
+    assert (body.get("a"), body.get("a[2]"), body.get("b.x[2]")) == (1, 2, "y")
+    assert serialize_body(body) == raw
+
+
+_JSON_VALUE = st.recursive(  # JSON texts, objects possibly with repeated keys
+    st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=5)).map(json.dumps),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4).map(lambda xs: "[" + ",".join(xs) + "]"),
+        st.lists(st.tuples(st.sampled_from(["a", "b", "\u00e9", ""]), inner), max_size=4).map(
+            lambda kv: "{" + ",".join(json.dumps(k) + ":" + v for k, v in kv) + "}"
+        ),
+    ),
+    max_leaves=15,
+)
+
+
+@settings(max_examples=300, deadline=2000)
+@given(_JSON_VALUE)
+def test_json_round_trip_is_faithful(text: str) -> None:
+    """Hypothesis: parse -> serialise -> parse gives the same tree (keys, repeats, order, types)
+    and the same Python value as the standard library reads from the original."""
+    body = parse_body("JSON", text.encode("utf-8"))
+    again = parse_body("JSON", serialize_body(body))
+    assert again == body
+    assert json.loads(serialize_body(body)) == json.loads(text)
 
 
 @pytest.mark.parametrize("doc", [b"{", b'{"a": NaN}', b"[" * 100000, b"\xff"])

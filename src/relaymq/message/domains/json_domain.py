@@ -4,8 +4,10 @@ An object's members are the children of the ``JSON`` body folder, so ``Body.a.b`
 ``{"a": {"b": 1}}`` directly (IBM's later JSON parser puts a ``Data`` level in between; this
 product does not). Array members are children named ``Item``. Containers are marked by
 ``kind`` (``object``/``array``), ``null`` by kind ``null``, so the tree serialises back to the
-same JSON. Repeated keys are kept in order. NaN and Infinity are not JSON and are refused,
-and so is nesting that would exhaust the parser.
+same JSON. Repeated keys are kept in order, both ways: ``{"a":1,"a":2}`` is two children
+named ``a`` (``Body.a`` reads the first, ``Body.a[2]`` the second) and is written back with
+both. NaN and Infinity are not JSON and are refused, and so is nesting deeper than
+:data:`MAX_DEPTH`.
 """
 
 from __future__ import annotations
@@ -103,10 +105,45 @@ class JSONDomain:
 
     def serialize(self, body: Element, ccsid: int = 1208, encoding: int = 546) -> bytes:
         if body.kind == ELEMENT and not body.children and body.value is None:
-            value: object = {}
-        else:
-            value = from_element(body)
-        return bytes_of(json.dumps(value, ensure_ascii=False, separators=(",", ":")), ccsid, encoding, self.name)
+            return bytes_of("{}", ccsid, encoding, self.name)
+        out: list[str] = []
+        _write(body, out)
+        return bytes_of("".join(out), ccsid, encoding, self.name)
+
+
+def _scalar_text(node: Element) -> str:
+    value = node.value
+    if isinstance(value, (bytes, bytearray)):
+        value = bytes(value).hex()
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise DomainError(f"JSON.{node.name}", None, f"{value!r} cannot be written as JSON: {exc}") from None
+
+
+def _write(node: Element, out: list[str]) -> None:
+    """The JSON text of ``node``: members in tree order, a repeated name written as many times
+    as it occurs (so a parsed document with duplicate keys is written back as it was)."""
+    if node.kind == ARRAY:
+        out.append("[")
+        for i, child in enumerate(node.children):
+            if i:
+                out.append(",")
+            _write(child, out)
+        out.append("]")
+    elif node.kind == OBJECT or node.children:  # a folder built by hand is an object too
+        out.append("{")
+        for i, child in enumerate(node.children):
+            if i:
+                out.append(",")
+            out.append(json.dumps(child.name, ensure_ascii=False))
+            out.append(":")
+            _write(child, out)
+        out.append("}")
+    elif node.kind == NULL:
+        out.append("null")
+    else:
+        out.append(_scalar_text(node))
 
 
 JSON = JSONDomain()

@@ -177,3 +177,40 @@ def test_and_short_circuits_on_false() -> None:
 
     assert compile_selector("a = 1 AND b = 1").evaluate(resolve) is False
     assert seen == ["a"]
+
+
+# -- documented extensions of JMS 1.1 (docs/formats.md 'Selector language') ---------------------
+@pytest.mark.parametrize(
+    ("text", "value", "expected"),
+    [
+        ("s BETWEEN 'b' AND 'd'", "c", T), ("s BETWEEN 'b' AND 'd'", "d", T), ("s BETWEEN 'b' AND 'd'", "da", F),
+        ("s NOT BETWEEN 'b' AND 'd'", "a", T), ("s BETWEEN 'b' AND 'd'", 3, U), ("s BETWEEN 1 AND 'd'", "c", U),
+    ],
+)
+def test_extension_between_on_strings(text: str, value: object, expected: bool | None) -> None:
+    """Extension (JMS 1.1 allows arithmetic BETWEEN only): strings compare by code point, as
+    the orderings do (seed 000 l.2806 'JMSMessageID > WMBRK123456'); mixed types are UNKNOWN."""
+    assert _ev(text, {"s": value}) is expected
+
+
+def test_extension_is_null_on_expressions() -> None:
+    """Extension (JMS 1.1: identifier IS NULL only): any value expression; arithmetic with a
+    NULL operand (or dividing by zero) is NULL."""
+    assert _ev("a + b IS NULL", {"a": 1}) is T
+    assert _ev("a + b IS NOT NULL", {"a": 1, "b": 2}) is T
+    assert _ev("a / 0 IS NULL", {"a": 1}) is T
+    assert _ev("'x' IS NULL", {}) is F
+
+
+def test_extension_jmsredelivered_and_jmsexpiration_are_selectable() -> None:
+    """Extension (JMS 1.1 restricts header references to six fields; seed 004 l.6664-6670):
+    the seed's JMSInput node has a Redelivered selector (seed 000 l.2806) and MQe selects on
+    JMSExpiration (seed 004 l.6700), so both read their values; JMSExpiration 0 means never."""
+    from relaymq.message import JMSMessage
+    from relaymq.selector.resolvers import jms_resolver
+
+    jms = JMSMessage(JMSRedelivered=True, JMSExpiration=1_700_000_000_000)
+    assert compile_selector("JMSRedelivered = TRUE AND JMSExpiration > 0").evaluate(jms_resolver(jms)) is T
+    assert compile_selector("JMSRedelivered").evaluate(jms_resolver(JMSMessage())) is F
+    assert compile_selector("JMSExpiration = 0").evaluate(jms_resolver(JMSMessage())) is T
+    assert compile_selector("JMSDestination IS NULL AND JMSReplyTo IS NULL").evaluate(jms_resolver(jms)) is T

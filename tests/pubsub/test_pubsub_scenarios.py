@@ -254,8 +254,6 @@ def test_scenario_stream_acls_mqtt_publisher_on_a_stream(tmp_path):
         broker.cleanup()
 
 
-@pytest.mark.xfail(strict=True, reason="REST does not set the MQMD UserIdentifier from the HTTP login yet "
-                                       "(the queue-manager engineer's REST identity fix); remove this mark then")
 def test_scenario_stream_acls_over_rest_with_the_login_as_user(tmp_path):
     """pubsub.md item 38; seed 003 l.2405-2486 over the REST interface: the authenticated HTTP
     user is the psc command's user, so sx may subscribe on StreamX and sd may not."""

@@ -7,9 +7,10 @@
 input queues. It registers itself as ``context.services["pubsub"]``.
 
 Threads and the loop: the queue manager calls listeners in the putting thread, so a listener
-only wakes the queue's drain task on the loop. Puts go through the asyncio face of the queue
-manager (``qmgr.aio``), one at a time from a single outbox task, so their order is the order in
-which the engine produced them. MQTT publications reach queue subscribers through the broker's
+only wakes the queue's drain task on the loop. Puts leave from a single outbox task in
+batches, one worker thread per destination queue (so each queue gets its messages in the order
+the engine produced them, and puts to different queues share the queue manager's group
+commits). MQTT publications reach queue subscribers through the broker's
 publication tap. Subscriptions and named-point retained publications are kept in
 ``<data_dir>/pubsub-state.json``, written (off the loop) before the response that confirms the
 change is put (README decision 4).
@@ -18,6 +19,7 @@ change is put (README decision 4).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 import os
@@ -52,6 +54,9 @@ log = logging.getLogger("relaymq.pubsub")
 STATE_FILE = "pubsub-state.json"
 #: Seconds between sweeps for expired subscriptions and retained publications.
 EXPIRY_SWEEP_SECONDS = 5.0
+#: Most puts the outbox takes in one batch, and destination queues it puts to side by side.
+OUTBOX_BATCH = 512
+OUTBOX_THREADS = 16
 
 
 class PubSubService:
@@ -85,6 +90,8 @@ class PubSubService:
         self._tasks: list[asyncio.Task[None]] = []
         self._listeners: list[tuple[str, Any]] = []
         self._bridging: Publication | None = None
+        self._busy = False
+        self._putters = concurrent.futures.ThreadPoolExecutor(OUTBOX_THREADS, thread_name_prefix="pubsub-put")
         self._subscription_changes: list[tuple[bool, str, Any, str | None, str | None, Any]] = []
         self.http = context.services.get("http")
         self.admin: PscAdmin | None = None
@@ -142,6 +149,7 @@ class PubSubService:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._putters.shutdown(wait=True)
         await self._save()
 
     # ---------------------------------------------------------------- inputs
@@ -293,21 +301,52 @@ class PubSubService:
         elif isinstance(action, DeadLetter):
             self._outbox.put_nowait(action)
 
+    @property
+    def busy(self) -> bool:
+        """True while the outbox is putting something (``_outbox`` empty and not busy: every
+        put produced so far has been made)."""
+        return self._busy
+
     async def _run_outbox(self) -> None:
+        """Puts in batches: what the engine produced meanwhile (up to OUTBOX_BATCH), grouped
+        by destination queue; each group is put in order by one worker thread, groups run side
+        by side (OUTBOX_THREADS), so a subscriber queue gets its messages in the engine's order
+        while puts to different queues share the queue manager's group commits."""
+        limit = asyncio.Semaphore(OUTBOX_THREADS)
         while True:
-            action: Put | DeadLetter = await self._outbox.get()
-            if self.aio is None:
+            self._busy = False
+            first = await self._outbox.get()
+            self._busy = True
+            batch: list[Put | DeadLetter] = [first]
+            while len(batch) < OUTBOX_BATCH and not self._outbox.empty():
+                batch.append(self._outbox.get_nowait())
+            if self.qm is None:
                 continue
+            groups: dict[tuple[str, str], list[Put | DeadLetter]] = {}
+            for action in batch:
+                key = ("", SYSTEM_DEAD_LETTER_QUEUE) if isinstance(action, DeadLetter) else (action.qmgr, action.queue)
+                groups.setdefault(key, []).append(action)
+
+            async def put_group(actions: list[Put | DeadLetter]) -> None:
+                async with limit:
+                    await self._loop.run_in_executor(self._putters, self._put_all, actions, self.broker.clock.wall())
+
+            await asyncio.gather(*(put_group(actions) for actions in groups.values()))
+
+    def _put_all(self, actions: list[Put | DeadLetter], now: float) -> None:
+        """One destination's puts, in order (a worker thread). A put that fails is logged and
+        the next one is tried."""
+        for action in actions:
             if isinstance(action, DeadLetter):
-                await self._dead_letter(action)
+                self._dead_letter(action, now)
                 continue
-            qmgr = None if self.qm is None or action.qmgr == self.qm.name else action.qmgr
+            qmgr = None if action.qmgr == self.qm.name else action.qmgr
             try:
-                await self.aio.put(action.queue, action.message, qmgr=qmgr)
+                self.qm.put(action.queue, action.message, qmgr=qmgr)
             except Exception as error:
                 log.warning("pub/sub %s to %s/%s failed: %s", action.purpose, action.qmgr, action.queue, error)
 
-    async def _dead_letter(self, action: DeadLetter) -> None:
+    def _dead_letter(self, action: DeadLetter, now: float) -> None:
         """A message the engine could not take, to the dead-letter queue with an MQDLH naming
         the reason and the queue it came from; logged and dropped when there is none."""
         if SYSTEM_DEAD_LETTER_QUEUE not in self.qm.queue_names():
@@ -315,7 +354,7 @@ class PubSubService:
                         SYSTEM_DEAD_LETTER_QUEUE, self.qm.name, action.queue)
             return
         try:
-            await self.aio.put(SYSTEM_DEAD_LETTER_QUEUE, dead_letter_message(action, self.qm.name, self.broker.clock.wall()))
+            self.qm.put(SYSTEM_DEAD_LETTER_QUEUE, dead_letter_message(action, self.qm.name, now))
         except Exception as error:
             log.warning("pub/sub: the dead-letter queue refused a message from %s: %s", action.queue, error)
 

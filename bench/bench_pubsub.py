@@ -1,24 +1,36 @@
 """Publications per second matched and delivered with 10,000 subscriptions in the tree,
-wildcards and content filters mixed (issue 4 "Done when" 2). Prints figures, asserts nothing.
+wildcards and content filters mixed, MQTT sessions and queue subscribers together (issue 4
+"Done when" 2). Prints figures, asserts nothing.
 
-Two runs, both through the real code and without sockets:
+Everything is the real code of a broker process, without sockets: the broker core with MQTT 5
+sessions (each PUBLISH encoded and written to the client's transport), a real queue manager
+(in memory, or SQLite with ``--qmgr-store sqlite``: every put durable before it counts), and
+the pub/sub service started as ``relaymq serve`` starts it, whose queue subscribers share the
+broker's subscription tree. A publication counts once it has been matched against all 10,000
+subscriptions, filtered, written to every matching MQTT client and put (committed) on every
+matching subscriber queue.
 
-* ``mqtt``: the broker core (routing -> delivery -> encoded PUBLISH bytes on each client's
-  transport) with 200 MQTT 5 clients holding 50 subscriptions each: 70% literal, 15% ``+``,
-  10% ``#`` filters; a share of them carry a ``relaymq-filter`` on a user property or a JSON
-  body field.
-* ``psc``: the pub/sub engine with 10,000 queue subscriptions of the same shapes: matching,
-  filters and the MQ-format publication each subscriber gets (the queue manager's put is
-  not included: that is the queue manager's benchmark).
+Subscriptions: ``--mqtt-share`` of them (default 60%) in 120+ MQTT sessions of 50, the rest
+queue subscriptions (psc RegSub) on 200 queues; shapes 70% literal, 15% ``+``, 10% ``#``, 5%
+``+/site/#``; ``--filtered`` of each (default 20%) carry a content filter, half
+``usr.level > 5`` (an untyped MQTT user property compared as a number: 4 of 10 levels pass)
+and half ``Body.v > 50`` (a JSON body field: about half pass).
+
+Three runs: MQTT publications (through the broker, its tap feeding queue subscribers), psc
+Publish commands (through the engine, then the broker), and MQTT with no filters.
 
     .venv/bin/python bench/bench_pubsub.py [--subscriptions N] [--filtered 0.2] [--seconds S]
+                                           [--mqtt-share 0.6] [--qmgr-store memory|sqlite]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import dataclasses
 import json
 import random
+import tempfile
 import time
 
 from relaymq.broker.broker import Broker
@@ -28,11 +40,17 @@ from relaymq.config import default_config
 from relaymq.mqtt import packets as p
 from relaymq.mqtt.codec import encode
 from relaymq.pubsub import psc
-from relaymq.pubsub.engine import CONTROL_QUEUE, PubSubEngine
-from relaymq.pubsub.model import Publication
+from relaymq.pubsub import service as pubsub_service
+from relaymq.pubsub.engine import CONTROL_QUEUE
+from relaymq.pubsub.settings import build
+from relaymq.qmgr import QueueManager
+from relaymq.qmgr.aio import AsyncQueueManager
+from relaymq.server.app import ServiceContext
 from relaymq.store.memory import MemoryStore
 
 SITES = 50
+DEVICES = 5000
+QUEUES = 200
 FILTERS = ("usr.level > 5", "Body.v > 50")
 
 
@@ -49,12 +67,21 @@ class NullLink:
     def close(self) -> None:
         self.closed = True
 
+    def abort(self) -> None:
+        self.closed = True
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
     def get_write_buffer_size(self) -> int:
         return 0
 
 
 def topic_filter(n: int, rng: random.Random) -> str:
-    site, device = f"site{n % SITES}", f"dev{n % 5000}"
+    site, device = f"site{n % SITES}", f"dev{n % DEVICES}"
     shape = rng.random()
     if shape < 0.70:
         return f"plant/{site}/{device}/temperature"
@@ -68,76 +95,111 @@ def topic_filter(n: int, rng: random.Random) -> str:
 def publications(count: int, rng: random.Random) -> list[tuple[str, bytes, list[tuple[str, str]]]]:
     out = []
     for _ in range(count):
-        device = rng.randrange(5000)
+        device = rng.randrange(DEVICES)
         value = rng.randrange(100)
         out.append((f"plant/site{device % SITES}/dev{device}/temperature", json.dumps({"v": value}).encode(),
                     [("level", str(value % 10))]))
     return out
 
 
-def bench_mqtt(subscriptions: int, filtered: float, seconds: float, rng: random.Random) -> None:
-    config = default_config()
-    broker = Broker(config, MemoryStore(), Clock())
-    links = []
-    per_client = 50
-    for c in range((subscriptions + per_client - 1) // per_client):
-        link = NullLink()
-        conn = Connection(broker, link, peer="bench")
-        conn.data_received(encode(p.Connect("MQTT", 5, True, 0, f"c{c}", None, None, None, {}), 5))
-        for i in range(per_client):
-            n = c * per_client + i
-            props = {"user_property": [("relaymq-filter", FILTERS[n % 2])]} if rng.random() < filtered else {}
-            conn.data_received(encode(p.Subscribe(i + 1, [p.Subscription(topic_filter(n, rng), 0)], props), 5))
-        links.append(link)
-    pubs = publications(4096, rng)
-    start_bytes = sum(link.bytes for link in links)
-    sent_before = broker.stats.messages_sent
+class Setup:
+    """Broker + queue manager + pub/sub service with the subscriptions in place."""
+
+    def __init__(self, args: argparse.Namespace, filtered: float) -> None:
+        self.args = args
+        self.filtered = filtered
+        self.rng = random.Random(1)
+        self.tmp = tempfile.TemporaryDirectory(prefix="bench-pubsub-")
+
+    async def start(self) -> Setup:
+        base = default_config()
+        config = dataclasses.replace(base, broker=dataclasses.replace(base.broker, data_dir=self.tmp.name, store="memory"),
+                                     extra={"pubsub": build({"events": False}, "pubsub", self.tmp.name)})
+        self.broker = Broker(config, MemoryStore(), Clock())
+        data_dir = self.tmp.name if self.args.qmgr_store == "sqlite" else None
+        self.qm = QueueManager.open("QM1", data_dir)
+        for q in range(QUEUES):
+            self.qm.define_queue(f"SUBS.{q}")
+        self.service = await pubsub_service.start(
+            ServiceContext(config, self.broker, {"qmgr": self.qm, "qmgr.aio": AsyncQueueManager(self.qm)}))
+        total = self.args.subscriptions
+        mqtt_count = int(total * self.args.mqtt_share)
+        self.links = []
+        per_client = 50
+        for c in range((mqtt_count + per_client - 1) // per_client):
+            link = NullLink()
+            conn = Connection(self.broker, link, peer="bench")
+            conn.data_received(encode(p.Connect("MQTT", 5, True, 0, f"c{c}", None, None, None, {}), 5))
+            for i in range(min(per_client, mqtt_count - c * per_client)):
+                n = c * per_client + i
+                props = {"user_property": [("relaymq-filter", FILTERS[n % 2])]} if self.rng.random() < self.filtered else {}
+                conn.data_received(encode(p.Subscribe(i + 1, [p.Subscription(topic_filter(n, self.rng), 0)], props), 5))
+            self.links.append(link)
+        engine = self.service.engine
+        for n in range(mqtt_count, total):
+            params = {"Filter": FILTERS[n % 2]} if self.rng.random() < self.filtered else {}
+            message = psc.command_message("RegSub", Topic=topic_filter(n, self.rng), QName=f"SUBS.{(n // 20) % QUEUES}",
+                                          RegOpt="NewPubsOnly", **params)
+            engine.handle_message(message, CONTROL_QUEUE, 0.0)
+        self.mqtt_subscriptions = sum(len(s.subscriptions) for s in self.broker.sessions.values())
+        self.queue_subscriptions = len(engine.subscriptions)
+        return self
+
+    def depth(self) -> int:
+        return sum(self.qm.depth(f"SUBS.{q}") for q in range(QUEUES))
+
+    async def drained(self) -> None:
+        while not self.service._outbox.empty() or self.service.busy:
+            await asyncio.sleep(0.001)
+
+    async def stop(self) -> None:
+        await self.service.stop()
+        self.qm.close()
+        self.tmp.cleanup()
+
+
+async def run(args: argparse.Namespace, kind: str, filtered: float) -> None:
+    setup = await Setup(args, filtered).start()
+    pubs = publications(4096, random.Random(2))
+    rng = random.Random(3)
+    written_before = sum(link.bytes for link in setup.links)
+    sent_before = setup.broker.stats.messages_sent
+    depth_before = setup.depth()
     done = 0
     start = time.perf_counter()
-    deadline = start + seconds
+    deadline = start + args.seconds
     while time.perf_counter() < deadline:
-        for topic, payload, usr in pubs[:256]:
-            broker.publish(topic, payload, 0, False, {"user_property": usr})
-        done += 256
-        pubs = pubs[256:] + pubs[:256]
+        for topic, payload, usr in (pubs[rng.randrange(len(pubs))] for _ in range(64)):
+            if kind == "psc":
+                command = psc.command_message("Publish", msg_type=8, Topic=topic, body=payload, usr=dict(usr))
+                await setup.service.handle(command, psc.DEFAULT_STREAM)
+            else:
+                setup.broker.publish(topic, payload, 0, False, {"user_property": usr})
+        done += 64
+        await setup.drained()
     elapsed = time.perf_counter() - start
-    delivered = broker.stats.messages_sent - sent_before
-    print(f"mqtt: {len(broker.subscriptions):,} subscriptions ({filtered:.0%} filtered), "
-          f"{done / elapsed:,.0f} publications/s matched and delivered, "
-          f"{delivered / elapsed:,.0f} deliveries/s, "
-          f"{(sum(link.bytes for link in links) - start_bytes) / elapsed / 1e6:,.1f} MB/s written")
-
-
-def bench_psc(subscriptions: int, filtered: float, seconds: float, rng: random.Random) -> None:
-    engine = PubSubEngine("QM1", events=False)
-    for n in range(subscriptions):
-        params = {"Filter": FILTERS[n % 2]} if rng.random() < filtered else {}
-        message = psc.command_message("RegSub", reply_to=f"Q{n}", Topic=topic_filter(n, rng),
-                                      RegOpt="NewPubsOnly", **params)
-        engine.handle_message(message, CONTROL_QUEUE, 0.0)
-    pubs = publications(4096, rng)
-    done = delivered = 0
-    start = time.perf_counter()
-    deadline = start + seconds
-    while time.perf_counter() < deadline:
-        for topic, payload, usr in pubs[:256]:
-            delivered += len(engine.publish(Publication(topic, payload, usr=usr, body_format="MQSTR"), 1.0))
-        done += 256
-        pubs = pubs[256:] + pubs[:256]
-    elapsed = time.perf_counter() - start
-    print(f"psc:  {len(engine.subscriptions):,} queue subscriptions ({filtered:.0%} filtered), "
-          f"{done / elapsed:,.0f} publications/s matched, {delivered / elapsed:,.0f} MQ messages built/s")
+    mqtt = setup.broker.stats.messages_sent - sent_before
+    queued = setup.depth() - depth_before
+    print(f"{kind:4} {args.subscriptions:,} subscriptions ({setup.mqtt_subscriptions:,} MQTT, "
+          f"{setup.queue_subscriptions:,} queue; {filtered:.0%} filtered; queue manager {args.qmgr_store}): "
+          f"{done / elapsed:,.0f} publications/s matched and delivered; "
+          f"{(mqtt + queued) / elapsed:,.0f} deliveries/s ({mqtt / elapsed:,.0f} MQTT, {queued / elapsed:,.0f} into queues; "
+          f"{(mqtt + queued) / done:.1f} per publication), "
+          f"{(sum(link.bytes for link in setup.links) - written_before) / elapsed / 1e6:,.1f} MB/s written to clients")
+    await setup.stop()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--subscriptions", type=int, default=10_000)
     parser.add_argument("--filtered", type=float, default=0.2, help="share of subscriptions with a content filter")
-    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--mqtt-share", type=float, default=0.6, help="share of subscriptions held by MQTT sessions")
+    parser.add_argument("--qmgr-store", choices=("memory", "sqlite"), default="memory")
+    parser.add_argument("--seconds", type=float, default=5.0)
     args = parser.parse_args()
-    bench_mqtt(args.subscriptions, args.filtered, args.seconds, random.Random(1))
-    bench_mqtt(args.subscriptions, 0.0, args.seconds, random.Random(1))
-    bench_psc(args.subscriptions, args.filtered, args.seconds, random.Random(1))
+    asyncio.run(run(args, "mqtt", args.filtered))
+    asyncio.run(run(args, "psc", args.filtered))
+    asyncio.run(run(args, "mqtt", 0.0))
 
 
 if __name__ == "__main__":

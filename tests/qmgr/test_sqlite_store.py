@@ -167,3 +167,28 @@ def test_one_process_cannot_open_a_store_twice(tmp_path) -> None:
         QueueManager.open("QMD", str(tmp_path), synchronous="NORMAL")
     first.close()
     QueueManager.open("QMD", str(tmp_path), synchronous="NORMAL").close()
+
+
+def test_delete_queue_manager_removes_definitions_and_keeps_data(tmp_path) -> None:
+    """everyplace.md item 28 (seed l.1736-1760): deleting a queue manager deletes its queue
+    definitions, the system queues' too, and it can no longer be run; the messages are kept
+    (inaccessible). recreate=True makes a new one of that name; a queue defined again with
+    the old name has its messages back at the next start. state follows the life cycle."""
+    from relaymq.qmgr.errors import QueueManagerClosed, QueueManagerDeleted
+
+    qm = QueueManager.open("QMDEL", str(tmp_path), synchronous="NORMAL")
+    qm.define_queue("ORDERS")
+    qm.put("ORDERS", text_message("kept"))
+    assert qm.state == "running"
+    qm.delete_queue_manager()
+    assert qm.state == "ended"
+    with pytest.raises(QueueManagerClosed):
+        qm.put("ORDERS", text_message("after"))
+    with pytest.raises(QueueManagerDeleted) as deleted:
+        QueueManager.open("QMDEL", str(tmp_path))
+    assert "was deleted" in str(deleted.value) and deleted.value.reason == 2058
+    with QueueManager.open("QMDEL", str(tmp_path), recreate=True) as again:
+        assert "ORDERS" not in again.queue_names() and "SYSTEM.DEFAULT.LOCAL.QUEUE" in again.queue_names()
+        again.define_queue("ORDERS")
+    with QueueManager.open("QMDEL", str(tmp_path)) as later:
+        assert [body(m) for m in later.browse("ORDERS")] == ["kept"]

@@ -52,6 +52,8 @@ NotConnected = _error("NotConnected", 2059, "MQRC_Q_MGR_NOT_AVAILABLE",
                       "A synchronous remote queue was used with no connection to its queue manager (item 8).")
 QueueManagerClosed = _error("QueueManagerClosed", 2162, "MQRC_Q_MGR_STOPPING",
                             "The queue manager is stopping or closed.")
+QueueManagerDeleted = _error("QueueManagerDeleted", 2058, "MQRC_Q_MGR_NAME_ERROR",
+                             "The queue manager was deleted (item 28): its definitions are gone, its data kept.")
 BadSelector = _error("BadSelector", 2459, "MQRC_SELECTOR_SYNTAX_ERROR",
                      "The selector does not parse; the message names the position.")
 BadProperty = _error("BadProperty", 3306, "RMQRC_BAD_QUEUE_PROPERTY",
@@ -93,6 +95,6 @@ ConfirmIdRequired = _error("ConfirmIdRequired", 3305, "RMQRC_CONFIRM_ID_REQUIRED
 #: Every error class, for the documentation table and the REST/channel mapping.
 ALL_ERRORS: tuple[type[QueueError], ...] = (
     UnknownQueue, UnknownQueueManager, QueueFull, MessageTooBig, BadName, MessageExpired, NoMessage,
-    QueueExists, QueueNotEmpty, NotAllowed, NotConnected, QueueManagerClosed, BadSelector,
+    QueueExists, QueueNotEmpty, NotAllowed, NotConnected, QueueManagerClosed, QueueManagerDeleted, BadSelector,
     BadProperty, StoreFailed, StoreInUse, UnknownUID, DuplicateMessage, WrongLock, RuleVeto, ConfirmIdRequired,
 )

@@ -45,6 +45,7 @@ from relaymq.qmgr.errors import (
     QueueExists,
     QueueFull,
     QueueManagerClosed,
+    QueueManagerDeleted,
     QueueNotEmpty,
     StoreInUse,
     UnknownQueue,
@@ -94,7 +95,8 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
 
     def __init__(self, name: str, store: QueueStore | None = None, *, clock: Callable[[], float] = time.time,
                  confirm_window: float = DEFAULT_CONFIRM_WINDOW, rule: QueueManagerRule | str | None = None,
-                 define_system_queues: bool = True, dead_letter_undeliverable: bool = True) -> None:
+                 define_system_queues: bool = True, dead_letter_undeliverable: bool = True,
+                 recreate: bool = False) -> None:
         self.name = check_name(name, "queue manager")
         self.store = store if store is not None else MemoryQueueStore()
         self.clock = clock
@@ -123,15 +125,16 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         self._closed = False
         self._quiescing = False
         self._waiters = 0
-        self._load(define_system_queues)
+        self._load(define_system_queues, recreate)
 
     # -- life cycle (item 28) -------------------------------------------------------------
     @classmethod
     def open(cls, name: str, data_dir: str | None, *, store: str = "sqlite", synchronous: str = "FULL",
-             **options: Any) -> QueueManager:
+             recreate: bool = False, **options: Any) -> QueueManager:
         """Open (creating if needed) queue manager ``name``; its store is
         ``<data_dir>/qmgr-<name>.db`` for ``store="sqlite"``; ``data_dir`` None or
-        ``store="memory"`` keeps everything in memory."""
+        ``store="memory"`` keeps everything in memory. A deleted queue manager (:meth:`delete`)
+        is refused with QueueManagerDeleted unless ``recreate``."""
         check_name(name, "queue manager")
         if data_dir is None or store == "memory" or data_dir == "memory":
             return cls(name, MemoryQueueStore(), **options)
@@ -145,13 +148,18 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             raise StoreInUse(f"queue manager {name}'s store is in use by another process (pid {exc.holder})",
                              exc.holder) from None
         try:
-            return cls(name, engine, **options)
+            return cls(name, engine, recreate=recreate, **options)
         except BaseException:
             engine.close()
             raise
 
-    def _load(self, define_system_queues: bool) -> None:
+    def _load(self, define_system_queues: bool, recreate: bool) -> None:
         loaded = self.store.load()
+        if loaded.meta.get("deleted"):
+            if not recreate:
+                raise QueueManagerDeleted(f"queue manager {self.name} was deleted (its messages are kept in its store);"
+                                          " open it with recreate=True to make a new one of that name")
+            self.store.submit([("meta", "deleted", 0)]).wait()
         for definition in loaded.queues:
             self._install(definition)
         self._seq = max([loaded.meta.get("seq", 0), *(e.seq for e in loaded.entries)])
@@ -192,6 +200,32 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
                 index.rule.close(index.definition)
         self.rule.close(self)
         self.store.close()
+
+    @property
+    def state(self) -> str:
+        """``running``, ``quiescing`` (stopping: new work refused, waiting getters finish) or
+        ``ended`` (closed): what the REST admin interface reports."""
+        if self._closed:
+            return "ended"
+        return "quiescing" if self._quiescing else "running"
+
+    def delete_queue_manager(self) -> None:
+        """Delete this queue manager (item 28; seed l.1736-1760): remove every queue
+        definition, the system queues' too, mark the store deleted so it can no longer be
+        opened, and close it. The messages stay in the store, inaccessible (the seed deletes
+        the definitions, not the queues' data). ``QueueManager.open(..., recreate=True)``
+        makes a new queue manager of that name on the same store; a queue defined again with
+        an old name has its messages back from the next open."""
+        with self._lock:
+            self._check_open()
+            self._quiescing = True  # refuse new work from now on
+            ops: list[Op] = [("unqueue", owner, name) for owner, name in self._queues]
+            ops.append(("meta", "deleted", 1))
+            ticket = self.store.submit(ops)
+        try:
+            ticket.wait()
+        finally:
+            self.close()
 
     def __enter__(self) -> QueueManager:
         return self
@@ -321,6 +355,14 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             index = self._index(name, qmgr)
             self._purge_expired(index)
             return len(index)
+
+    def is_local_name(self, name: str) -> bool:
+        """Is ``name`` this queue manager, directly or through its aliases (item 27)?"""
+        with self._lock:
+            try:
+                return res.resolve_qmgr_alias(name, self._qmgr_aliases) == self.name
+            except UnknownQueueManager:
+                return False
 
     def add_qmgr_alias(self, alias: str, target: str) -> None:
         """Make ``alias`` resolve to queue manager ``target`` (item 27; in memory: the channel

@@ -4,6 +4,7 @@
     POST   /ibmmq/rest/v3/messaging/qmgr/{qmgr}/queue/{queue}/message   put (201)
     DELETE /ibmmq/rest/v3/messaging/qmgr/{qmgr}/queue/{queue}/message   get, destructive (200/204)
     GET    /ibmmq/rest/v3/messaging/qmgr/{qmgr}/queue/{queue}/message   browse the first (200/204)
+    GET    /ibmmq/rest/v3/messaging/qmgr/{qmgr}/queue/{queue}/messagelist  summaries of the messages
     POST   /ibmmq/rest/v3/messaging/qmgr/{qmgr}/topic/{topic}/message   publish (201)
     GET    /ibmmq/rest/v3/admin/qmgr[/{qmgr}]                            queue managers
     GET    /ibmmq/rest/v3/admin/qmgr/{qmgr}/queue[/{queue}]              queues and depths
@@ -30,13 +31,14 @@ from typing import Any
 
 from relaymq.http.server import HttpRequest, HttpResponse
 from relaymq.qmgr.definitions import PROPERTY_NAMES
-from relaymq.qmgr.errors import QueueError, QueueExists
+from relaymq.qmgr.errors import QueueError, QueueExists, UnknownQueue
 from relaymq.qmgr.rest_format import (
     RestInputError,
     body_of,
     build_message,
     error_body,
     format_id,
+    message_summary,
     parse_id,
     put_options,
     response_headers,
@@ -44,6 +46,9 @@ from relaymq.qmgr.rest_format import (
 
 PREFIX = "/ibmmq/rest/v3"
 MESSAGE_PATH = PREFIX + "/messaging/qmgr/{qmgr}/queue/{queue}/message"
+MESSAGE_LIST_PATH = PREFIX + "/messaging/qmgr/{qmgr}/queue/{queue}/messagelist"
+#: Topic roots a REST caller may not publish under (seed 003 l.3147-3157; mqtt.md item 5).
+RESERVED_TOPIC_ROOTS = frozenset({"$SYS", "$ISYS"})
 TOPIC_PATH = PREFIX + "/messaging/qmgr/{qmgr}/topic/{topic:path}/message"
 ADMIN_QMGRS = PREFIX + "/admin/qmgr"
 ADMIN_QMGR = PREFIX + "/admin/qmgr/{qmgr}"
@@ -84,22 +89,59 @@ def queue_error_response(error: QueueError) -> HttpResponse:
 
 
 class RestApi:
-    """The handlers; ``services`` is the broker's service registry (qmgr, qmgr.aio)."""
+    """The handlers; ``services`` is the broker's service registry (qmgr, qmgr.aio); ``auth``
+    the HTTP server's BasicAuth (None: no authentication)."""
 
-    def __init__(self, services: Mapping[str, Any], broker: Any = None) -> None:
+    def __init__(self, services: Mapping[str, Any], broker: Any = None, auth: Any = None) -> None:
         self.services = services
         self.broker = broker
+        self.auth = auth
 
     # -- helpers ----------------------------------------------------------------------------
-    def _qm(self, request: HttpRequest) -> tuple[Any, HttpResponse | None]:
+    def _qm(self, request: HttpRequest, *, remote: bool = False) -> tuple[Any, HttpResponse | None]:
+        """The queue manager; the URL's {qmgr} must be this one (or an alias of it) unless
+        ``remote`` (the messaging routes: another name is a destination, item 22)."""
         qm = self.services.get("qmgr")
         if qm is None:
             return None, _error(503, "RMQWB0503E", "the queue manager is not running")
         name = request.path_params.get("qmgr")
-        if name is not None and name != qm.name:
+        if name is not None and not remote and self._target(qm, name) is not None:
             return None, _error(404, "RMQWB0009E", f"queue manager {name!r} does not exist here (this is {qm.name!r})",
                                 2058)
         return qm, None
+
+    @staticmethod
+    def _target(qm: Any, name: str) -> str | None:
+        """None when ``name`` is this queue manager (or an alias of it, item 27), else the name."""
+        return None if name == qm.name or qm.is_local_name(name) else name
+
+    @staticmethod
+    def _remote_owner(qm: Any, queue: str) -> str | None:
+        """IBM addresses a remote queue definition on the local queue manager (a put to
+        /qmgr/QM1/queue/TOQM2); relaymq keys it by the remote queue manager. The owner of the
+        one remote definition (or alias) named ``queue``; None when there is none; 404 when
+        two queue managers have one (the URL must name which)."""
+        owners = sorted({d.owner for d in qm.definitions()
+                         if d.kind == "remote" and (d.name == queue or queue in d.aliases)})
+        if len(owners) > 1:
+            raise UnknownQueue(f"no local queue {queue!r}, and remote definitions of it for {', '.join(owners)}:"
+                               " name the queue manager in the URL")
+        return owners[0] if owners else None
+
+    def _call_routed(self, qm: Any, request: HttpRequest, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Call ``fn(queue, *args, qmgr=..., **kwargs)`` for the URL's queue and queue manager:
+        another queue manager's name resolves through item 22 (aliases, remote definitions,
+        store-and-forward, discovery); a queue unknown here that is a remote definition's
+        name goes to that definition (IBM's remote queue definitions)."""
+        queue = request.path_params["queue"]
+        target = self._target(qm, request.path_params["qmgr"])
+        try:
+            return fn(queue, *args, qmgr=target, **kwargs)
+        except UnknownQueue:
+            owner = self._remote_owner(qm, queue) if target is None else None
+            if owner is None:
+                raise
+            return fn(queue, *args, qmgr=owner, **kwargs)
 
     @staticmethod
     def _text(request: HttpRequest) -> str | HttpResponse:
@@ -114,7 +156,7 @@ class RestApi:
 
     # -- messaging --------------------------------------------------------------------------
     async def put(self, request: HttpRequest) -> HttpResponse:
-        qm, failure = self._qm(request)
+        qm, failure = self._qm(request, remote=True)
         if failure is not None:
             return failure
         text = self._text(request)
@@ -125,8 +167,9 @@ class RestApi:
             message = build_message(text, options)
         except RestInputError as exc:
             return _error(400, "RMQWB0400E", str(exc))
+        self._identify(request, message)
         try:
-            msg_id = await asyncio.to_thread(qm.put, request.path_params["queue"], message)
+            msg_id = await asyncio.to_thread(self._call_routed, qm, request, qm.put, message)
         except QueueError as exc:
             return queue_error_response(exc)
         return HttpResponse(201, [("ibm-mq-md-messageId", format_id(msg_id))])
@@ -143,7 +186,7 @@ class RestApi:
 
     async def get(self, request: HttpRequest) -> HttpResponse:
         """DELETE: destructive get, waiting up to ``wait`` ms."""
-        qm, failure = self._qm(request)
+        qm, failure = self._qm(request, remote=True)
         if failure is not None:
             return failure
         try:
@@ -153,20 +196,25 @@ class RestApi:
                 raise RestInputError("wait", f"{wait_text!r} is not a number of milliseconds")
         except RestInputError as exc:
             return _error(400, "RMQWB0400E", str(exc))
-        queue = request.path_params["queue"]
-        aio = self.services.get("qmgr.aio")
+        wait = int(wait_text) / 1000.0
         try:
-            if aio is not None:
-                message = await aio.get(queue, wait=int(wait_text) / 1000.0, **selection)
+            if self._target(qm, request.path_params["qmgr"]) is None and wait > 0 \
+                    and self.services.get("qmgr.aio") is not None:
+                # a local waiting get in slices, so a dropped request frees its thread soon
+                aio = self.services["qmgr.aio"]
+                try:
+                    message = await aio.get(request.path_params["queue"], wait=wait, **selection)
+                except UnknownQueue:
+                    message = await asyncio.to_thread(self._call_routed, qm, request, qm.get, wait=wait, **selection)
             else:
-                message = await asyncio.to_thread(qm.get, queue, wait=int(wait_text) / 1000.0, **selection)
+                message = await asyncio.to_thread(self._call_routed, qm, request, qm.get, wait=wait, **selection)
         except QueueError as exc:
             return queue_error_response(exc)
         return self._message_response(message)
 
     async def browse(self, request: HttpRequest) -> HttpResponse:
         """GET: the first matching message, left on the queue."""
-        qm, failure = self._qm(request)
+        qm, failure = self._qm(request, remote=True)
         if failure is not None:
             return failure
         try:
@@ -174,10 +222,44 @@ class RestApi:
         except RestInputError as exc:
             return _error(400, "RMQWB0400E", str(exc))
         try:
-            found = await asyncio.to_thread(qm.browse, request.path_params["queue"], limit=1, **selection)
+            found = await asyncio.to_thread(self._call_routed, qm, request, qm.browse, limit=1, **selection)
         except QueueError as exc:
             return queue_error_response(exc)
         return self._message_response(found[0] if found else None)
+
+    async def message_list(self, request: HttpRequest) -> HttpResponse:
+        """GET .../messagelist: summaries of the matching messages in get order, no bodies,
+        nothing removed (IBM's messagelist resource; ``limit`` caps the count)."""
+        qm, failure = self._qm(request, remote=True)
+        if failure is not None:
+            return failure
+        try:
+            selection = self._selection(request)
+            limit_text = request.query_value("limit")
+            if limit_text is not None and not limit_text.isdigit():
+                raise RestInputError("limit", f"{limit_text!r} is not a number of messages")
+        except RestInputError as exc:
+            return _error(400, "RMQWB0400E", str(exc))
+        limit = int(limit_text) if limit_text is not None else None
+        try:
+            found = await asyncio.to_thread(self._call_routed, qm, request, qm.browse, limit=limit, **selection)
+        except QueueError as exc:
+            return queue_error_response(exc)
+        return HttpResponse(200, list(_JSON), json.dumps({"messages": [message_summary(m) for m in found]}).encode())
+
+    def _identify(self, request: HttpRequest, message: Any) -> None:
+        """MQMD.UserIdentifier of a REST put is the logged-in user (a psc command put over
+        REST runs as that user). An anonymous caller keeps what its headers say (JMSXUserID
+        in ibm-mq-usr) only when the HTTP server has no password file; otherwise an
+        anonymous put carries no identity."""
+        from relaymq.flows.mqtt_mapping import user_identifier  # the one MQMD.UserIdentifier rule
+
+        user = getattr(request, "user", None)
+        md = message.mq.md
+        if user:
+            md.UserIdentifier = user_identifier(user)
+        elif self.auth is not None and getattr(self.auth, "passwords", None) is not None:
+            md.UserIdentifier = ""
 
     @staticmethod
     def _message_response(message: Any) -> HttpResponse:
@@ -187,7 +269,10 @@ class RestApi:
         return HttpResponse(200, [("content-type", content_type), *response_headers(message)], body)
 
     async def publish(self, request: HttpRequest) -> HttpResponse:
-        """POST to a topic: publish through the broker, as an MQTT client would see it."""
+        """POST to a topic: publish through the broker, as an MQTT client would see it, with
+        the caller's rights: $SYS and $ISYS are the broker's, and the ACL file and the topic
+        ACLs (relaymq.pubsub.topicacl, combined into broker.acl when pub/sub runs) must let
+        the logged-in user publish there."""
         qm, failure = self._qm(request)
         if failure is not None:
             return failure
@@ -206,6 +291,13 @@ class RestApi:
             return _error(400, "RMQWB0400E", str(exc))
         except TopicError as exc:
             return _error(400, "RMQWB0400E", f"topic {topic!r}: {exc}")
+        if topic.split("/", 1)[0] in RESERVED_TOPIC_ROOTS:
+            return _error(403, "RMQWB0403E", f"topic {topic!r}: $SYS and $ISYS are reserved for the broker")
+        user = getattr(request, "user", None)
+        acl = getattr(self.broker, "acl", None)
+        if acl is not None and not acl.can_publish(user, f"rest:{user}" if user else "rest", topic):
+            return _error(403, "RMQWB0403E", f"user {user or '(anonymous)'} may not publish to {topic!r}"
+                          " (ACL file or topic ACLs)")
         properties: dict[str, Any] = {"content_type": request.header("content-type") or "text/plain"}
         if options.usr:
             properties["user_property"] = [(name, str(value).lower() if isinstance(value, bool) else str(value))
@@ -222,7 +314,7 @@ class RestApi:
         qm, failure = self._qm(request)
         if failure is not None:
             return failure
-        body = {"qmgr": [{"name": qm.name, "state": "running"}]}
+        body = {"qmgr": [{"name": qm.name, "state": qm.state}]}
         return HttpResponse(200, list(_JSON), json.dumps(body).encode())
 
     async def queues(self, request: HttpRequest) -> HttpResponse:
@@ -398,8 +490,8 @@ def describe_queue(qm: Any, definition: Any) -> dict[str, Any]:
 
 def add_routes(server: Any, services: Mapping[str, Any], broker: Any = None) -> RestApi:
     """Add the REST routes to ``server`` (an HttpServer), behind its basic authentication."""
-    api = RestApi(services, broker)
-    auth = server.auth
+    auth = getattr(server, "auth", None)
+    api = RestApi(services, broker, auth)
 
     def guard(handler: Any) -> Any:
         if auth is None:
@@ -410,6 +502,7 @@ def add_routes(server: Any, services: Mapping[str, Any], broker: Any = None) -> 
     server.add_route("POST", MESSAGE_PATH, guard(api.put))
     server.add_route("DELETE", MESSAGE_PATH, guard(api.get))
     server.add_route("GET", MESSAGE_PATH, guard(api.browse))
+    server.add_route("GET", MESSAGE_LIST_PATH, guard(api.message_list))
     server.add_route("POST", TOPIC_PATH, guard(api.publish))
     server.add_route("GET", ADMIN_QMGRS, guard(api.qmgrs))
     server.add_route("GET", ADMIN_QMGR, guard(api.qmgrs))

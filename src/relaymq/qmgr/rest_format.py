@@ -223,6 +223,25 @@ def response_headers(message: Message) -> list[tuple[str, str]]:
     return headers
 
 
+def message_summary(message: Message) -> dict[str, Any]:
+    """One entry of a messagelist answer: the ids and MQMD facts, no body."""
+    md = message.mq.md
+    summary: dict[str, Any] = {"messageId": format_id(md.MsgId), "priority": md.Priority,
+                               "persistence": "persistent" if md.Persistence == _MQPER_PERSISTENT else "nonPersistent",
+                               "expiry": "unlimited" if md.Expiry in (_MQEI_UNLIMITED, 0) else md.Expiry * 100,
+                               "format": message.mq.body_format.strip(), "putDate": md.PutDate.strip(),
+                               "putTime": md.PutTime.strip()}
+    if any(md.CorrelId):
+        summary["correlationId"] = format_id(md.CorrelId)
+    reply_q = md.ReplyToQ.strip() if isinstance(md.ReplyToQ, str) else ""
+    if reply_q:
+        reply_qm = md.ReplyToQMgr.strip() if isinstance(md.ReplyToQMgr, str) else ""
+        summary["replyTo"] = f"{reply_q}@{reply_qm}" if reply_qm else reply_q
+    if md.UserIdentifier.strip():
+        summary["userIdentifier"] = md.UserIdentifier.strip()
+    return summary
+
+
 def body_of(message: Message) -> tuple[bytes, str]:
     """(body bytes, content type): text for MQSTR and JMS text messages, else the bytes."""
     if message.mq.rfh2s:

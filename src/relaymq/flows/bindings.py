@@ -12,7 +12,7 @@ import asyncio
 import logging
 import secrets
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -186,7 +186,7 @@ class HttpBinding(Binding):
                 future.set_result(error_reply(500, f"the flow failed: {why}"))
 
         try:
-            await target.runtime.submit(Delivery(target.node, message, local, finished))
+            await target.runtime.submit(Delivery(target.node, message, local, finished, redeliver=False))
             status, headers, body = await asyncio.wait_for(asyncio.shield(future), target.timeout)
         except asyncio.TimeoutError:
             status, headers, body = error_reply(504, f"no reply from the flow within {target.timeout:g}s")
@@ -201,10 +201,11 @@ class QueueBinding(Binding):
     a message between two flows; each message is confirmed (deleted) only when its run has
     finished (relaymq.flows.qmgr_port)."""
 
-    def __init__(self, aio: Any, queue: str) -> None:
+    def __init__(self, aio: Any, queue: str, counts: qmgr_port.BackoutCounts | None = None) -> None:
         super().__init__(f"queue:{queue}")
         self.aio = aio
         self.queue = queue
+        self.counts = counts if counts is not None else qmgr_port.BackoutCounts(None)
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -233,11 +234,20 @@ class QueueBinding(Binding):
         self.aio.remove_listener(self.queue, self._notify)
 
     def _finished(self, uid: str) -> Callable[[str, FlowException | None], None]:
+        async def confirm() -> None:
+            await qmgr_port.confirm(self.aio, uid)
+            await self.counts.forget(self.queue, uid)
+
         def done(outcome: str, err: FlowException | None) -> None:
-            task = asyncio.get_running_loop().create_task(qmgr_port.confirm(self.aio, uid))
+            task = asyncio.get_running_loop().create_task(confirm())
             self._confirms.add(task)
             task.add_done_callback(self._confirms.discard)
         return done
+
+    def _backed_out(self, uid: str) -> Callable[[Message], Awaitable[None]]:
+        def harden(message: Message) -> Awaitable[None]:
+            return self.counts.record(self.queue, uid, message.mq.md.BackoutCount)
+        return harden
 
     async def _run(self) -> None:
         while not self._stopping:
@@ -262,7 +272,10 @@ class QueueBinding(Binding):
             target = self.target or target
             if target.domain and message.configured_domain is None:
                 message.configured_domain = target.domain
-            await target.runtime.submit(Delivery(target.node, message, finished=self._finished(uid)))
+            md = message.mq.md
+            md.BackoutCount = max(md.BackoutCount, self.counts.get(self.queue, uid))
+            await target.runtime.submit(Delivery(target.node, message, finished=self._finished(uid),
+                                                 backed_out=self._backed_out(uid)))
 
     async def _wait(self, limit: float = 0.5) -> None:
         try:

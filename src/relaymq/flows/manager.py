@@ -19,6 +19,8 @@ from typing import Any
 from relaymq.flows.bindings import Binding, HttpBinding, PendingReplies, QueueBinding, ScadaBinding, Target
 from relaymq.flows.context import Ports
 from relaymq.flows.definition import NAME, build_flow, dump_definition, parse_yaml
+from relaymq.flows.files import read_text, write_atomically
+from relaymq.flows.qmgr_port import BackoutCounts
 from relaymq.flows.flow import Flow
 from relaymq.flows.group import ExecutionGroup
 from relaymq.flows.node import Node
@@ -29,6 +31,10 @@ from relaymq.flows.runtime import FlowRuntime
 from relaymq.server.listeners import ListenerError
 
 log = logging.getLogger("relaymq.flows")
+
+
+#: Hardened BackoutCounts of MQInput messages (relaymq.flows.qmgr_port), under ``store_dir``.
+BACKOUT_COUNTS = "backout-counts.json"
 
 
 class DeployError(ValueError):
@@ -71,6 +77,7 @@ class FlowManager:
         self.response_type = response_type
         self.flows: dict[str, DeployedFlow] = {}
         self.groups: dict[str, ExecutionGroup] = {}
+        self.backout_counts = BackoutCounts(os.path.join(store_dir, BACKOUT_COUNTS) if store_dir else None)
         self.bindings: dict[str, Binding] = {}
         self._lock = asyncio.Lock()
 
@@ -94,7 +101,7 @@ class FlowManager:
         if isinstance(node, MQInput):
             if self.aio is None:
                 raise DeployError(f"node {node.name}: MQInput needs the queue manager")
-            return QueueBinding(self.aio, node.props["queue"])
+            return QueueBinding(self.aio, node.props["queue"], self.backout_counts)
         raise DeployError(f"node {node.name}: no transport for a {node.KIND} input")
 
     # -- deploy ----------------------------------------------------------------------------
@@ -192,13 +199,7 @@ class FlowManager:
         path = self._path(deployed.group, deployed.flow.name)
         if path is None:
             return
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(dump_definition(deployed.flow.definition))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        write_atomically(path, dump_definition(deployed.flow.definition))
         if old_group is not None and old_group != deployed.group:
             self._remove(old_group, deployed.flow.name)
 
@@ -223,14 +224,10 @@ class FlowManager:
         count = 0
         for group, path in self.stored():
             try:
-                text = await asyncio.to_thread(_read, path)
+                text = await asyncio.to_thread(read_text, path)
                 await self.deploy(parse_yaml(text, path), group, path, persist=False)
                 count += 1
             except (ValueError, OSError) as err:
                 log.error("stored flow %s not deployed: %s", path, err)
         return count
 
-
-def _read(path: str) -> str:
-    with open(path, encoding="utf-8") as fh:
-        return fh.read()

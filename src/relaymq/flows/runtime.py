@@ -17,7 +17,9 @@ A run that raises past the input node is backed out: its recorded outputs are di
 message's BackoutCount goes up by one and it is run again from its input node. When a run
 fails and BackoutCount reaches the backout threshold (at least one run always happens), the
 message goes to the input node's ``failure`` terminal; when that is not connected or fails
-too, it is put to the flow's backout queue (default SYSTEM.DEAD.LETTER.QUEUE).
+too, it is put to the flow's backout queue (default SYSTEM.DEAD.LETTER.QUEUE). Either way it
+carries why it failed in its usr folder (relaymq.flows.error_report). A delivery that must not
+run twice (HTTPInput: its run may have called web services) skips the reruns.
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 from relaymq.flows.assembly import Assembly
 from relaymq.flows.context import Ports, RunContext
+from relaymq.flows.error_report import with_error
 from relaymq.flows.errors import FlowException
 from relaymq.flows.flow import Flow
 from relaymq.flows.group import ExecutionGroup
@@ -49,12 +52,19 @@ QUEUE_LIMIT = 1000
 class Delivery:
     """One input message for one input node. ``finished(outcome)`` is called once, with
     ``"ok"``, ``"failure"`` (handled on the failure path), ``"backout"`` (put to the backout
-    queue) or ``"discarded"`` (nowhere to put it)."""
+    queue) or ``"discarded"`` (nowhere to put it, or not to be redelivered).
+
+    ``backed_out(message)`` is awaited after a failed run raised the message's BackoutCount
+    and before it runs again (MQInput writes the count to disk). ``redeliver`` False: a
+    failed run is not run again - HTTPInput, whose runs may have called web services - and
+    the message goes to the failure path at once, or is given up (never to a backout queue)."""
 
     input_node: str
     message: Message
     local_environment: Element = field(default_factory=lambda: Element("LocalEnvironment"))
     finished: Callable[[str, FlowException | None], None] | None = None
+    backed_out: Callable[[Message], Awaitable[None]] | None = None
+    redeliver: bool = True
 
 
 @dataclass
@@ -230,8 +240,10 @@ class FlowRuntime:
                 self.stats.backouts += 1
                 log.info("flow %s: backed out message (BackoutCount %d): %s in %s",
                          self.flow.name, md.BackoutCount, err.text, err.node)
-                if md.BackoutCount >= max(1, self.flow.settings.backout_threshold):
-                    return self._finish(delivery, await self._failed(delivery, assembly.with_exception(err)), err)
+                if not delivery.redeliver or md.BackoutCount >= max(1, self.flow.settings.backout_threshold):
+                    return self._finish(delivery, await self._failed(delivery, err), err)
+                if delivery.backed_out is not None:
+                    await delivery.backed_out(delivery.message)
                 continue
             self.stats.completed += 1
             return self._finish(delivery, "ok", None)
@@ -241,26 +253,33 @@ class FlowRuntime:
             delivery.finished(outcome, err)
         return outcome
 
-    async def _failed(self, delivery: Delivery, assembly: Assembly) -> str:
-        """Past the threshold: the failure terminal, else the backout queue."""
+    async def _failed(self, delivery: Delivery, err: FlowException) -> str:
+        """Past the threshold: the failure terminal, else the backout queue; either way the
+        message carries why it failed (relaymq.flows.error_report)."""
         node = delivery.input_node
+        failed = with_error(delivery.message, err, self.flow.name)
         if self.flow.connected(node, "failure"):
             context = self._context()
+            assembly = Assembly(failed, delivery.local_environment.copy(), exceptions=[err])
             try:
                 await self._on_thread(self.flow.propagate, node, "failure", assembly, context)
                 await commit(context)
                 self.stats.failures += 1
                 return "failure"
-            except FlowException as err:
+            except FlowException as again:
                 context.rollback()
-                log.warning("flow %s: the failure path failed too: %s", self.flow.name, err.text)
+                log.warning("flow %s: the failure path failed too: %s", self.flow.name, again.text)
+        if not delivery.redeliver:  # nothing to back out to: the sender is told (HTTP 500)
+            log.warning("flow %s: run failed: %s in %s", self.flow.name, err.text, err.node)
+            self.stats.discarded += 1
+            return "discarded"
         queue = self.flow.settings.backout_queue or DEAD_LETTER_QUEUE
         try:
-            result = self.ports.put(queue, delivery.message, None)
-            if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+            result = self.ports.put(queue, failed, None)
+            if isinstance(result, Awaitable):
                 await result
-        except Exception as err:  # noqa: BLE001 - no queue manager, or the queue refuses it
-            log.error("flow %s: message discarded, cannot put it to %s: %s", self.flow.name, queue, err)
+        except Exception as exc:  # noqa: BLE001 - no queue manager, or the queue refuses it
+            log.error("flow %s: message discarded, cannot put it to %s: %s", self.flow.name, queue, exc)
             self.stats.discarded += 1
             return "discarded"
         self.stats.backout_queue += 1

@@ -14,7 +14,7 @@ store is wrapped in a gate (:class:`AckGate`): a callback waits until every publ
 handed to the flow before it has *finished* its run - its outputs committed (puts on disk),
 or sent down the failure path, or put to the backout queue. So a device's QoS 1 publication
 is acknowledged only once what the flow made of it survives a crash. With a SQLite broker
-store, the endpoint keeps its sessions in ``<data_dir>/flows/scada-<port>/``, so a QoS 2
+store, the endpoint keeps its sessions in ``<data_dir>/scada-<port>/``, so a QoS 2
 publication of a persistent session (clean session 0) is on disk before PUBREC and is run
 after a restart when the device sends PUBREL again.
 
@@ -160,7 +160,7 @@ class ScadaEndpoint:
     def __init__(self, config: Any, host: str, port: int, on_publication: OnPublication, *,
                  main_broker: Any = None) -> None:
         self.persistent = config.broker.store != "memory"
-        self.data_dir = os.path.join(config.broker.data_dir, "flows", f"scada-{port}")
+        self.data_dir = os.path.join(config.broker.data_dir, f"scada-{port}")
         self.config = dataclasses.replace(
             config, broker=dataclasses.replace(config.broker, sys_interval=0))
         self.host = host
@@ -189,6 +189,8 @@ class ScadaEndpoint:
         passwords = getattr(self.main_broker, "passwords", None)
         self.broker = _ScadaBroker(self.config, _GatedStore(self._store, self.gate), passwords=passwords,
                                    acl=_Access(self))
+        # The main broker's password checks off the event loop, when the server installed one.
+        self.broker.authenticator = getattr(self.main_broker, "authenticator", None)
         self.broker.restore(self._store.load())
         self.broker.publication_taps.append(self._tap)
         name = f"scada-{self.requested_port}"

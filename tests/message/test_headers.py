@@ -4,8 +4,10 @@ item 37), MQDLH and other MQH* headers (item 1: each Format names the next heade
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from relaymq.message import MQDLH, MQMD, MQRFH, MQRFH2, FolderError, MQMessage, RawHeader, decode_message, encode_message
+from relaymq.message import MQDLH, MQMD, MQRFH, MQRFH2, FolderError, FormatError, MQMessage, RawHeader, decode_message, encode_message
 from relaymq.message.folders import parse_folder
 from relaymq.message.mqrfh import format_name_values, from_psc, parse_name_values, to_psc
 
@@ -115,3 +117,53 @@ def test_no_headers_body_described_by_mqmd() -> None:
     raw = mqmd_bytes(CodedCharSetId=437, Format="MQSTR") + "héllo".encode("cp437")
     msg = decode_message(raw)
     assert (msg.headers, msg.body_format, msg.body_ccsid) == ([], "MQSTR", 437)
+
+
+_NV = st.text(st.characters(min_codepoint=0x20, max_codepoint=0xFF, blacklist_characters="\x7f"), max_size=10)
+_DLH = st.builds(
+    MQDLH,
+    Reason=st.integers(-(2**31), 2**31 - 1),
+    DestQName=st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=48),
+    DestQMgrName=st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=48),
+    PutApplType=st.integers(0, 40),
+    PutApplName=st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=28),
+    PutDate=st.sampled_from(["", "20240102"]),
+    PutTime=st.sampled_from(["", "01020304"]),
+    CodedCharSetId=st.sampled_from([819, 1208, -2]),
+)
+
+
+@settings(max_examples=200, deadline=2000)
+@given(_DLH, st.lists(st.tuples(_NV, _NV), max_size=5), st.binary(max_size=20))
+def test_dlh_then_rfh_v1_chain_round_trips(dlh: MQDLH, pairs: list[tuple[str, str]], body: bytes) -> None:
+    """Item 1 and 5 (hypothesis): MQMD -> MQDLH -> MQRFH (v1) -> body; any field values and
+    name/value strings (blanks, quotes, empty strings) decode back to the same message."""
+    msg = MQMessage(md=MQMD(CodedCharSetId=819), headers=[dlh, MQRFH(CodedCharSetId=819, Format="MQSTR", name_values=pairs)], body=body)
+    back = decode_message(encode_message(msg))
+    assert back.headers[0] == MQDLH(**{**dlh.__dict__, "Format": "MQHRF"})
+    assert isinstance(back.headers[1], MQRFH) and back.headers[1].name_values == pairs
+    assert back.body == body
+
+
+def _dlh_rfh_message() -> bytes:
+    dlh = MQDLH(Reason=2053, DestQName="FULL.Q", CodedCharSetId=819)
+    rfh = MQRFH(CodedCharSetId=819, Format="MQSTR", name_values=[("MQPSCommand", "Publish"), ("MQPSTopic", "a b")])
+    return encode_message(MQMessage(md=MQMD(CodedCharSetId=819), headers=[dlh, rfh], body=b"data"))
+
+
+_CHAIN = _dlh_rfh_message()
+
+
+@settings(max_examples=300, deadline=2000)
+@given(st.integers(0, len(_CHAIN)), st.lists(st.tuples(st.integers(364, len(_CHAIN) - 1), st.integers(0, 255)), max_size=4))
+def test_dlh_rfh_v1_chain_bad_input(cut: int, edits: list[tuple[int, int]]) -> None:
+    """Bad input (hypothesis) in an MQDLH / MQRFH v1 chain: truncated or corrupted, it decodes
+    or gives a FormatError naming a field with an int offset inside the input."""
+    raw = bytearray(_CHAIN)
+    for pos, value in edits:
+        raw[pos] = value
+    data = bytes(raw[:cut])
+    try:
+        decode_message(data)
+    except FormatError as exc:
+        assert exc.field and isinstance(exc.offset, int) and 0 <= exc.offset <= len(data), exc

@@ -10,7 +10,8 @@ import pytest
 from relaymq.message import JMSMessage, MappingError, MQMessage, decode_message, encode_message, jms_to_mq, mq_to_jms
 from relaymq.message.constants import MQMF_LAST_MSG_IN_GROUP, MQMF_MSG_IN_GROUP, MQMT_DATAGRAM, MQMT_REQUEST, MQRO_COA, MQRO_COD_WITH_DATA, MQRO_EXCEPTION, MQRO_PASS_MSG_ID
 from relaymq.message.folders import parse_folder
-from relaymq.message.jms import NON_PERSISTENT
+from relaymq.message import constants
+from relaymq.message.jms import NON_PERSISTENT, PERSISTENT
 from relaymq.message.jms_mq import put_date_time
 from relaymq.message.mqmd import MQMD
 
@@ -395,6 +396,70 @@ def test_note14_report_properties() -> None:
     props = mq_to_jms(msg).properties
     assert (props["JMS_IBM_Report_COA"], props["JMS_IBM_Report_COD"], props["JMS_IBM_Report_Exception"]) == (MQRO_COA, MQRO_COD_WITH_DATA, MQRO_EXCEPTION)
     assert "JMS_IBM_Report_NAN" not in props
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("JMS_IBM_Report_Expiration", constants.MQRO_EXPIRATION),
+        ("JMS_IBM_Report_Expiration", constants.MQRO_EXPIRATION_WITH_DATA),
+        ("JMS_IBM_Report_Expiration", constants.MQRO_EXPIRATION_WITH_FULL_DATA),
+        ("JMS_IBM_Report_PAN", constants.MQRO_PAN),
+        ("JMS_IBM_Report_NAN", constants.MQRO_NAN),
+        ("JMS_IBM_Report_Pass_Correl_ID", constants.MQRO_PASS_CORREL_ID),
+        ("JMS_IBM_Report_Discard_Msg", constants.MQRO_DISCARD_MSG),
+    ],
+)
+def test_note14_each_remaining_report_property(name: str, value: int) -> None:
+    """Note 14: Report_Expiration (three levels), PAN, NAN, Pass_Correl_ID and Discard_Msg each
+    set exactly their MQMD Report bits and are read back from them; no other Report_* appears."""
+    msg = to_mq(_with(**{name: value}))
+    assert msg.md.Report == value
+    props = mq_to_jms(msg).properties
+    assert props[name] == value
+    assert [p for p in props if p.startswith("JMS_IBM_Report_")] == [name]
+
+
+def test_note14_bits_outside_a_property_mask_are_not_set() -> None:
+    """Note 14: a Report_* property carries only its own bits (a PAN property cannot set COA)."""
+    assert to_mq(_with(JMS_IBM_Report_PAN=constants.MQRO_PAN | constants.MQRO_COA)).md.Report == constants.MQRO_PAN
+
+
+def test_row_jms_ibm_format_explicitly_set_outbound() -> None:
+    """Row JMS_IBM_Format + note 7: an application-set Format names the payload after the RFH2
+    (or, without an RFH2, goes in the MQMD), whatever the body class would default to."""
+    jms = JMSMessage(message_type="jms_bytes", body=b"\x01\x02")
+    jms.properties.set("JMS_IBM_Format", "MYFMT")
+    msg = to_mq(jms)
+    assert (msg.md.Format, msg.first_rfh2().Format, msg.body_format) == ("MQHRF2", "MYFMT", "MYFMT")
+    assert mq_to_jms(msg).properties["JMS_IBM_Format"] == "MYFMT"
+    assert to_mq(jms, with_rfh2=False).md.Format == "MYFMT"
+    text = JMSMessage(message_type="jms_text", body="x")
+    text.properties.set("JMS_IBM_Format", "MQSTR   ")  # blank padded as MQ writes it
+    assert to_mq(text).body_format == "MQSTR"
+
+
+@pytest.mark.parametrize(("persistence", "mode"), [(0, NON_PERSISTENT), (1, PERSISTENT), (2, NON_PERSISTENT)])
+def test_note15_persistence_as_queue_default_reads_as_non_persistent(persistence: int, mode: int) -> None:
+    """Note 15, DECISION: MQPER_PERSISTENCE_AS_Q_DEF (2) reads as NON_PERSISTENT (the default of
+    a queue); jms.Dlv, when present, wins (item 18)."""
+    md_only = MQMessage(md=MQMD(Persistence=persistence))
+    assert mq_to_jms(decode_message(encode_message(md_only))).JMSDeliveryMode == mode
+    jms = JMSMessage(JMSDeliveryMode=PERSISTENT)
+    jms.properties.set("JMS_IBM_MQMD_Persistence", persistence)  # the MQMD says otherwise...
+    assert mq_to_jms(to_mq(jms)).JMSDeliveryMode == PERSISTENT  # ...jms.Dlv decides
+
+
+def test_note16_topic_reply_to_travels_in_rto_only() -> None:
+    """Note 16, DECISION: a topic:// JMSReplyTo has no MQMD form (ReplyToQ names a queue): the
+    MQMD reply fields stay blank, jms.Rto carries it and it reads back as the topic; the
+    message is still a request. Without an RFH2 it is lost."""
+    jms = JMSMessage(JMSReplyTo="topic://prices/replies/" + "x" * 60)
+    msg = to_mq(jms)
+    assert (msg.md.ReplyToQ, msg.md.ReplyToQMgr, msg.md.MsgType) == ("", "", MQMT_REQUEST)
+    assert jms_folder(msg)["Rto"] == jms.JMSReplyTo
+    assert mq_to_jms(msg).JMSReplyTo == jms.JMSReplyTo
+    assert mq_to_jms(to_mq(jms, with_rfh2=False)).JMSReplyTo is None
 
 
 # -- application properties, omitted RFH2, best guess (seed 002 l.17-25) ------------------------

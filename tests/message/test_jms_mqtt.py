@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from relaymq.message import DataTypeError, JMSMessage, MappingError, MQTT5Publish, jms_to_mqtt5, mqtt5_to_jms
 
@@ -116,3 +118,42 @@ def test_unicode_digits_in_header_properties_are_ignored_not_errors(value: str) 
     but int('²') fails)."""
     jms = mqtt5_to_jms(MQTT5Publish(topic="t", user_properties=[("JMSTimestamp", value), ("JMSPriority", value)]), now_ms=T0)
     assert (jms.JMSTimestamp, jms.JMSPriority) == (T0, 4)
+
+
+_TEXTS = st.one_of(st.text(max_size=8), st.sampled_from(["jms_map", "jms_stream", "jms_text", "jms_bytes", "jms_none", "7", "\u00b2", "-1", "99"]))
+_PUBLISH = st.builds(
+    MQTT5Publish,
+    topic=st.text(min_size=1, max_size=8),
+    payload=st.one_of(st.binary(max_size=20), st.sampled_from([b'{"a": 1}', b"[1, 2]", b"\xff", b"null"])),
+    qos=st.integers(0, 2),
+    payload_format_indicator=st.sampled_from([None, 0, 1]),
+    message_expiry_interval=st.one_of(st.none(), st.integers(0, 2**32 - 1)),
+    content_type=st.one_of(st.none(), st.text(max_size=6)),
+    response_topic=st.one_of(st.none(), st.text(max_size=8)),
+    correlation_data=st.one_of(st.none(), st.binary(max_size=30)),
+    user_properties=st.lists(st.tuples(st.sampled_from(["JMS_Class", "JMSPriority", "JMSTimestamp", "JMSType", "JMSMessageID", "colour", "trace-id", "a b", ""]) | st.text(max_size=5), _TEXTS), max_size=6),
+)
+
+
+@settings(max_examples=400, deadline=2000)
+@given(_PUBLISH)
+def test_mqtt5_to_jms_on_arbitrary_publications(pub: MQTT5Publish) -> None:
+    """Issue 3 'Bad input' for the MQTT 5 mapping (hypothesis): any PUBLISH maps to a JMS
+    message - which maps on to MQ and back to MQTT - or gives a MappingError (a map/stream
+    payload that is not the JSON its class needs); nothing else."""
+    from relaymq.message import FormatError, Message
+
+    try:
+        jms = mqtt5_to_jms(pub, now_ms=T0)
+    except MappingError:
+        return
+    assert 0 <= jms.JMSPriority <= 9
+    try:
+        Message.from_bytes(Message.from_jms(jms).to_bytes()).jms()
+    except (MappingError, FormatError) as exc:
+        # a value MQ cannot hold (a 49-character reply queue, a map key that is no XML name)
+        assert str(exc)
+    back = jms_to_mqtt5(jms, topic=pub.topic)
+    assert [kv for kv in back.user_properties if kv[0] not in ("JMS_Class", "JMSPriority", "JMSTimestamp", "JMSType", "JMSMessageID")] == [
+        kv for kv in pub.user_properties if kv[0] not in ("JMS_Class", "JMSPriority", "JMSTimestamp", "JMSType", "JMSMessageID")
+    ] or len({k for k, _ in pub.user_properties}) != len(pub.user_properties)

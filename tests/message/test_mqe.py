@@ -312,3 +312,65 @@ def test_received_property_names_that_are_not_java_identifiers_are_kept() -> Non
     jms.properties.set_received("a b", "x")
     assert jms_to_mqe(jms).get_fields("MQe_JMS_PROPERTIES").get("trace-id") == 1  # type: ignore[union-attr]
     assert "a b" not in jms_to_mqe(jms).get_fields("MQe_JMS_PROPERTIES")  # type: ignore[operator]
+
+
+def test_rule_msg_correlid_reverse_mapping() -> None:
+    """Item 21, MQe -> JMS: Msg_CorrelID (bytes) gives JMSCorrelationID 'ID:' + hex; an
+    arbitrary-string id kept in MQe_JMS_HEADER.MQe_JMS_CORRELATIONID wins; none gives None."""
+    raw = bytes(range(24))
+    assert mqe_to_jms(_mqe_text(Msg_CorrelID=("arrayOfByte", raw))).JMSCorrelationID == "ID:" + raw.hex()
+    header = MQeFields().put_unicode("MQe_JMS_CORRELATIONID", "order-42")
+    both = _mqe_text(Msg_CorrelID=("arrayOfByte", b"order-42"), MQe_JMS_HEADER=("fields", header))
+    assert mqe_to_jms(both).JMSCorrelationID == "order-42"
+    assert mqe_to_jms(_mqe_text()).JMSCorrelationID is None
+    assert mqe_to_jms(_mqe_text(Msg_CorrelID=("arrayOfByte", bytes(24)))).JMSCorrelationID is None  # all zero: none
+    for cid in ("ID:" + "ab" * 24, "free text"):
+        assert mqe_to_jms(restore(dump(jms_to_mqe(JMSMessage(JMSCorrelationID=cid))))).JMSCorrelationID == cid
+
+
+_FLAT_SCALARS = st.one_of(
+    st.tuples(st.just("ascii"), st.text(st.characters(max_codepoint=127), max_size=8)),
+    st.tuples(st.just("unicode"), st.text(max_size=8)),
+    st.tuples(st.sampled_from(["byte"]), st.integers(-128, 127)),
+    st.tuples(st.sampled_from(["short"]), st.integers(-(2**15), 2**15 - 1)),
+    st.tuples(st.sampled_from(["int"]), st.integers(-(2**31), 2**31 - 1)),
+    st.tuples(st.sampled_from(["long"]), st.integers(-(2**63), 2**63 - 1)),
+    st.tuples(st.just("double"), st.floats(allow_nan=False)),
+    st.tuples(st.just("float"), st.floats(width=32, allow_nan=False)),
+    st.tuples(st.just("boolean"), st.booleans()),
+    st.tuples(st.just("arrayOfByte"), st.binary(min_size=1, max_size=6)),
+    st.tuples(st.just("arrayOfInt"), st.lists(st.integers(-(2**31), 2**31 - 1), min_size=1, max_size=3)),
+    st.tuples(st.just("arrayOfDouble"), st.lists(st.floats(allow_nan=False), min_size=1, max_size=3)),
+)
+_FIELD_NAMES = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E, blacklist_characters="{}[]#();,'\"="), min_size=1, max_size=6)
+
+
+@settings(max_examples=300, deadline=2000)
+@given(st.dictionaries(_FIELD_NAMES, _FLAT_SCALARS, max_size=6), st.sampled_from(["(#0)#1=#2\r\n", "#0: #1 = #2\n", "<#0>#1=#2;\t", "#0 #1 #2\n"]))
+def test_restore_from_string_round_trips_flat_fields(values: dict[str, tuple[str, object]], template: str) -> None:
+    """Seed 004 l.476-492 (hypothesis): any flat MQeFields - names and string values holding
+    any allowed character, separators included - dumped with a restorable template comes back
+    equal."""
+    fields = MQeFields()
+    for name, (kind, value) in values.items():
+        fields.put(name, kind, value)
+    assert restore_from_string(dump_to_string(fields, template), template) == fields
+
+
+@pytest.mark.parametrize("template", ["[#0|#1|#2]\n", "#0:#1=#2;", "#0x#1=#2\n", "#0#1#2"])
+def test_restore_from_string_refuses_ambiguous_templates(template: str) -> None:
+    """A template whose text could split two ways ('|' may be part of a name, ';' of a value)
+    is refused up front rather than restoring the wrong fields."""
+    with pytest.raises(MQeFieldsError) as info:
+        restore_from_string("", template)
+    assert info.value.field == "template"
+
+
+@settings(max_examples=300, deadline=2000)
+@given(st.text(max_size=80), st.sampled_from(["(#0)#1=#2\r\n", "#0: #1 = #2\n"]))
+def test_restore_from_string_on_arbitrary_text(text: str, template: str) -> None:
+    """Bad input (hypothesis): arbitrary text is fields or a MQeFieldsError, never a hang."""
+    try:
+        restore_from_string(text, template)
+    except MQeFieldsError as exc:
+        assert exc.field and (exc.offset is None or 0 <= exc.offset <= len(text))

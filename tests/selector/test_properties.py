@@ -49,7 +49,7 @@ _VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(-5, 
 _TRI = st.sampled_from([True, False, None])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=2000)
 @given(_TRI, _TRI)
 def test_de_morgan_holds_in_three_valued_logic(a: bool | None, b: bool | None) -> None:
     """NOT (a AND b) = NOT a OR NOT b under Kleene logic (item 14 three-valued logic)."""
@@ -57,7 +57,7 @@ def test_de_morgan_holds_in_three_valued_logic(a: bool | None, b: bool | None) -
     assert not3(or3(a, b)) == and3(not3(a), not3(b))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=2000)
 @given(_VALUES, _VALUES, st.sampled_from(["=", "<>", "<", ">", "<=", ">="]))
 def test_compiled_comparison_agrees_with_rules(a: object, b: object, op: str) -> None:
     """The specialised closure for `ident op literal` equals the general comparison rule."""

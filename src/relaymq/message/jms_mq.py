@@ -248,7 +248,10 @@ def jms_to_mq(jms: JMSMessage, *, with_rfh2: bool = True, now_ms: int | None = N
     md.Priority = jms.JMSPriority
     # JMSReplyTo: ReplyToQ + ReplyToQMgr and jms.Rto; a request expects the reply.
     if jms.JMSReplyTo:
-        md.ReplyToQMgr, md.ReplyToQ = split_queue_uri(jms.JMSReplyTo)
+        # DECISION (note 16): a topic:// reply destination has no MQMD form - ReplyToQ names a
+        # queue - so it travels in jms.Rto only (and is lost without an RFH2).
+        if not jms.JMSReplyTo.startswith("topic://"):
+            md.ReplyToQMgr, md.ReplyToQ = split_queue_uri(jms.JMSReplyTo)
         jms_folder.add("Rto", jms.JMSReplyTo)
         md.MsgType = MQMT_REQUEST
     else:

@@ -29,7 +29,8 @@ INTEGER_BITS = {BYTE: 8, SHORT: 16, INT: 32, LONG: 64}
 ARRAY_ELEMENT = {SHORT_ARRAY: SHORT, INT_ARRAY: INT, LONG_ARRAY: LONG, FLOAT_ARRAY: FLOAT, DOUBLE_ARRAY: DOUBLE}
 TYPES = (ASCII, UNICODE, BYTE, SHORT, INT, LONG, FLOAT, DOUBLE, BOOLEAN, BYTE_ARRAY, *ARRAY_ELEMENT, FIELDS)
 
-_FORBIDDEN = set("{}[]#();,'\"=")
+#: Characters a field name may not hold (besides those outside 0x21-0x7F).
+FORBIDDEN_NAME_CHARACTERS = frozenset("{}[]#();,'\"=")
 
 
 def check_name(name: object) -> str:
@@ -39,7 +40,7 @@ def check_name(name: object) -> str:
     for ch in name:
         if not 0x20 < ord(ch) < 0x80:
             raise MQeFieldsError(name, None, f"character {ch!r} is outside 0x21-0x7F")
-        if ch in _FORBIDDEN:
+        if ch in FORBIDDEN_NAME_CHARACTERS:
             raise MQeFieldsError(name, None, f"character {ch!r} is not allowed in a field name")
     return name
 

@@ -8,7 +8,9 @@ array ``null``; nested fields in braces, dumped with the same template (``{...}`
 
 ``restore_from_string`` reads back a dump made with a template of the form
 ``<prefix>#0<sep>#1<sep>#2<suffix>`` - such as the seed's ``(#0)#1=#2\\r\\n`` - except nested
-fields, which, as in MQe, cannot be restored from text.
+fields, which, as in MQe, cannot be restored from text. The template must make the text
+unambiguous (checked): a non-word character between ``#0`` and ``#1``, a character no field
+name holds between ``#1`` and ``#2``, and a CR, LF or TAB in the terminator.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from relaymq.message.mqe_fields import (
     DOUBLE,
     FIELDS,
     FLOAT,
+    FORBIDDEN_NAME_CHARACTERS,
     INTEGER_BITS,
     UNICODE,
     MQeFields,
@@ -104,6 +107,14 @@ def restore_from_string(text: str, template: str = DEFAULT_TEMPLATE) -> MQeField
     prefix, sep1, sep2, suffix = template[:t0], template[t0 + 2 : t1], template[t1 + 2 : t2], template[t2 + 2 :]
     if not suffix:
         raise MQeFieldsError("template", None, "needs a terminator after #2 to restore")
+    # The text must split one way only: a type name is a word, a field name cannot hold the
+    # characters the naming rules forbid (or blanks), and no value text holds CR, LF or TAB.
+    if not any(not (c.isalnum() or c == "_") for c in sep1):
+        raise MQeFieldsError("template", None, "the text between #0 and #1 needs a character that is not a letter, digit or '_'")
+    if not any(c in FORBIDDEN_NAME_CHARACTERS or c.isspace() for c in sep2):
+        raise MQeFieldsError("template", None, "the text between #1 and #2 needs one of { } [ ] # ( ) ; , ' \" = or a blank, which no name holds")
+    if not any(c in "\r\n\t" for c in suffix):
+        raise MQeFieldsError("template", None, "the terminator after #2 needs a CR, LF or TAB, which no value text holds")
     pattern = re.compile(
         re.escape(prefix) + r"(\w+)" + re.escape(sep1) + r"([^{}\[\]#();,'\"=\s]+?)" + re.escape(sep2)
         + r"(.*?)" + re.escape(suffix),

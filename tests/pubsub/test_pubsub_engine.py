@@ -667,3 +667,17 @@ def test_item_27_a_message_without_a_command_is_answered_and_dead_lettered():
     assert (dead.message, dead.reason, dead.queue) == (plain, r.RFH_COMMAND_ERROR, CONTROL_QUEUE)
     reply = Message(MQMessage(md=MQMD(MsgType=MQMT_REPLY, ReplyToQ="R", Format="MQSTR"), body=b"x"))
     assert [type(a).__name__ for a in e.handle_message(reply, STREAM, 1.0)] == ["DeadLetter"]  # no reply to a reply
+
+
+def test_item_28_publisher_queue_checked_only_when_named():
+    """pubsub.md items 28, 31; seed 003 l.6021-6043: a Publish's QMgrName/QName name the
+    publisher's own subscriber queue; a blank one is an error only with OtherSubsOnly (3076),
+    an unknown queue manager is 3074 when a queue is named."""
+    e = make_engine()
+    assert send(e, "RegSub", Topic="T", reply_to="SUBQ").completion == "ok"
+    blank = psc.command_message("Publish", msg_type=MQMT_DATAGRAM, Topic="T", QMgrName="QM1", body=b"b")
+    assert [m.mq.body for m in send_message(e, blank, STREAM).to("SUBQ")] == [b"b"]  # published
+    other_subs = psc.command_message("Publish", msg_type=MQMT_DATAGRAM, Topic="T", PubOpt="OtherSubsOnly", body=b"o")
+    assert send_message(e, other_subs, STREAM).to("SUBQ") == []  # 3076: nothing published
+    assert send(e, "Publish", Topic="T", QMgrName="NOWHERE", body=b"x").reasons == [r.Q_MGR_NAME_ERROR]
+    assert send(e, "Publish", Topic="T", QMgrName="QM2", body=b"x").completion == "ok"

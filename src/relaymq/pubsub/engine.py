@@ -364,9 +364,11 @@ class PubSubEngine:
             raise r.PscError(r.PUB_OPTIONS_ERROR, "IsRetainedPub is set by the broker only", PubOpt="IsRetainedPub")
         topics = self._topics(command, publish=True)
         publisher = None
-        if "OtherSubsOnly" in options or "QName" in command.params or "QMgrName" in command.params:
+        own_queue = command.one("QName") or command.md.ReplyToQ.strip()
+        if "OtherSubsOnly" in options or (own_queue and ("QName" in command.params or "QMgrName" in command.params)):
             # The publisher's own subscriber queue (seed 6021-6043): 3074/3076 when it is not
-            # valid (seed 7082-7118 lists Publish among the commands that issue them).
+            # valid (seed 7082-7118 lists Publish among the commands that issue them); it must
+            # not be blank only with OtherSubsOnly.
             correl = command.md.CorrelId if "CorrelAsId" in options and command.md.CorrelId != _ZERO_ID else b""
             own = self._subscriber(command, False)
             publisher = SubscriberId(own.qmgr, own.queue, correl)

@@ -5,38 +5,50 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 PY="${PYTHON:-python3}"
 
-ensure_venv() {  # $1: pip extras, e.g. "fast" or "test,fast"
-  local extras="$1"
+ensure_venv() {  # $1: pip extras, e.g. "fast" or "test,fast,spark"
+  # The stamp holds pyproject.toml's hash, then the extras installed with it. Asking for extras
+  # that are already there installs nothing, so bin/relaymq (fast) and bin/test (test,fast,spark)
+  # share one environment instead of reinstalling it in turn.
   local stamp="$VENV/.relaymq-installed"
-  local want
-  want="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)-$extras"
+  local hash installed=() wanted=() missing=0 extra
+  hash="$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)"
+  IFS=, read -r -a wanted <<< "$1"
   if [ ! -x "$VENV/bin/python" ]; then
     ensure_python_venv
     echo "relaymq: creating virtual environment in $VENV" >&2
     "$PY" -m venv "$VENV"
   fi
-  if [ ! -f "$stamp" ] || ! grep -qx -- "$want" "$stamp" 2>/dev/null; then
-    echo "relaymq: installing relaymq[$extras] into $VENV" >&2
-    "$VENV/bin/python" -m pip install -q --upgrade pip >&2
-    "$VENV/bin/python" -m pip install -q -e "$ROOT[$extras]" >&2
-    echo "$want" > "$stamp"
+  if [ -f "$stamp" ] && [ "$(head -n1 "$stamp")" = "$hash" ]; then
+    mapfile -t installed < <(tail -n +2 "$stamp")
   fi
+  for extra in "${wanted[@]}"; do
+    printf '%s\n' "${installed[@]}" | grep -qx -- "$extra" || missing=1
+  done
+  [ "$missing" -eq 0 ] && [ -f "$stamp" ] && return 0
+  local all
+  all="$(printf '%s\n' "${installed[@]}" "${wanted[@]}" | grep -v '^$' | sort -u | paste -sd, -)"
+  echo "relaymq: installing relaymq[$all] into $VENV" >&2
+  "$VENV/bin/python" -m pip install -q --upgrade pip >&2
+  "$VENV/bin/python" -m pip install -q -e "$ROOT[$all]" >&2
+  { echo "$hash"; tr , '\n' <<< "$all"; } > "$stamp"
+}
+
+apt_install() {  # Debian packages, with sudo when not root
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "relaymq: installing Debian packages: $*" >&2
+  $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >&2
 }
 
 ensure_python_venv() {  # `python3 -m venv` needs ensurepip, which Debian ships apart in python3-venv
   "$PY" -c "import ensurepip, venv" >/dev/null 2>&1 && return 0
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  echo "relaymq: $PY has no ensurepip; installing Debian package python3-venv" >&2
-  $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >&2
+  echo "relaymq: $PY has no ensurepip" >&2
+  apt_install python3-venv
 }
 
 ensure_debian_packages() {  # the command-line MQTT clients the interoperability tests drive
   local missing=()
   command -v mosquitto_pub >/dev/null 2>&1 || missing+=(mosquitto-clients)
   [ ${#missing[@]} -eq 0 ] && return 0
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  echo "relaymq: installing Debian packages: ${missing[*]}" >&2
-  $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
+  apt_install "${missing[@]}"
 }

@@ -70,7 +70,7 @@ class Node:
     fixed ports and a fixed data directory, restartable; depths are read over REST."""
 
     def __init__(self, workdir: Path, name: str, queues: list[dict[str, Any]],
-                 connections: list[dict[str, Any]]) -> None:
+                 connections: list[dict[str, Any]], qmgr_extra: dict[str, Any] | None = None) -> None:
         from harness import free_port
 
         self.name = name
@@ -83,7 +83,8 @@ class Node:
             f'[broker]\ndata_dir = "{self.data_dir}"\nsqlite_synchronous = "NORMAL"\nsys_interval = 0\n\n'
             f'[[listener]]\nhost = "127.0.0.1"\nport = {self.mqtt_port}\n\n'
             f'[http]\nhost = "127.0.0.1"\nport = {self.http_port}\n\n'
-            f'[qmgr]\nname = "{name}"\nchannel_host = "127.0.0.1"\nchannel_port = {self.port}\n\n'
+            f'[qmgr]\nname = "{name}"\nchannel_host = "127.0.0.1"\nchannel_port = {self.port}\n'
+            + "".join(f"{k} = {_toml(v)}\n" for k, v in (qmgr_extra or {}).items()) + "\n"
             + _tables("qmgr.queue", queues) + _tables("qmgr.connection", connections))
         self.log = self.data_dir / "broker.log"
         self.proc: subprocess.Popen[bytes] | None = None

@@ -67,3 +67,43 @@ def test_http_adapter_and_home_server_pull_between_brokers(tmp_path: Path) -> No
     finally:
         for node in nodes:
             node.stop()
+
+
+def test_mutual_tls_channel_between_brokers(tmp_path: Path) -> None:
+    """Issue 5 ("a documented, versioned protocol ... over TCP (and TLS)"), P7d: SERVER's
+    listener speaks TLS with [qmgr] channel_tls_cert/channel_tls_key and, with
+    channel_tls_ca, accepts only queue managers presenting a certificate from that CA.
+    DEVICE, whose [qmgr] channel_tls_* are its certificate and CA, delivers over tls = true;
+    INTRUDER, with tls = true and the CA but no certificate of its own, is refused at the
+    handshake and keeps its message."""
+    from .test_channel_transport import _certificates
+
+    ca, cert, key = _certificates(tmp_path)
+    tls = {"channel_tls_cert": cert, "channel_tls_key": key, "channel_tls_ca": ca}
+    server = Node(tmp_path, "SERVER", [{"name": "IN"}], [], qmgr_extra=tls)
+    device = Node(tmp_path, "DEVICE", [{"name": "IN", "type": "remote", "queue_manager": "SERVER", "mode": "async"}],
+                  [{"name": "SERVER", "address": f"localhost:{server.port}", "tls": True, "retry_initial_ms": 50}],
+                  qmgr_extra=tls)
+    intruder = Node(tmp_path, "INTRUDER",
+                    [{"name": "IN", "type": "remote", "queue_manager": "SERVER", "mode": "async"}],
+                    [{"name": "SERVER", "address": f"localhost:{server.port}", "tls": True, "tls_ca": ca,
+                      "retry_initial_ms": 50}])
+    _put_offline(device, "IN", "SERVER", ["over tls"])
+    _put_offline(intruder, "IN", "SERVER", ["no certificate"])
+    nodes = [server, device, intruder]
+    try:
+        for node in nodes:
+            node.start()
+        deadline = time.monotonic() + 30
+        while not (server.depths().get("IN") == 1 and device.depths().get("IN") == 0):
+            assert time.monotonic() < deadline, (server.depths(), device.depths())
+            time.sleep(0.1)
+        time.sleep(0.5)
+        assert intruder.depths().get("IN") == 1
+        assert _drain(server, "IN") == ["over tls"]
+        # TLS 1.3: the server checks the client certificate after the client's handshake is
+        # done, so the intruder sees the connection closed rather than a certificate alert.
+        assert "WARNING relaymq.qmgr.channel: channel to SERVER" in intruder.log.read_text()
+    finally:
+        for node in nodes:
+            node.stop()

@@ -104,3 +104,52 @@ def test_connections_are_built_by_the_channel_part(tmp_path) -> None:
     with pytest.raises(ConfigError) as err:
         _config(tmp_path, '[[qmgr.connection]]\nname = "T"\nvia = "NOPE"\n')
     assert err.value.key == "qmgr.connection[0].via"
+
+
+@pytest.mark.parametrize("toml,key", [
+    ('[qmgr]\nchannel_tls_cert = "{cert}"\n', "qmgr.channel_tls_key"),
+    ('[qmgr]\nchannel_tls_key = "{cert}"\n', "qmgr.channel_tls_cert"),
+    ('[qmgr]\nchannel_tls_ca = "{cert}"\n', "qmgr.channel_tls_ca"),
+    ('[qmgr]\nchannel_tls_cert = "/no/such/file.pem"\nchannel_tls_key = "{cert}"\n', "qmgr.channel_tls_cert"),
+    ('[[qmgr.connection]]\nname = "S"\naddress = "h:1"\ntls_cert = "{cert}"\n', "qmgr.connection[0].tls_key"),
+])
+def test_channel_tls_keys_are_checked(tmp_path, toml: str, key: str) -> None:
+    """P7d: [qmgr] channel_tls_cert/channel_tls_key go together, channel_tls_ca needs them,
+    files must exist; a connection's client certificate likewise; the error names the key."""
+    cert = tmp_path / "cert.pem"
+    cert.write_text("not checked here")
+    with pytest.raises(ConfigError) as err:
+        _config(tmp_path, toml.replace("{cert}", str(cert)))
+    assert err.value.key == key
+
+
+def test_connections_with_tls_default_to_the_queue_managers_certificate(tmp_path) -> None:
+    """P7d: a connection with tls = true and no certificate of its own presents [qmgr]
+    channel_tls_cert/key and verifies the peer against channel_tls_ca."""
+    for name in ("c.pem", "k.pem", "ca.pem", "own-ca.pem"):
+        (tmp_path / name).write_text("x")
+    settings = _config(tmp_path, f"""
+[qmgr]
+channel_tls_cert = "{tmp_path / 'c.pem'}"
+channel_tls_key = "{tmp_path / 'k.pem'}"
+channel_tls_ca = "{tmp_path / 'ca.pem'}"
+
+[[qmgr.connection]]
+name = "A"
+address = "a:1"
+tls = true
+
+[[qmgr.connection]]
+name = "B"
+address = "b:1"
+tls = true
+tls_ca = "{tmp_path / 'own-ca.pem'}"
+
+[[qmgr.connection]]
+name = "C"
+address = "c:1"
+""").section("qmgr")
+    a, b, c = settings.connection
+    assert (a.tls_cert, a.tls_key, a.tls_ca) == (str(tmp_path / "c.pem"), str(tmp_path / "k.pem"), str(tmp_path / "ca.pem"))
+    assert (b.tls_cert, b.tls_ca) == (str(tmp_path / "c.pem"), str(tmp_path / "own-ca.pem"))
+    assert (c.tls_cert, c.tls_ca) == ("", "")

@@ -16,6 +16,7 @@ import itertools
 import logging
 import os
 import ssl
+import types
 import uuid
 from typing import Any
 
@@ -246,27 +247,32 @@ class ChannelService:
 
 
 def _server_ssl(settings: Any) -> ssl.SSLContext | None:
-    cert = getattr(settings, "channel_tls_cert", "")
-    if not cert:
-        return None
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, getattr(settings, "channel_tls_key", "") or None)
-    return context
+    """The listener's TLS context from [qmgr] channel_tls_cert/key/ca (the same rules as an
+    MQTT listener's, relaymq.server.tls): with a CA, a client certificate is required."""
+    from relaymq.server.tls import server_context
+
+    return server_context(types.SimpleNamespace(
+        tls_cert=getattr(settings, "channel_tls_cert", ""), tls_key=getattr(settings, "channel_tls_key", ""),
+        tls_ca=getattr(settings, "channel_tls_ca", ""), require_certificate=True))
 
 
 async def start(context: Any, service: Any) -> ChannelService:
     """Start the channels of the broker's queue manager (called by relaymq.qmgr.service).
 
-    Reads ``[qmgr] channel_host``/``channel_port`` and, when the qmgr settings carry them,
-    ``connection`` (ConnectionSettings from channel_settings.build_connections) and
-    ``channel_tls_cert``/``channel_tls_key``.
+    Reads ``[qmgr] channel_host``/``channel_port``, ``connection`` (ConnectionSettings from
+    channel_settings.build_connections) and ``channel_tls_cert``/``channel_tls_key``/
+    ``channel_tls_ca`` (TLS on the listener; a CA requires client certificates).
     """
     from relaymq.server.app import ServiceError
 
     settings = service.settings
+    try:
+        ssl_context = _server_ssl(settings)
+    except (OSError, ssl.SSLError) as exc:
+        raise ServiceError(f"queue manager {service.qm.name}: channel TLS certificate: {exc}") from None
     channels = ChannelService(service.qm, tuple(getattr(settings, "connection", ()) or ()),
                               listen_host=settings.channel_host, listen_port=settings.channel_port,
-                              ssl_context=_server_ssl(settings))
+                              ssl_context=ssl_context)
     try:
         await channels.start(context.services.get("http"))
     except OSError as exc:

@@ -5,6 +5,8 @@ seed 004 l.3655-3795), as ``[[qmgr.connection]]`` tables::
     name = "SERVER"                    # exactly the remote queue manager's name (item 23)
     address = "server.example:8081"    # host:port (TCP), or http(s)://host:port (HTTP adapter)
     tls = false                        # TCP over TLS; tls_ca verifies the server
+    tls_cert = ""                      # a client certificate (default: [qmgr] channel_tls_cert)
+    tls_key = ""
     batch = 100                        # messages per PUT/CONFIRM round
     retry_initial_ms = 100             # reconnect backoff, doubling ...
     retry_max_ms = 5000                # ... up to this
@@ -56,6 +58,8 @@ class ConnectionSettings:
     via: str = key_field("", _optional_name)
     tls: bool = key_field(False, boolean)
     tls_ca: str = key_field("", text, path="file")
+    tls_cert: str = key_field("", text, path="file")
+    tls_key: str = key_field("", text, path="file")
     batch: int = key_field(100, int_range(1, 100_000))
     retry_initial_ms: int = key_field(100, int_range(1, 3_600_000))
     retry_max_ms: int = key_field(5000, int_range(1, 3_600_000))
@@ -86,6 +90,9 @@ def build_connections(raw: object, key: str, base_dir: str | None) -> tuple[Conn
         connection = build_section(ConnectionSettings, table, item_key, base_dir)
         if connection.address and connection.via:
             raise ConfigError(f"{item_key}.via", "give address or via, not both")
+        if bool(connection.tls_cert) != bool(connection.tls_key):
+            missing = "tls_key" if connection.tls_cert else "tls_cert"
+            raise ConfigError(f"{item_key}.{missing}", "tls_cert and tls_key go together (a client certificate)")
         for earlier in out:
             if earlier.name == connection.name:
                 raise ConfigError(f"{item_key}.name", f"{connection.name!r} is defined twice")

@@ -134,8 +134,12 @@ def _client_ssl(connection: ConnectionSettings) -> ssl.SSLContext | None:
     if not (connection.tls or connection.address.startswith("https://")):
         return None
     # The peer's certificate must chain to tls_ca (or the system CAs) and name the host of
-    # the address, as for any TLS client.
-    return ssl.create_default_context(cafile=connection.tls_ca or None)
+    # the address, as for any TLS client; tls_cert/tls_key is this queue manager's client
+    # certificate for a listener that requires one.
+    context = ssl.create_default_context(cafile=connection.tls_ca or None)
+    if connection.tls_cert:
+        context.load_cert_chain(connection.tls_cert, connection.tls_key or None)
+    return context
 
 
 async def open_conversation(connection: ConnectionSettings) -> Conversation:

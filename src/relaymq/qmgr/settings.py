@@ -4,6 +4,9 @@
     name = "QM1"              # --qmgr NAME
     channel_port = 8081       # --channel-port N: the channel listener (started by the channel part)
     channel_host = "0.0.0.0"
+    channel_tls_cert = ""     # with channel_tls_key: the listener speaks TLS (and it is our client cert)
+    channel_tls_key = ""
+    channel_tls_ca = ""       # the listener requires client certificates signed by it
     confirm_window = 86400    # seconds a confirmed UID is remembered for duplicate removal
     dead_letter_undeliverable = true  # channel PUTs for unknown queues go to the dead-letter queue
     admin_remote = false      # REST queue define/delete only from the loopback interface
@@ -20,7 +23,7 @@ Every key is checked here, so a mistake stops start-up with one line naming it, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from relaymq.config import (
@@ -81,6 +84,14 @@ class QmgrSettings:
     name: str = key_field("QM1", qmgr_name)
     channel_port: int = key_field(8081, int_range(0, 65535))
     channel_host: str = key_field("0.0.0.0", non_empty_text)
+    #: PEM certificate and key: the channel listener speaks TLS, and connections with
+    #: ``tls = true`` present them as this queue manager's client certificate.
+    channel_tls_cert: str = key_field("", text, path="file")
+    channel_tls_key: str = key_field("", text, path="file")
+    #: PEM CA certificates: the listener then requires a client certificate signed by them
+    #: (only queue managers holding one may connect), and connections with ``tls = true``
+    #: and no ``tls_ca`` of their own verify the peer against them.
+    channel_tls_ca: str = key_field("", text, path="file")
     confirm_window: int = key_field(int(DEFAULT_CONFIRM_WINDOW), int_range(1))
     #: A channel PUT for a queue of this queue manager that does not exist (or never takes
     #: it: too big) goes to SYSTEM.DEAD.LETTER.QUEUE with an MQDLH; false: it stays on the
@@ -124,7 +135,17 @@ def build(raw: object, key: str, base_dir: str | None) -> QmgrSettings:
     queues = table.pop("queue", [])
     connections_raw = table.pop("connection", None)
     settings = build_section(QmgrSettings, table, key, base_dir)
-    connections = build_connections(connections_raw, f"{key}.connection", base_dir)
+    if bool(settings.channel_tls_cert) != bool(settings.channel_tls_key):
+        missing = "channel_tls_key" if settings.channel_tls_cert else "channel_tls_cert"
+        raise ConfigError(f"{key}.{missing}", "channel_tls_cert and channel_tls_key go together (both are needed"
+                                              " for TLS)")
+    if settings.channel_tls_ca and not settings.channel_tls_cert:
+        raise ConfigError(f"{key}.channel_tls_ca", "needs channel_tls_cert and channel_tls_key (client certificates"
+                                                   " need a TLS listener)")
+    connections = tuple(
+        replace(c, tls_ca=c.tls_ca or settings.channel_tls_ca, tls_cert=c.tls_cert or settings.channel_tls_cert,
+                tls_key=c.tls_key or settings.channel_tls_key) if c.tls and not c.tls_cert else c
+        for c in build_connections(connections_raw, f"{key}.connection", base_dir))
     if not isinstance(queues, list):
         raise ConfigError(f"{key}.queue", "expected [[qmgr.queue]] tables")
     seen: dict[str, int] = {}

@@ -1,11 +1,14 @@
 """Simulated LCUnit devices: telemetry batches in the seed's XML format (flows-http.md items
 11-13), published over MQTT to ``LCUnit/<id>/batch`` where the archive rule picks them up.
 
-Each unit sends one batch per 15 minutes of (simulated) device time, holding a heartbeat
-every ``heartbeat_minutes`` and, now and then, a state change. Units listed in ``silent``
-stop sending after batch ``silent_after``: the analytics job should raise an alert for them.
+Each unit sends one batch per 15 minutes of (simulated) device time, holding the events of
+those 15 minutes: a heartbeat every ``heartbeat_minutes`` (plus 0-2 minutes of jitter) and, now
+and then, a state change. A batch is sent when its 15 minutes are over, so its events are up
+to 15 minutes old when it arrives (the job's allowed lateness). Units listed in ``silent``
+stop sending from batch ``silent_after`` on, or, with ``resume_at``, until that batch: the
+analytics job should raise an alert for each such silence longer than 30 minutes.
 
-    python devices.py --port 1883 --units 50 --batches 8 --silent 7,13 --silent-after 3
+    python devices.py --port 1883 --units 50 --batches 8 --silent 7,13 --silent-after 3 [--resume-at 6]
 
 Everything here is deterministic (a seeded random generator), so tests can compute the
 expected analytics from the same function.
@@ -38,19 +41,21 @@ def stamp(when: datetime) -> str:
 
 
 def unit_events(unit: int, batch: int, heartbeat_minutes: int = 5, seed: int = 7) -> list[Event]:
-    """The events of one unit's batch ``batch`` (0-based), in time order."""
+    """The events of one unit's batch ``batch`` (0-based), in time order, all inside the batch's
+    15 minutes (a batch never holds an event from after it was sent)."""
     rng = random.Random(seed * 1_000_003 + unit * 1009 + batch)
     begin = START + timedelta(minutes=BATCH_MINUTES * batch)
+    end = begin + timedelta(minutes=BATCH_MINUTES)
     events: list[Event] = []
     state = (unit + batch) % len(STATES)
     offset = rng.randint(0, 59)
     minute = 0
     while minute < BATCH_MINUTES:
         events.append(Event(unit, "Heartbeat", begin + timedelta(minutes=minute, seconds=offset), state))
-        if rng.random() < 0.4:
+        change_at = begin + timedelta(minutes=minute, seconds=offset + 30)
+        if rng.random() < 0.4 and change_at < end:
             new_state = (state + 1) % len(STATES)
-            events.append(Event(unit, "StateChange", begin + timedelta(minutes=minute, seconds=offset + 30),
-                                new_state, state))
+            events.append(Event(unit, "StateChange", change_at, new_state, state))
             state = new_state
         minute += heartbeat_minutes + rng.choice([0, 0, 1, 2])
     return events
@@ -74,12 +79,13 @@ def batch_xml(unit: int, batch: int, events: list[Event]) -> bytes:
 
 
 def schedule(units: int, batches: int, silent: set[int] = frozenset(), silent_after: int = 0,
-             heartbeat_minutes: int = 5) -> list[tuple[int, int, list[Event]]]:
-    """(unit, batch, events) in sending order: batch by batch, every unit still talking."""
+             heartbeat_minutes: int = 5, resume_at: int | None = None) -> list[tuple[int, int, list[Event]]]:
+    """(unit, batch, events) in sending order: batch by batch, every unit still talking. Units
+    in ``silent`` send nothing from batch ``silent_after`` on (until ``resume_at``, if given)."""
     plan = []
     for batch in range(batches):
         for unit in range(1, units + 1):
-            if unit in silent and batch >= silent_after:
+            if unit in silent and batch >= silent_after and (resume_at is None or batch < resume_at):
                 continue
             plan.append((unit, batch, unit_events(unit, batch, heartbeat_minutes)))
     return plan
@@ -109,9 +115,10 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=8)
     parser.add_argument("--silent", default="7", help="comma-separated units that fall silent")
     parser.add_argument("--silent-after", type=int, default=3, help="batch from which they are silent")
+    parser.add_argument("--resume-at", type=int, default=None, help="batch at which they talk again (default: never)")
     args = parser.parse_args()
     silent = {int(u) for u in args.silent.split(",") if u.strip()}
-    plan = schedule(args.units, args.batches, silent, args.silent_after)
+    plan = schedule(args.units, args.batches, silent, args.silent_after, resume_at=args.resume_at)
     print(f"published {publish(args.host, args.port, plan)} batches")
 
 

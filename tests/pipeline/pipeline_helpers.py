@@ -6,6 +6,8 @@ import it without clashing with tests/conftest.py.)"""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 import urllib.error
@@ -164,3 +166,50 @@ def wait_for_entries(access, count: int) -> dict:
     raise AssertionError(f"log did not reach {count} entries: {parts}")
 
 
+
+
+def session_members(session: int) -> list[int]:
+    """Every process of a session (a job started with start_new_session=True: its Python, the
+    JVM, and the Python daemon and workers, which move to their own process group)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session and fields[0] != b"Z":  # after ")": state, ppid, pgrp, session
+            members.append(int(entry))
+    return members
+
+
+def become_subreaper() -> None:
+    """Processes orphaned below this one (a killed job's JVM) become its children, so that
+    kill_session can reap them instead of leaving zombies (Linux PR_SET_CHILD_SUBREAPER)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+
+
+def kill_session(session: int, timeout: float = 30.0) -> None:
+    """SIGKILL every process of ``session`` (the way a machine failure ends a job), wait until
+    none is left, and reap those that are this process's children."""
+    deadline = time.monotonic() + timeout
+    killed: set[int] = set()
+    while members := session_members(session):
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except ProcessLookupError:
+                pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"processes of session {session} survive SIGKILL: {members}")
+        time.sleep(0.1)
+    for pid in killed - {session}:  # the session leader is the caller's Popen: it waits itself
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass

@@ -11,24 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from flow_helpers import SOAP, TELEMETRY, Client, FlowBroker, admin, flow_file, http
+from flow_helpers import SOAP, TELEMETRY, Client, FlowBroker, admin, flow_file, http, queue_cli, rest_get, rest_put
 from harness import free_port
+from relaymq.qmgr.rest_format import parse_usr
 
 BATCH = (TELEMETRY / "batch.xml").read_bytes()
 REQUEST = (SOAP / "request.xml").read_bytes()
 
 QUEUES = ("TELEMETRY.ERRORS", "REQ", "REPLIES", "POISON", "POISON.BO", "SUBQ", "REGREPLY")
 
-def queue_to_topic(name: str, queue: str, topic: str, code: str | None = None) -> str:
-    """A flow MQInput -> [Compute] -> Publication: how a test sees what reached a queue."""
-    lines = [f"flow: {name}", "nodes:", f"  In: {{type: MQInput, queue: {queue}}}",
-             f"  Pub: {{type: Publication, topic: {topic}, qos: 1}}"]
-    connections = ["  - In.out -> Pub"]
-    if code is not None:
-        lines.append(f"  C: {{type: Compute, code: {json.dumps(code)}}}")
-        connections = ["  - In.out -> C", "  - C.out -> Pub"]
-    return "\n".join(lines + ["connections:"] + connections) + "\n"
 
+def queue_get(broker: FlowBroker, queue: str) -> dict:
+    """``relaymq queue get QUEUE --url``: the message as it prints it, usr parsed."""
+    done = queue_cli(broker, "get", queue, "--wait", "20")
+    assert done.returncode == 0, done.stderr
+    message = json.loads(done.stdout)
+    message["usr"] = {n: v for n, v, _ in parse_usr([message["usr"]])} if "usr" in message else {}
+    return message
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
@@ -38,8 +37,7 @@ def broker(tmp_path_factory):
     b.start()
     telemetry = flow_file(tmp, TELEMETRY / "telemetry.yaml",
                           {"SCADAInput1": {"port": b.scada[0]}, "SCADAInput2": {"port": b.scada[1]}})
-    deploys = [telemetry.read_bytes(), queue_to_topic("errors", "TELEMETRY.ERRORS", "errors/telemetry").encode(),
-               flow_file(tmp, SOAP / "soap.yaml").read_bytes()]
+    deploys = [telemetry.read_bytes(), flow_file(tmp, SOAP / "soap.yaml").read_bytes()]
     for body in deploys:
         status, answer = admin(b, "POST", "", body)
         assert status == 201, answer
@@ -86,18 +84,21 @@ def test_second_telemetry_port_feeds_the_same_flow(broker):
 
 
 def test_malformed_batch_goes_to_the_error_queue_and_the_flow_keeps_running(broker):
-    """flows-http.md item 10 (seed 000 l.443): errors go to an MQOutput error queue (seen here
-    through a second flow, MQInput -> Publication); the next good batch is still split."""
-    errors = Client(broker.port, "v5").subscribe("errors/telemetry")
+    """flows-http.md item 10 (seed 000 l.443): errors go to an MQOutput error queue, read here
+    with `relaymq queue get --url`: the batch as the device sent it, with why it failed in its
+    usr folder; the next good batch is still split."""
     events = Client(broker.port, "v5").subscribe("LCUnit/12345/StateChange")
     device = Client(broker.scada[0], "v31", "dev")
     try:
         device.publish("LCUnit/12345/batch", b"<events d_tstamp='1'><StateChange>")
-        assert errors.wait_for(1)[0][1] == b"<events d_tstamp='1'><StateChange>"
+        error = queue_get(broker, "TELEMETRY.ERRORS")
+        assert error["body"] == "<events d_tstamp='1'><StateChange>"
+        assert error["usr"]["relaymq_flow"] == "telemetry" and error["usr"]["relaymq_node"] == "SplitBatch"
+        assert error["usr"]["relaymq_error_text"]  # the parser's complaint
         device.publish("LCUnit/12345/batch", BATCH)
         assert events.wait_for(1)[0][0] == "LCUnit/12345/StateChange"
     finally:
-        for c in (errors, events, device):
+        for c in (events, device):
             c.close()
 
 
@@ -177,102 +178,80 @@ def test_http_timeouts(broker):
 
 def test_queue_nodes_request_and_reply(broker):
     """flows-http.md item 5: request/reply over queues: a Compute sets ReplyToQ, MQOutput puts
-    the request, a second flow's MQInput gets it and MQReply answers to ReplyToQ, a third
-    publishes what arrived there (CorrelId = the request's MsgId)."""
+    the request, a second flow's MQInput gets it and MQReply answers to ReplyToQ, where the
+    requester reads the reply over REST (CorrelId = the request's MsgId)."""
     make = ("def main(c):\n    m = c.copy_input()\n    m.mq.md.ReplyToQ = 'REPLIES'\n"
             "    m.mq.md.MsgId = b'REQUEST-ID-0000000000001'\n    return m\n")
-    request = (f"flow: requester\nnodes:\n  In: {{type: SCADAInput, port: {free_port()}}}\n"
+    port = free_port()
+    request = (f"flow: requester\nnodes:\n  In: {{type: SCADAInput, port: {port}}}\n"
                f"  C: {{type: Compute, code: {json.dumps(make)}}}\n  Put: {{type: MQOutput, queue: REQ, new_msg_id: false}}\n"
                "connections:\n  - In.out -> C\n  - C.out -> Put\n")
     replier = "flow: replier\nnodes:\n  In: {type: MQInput, queue: REQ}\n  R: {type: MQReply}\nconnections:\n  - In.out -> R\n"
-    show = ("def main(c):\n    m = c.copy_input()\n    m.mq.body = c.input.mq.md.CorrelId + b'|' + c.input.mq.body\n"
-            "    return m\n")
-    deployed = [request, replier, queue_to_topic("replies", "REPLIES", "replies/out", show)]
-    for body in deployed:
+    for body in (request, replier):
         status, answer = admin(broker, "POST", "", body.encode())
         assert status == 201, answer
-    port = int(request.split("port: ")[1].split("}")[0])
-    sub = Client(broker.port, "v5").subscribe("replies/out")
     device = Client(port, "v311", "dev")
     try:
         device.publish("req", b"ping")
-        assert sub.wait_for(1)[0][1] == b"REQUEST-ID-0000000000001|ping"
+        status, headers, body = rest_get(broker, "REPLIES")
+        assert (status, body) == (200, b"ping")
+        assert headers["ibm-mq-md-correlationid"] == "ID:" + b"REQUEST-ID-0000000000001".hex()
     finally:
-        sub.close()
         device.close()
-        for name in ("requester", "replier", "replies"):
+        for name in ("requester", "replier"):
             admin(broker, "DELETE", f"/{name}")
 
 
 def test_backout_to_the_backout_queue_after_the_threshold(broker):
-    """flows-http.md item 4; formats-and-jms.md item 13: a message that keeps failing is
-    redelivered and, at the backout threshold, put to the backout queue with its BackoutCount."""
-    feed = (f"flow: feed\nnodes:\n  In: {{type: SCADAInput, port: {free_port()}}}\n"
-            "  Put: {type: MQOutput, queue: POISON}\nconnections:\n  - In.out -> Put\n")
+    """flows-http.md item 4; formats-and-jms.md item 13: a message put with `relaymq queue put`
+    that keeps failing is redelivered and, at the backout threshold, put to the backout queue,
+    where `relaymq queue get` finds it with the Throw node's exception in its usr folder."""
     poison = ("flow: poison\nbackout_threshold: 3\nbackout_queue: POISON.BO\nnodes:\n"
-              "  In: {type: MQInput, queue: POISON}\n  Boom: {type: Throw, message: always}\n"
+              "  In: {type: MQInput, queue: POISON}\n  Boom: {type: Throw, message: always, number: 3042}\n"
               "connections:\n  - In.out -> Boom\n")
-    count = "def main(c):\n    m = c.copy_input()\n    m.mq.body = str(c.input.mq.md.BackoutCount).encode()\n    return m\n"
-    for body in (feed, poison, queue_to_topic("bo", "POISON.BO", "poison/backout", count)):
-        status, answer = admin(broker, "POST", "", body.encode())
-        assert status == 201, answer
-    port = int(feed.split("port: ")[1].split("}")[0])
-    sub = Client(broker.port, "v5").subscribe("poison/backout")
-    device = Client(port, "v311", "dev")
+    status, answer = admin(broker, "POST", "", poison.encode())
+    assert status == 201, answer
     try:
-        device.publish("x", b"poison")
-        assert sub.wait_for(1)[0][1] == b"3"
+        done = queue_cli(broker, "put", "POISON", "--message", "poison")
+        assert done.returncode == 0, done.stderr
+        backed_out = queue_get(broker, "POISON.BO")
+        assert backed_out["body"] == "poison"
+        assert backed_out["usr"]["relaymq_error_type"] == "UserException"
+        assert backed_out["usr"]["relaymq_error_number"] == 3042
+        assert backed_out["usr"]["relaymq_error_text"] == "always"
         status, answer = admin(broker, "GET", "/poison")
         assert answer["stats"]["backouts"] == 3 and answer["stats"]["backout_queue"] == 1
     finally:
-        sub.close()
-        device.close()
-        for name in ("feed", "poison", "bo"):
-            admin(broker, "DELETE", f"/{name}")
+        admin(broker, "DELETE", "/poison")
 
 
 def test_psc_subscriber_queue_gets_usr_in_the_rfh2(broker):
     """flows-http.md items 10, 13 and Decisions: a queue subscriber registered with the psc
-    protocol (seed 003 RegSub) receives the two event publications with the usr values in the
-    MQRFH2 usr folder and the event text as an MQSTR body."""
-    register = ("from relaymq.pubsub.psc import command_message\n"
-                "def main(c):\n    return command_message('RegSub', Topic='LCUnit/#', QName='SUBQ', reply_to='REGREPLY')\n")
-    show = ("import json\n"
-            "def main(c):\n    m = c.copy_input()\n    rfh2 = c.input.mq.first_rfh2()\n"
-            "    usr = {e.name: e.value for e in rfh2.folder('usr').children}\n"
-            "    m.mq.headers = []\n"
-            "    m.mq.body = json.dumps([rfh2.get('psc.Topic'), rfh2.Format.strip(), usr, c.input.mq.body.decode()]).encode()\n"
-            "    return m\n")
-    port = free_port()
-    flows = [(f"flow: register\nnodes:\n  In: {{type: SCADAInput, port: {port}}}\n"
-              f"  C: {{type: Compute, code: {json.dumps(register)}}}\n"
-              "  Put: {type: MQOutput, queue: SYSTEM.BROKER.CONTROL.QUEUE, new_msg_id: false}\n"
-              "connections:\n  - In.out -> C\n  - C.out -> Put\n"),
-             queue_to_topic("regreply", "REGREPLY", "reg/reply"),
-             queue_to_topic("subq", "SUBQ", "subq/out", show)]
-    for body in flows:
-        status, answer = admin(broker, "POST", "", body.encode())
-        assert status == 201, answer
-    replies = Client(broker.port, "v5").subscribe("reg/reply")
-    seen = Client(broker.port, "v5").subscribe("subq/out")
-    trigger = Client(port, "v311", "reg")
+    protocol (seed 003 RegSub, POSTed over REST) receives the two event publications with the
+    usr values in the MQRFH2 usr folder and the event text as an MQSTR body, read back over REST."""
+    regsub = b"<psc><Command>RegSub</Command><Topic>LCUnit/#</Topic><QName>SUBQ</QName></psc>"
+    assert rest_put(broker, "SYSTEM.BROKER.CONTROL.QUEUE", regsub, [("ibm-mq-md-replyTo", "REGREPLY")]) == 201
+    assert b"<Completion>ok</Completion>" in rest_get(broker, "REGREPLY")[2]
     device = Client(broker.scada[0], "v31", "dev")
     try:
-        trigger.publish("register", b"go")
-        replies.wait_for(1)  # the pscr response: the subscription is registered
         device.publish("LCUnit/12345/batch", BATCH)
-        got = sorted(json.loads(p) for _, p, _ in seen.wait_for(2))
-        assert got == [
-            ["LCUnit/12345/Heartbeat", "MQSTR", {"topic": "LCUnit/12345/Heartbeat", "d_tstamp": "20040417105126",
-                                                  "i_state": "1", "b_time": "20040417103118"}, ""],
-            ["LCUnit/12345/StateChange", "MQSTR", {"topic": "LCUnit/12345/StateChange", "d_tstamp": "20040417104439",
-                                                    "i_state": "1", "i_old_state": "0", "b_time": "20040417103118"},
-             "Changing state from 'Starting' to 'Payload' because 'The startup routine is complete'"]]
+        got = []
+        for _ in range(2):
+            status, headers, body = rest_get(broker, "SUBQ")
+            assert status == 200 and headers["content-type"].startswith("text/plain")  # MQSTR
+            got.append(({n: v for n, v, _ in parse_usr([headers["ibm-mq-usr"]])}, body.decode()))
+        assert sorted(got, key=lambda g: g[0]["topic"]) == [
+            ({"topic": "LCUnit/12345/Heartbeat", "d_tstamp": "20040417105126", "i_state": "1",
+              "b_time": "20040417103118"}, ""),
+            ({"topic": "LCUnit/12345/StateChange", "d_tstamp": "20040417104439", "i_state": "1",
+              "i_old_state": "0", "b_time": "20040417103118"},
+             "Changing state from 'Starting' to 'Payload' because 'The startup routine is complete'")]
+        assert rest_get(broker, "SUBQ", 500)[0] == 204  # exactly the two
     finally:
-        for c in (replies, seen, trigger, device):
-            c.close()
-        for name in ("register", "regreply", "subq"):
-            admin(broker, "DELETE", f"/{name}")
+        device.close()
+        dereg = b"<psc><Command>DeregSub</Command><Topic>LCUnit/#</Topic><QName>SUBQ</QName></psc>"
+        rest_put(broker, "SYSTEM.BROKER.CONTROL.QUEUE", dereg, [("ibm-mq-md-replyTo", "REGREPLY")])
+        rest_get(broker, "REGREPLY")
 
 
 def test_routing_and_transform_nodes_in_the_broker(broker):

@@ -1,7 +1,11 @@
 """JMSMQTransform: build the MQ-format message (MQMD + MQRFH2 jms/usr/mcd folders) from the
 message's ``JMSTransport`` folder, which a JMS input or an MQJMSTransform put there and a
 Compute node may have changed (seed 002; formats-and-jms.md items 15-19). Without the folder
-the message's own JMS view is used, so the node is also a normaliser to the JMS layout."""
+the message's own JMS view is used, so the node is also a normaliser to the JMS layout.
+
+Properties the provider filled on receipt (``JMS_IBM_MQMD_*``...) that the flow left as they
+were stay "received", so the MQMD is built from the header values (JMSCorrelationID,
+JMSPriority...) a Compute may have changed, not from the input's old MQMD."""
 
 from __future__ import annotations
 
@@ -27,8 +31,15 @@ def jms_from_folder(base: JMSMessage, folder: Any) -> JMSMessage:
                 changes["message_type"] = child.value
     props = TypedProperties()
     app = folder.find("Transport_Folders.Application_Properties")
+    received = base.properties.received()
     for child in (app.children if app is not None else []):
-        props.set(child.name, child.value, child.dt)
+        name = child.name
+        if name in received and base.properties.get(name) == child.value:
+            # As the provider filled it on receipt and nobody changed it: it must not
+            # override the MQMD (JMS_IBM_MQMD_*, seed 002 note 9), only a changed one does.
+            props.set_received(name, child.value, child.dt)
+        else:
+            props.set(name, child.value, child.dt)
     return dataclasses.replace(base, properties=props, **changes)
 
 

@@ -328,6 +328,16 @@ def test_http_input_header_folder():
     assert (folder.get("Host"), folder.get("SOAPAction"), folder.get("Content-Length")) == ("localhost", '""', "520")
 
 
+def test_http_response_header_folder_keeps_the_status_line():
+    """flows-http.md item 8; seed 000 l.1994-1996, 2088: HTTPResponseHeader's
+    X-Original-HTTP-Status-Line is the status line with its reason phrase (``HTTP/1.0 200
+    OK``); a server that sent none gets the standard phrase."""
+    folder = http_headers.response_header_folder(200, "OK", "1.0", [("content-length", "1585")])
+    assert folder.get("X-Original-HTTP-Status-Line") == "HTTP/1.0 200 OK"
+    assert folder.get("X-Original-HTTP-Status-Code") == 200 and folder.get("Content-Length") == "1585"
+    assert http_headers.response_header_folder(404, "", "1.1", []).get("X-Original-HTTP-Status-Line") == "HTTP/1.1 404 Not Found"
+
+
 def test_http_request_needs_the_event_loop_outside_the_broker():
     """Pure runs refuse nodes that need I/O instead of blocking."""
     from relaymq.flows.errors import NeedsEventLoop

@@ -62,12 +62,48 @@ def test_chunked_request_body_is_assembled(http_server):
     assert got["body"] == "abcdef" and got["method"] == "PUT"
 
 
-def test_http_10_request_is_answered_and_closed(http_server):
-    """HTTP/1.0 without keep-alive: answered, then the server closes (brief item 1)."""
+def test_http_10_request_is_answered_in_http_10_and_closed(http_server):
+    """HTTP/1.0 without keep-alive (the seed's request line, flows-http.md item 8; seed 000
+    l.1992-1996: the response's status line starts with HTTP/1.0): answered with an HTTP/1.0
+    status line and Content-Length, then the server closes; a 1.1 request still gets 1.1."""
     reply = _raw(http_server, b"GET /echo/old HTTP/1.0\r\n\r\n")
     head, _, body = reply.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 200") or head.startswith(b"HTTP/1.0 200")
+    assert head.startswith(b"HTTP/1.0 200 OK\r\n")
+    assert f"content-length: {len(body)}".encode() in head.lower()
     assert json.loads(body)["version"] == "1.0"
+    reply = _raw(http_server, b"GET /echo/new HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+def test_a_request_head_that_trickles_in_gets_408(http_server):
+    """A client that sends its head a byte at a time (slow loris) cannot keep the connection:
+    the whole head must arrive within header_timeout (here 1 s), however often bytes come;
+    the server answers 408 and closes, well before the 30 s the trickle would take."""
+    import time
+
+    http_server.server.header_timeout = 1.0
+    with socket.create_connection(("127.0.0.1", http_server.port), timeout=5) as sock:
+        sock.sendall(b"GET /echo/slow HTTP/1.1\r\nHost: x\r\n")
+        answer = b""
+        for _ in range(100):  # one header byte every 0.3 s: far inside the idle timeout
+            try:
+                sock.sendall(b"X")
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            time.sleep(0.3)
+            sock.setblocking(False)
+            try:
+                answer += sock.recv(65536)
+            except BlockingIOError:
+                pass
+            finally:
+                sock.setblocking(True)
+            if answer:
+                break
+        assert answer.startswith(b"HTTP/1.1 408")
+    conn = _conn(http_server)  # others are served as before
+    conn.request("GET", "/echo/fine")
+    assert conn.getresponse().status == 200
 
 
 def test_body_over_limit_is_413_and_server_stays_up(http_server):
@@ -163,7 +199,7 @@ def test_client_request_against_server(http_server):
     async def scenario():
         response = await request("POST", f"http://127.0.0.1:{http_server.port}/echo/cl?x=1",
                                  headers=[("X-Test", "c")], body=b"hello", timeout=5)
-        assert response.status == 200
+        assert (response.status, response.reason, response.http_version) == (200, "OK", "1.1")
         got = json.loads(response.body)
         assert got["body"] == "hello" and got["x"] == "c" and got["query"] == {"x": ["1"]}
         silent = socket.socket()

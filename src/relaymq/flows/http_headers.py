@@ -5,7 +5,11 @@ the broker's HTTP server call them.
 * ``HTTPInputHeader``: every request header (canonical capitalisation) plus
   ``X-Original-HTTP-Command`` (``POST /path HTTP/1.1``), as HTTPInput builds it.
 * ``HTTPReplyHeader``: what HTTPReply sends. Defaults when a header is absent:
-  ``Content-Type: text/xml; charset=utf-8`` and a computed ``Content-Length``.
+  ``Content-Type: text/xml; charset=utf-8`` and a computed ``Content-Length``. The seed
+  (l.2024-2028) lists Content-Length "if present in the input message"; here every reply has
+  one, always the length of the body actually sent, whatever the folder said: an HTTP/1.1
+  client needs it to find the end of the reply on a kept-alive connection, and a computed
+  length is never wrong (Decision, docs/flows.md).
 * ``HTTPRequestHeader``: what HTTPRequest sends. Defaults: ``Host`` from the URL,
   ``Content-Length``, ``Content-Type: text/xml; charset=utf-8``, ``SOAPAction: ""``.
 * ``HTTPResponseHeader``: the response HTTPRequest received, with
@@ -14,6 +18,7 @@ the broker's HTTP server call them.
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from urllib.parse import urlsplit
 
 from relaymq.message.message import Message
@@ -52,8 +57,15 @@ def input_header_folder(method: str, target: str, version: str, headers: list[tu
 
 
 def response_header_folder(status: int, reason: str, version: str, headers: list[tuple[str, str]]) -> Element:
-    """The HTTPResponseHeader folder of a response HTTPRequest received."""
+    """The HTTPResponseHeader folder of a response HTTPRequest received. The status line is
+    the one received (``HTTP/1.0 200 OK``); a server that sent no reason phrase gets the
+    standard one for its status, so the line always reads as the seed shows it."""
     folder = Element(RESPONSE)
+    if not reason:
+        try:
+            reason = HTTPStatus(status).phrase
+        except ValueError:
+            reason = ""
     folder.add(STATUS_LINE, f"HTTP/{version} {status} {reason}".rstrip())
     folder.add(STATUS_CODE, status)
     for name, value in headers:

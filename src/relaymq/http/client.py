@@ -86,6 +86,8 @@ async def _exchange(method: str, url: str, headers: list[tuple[str, str]], body:
             status=response.status_code,
             headers=[(n.decode("latin-1").lower(), v.decode("latin-1")) for n, v in response.headers],
             body=b"".join(chunks),
+            reason=response.reason.decode("latin-1"),
+            http_version=response.http_version.decode("ascii"),
         )
     finally:
         writer.close()

@@ -9,7 +9,14 @@ server the HTTP service starts.
 Limits keep one bad client from hurting the others: a request head larger than
 ``max_header_bytes`` is answered 431, a body larger than ``max_body_bytes`` 413 (before it is
 read when Content-Length says so), malformed HTTP 400; each of these closes that connection
-only. An idle keep-alive connection is closed after ``idle_timeout`` seconds.
+only. An idle keep-alive connection is closed after ``idle_timeout`` seconds; once a request
+has begun, its whole head (request line and headers) must arrive within ``header_timeout``
+seconds or it is answered 408 and closed, so a client that trickles bytes (slow loris) cannot
+hold a connection; the body is read with ``idle_timeout`` between its pieces.
+
+A request in HTTP/1.0 (the seed's SOAP request line) is answered with an ``HTTP/1.0`` status
+line; h11 writes 1.1 and closes such a connection after the response, as 1.0 wants. Every
+response carries Content-Length, computed from the body.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ DEFAULT_MAX_HEADER_BYTES = 16 * 1024
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 #: Seconds an idle connection (or a slow request) may keep its socket.
 DEFAULT_IDLE_TIMEOUT = 60.0
+#: Seconds from the first byte of a request to the end of its head.
+DEFAULT_HEADER_TIMEOUT = 20.0
 _READ_SIZE = 65536
 SERVER_NAME = b"relaymq"
 
@@ -74,11 +83,15 @@ class HttpRequest:
 
 @dataclass
 class HttpResponse:
-    """A complete response; Content-Length, Date and Server are added when sent."""
+    """A complete response; Content-Length, Date and Server are added when sent. The client
+    (relaymq.http.client) also fills ``reason`` and ``http_version`` from the status line it
+    received."""
 
     status: int
     headers: list[tuple[str, str]] = field(default_factory=list)
     body: bytes = b""
+    reason: str = ""
+    http_version: str = "1.1"
 
 
 Handler = Callable[[HttpRequest], Awaitable[HttpResponse]]
@@ -205,11 +218,13 @@ class HttpServer:
 
     def __init__(self, *, max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
                  max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-                 idle_timeout: float = DEFAULT_IDLE_TIMEOUT) -> None:
+                 idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+                 header_timeout: float = DEFAULT_HEADER_TIMEOUT) -> None:
         self.router = Router()
         self.max_header_bytes = max_header_bytes
         self.max_body_bytes = max_body_bytes
         self.idle_timeout = idle_timeout
+        self.header_timeout = header_timeout
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self.host = ""
@@ -270,6 +285,10 @@ class _HeadTooLarge(Exception):
     pass
 
 
+class _HeadTooSlow(Exception):
+    pass
+
+
 class _Connection:
     """One client connection: read requests with h11, dispatch, write responses."""
 
@@ -282,6 +301,7 @@ class _Connection:
         self.remote: tuple[Any, ...] = tuple(peer) if isinstance(peer, (tuple, list)) else ()
 
     async def _next_event(self) -> Any:
+        """The next h11 event, reading as needed with ``idle_timeout`` per read."""
         while True:
             event = self.h11.next_event()
             if event is not h11.NEED_DATA:
@@ -291,9 +311,35 @@ class _Connection:
             data = await asyncio.wait_for(self.reader.read(_READ_SIZE), self.server.idle_timeout)
             self.h11.receive_data(data)
 
-    async def _send(self, *events: Any) -> None:
+    async def _next_request(self) -> Any:
+        """The next request's head event: the connection may idle ``idle_timeout`` before it
+        begins; once a byte of it arrived, the whole head must within ``header_timeout``."""
+        loop = asyncio.get_running_loop()
+        deadline: float | None = None
+        while True:
+            event = self.h11.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            if deadline is None and self.h11.trailing_data[0]:
+                deadline = loop.time() + self.server.header_timeout  # pipelined: begun already
+            wait = self.server.idle_timeout if deadline is None else min(self.server.idle_timeout, deadline - loop.time())
+            if wait <= 0:
+                raise _HeadTooSlow()
+            try:
+                data = await asyncio.wait_for(self.reader.read(_READ_SIZE), wait)
+            except TimeoutError:
+                if deadline is not None:
+                    raise _HeadTooSlow() from None
+                raise
+            if deadline is None and data:
+                deadline = loop.time() + self.server.header_timeout
+            self.h11.receive_data(data)
+
+    async def _send(self, *events: Any, http_10: bool = False) -> None:
         for event in events:
             data = self.h11.send(event)
+            if data and http_10 and isinstance(event, h11.Response) and data.startswith(b"HTTP/1.1 "):
+                data = b"HTTP/1.0 " + data[9:]  # answer 1.0 in kind (h11 only writes 1.1)
             if data:
                 self.writer.write(data)
         await self.writer.drain()
@@ -301,9 +347,12 @@ class _Connection:
     async def run(self) -> None:
         while True:
             try:
-                event = await self._next_event()
+                event = await self._next_request()
             except h11.RemoteProtocolError as error:
                 await self._fail(error.error_status_hint, f"bad request: {error}")
+                return
+            except _HeadTooSlow:
+                await self._fail(408, f"request head not complete within {self.server.header_timeout:g} seconds")
                 return
             except TimeoutError:
                 return
@@ -333,7 +382,7 @@ class _Connection:
             except Exception:
                 log.exception("handler for %s %s failed", request.method, request.path)
                 response = text_response(500, "internal server error")
-            await self._respond(response, head=request.method == "HEAD")
+            await self._respond(response, head=request.method == "HEAD", http_10=request.http_version == "1.0")
             if self.h11.our_state is h11.MUST_CLOSE or self.h11.their_state is h11.MUST_CLOSE:
                 return
             try:
@@ -378,7 +427,7 @@ class _Connection:
             remote=self.remote,
         )
 
-    async def _respond(self, response: HttpResponse, *, head: bool = False) -> None:
+    async def _respond(self, response: HttpResponse, *, head: bool = False, http_10: bool = False) -> None:
         headers = [(k, v) for k, v in response.headers if k.lower() not in ("content-length", "transfer-encoding")]
         headers.append(("content-length", str(len(response.body))))
         if not any(k.lower() == "date" for k, _ in headers):
@@ -392,7 +441,7 @@ class _Connection:
         if response.body and not head:
             events.append(h11.Data(data=response.body))
         events.append(h11.EndOfMessage())
-        await self._send(*events)
+        await self._send(*events, http_10=http_10)
 
     async def _fail(self, status: int, message: str) -> None:
         """Answer a request that cannot be served, then close this connection."""
@@ -404,7 +453,8 @@ class _Connection:
         except (h11.LocalProtocolError, ConnectionError):
             # h11 refuses once it cannot frame a response (e.g. no request line at all); write
             # a minimal HTTP/1.1 response by hand so the client still learns why.
-            reason = {400: b"Bad Request", 413: b"Payload Too Large", 431: b"Request Header Fields Too Large"}
+            reason = {400: b"Bad Request", 408: b"Request Timeout", 413: b"Payload Too Large",
+                      431: b"Request Header Fields Too Large"}
             self.writer.write(b"HTTP/1.1 %d %s\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"
                               % (status, reason.get(status, b"Error")))
             await self.writer.drain()

@@ -49,7 +49,7 @@ async def start(context: Any) -> HttpService:
     if not settings.enabled:
         return HttpService(None)
     server = HttpServer(max_header_bytes=settings.max_header_bytes, max_body_bytes=settings.max_body_bytes,
-                        idle_timeout=float(settings.idle_timeout))
+                        idle_timeout=float(settings.idle_timeout), header_timeout=float(settings.header_timeout))
     server.auth = BasicAuth(_password_file(context.config, settings), settings.allow_anonymous)
     ssl_context = None
     if settings.tls_cert:

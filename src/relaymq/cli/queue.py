@@ -25,7 +25,8 @@ import urllib.parse
 from typing import Any
 
 from relaymq.message.message import Message
-from relaymq.qmgr.definitions import KINDS, QueueDefinition
+from relaymq.qmgr.admin import describe_definition
+from relaymq.qmgr.definitions import KINDS
 from relaymq.qmgr.errors import QueueError, StoreInUse
 from relaymq.qmgr.manager import QueueManager
 
@@ -115,12 +116,6 @@ def _hex(value: str | None) -> bytes | None:
     return bytes.fromhex(value) if value else None
 
 
-def _definition_json(qm: QueueManager, d: QueueDefinition) -> dict[str, Any]:
-    data = d.to_dict()
-    data["depth"] = qm.depth(d.name, qmgr=None if d.owner == qm.name else d.owner) if d.holds_messages else None
-    return data
-
-
 def _message_json(uid: str, message: Message) -> dict[str, Any]:
     md = message.mq.md
     out: dict[str, Any] = {"uid": uid, "msg_id": md.MsgId.hex(), "correl_id": md.CorrelId.hex(),
@@ -143,13 +138,13 @@ def _execute(qm: QueueManager, args: argparse.Namespace) -> int:
                                                "aliases", "mode", "queue_manager", "target_queue_managers",
                                                "push", "poll_interval", "description", "rule")
                  if getattr(args, k) is not None}
-        _emit(_definition_json(qm, qm.define_queue(args.name, args.kind, **props)))
+        _emit(describe_definition(qm, qm.define_queue(args.name, args.kind, **props)))
     elif command == "delete":
         qm.delete_queue(args.name, qmgr=args.owner, purge=args.purge)
     elif command == "show":
         defs = [qm.queue(args.name, qmgr=args.owner)] if args.name else qm.definitions()
         for d in sorted(defs, key=lambda d: (d.owner, d.name)):
-            _emit(_definition_json(qm, d))
+            _emit(describe_definition(qm, d))
     elif command == "put":
         message = Message()
         md = message.mq.md

@@ -27,6 +27,9 @@ KINDS = (LOCAL, REMOTE, STORE_AND_FORWARD, HOME_SERVER, DEAD_LETTER, ADMIN)
 #: Types whose messages applications get, browse, delete, wait for (item 10); remote sync
 #: queues are reached through the channel, not held here.
 HOLDING_KINDS = (LOCAL, DEAD_LETTER, ADMIN)
+#: Of those, the ones applications get from: the admin queue's messages are processed by the
+#: queue manager itself (item 8; relaymq.qmgr.admin).
+APPLICATION_KINDS = (LOCAL, DEAD_LETTER)
 SYNC, ASYNC = "sync", "async"
 UNLIMITED = -1
 DEFAULT_PRIORITY = 4  # seed 004 l.204, 245

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from relaymq.qmgr.definitions import HOLDING_KINDS
+from relaymq.qmgr.definitions import ADMIN, APPLICATION_KINDS
 from relaymq.qmgr.queue_index import QueueIndex
 from relaymq.qmgr.states import Entry, MessageEvent
 from relaymq.qmgr.transmission import message_fields
@@ -60,10 +60,12 @@ class ListenerMixin:
         with self._lock:
             self._cond.notify_all()
             name = index.definition.name
-            local = index.definition.kind in HOLDING_KINDS
+            local = index.definition.kind in APPLICATION_KINDS
             listeners = list(self._listeners.get(name, ())) if local else []
             message_listeners = list(self._message_listeners.get(name, ())) if local else []
             transmission = list(self._transmission_listeners) if index.definition.transmits else []
+        if index.definition.kind == ADMIN and self.admin is not None:
+            self.admin.wake()
         for fn in listeners:
             fn(name)
         for entry in entries:

@@ -23,11 +23,14 @@ from typing import Any, Protocol
 from relaymq.message.message import Message
 from relaymq.message.mqdlh import MQDLH
 from relaymq.qmgr import resolution as res
+from relaymq.qmgr.admin import AdminProcessor
 from relaymq.qmgr.definitions import (
+    ADMIN,
     HOLDING_KINDS,
     HOME_SERVER,
     LOCAL,
     STORE_AND_FORWARD,
+    SYSTEM_ADMIN_QUEUE,
     SYSTEM_DEAD_LETTER_QUEUE,
     SYSTEM_QUEUES,
     UNLIMITED,
@@ -96,7 +99,8 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
     def __init__(self, name: str, store: QueueStore | None = None, *, clock: Callable[[], float] = time.time,
                  confirm_window: float = DEFAULT_CONFIRM_WINDOW, rule: QueueManagerRule | str | None = None,
                  define_system_queues: bool = True, dead_letter_undeliverable: bool = True,
-                 recreate: bool = False) -> None:
+                 recreate: bool = False, administrators: tuple[str, ...] | None = None,
+                 admin_processing: bool = True) -> None:
         self.name = check_name(name, "queue manager")
         self.store = store if store is not None else MemoryQueueStore()
         self.clock = clock
@@ -125,7 +129,14 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         self._closed = False
         self._quiescing = False
         self._waiters = 0
+        #: Processes SYSTEM.ADMIN.QUEUE (relaymq.qmgr.admin); ``administrators`` (None:
+        #: anyone who can put there) are the users whose admin messages are obeyed.
+        self.admin = AdminProcessor(self, administrators) if admin_processing else None
         self._load(define_system_queues, recreate)
+        if self.admin is not None and (self.name, SYSTEM_ADMIN_QUEUE) in self._queues:
+            self.admin.recover()
+            if next(self._queues[(self.name, SYSTEM_ADMIN_QUEUE)].visible(), None) is not None:
+                self.admin.wake()
 
     # -- life cycle (item 28) -------------------------------------------------------------
     @classmethod
@@ -186,6 +197,8 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         already waiting go on for up to that many seconds; 0: immediate. Either way every
         operation already acknowledged is durable (the store writes what is pending before
         it closes); waiting getters then return None."""
+        if self.admin is not None:
+            self.admin.stop()
         with self._lock:
             if self._closed:
                 return
@@ -386,8 +399,11 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             raise UnknownQueue(f"no queue {name!r} on queue manager {owner!r}")
         return index
 
-    def _holding_index(self, name: str, qmgr: str | None, operation: str) -> QueueIndex:
+    def _holding_index(self, name: str, qmgr: str | None, operation: str, internal: bool = False) -> QueueIndex:
         index = self._index(name, qmgr)
+        if index.definition.kind == ADMIN and not internal:
+            raise NotAllowed(f"{operation} is not possible on admin queue {name!r}: the queue manager processes its"
+                             " messages (put a request there; the answer goes to its ReplyToQ)")
         if index.definition.kind not in HOLDING_KINDS:
             raise NotAllowed(f"{operation} is not possible on {index.definition.kind} queue {name!r}"
                              f"{' (mode ' + index.definition.mode + ')' if index.definition.kind == 'remote' else ''}")

@@ -80,7 +80,7 @@ class RetrievalMixin:
     def get_envelope(self, queue: str, *, wait: float = 0.0, msg_id: bytes | None = None,
                      correl_id: bytes | None = None, selector: str | None = None,
                      fields: dict[str, Any] | None = None, confirm_id: int = 0, uid: str | None = None,
-                     lock_id: int = 0, qmgr: str | None = None) -> Envelope | None:
+                     lock_id: int = 0, qmgr: str | None = None, _admin: bool = False) -> Envelope | None:
         """Get with everything: with ``confirm_id > 0`` the message becomes get-unconfirmed
         until :meth:`confirm_get` (or :meth:`undo`); ``uid`` + ``lock_id`` take a message
         locked by browseAndLock (item 13). ``wait`` > 0 blocks this thread (waitForMessage,
@@ -94,7 +94,7 @@ class RetrievalMixin:
                                                lock_id=lock_id)
         deadline = time.monotonic() + wait
         with self._lock:
-            index = self._holding_index(queue, qmgr, "get")
+            index = self._holding_index(queue, qmgr, "get", internal=_admin)
             match = self._matcher(msg_id, correl_id, selector, fields)
             while True:
                 if self._closed:

@@ -81,7 +81,8 @@ async def start(context: Any) -> QmgrService:
         qm = await asyncio.to_thread(
             QueueManager.open, settings.name, broker.data_dir, store=broker.store,
             synchronous=broker.sqlite_synchronous, confirm_window=float(settings.confirm_window),
-            rule=settings.rule or None, dead_letter_undeliverable=settings.dead_letter_undeliverable)
+            rule=settings.rule or None, dead_letter_undeliverable=settings.dead_letter_undeliverable,
+            administrators=tuple(config.access.administrators) or None)
     except (QueueError, OSError, ValueError) as exc:
         raise ServiceError(f"queue manager {settings.name}: cannot open: {exc}") from exc
     try:

@@ -84,6 +84,23 @@ def test_bad_yaml_reports_line(tmp_path: Path):
     assert str(path) in str(info.value) and "line" in str(info.value)
 
 
+def test_a_node_name_given_twice_is_an_error_with_its_line(tmp_path: Path):
+    """flows-http.md item 1 (validated with clear errors): two nodes of one name in the YAML
+    mapping used to keep the second silently; now the file is refused at the duplicate, also
+    by `relaymq flow check`."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "twice.yaml"
+    path.write_text("flow: twice\nnodes:\n  In: {type: MQInput, queue: Q}\n  Out: {type: MQOutput, queue: A}\n"
+                    "  Out: {type: MQOutput, queue: B}\nconnections:\n  - In.out -> Out\n")
+    with pytest.raises(FlowDefinitionError) as info:
+        load_flow(str(path))
+    assert str(info.value) == f"{path}: not valid YAML (line 5, column 3): duplicate key 'Out' (first at line 4)"
+    done = subprocess.run([sys.executable, "-m", "relaymq", "flow", "check", str(path)], capture_output=True, text=True)
+    assert done.returncode == 2 and "duplicate key 'Out'" in done.stderr
+
+
 def test_missing_compute_file(tmp_path: Path):
     """A Compute ``file`` that cannot be read is an error on that node's ``file`` key."""
     path = tmp_path / "f.yaml"

@@ -130,3 +130,28 @@ def test_writer_applies_retention_on_an_idle_log(tmp_path) -> None:
     assert ran.wait(30)
     writer.close()
     assert log.partitions()["x-0"].first_seq == 2
+
+
+def test_writer_queue_is_bounded_drops_are_counted_and_reported(tmp_path) -> None:
+    """audit item 8: records waiting for the writer are bounded (max_pending); beyond that submit
+    drops them without waiting, counts them and reports the total (at most once a second);
+    the slots come back once a batch is committed."""
+    log = MessageLog(str(tmp_path))
+    gate = threading.Event()
+    reports: list[int] = []
+
+    class SlowLog:  # the writer's view of a disk that does not keep up
+        def append(self, records):
+            gate.wait(30)
+            return log.append(records)
+
+    writer = LogWriter(SlowLog(), commit_delay=0, max_batch=2, max_pending=5, on_overflow=reports.append)  # type: ignore[arg-type]
+    writer.submit(rec("x-0", bytes([i])) for i in range(12))
+    assert writer.overflowed == 7 and reports == [1]
+    gate.set()
+    assert writer.flush(30)
+    writer.submit([rec("x-0", b"after")])
+    assert writer.flush(30)
+    writer.close()
+    assert [r.body for r in log.read("x-0", 0)] == [bytes([i]) for i in range(5)] + [b"after"]
+    assert writer.appended == 6 and writer.overflowed == 7

@@ -19,6 +19,14 @@ which is what admission control needs to move all partitions forward together (o
 
 ``LogWriter`` is the writer thread: the broker's event loop hands records over without
 waiting, the thread appends them in group commits (one transaction per ``commit_delay``).
+
+Durability, precisely: the archive is a copy for analysis, not the system of record. The broker
+acknowledges a publication once it is routed (and, for QoS > 0, stored in its own store); its
+log record is then in the writer's memory queue for a few milliseconds (``commit_delay`` plus
+the commit) and is lost if the broker process is killed in that time; a committed entry survives
+a process kill, and with ``synchronous=NORMAL`` an OS crash may lose the last commits. The
+queue is bounded (``max_pending``): a writer that falls behind (a slow disk) drops new records
+and counts them instead of growing without limit or slowing the broker down.
 """
 
 from __future__ import annotations
@@ -244,27 +252,41 @@ class LogWriter:
     """The writer thread: ``submit`` never blocks; records are appended in group commits.
 
     ``on_error`` hears about a batch that could not be written (disk full): the records are
-    dropped and counted, because the log must never stop the broker that feeds it.
+    dropped and counted, because the log must never stop the broker that feeds it. At most
+    ``max_pending`` records wait for the writer; beyond that ``submit`` drops them, counts them
+    in ``overflowed`` and tells ``on_overflow`` (the total so far) at most once a second.
     """
 
     def __init__(self, log: MessageLog, *, commit_delay: float = 0.005, max_batch: int = 5000,
                  housekeeping: Callable[[], None] | None = None, housekeeping_every: float = 60.0,
-                 on_error: Callable[[BaseException], None] | None = None) -> None:
+                 on_error: Callable[[BaseException], None] | None = None, max_pending: int = 100_000,
+                 on_overflow: Callable[[int], None] | None = None) -> None:
         self.log = log
         self.commit_delay = commit_delay
         self.max_batch = max_batch
         self.housekeeping = housekeeping
         self.housekeeping_every = housekeeping_every
         self.on_error = on_error
+        self.on_overflow = on_overflow
         self.appended = 0
-        self.dropped = 0
+        self.dropped = 0  # could not be written (on_error)
+        self.overflowed = 0  # refused because max_pending records were waiting
+        self._last_overflow_report = 0.0
+        self._slots = threading.BoundedSemaphore(max_pending)
         self._queue: queue.SimpleQueue[LogRecord | threading.Event | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="relaymq-log-writer", daemon=True)
         self._thread.start()
 
     def submit(self, records: Iterable[LogRecord]) -> None:
-        """Hand records over to the writer (each with its partition set)."""
+        """Hand records over to the writer (each with its partition set); never waits."""
         for record in records:
+            if not self._slots.acquire(blocking=False):
+                self.overflowed += 1
+                now = time.monotonic()
+                if self.on_overflow is not None and now - self._last_overflow_report >= 1.0:
+                    self._last_overflow_report = now
+                    self.on_overflow(self.overflowed)
+                continue
             self._queue.put(record)
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -311,6 +333,9 @@ class LogWriter:
                     self.dropped += len(batch)
                     if self.on_error is not None:
                         self.on_error(error)
+                finally:
+                    for _ in batch:
+                        self._slots.release()
             if self.housekeeping is not None and time.monotonic() - last_housekeeping >= self.housekeeping_every:
                 last_housekeeping = time.monotonic()
                 try:

@@ -36,11 +36,16 @@ class ArchiveService:
         self.log = MessageLog(directory)
         self.writer = LogWriter(self.log, commit_delay=config.commit_delay_ms / 1000.0, max_batch=config.max_batch,
                                 housekeeping=self.apply_retention, housekeeping_every=config.retention_check_seconds,
-                                on_error=lambda error: log.error("message log: %s", error))
+                                on_error=lambda error: log.error("message log: %s", error),
+                                max_pending=config.max_pending, on_overflow=self._overflow)
         self._broker: Any = None
         self._http: Any = None
         self._endpoint: FetchEndpoint | None = None
         self._qmgr: Any = None
+
+    def _overflow(self, total: int) -> None:
+        log.warning("message log: %d records not archived so far: more than [archive] max_pending = %d were "
+                    "waiting for the writer (a slow disk?)", total, self.config.max_pending)
 
     # -- publications ---------------------------------------------------------------------------
     def tap(self, message: Any) -> None:

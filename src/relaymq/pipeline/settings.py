@@ -8,6 +8,7 @@ order is kept) and the retention that bounds the disk. Example::
     [archive]
     dir = ""                      # "" = <broker.data_dir>/log
     commit_delay_ms = 5           # group commit window of the writer thread
+    max_pending = 100000          # records waiting for the writer; more are dropped and counted
     retention_check_seconds = 60
 
     [[archive.rule]]
@@ -72,6 +73,7 @@ class ArchiveOptions:
     dir: str = key_field("", text, path="dir")
     commit_delay_ms: int = key_field(5, int_range(0, 60_000))
     max_batch: int = key_field(5000, int_range(1))
+    max_pending: int = key_field(100_000, int_range(1))
     retention_check_seconds: int = key_field(60, int_range(1))
 
 

@@ -52,3 +52,15 @@ ensure_debian_packages() {  # the command-line MQTT clients the interoperability
   [ ${#missing[@]} -eq 0 ] && return 0
   apt_install "${missing[@]}"
 }
+
+java_major() {  # the major version of `java` on the PATH (8 for 1.8), or nothing
+  java -version 2>&1 | sed -n 's/.*version "\(1\.\)\{0,1\}\([0-9]*\).*/\2/p' | head -n1
+}
+
+ensure_java() {  # the Spark tests (the spark extra: PySpark 4) need Java 17 or newer
+  local major
+  major="$(java_major || true)"
+  [ -n "$major" ] && [ "$major" -ge 17 ] && return 0
+  echo "relaymq: Spark needs Java 17 or newer (found: ${major:-none})" >&2
+  apt_install openjdk-17-jre-headless
+}

@@ -31,14 +31,30 @@ def archive_broker_factory() -> Iterator[Any]:
         broker.stop()
 
 
+#: Settings of the tests' session on a loaded, shared 2-core machine. (The wait for a Python
+#: worker to connect back - "Timed out while waiting for the Python worker to connect back" -
+#: is a fixed 10 s in Spark 4's PythonWorkerFactory, with no setting to raise it.)
+TEST_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.python.authenticate.socketTimeout": "120s",
+    "spark.network.timeout": "600s",
+    "spark.executor.heartbeatInterval": "30s",
+}
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """The one local Spark session of the test run (local[2], no UI, 2 shuffle partitions)."""
+    """The one local Spark session of the test run (local[2], no UI, 2 shuffle partitions).
+    Fails with one clear line when Java 17+ is missing (bin/test installs it)."""
     pytest.importorskip("pyspark")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from relaymq.pipeline.runner import build_session
+    from relaymq.pipeline.runner import JobError, build_session, check_java
 
-    session = build_session("local[2]", app_name="relaymq-tests", conf={"spark.sql.shuffle.partitions": "2"})
+    try:
+        check_java()
+    except JobError as error:
+        pytest.fail(f"the Spark tests cannot run: {error}", pytrace=False)
+    session = build_session("local[2]", app_name="relaymq-tests", conf=TEST_CONF)
     yield session
     session.stop()

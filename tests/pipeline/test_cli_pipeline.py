@@ -43,3 +43,25 @@ def test_help_lists_the_command() -> None:
     """issue 7: the command is offered by `relaymq --help` (cli.main COMMAND_MODULES)."""
     out = subprocess.run([sys.executable, "-m", "relaymq", "pipeline", "run", "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "--master" in out.stdout and "spark://" in out.stdout
+
+
+@pytest.mark.parametrize(("java", "message"), [
+    (None, "Spark needs Java 17 or newer and none was found"),
+    ('openjdk version "1.8.0_292"', "the java found is version 8"),
+    ('openjdk version "11.0.2" 2019-01-15', "the java found is version 11"),
+])
+def test_missing_or_old_java_is_one_clear_line(tmp_path, monkeypatch, capsys, java, message) -> None:
+    """audit item 10: without Java 17+ `relaymq pipeline run` says so in one line (exit 1) instead
+    of PySpark's "Java gateway process exited"."""
+    home = tmp_path / "jdk"
+    (home / "bin").mkdir(parents=True)
+    if java is not None:
+        fake = home / "bin" / "java"
+        fake.write_text(f"#!/bin/sh\necho '{java}' >&2\n")
+        fake.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(home))
+    job = tmp_path / "job.py"
+    job.write_text("def run(spark, args):\n    return 0\n")
+    assert main(["pipeline", "run", str(job)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]

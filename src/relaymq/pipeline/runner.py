@@ -31,8 +31,42 @@ _DEFAULT_CONF = {
 }
 
 
+#: PySpark 4 runs on Java 17 or newer.
+JAVA_MINIMUM = 17
+
+
 class JobError(Exception):
-    """The job file cannot be run (missing, no ``run`` function)."""
+    """The job file cannot be run (missing, no ``run`` function, no suitable Java)."""
+
+
+def java_version(java: str | None = None) -> int | None:
+    """The major version of the Java that Spark would start (``$JAVA_HOME/bin/java``, else
+    ``java`` on the PATH); None when there is none. 1.8 counts as 8."""
+    import re
+    import shutil
+    import subprocess
+
+    home = os.environ.get("JAVA_HOME")
+    java = java or (os.path.join(home, "bin", "java") if home else shutil.which("java"))
+    if not java or not os.path.exists(java):
+        return None
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r'version "(?:1\.)?(\d+)', out.stderr + out.stdout)
+    return int(found.group(1)) if found else None
+
+
+def check_java() -> None:
+    """Raise JobError (one line) unless Java 17+ is there: without it PySpark fails with an
+    obscure "Java gateway process exited" error."""
+    version = java_version()
+    if version is None:
+        raise JobError(f"Spark needs Java {JAVA_MINIMUM} or newer and none was found (set JAVA_HOME or put java "
+                       f"on the PATH; Debian: apt-get install openjdk-17-jre-headless)")
+    if version < JAVA_MINIMUM:
+        raise JobError(f"Spark needs Java {JAVA_MINIMUM} or newer; the java found is version {version}")
 
 
 def build_session(master: str | None = None, app_name: str = "relaymq-pipeline",
@@ -70,6 +104,7 @@ def run_job(path: str, master: str = DEFAULT_MASTER, args: Sequence[str] = (),
             conf: dict[str, str] | None = None) -> int:
     """Load the job, build the session on ``master``, run it, stop the session."""
     job = load_job(path)
+    check_java()
     spark = build_session(master, app_name=os.path.basename(path), conf=conf)
     try:
         result = job(spark, list(args))

@@ -214,11 +214,17 @@ def run(spark, args: list[str]) -> int:
                  .option("broker", options.broker).option("sinkId", "telemetry-alerts")
                  .option("checkpointLocation", os.path.join(out, "checkpoints", "alerts"))
                  .trigger(**trigger).queryName("alerts").start())
+    queries = [parquet, published]
     if options.once:
-        parquet.awaitTermination()
-        published.awaitTermination()
-    else:
-        spark.streams.awaitAnyTermination()
+        for query in queries:
+            query.awaitTermination()
+        return 0
+    try:  # until one of the two stops (or fails: awaitTermination raises its error)
+        while not any(query.awaitTermination(0.5) for query in queries):
+            pass
+    finally:
+        for query in queries:
+            query.stop()
     return 0
 
 

@@ -96,6 +96,7 @@ class Subscriber:
     def __init__(self, port: int, topic_filter: str, *, tls: dict[str, str] | None = None,
                  username: str | None = None, password: str | None = None) -> None:
         self.messages: list[mqtt.MQTTMessage] = []
+        self.arrived: list[float] = []  # time.perf_counter() of each message's arrival
         self.cond = threading.Condition()
         self.client = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv5)
         if tls is not None:
@@ -113,6 +114,7 @@ class Subscriber:
     def _on_message(self, _c, _u, message) -> None:
         with self.cond:
             self.messages.append(message)
+            self.arrived.append(time.perf_counter())
             self.cond.notify_all()
 
     def wait_for(self, count: int, timeout: float = WAIT) -> list[mqtt.MQTTMessage]:

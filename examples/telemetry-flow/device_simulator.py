@@ -4,11 +4,13 @@ optionally more batches with fresh timestamps, as devices do every 15 minutes (s
 
     python device_simulator.py --port 1884                 # one batch: the seed's sample
     python device_simulator.py --port 1884 --count 10 --interval 2 --unit 777
+    python device_simulator.py --port 1884 --file bad.xml  # send a file instead (errors)
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -40,16 +42,29 @@ def main() -> int:
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between batches")
     parser.add_argument("--unit", default="12345", help="unit number in the generated batches")
     parser.add_argument("--qos", type=int, default=1, choices=(0, 1, 2))
+    parser.add_argument("--file", type=Path, help="send this file's bytes as every batch instead")
     args = parser.parse_args()
 
     client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"LCUnit-{uuid.uuid4().hex[:8]}",
                          protocol=mqtt.MQTTv31)  # MQIsdp, protocol level 3
-    client.connect(args.host, args.port)
+    try:
+        client.connect(args.host, args.port)
+    except OSError as err:
+        print(f"cannot connect to {args.host}:{args.port}: {err.strerror or err} (is the broker running, "
+              "with the telemetry flow deployed on that port?)", file=sys.stderr)
+        return 1
     client.loop_start()
     try:
         for i in range(args.count):
-            payload = SAMPLE.read_bytes() if i == 0 else batch(args.unit, time.time())
-            client.publish(args.topic, payload, qos=args.qos).wait_for_publish(30)
+            if args.file is not None:
+                payload = args.file.read_bytes()
+            else:
+                payload = SAMPLE.read_bytes() if i == 0 else batch(args.unit, time.time())
+            info = client.publish(args.topic, payload, qos=args.qos)
+            info.wait_for_publish(30)
+            if not info.is_published():
+                print(f"batch {i + 1} not acknowledged within 30 s", file=sys.stderr)
+                return 1
             print(f"sent batch {i + 1}/{args.count} ({len(payload)} bytes) to {args.host}:{args.port}")
             if i + 1 < args.count:
                 time.sleep(args.interval)

@@ -119,32 +119,3 @@ def test_redeploy_under_load_loses_no_message(broker, tmp_path: Path):
         sub.close()
         device.close()
     assert during >= 1  # at least one redeploy of both flows overlapped the sending
-
-
-def test_soap_example_runs_from_its_readme(tmp_path: Path):
-    """issue 6 "both examples run from the README": the SOAP example's own configuration
-    (ports moved to free ones on the command line) deploys the flow at start-up and answers."""
-    from flow_helpers import SOAP, http
-    from harness import port_accepts
-
-    mqtt, web, channel = free_port(), free_port(), free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "relaymq", "serve", "--config", str(SOAP / "relaymq.toml"),
-                             "--port", str(mqtt), "--http-port", str(web), "--channel-port", str(channel),
-                             "--data-dir", str(tmp_path / "data")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        import time
-
-        deadline = time.monotonic() + 30
-        answer = None
-        while time.monotonic() < deadline and proc.poll() is None:
-            if port_accepts("127.0.0.1", web):
-                answer = http("POST", f"http://127.0.0.1:{web}/greenpages/servlet/rpcrouter",
-                              (SOAP / "request.xml").read_bytes(), [("content-type", "text/xml; charset=utf-8")])
-                if answer.status != 404:
-                    break
-            time.sleep(0.1)
-        assert answer is not None and answer.status == 200, proc.stderr.read() if proc.poll() is not None else answer
-        assert b"<fullName xsi:type=\"xsd:string\">Joseph Bloggs</fullName>" in answer.body
-    finally:
-        proc.terminate()
-        proc.wait(20)

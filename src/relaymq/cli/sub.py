@@ -29,6 +29,7 @@ examples:
   relaymq sub -t jobs/# -q 1 -c -i worker-1           # keep the session while away
   relaymq sub -t jobs/# -q 1 -c -i worker-1 -V 5 -x 3600
   relaymq sub -t status/door -C 1 -W 10               # wait up to 10 s for one message
+  relaymq sub -V 5 -t 'LCUnit/#' -v -U                # with the MQTT 5 user properties
 
 exit status 27: -W seconds passed before -C messages arrived.
 {CONNECTION_EPILOG}"""
@@ -57,15 +58,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     subscription.add_argument("-C", "--count", type=int, metavar="N", help="exit after N messages")
     subscription.add_argument("-W", "--timeout", type=float, metavar="SECONDS", help="exit after SECONDS (status 27)")
     subscription.add_argument("-v", "--verbose", action="store_true", help='print "topic payload"')
+    subscription.add_argument("-U", "--user-properties", action="store_true",
+                              help="after the payload, print the MQTT 5 user properties, tab-separated name=value")
     parser.set_defaults(func=run)
 
 
 class _Printer:
     """Writes each message to stdout, flushed, and counts down -C."""
 
-    def __init__(self, verbose: bool, count: int | None) -> None:
+    def __init__(self, verbose: bool, count: int | None, user_properties: bool = False) -> None:
         self.verbose = verbose
         self.remaining = count
+        self.user_properties = user_properties
 
     @property
     def done(self) -> bool:
@@ -77,6 +81,9 @@ class _Printer:
         if self.done:
             return False  # raced the DISCONNECT after -C: leave it to the next session
         line = message.topic.encode("utf-8") + b" " + message.payload if self.verbose else message.payload
+        if self.user_properties:
+            pairs = (getattr(message.properties, "UserProperty", None) or []) if message.properties else []
+            line += b"".join(f"\t{name}={value}".encode() for name, value in pairs)
         sys.stdout.buffer.write(line + b"\n")
         sys.stdout.buffer.flush()
         if self.remaining is not None:
@@ -89,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     if args.count is not None and args.count < 1:
         print("relaymq sub: -C needs a count >= 1", file=sys.stderr)
         return 2
-    printer = _Printer(args.verbose, args.count)
+    printer = _Printer(args.verbose, args.count, args.user_properties)
     connection: Connection | None = None
     try:
         connection = Connection(args, "sub", persistent=args.persistent)

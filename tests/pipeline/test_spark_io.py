@@ -74,33 +74,92 @@ def test_stream_admission_new_partitions_and_retention(spark, tmp_path) -> None:
         run_once()
 
 
-def test_stream_sink_publishes_once_and_batch_write(spark, tmp_path, archive_broker_factory) -> None:
-    """issue 7 sink: writeStream.format("relaymq") publishes each row once; re-running the query
-    from its checkpoint publishes nothing again; df.write.format("relaymq") publishes too."""
+def test_new_partitions_are_picked_up_by_a_running_query(spark, tmp_path) -> None:
+    """issue 7 "new partitions picked up": a partition that gets its first entry while the query
+    runs (not only across a restart) is read from its first entry, each entry once."""
+    import time
+
+    data = tmp_path / "log"
+    log = MessageLog(str(data))
+    fill(log, "a-0", 3)
+    query = (spark.readStream.format("relaymq").option("log", str(data)).load()
+             .selectExpr("partition", "seq").writeStream.format("memory").queryName("new_partitions")
+             .option("checkpointLocation", str(tmp_path / "cp")).trigger(processingTime="500 milliseconds").start())
+    try:
+        def rows() -> list[tuple[str, int]]:
+            return sorted((r.partition, r.seq) for r in spark.sql("SELECT * FROM new_partitions").collect())
+
+        def wait_rows(count: int) -> list[tuple[str, int]]:
+            deadline = time.monotonic() + 120
+            while len(got := rows()) < count and time.monotonic() < deadline:
+                time.sleep(0.2)
+            return got
+
+        assert wait_rows(3) == [("a-0", 0), ("a-0", 1), ("a-0", 2)]
+        fill(log, "a-1", 2, start=50)  # a new partition while the query runs
+        fill(log, "a-0", 1, start=3)
+        assert wait_rows(6) == [("a-0", 0), ("a-0", 1), ("a-0", 2), ("a-0", 3), ("a-1", 0), ("a-1", 1)]
+        time.sleep(2)  # nothing comes twice
+        assert len(rows()) == 6
+    finally:
+        query.stop()
+
+
+def test_stream_sink_skips_a_replayed_batch_and_batch_write_publishes(spark, tmp_path, archive_broker_factory) -> None:
+    """issue 7 sink: writeStream.format("relaymq") publishes each row once; a batch Spark runs
+    again because its commit was not recorded (here: the commit file removed, as after a crash
+    between the sink's commit and Spark's) is skipped by the ledger, which defaults to
+    <checkpointLocation>/relaymq-ledger; df.write.format("relaymq") publishes too."""
     from pipeline_helpers import Subscriber
 
     broker = archive_broker_factory([{"topics": ["nothing/#"]}])
     sub = Subscriber(broker.port, "out/#")
-    data = tmp_path / "log"
+    data, checkpoint = tmp_path / "log", tmp_path / "cp"
     log = MessageLog(str(data))
     fill(log, "a-0", 6)
-    options = {"broker": f"127.0.0.1:{broker.port}", "ledger": str(tmp_path / "cp" / "ledger"), "sinkId": "t"}
 
-    def run_once() -> None:
+    def run_once() -> list[int]:
         query = (spark.readStream.format("relaymq").option("log", str(data)).option("maxRecordsPerBatch", 4).load()
                  .selectExpr("concat('out/', usr['n']) AS topic", "body", "usr")
-                 .writeStream.format("relaymq").options(**options)
-                 .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start())
+                 .writeStream.format("relaymq").option("broker", f"127.0.0.1:{broker.port}").option("sinkId", "t")
+                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
         query.awaitTermination()
+        return [p["batchId"] for p in query.recentProgress if p["numInputRows"]]
 
-    run_once()
-    run_once()
+    assert run_once() == [0, 1]
+    assert sorted((checkpoint / "relaymq-ledger" / "t").glob("batch-*.json")) == [
+        checkpoint / "relaymq-ledger" / "t" / "batch-0.json", checkpoint / "relaymq-ledger" / "t" / "batch-1.json"]
+    for name in ("1", ".1.crc"):  # Spark forgets it finished batch 1
+        (checkpoint / "commits" / name).unlink(missing_ok=True)
+    assert run_once() == [1]  # ... and runs it again: the sink must not publish it twice
+    assert (checkpoint / "commits" / "1").exists()
     spark.createDataFrame([("out/batch", "hello")], "topic STRING, body STRING").write.format("relaymq") \
         .option("broker", f"127.0.0.1:{broker.port}").mode("append").save()
-    got = sub.wait_for(7)
+    got = sub.settle()
     sub.close()
     assert sorted(m.topic for m in got) == sorted([f"out/{i}" for i in range(6)] + ["out/batch"])
     assert {m.payload for m in got if m.topic == "out/3"} == {b"m3"}
+
+
+def test_read_over_http_with_basic_authentication(spark, tmp_path, archive_broker_factory) -> None:
+    """audit item 9: the source reads the fetch endpoint of a broker with a password file
+    (options username/password); without them the failure names what is missing."""
+    from pipeline_helpers import publish_all, wait_for_entries
+    from relaymq.auth.passwords import PasswordFile
+    from relaymq.pipeline.fetch import HttpAccess
+
+    passwords = PasswordFile()
+    passwords.set("spark", "s3cret", cost=4)
+    passwords.save(str(tmp_path / "passwords"))
+    broker = archive_broker_factory([{"name": "a", "topics": ["t/#"]}], config={
+        "access": {"allow_anonymous": True, "password_file": str(tmp_path / "passwords")}})
+    publish_all(broker.port, [(f"t/{i}", f"m{i}".encode(), []) for i in range(5)])
+    wait_for_entries(HttpAccess(broker.http_url, username="spark", password="s3cret"), 5)
+    df = (spark.read.format("relaymq").option("log", broker.http_url)
+          .option("username", "spark").option("password", "s3cret").load())
+    assert sorted(bytes(r.body) for r in df.collect()) == [f"m{i}".encode() for i in range(5)]
+    with pytest.raises(Exception, match="needs HTTP basic authentication"):
+        spark.read.format("relaymq").option("log", broker.http_url).load().collect()
 
 
 def test_sink_puts_to_queues(spark, tmp_path) -> None:
@@ -123,7 +182,9 @@ def test_sink_puts_to_queues(spark, tmp_path) -> None:
 
 def test_flow_nodes_run_over_a_dataframe(spark, tmp_path) -> None:
     """issue 7 "Flows on Spark": a Filter node and the telemetry flow (flows-http.md items 11-13)
-    give on Spark what they give in the broker (Flow.run_sync on the same message)."""
+    give on Spark what they give in the broker (Flow.run_sync on the same message); a rejected
+    message takes the flow's failure path by default (audit item 4), or fails the task (raise),
+    or is dropped (skip)."""
     from relaymq.flows.definition import load_flow
     from relaymq.flows.mqtt_mapping import from_mqtt, usr_properties
     from relaymq.pipeline.sparkflows import map_node, run_flow
@@ -132,7 +193,8 @@ def test_flow_nodes_run_over_a_dataframe(spark, tmp_path) -> None:
     log = MessageLog(str(tmp_path))
     log.append([LogRecord(topic="LCUnit/12345/batch", partition="t-0", domain="XMLNS", body=SEED_BATCH)]
                + [LogRecord(topic=f"c/{i}", partition="c-0", usr={"colour": c}, body=b"x")
-                  for i, c in enumerate(["blue", "red", "blue"])])
+                  for i, c in enumerate(["blue", "red", "blue"])]
+               + [LogRecord(topic="LCUnit/9/batch", partition="bad-0", domain="XMLNS", body=b"<oops/>")])
     df = spark.read.format("relaymq").option("log", str(tmp_path)).load()
     filtered = map_node(df.where("partition = 'c-0'"), "Filter", {"expression": "usr.colour = 'blue'"})
     assert sorted((r.topic, r.terminal) for r in filtered.collect()) == [
@@ -145,6 +207,13 @@ def test_flow_nodes_run_over_a_dataframe(spark, tmp_path) -> None:
         ("LCUnit/12345/Heartbeat", {"topic": "LCUnit/12345/Heartbeat", "d_tstamp": "20040417105126",
                                     "i_state": "1", "b_time": "20040417103118"}, b""),
     ]
+    # a batch the flow rejects takes its failure path (TELEMETRY.ERRORS) instead of failing the job
+    both = run_flow(df.where("partition IN ('t-0', 'bad-0')"), EXAMPLE_FLOW).collect()
+    assert sorted((r.partition, r.topic or "", r.queue or "") for r in both) == [
+        ("bad-0", "", "TELEMETRY.ERRORS"), ("t-0", "LCUnit/12345/Heartbeat", ""), ("t-0", "LCUnit/12345/StateChange", "")]
+    with pytest.raises(Exception, match="not a telemetry batch"):
+        run_flow(df.where("partition = 'bad-0'"), EXAMPLE_FLOW, on_error="raise").collect()
+    assert run_flow(df.where("partition = 'bad-0'"), EXAMPLE_FLOW, on_error="skip").count() == 0
     # the broker's own way: Flow.run_sync on the message the telemetry input builds
     ports = load_flow(EXAMPLE_FLOW).run_sync(from_mqtt("LCUnit/12345/batch", SEED_BATCH, 0, domain="XMLNS"))
     assert [(t, dict(usr_properties(m)), m.mq.body) for t, m, *_ in ports.publications] == [

@@ -8,11 +8,12 @@ Two figures:
   batch, split it in the Compute node, record the two publications. The ceiling of the flow
   code itself, and what the Spark pipeline gets per core.
 * ``broker``: a real broker with the flow deployed; one MQIsdp v3 device publishes N batches
-  to the SCADAInput port (QoS 1 by default, each acknowledged), an MQTT 5 subscriber counts
-  the 2N publications. Batches per second = N / (time from first publish to last publication
-  received).
+  to the SCADAInput port (QoS 1 by default, each acknowledged once its run has committed), an
+  MQTT 5 subscriber counts the 2N publications. Batches per second = N / (time from first
+  publish to last publication received).
 
-Asserts nothing about speed.
+Asserts nothing about speed. Leaves nothing behind (the broker's work directory and the flow
+file are removed).
 """
 
 from __future__ import annotations
@@ -50,7 +51,11 @@ def bench_engine(batches: int) -> float:
 
 
 def bench_broker(batches: int, qos: int) -> float:
-    tmp = Path(tempfile.mkdtemp(prefix="bench-flows-"))
+    with tempfile.TemporaryDirectory(prefix="bench-flows-") as tmp_dir:
+        return _bench_broker(Path(tmp_dir), batches, qos)
+
+
+def _bench_broker(tmp: Path, batches: int, qos: int) -> float:
     port = free_port()
     with FlowBroker(queues=("TELEMETRY.ERRORS",), config={"broker": {"log_level": "warning"}, "limits": {"max_queued_messages": 1000000}}) as broker:
         path = flow_file(tmp, TELEMETRY / "telemetry.yaml", {"SCADAInput1": {"port": port},

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
+import time
 
 
 class CuttingProxy:
@@ -25,6 +26,8 @@ class CuttingProxy:
         self.cut_probability = cut_probability
         self.plan = list(plan)
         self.cuts = {"put": 0, "confirm": 0}
+        #: (kind, time.monotonic()) of every cut, so a test can see when faults happened.
+        self.cut_times: list[tuple[str, float]] = []
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.port = 0
@@ -79,10 +82,10 @@ class CuttingProxy:
                 if self.enabled and name and (planned or self.rng.random() < self.cut_probability):
                     if kind == self.PUT:
                         up_writer.write(frame[: self.rng.randrange(1, len(frame))])  # mid-transfer
-                        self.cuts["put"] += 1
                     else:
                         up_writer.write(frame)  # the confirm arrives; its answer is lost
-                        self.cuts["confirm"] += 1
+                    self.cuts[name] += 1
+                    self.cut_times.append((name, time.monotonic()))
                     await up_writer.drain()
                     break
                 up_writer.write(frame)

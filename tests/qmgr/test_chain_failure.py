@@ -3,11 +3,13 @@
 
 DEVICE (an embedded queue manager with an asynchronous remote queue IN@TARGET, connection
 TARGET via SERVER) -> SERVER (a store-and-forward queue for TARGET) -> TARGET (local queue
-IN). 10,000 messages with random priorities are put on the device in chunks; meanwhile each
-process is SIGKILLed and restarted at random points, and a TCP proxy on each link cuts the
-connection when it forwards a PUT frame (mid-transfer) or a CONFIRM frame (mid-confirm). At
-the end every message is on TARGET exactly once and a drain returns them in priority order,
-FIFO per priority (the device's put order).
+IN). 10,000 messages with random priorities are put on the device in chunks (the next one
+when half of what was sent has arrived); meanwhile processes are SIGKILLed and restarted at
+random points, every process at least once and until 97% of the messages have arrived, and
+a TCP proxy on each link cuts the connection when it forwards a PUT frame (mid-transfer) or a
+CONFIRM frame (mid-confirm; at least one on each hop) until then. At the end every message
+is on TARGET exactly once and a drain returns them in priority order, FIFO per priority (the
+device's put order).
 
 Each queue manager is a `relaymq serve` process with a generated configuration ([qmgr] queues
 and connections; [broker] sqlite_synchronous = "NORMAL": in WAL mode a committed transaction
@@ -34,7 +36,7 @@ from .proxy import CuttingProxy
 
 MESSAGES = int(os.environ.get("RELAYMQ_CHAIN_MESSAGES", "10000"))
 CHUNKS = 4
-KILLS_PER_CHUNK = 2
+KILLS_PER_CHUNK = 1
 SEED = int(os.environ.get("RELAYMQ_CHAIN_SEED", str(random.randrange(1 << 30))))
 FAST_RETRY = {"retry_initial_ms": 20, "retry_max_ms": 300, "timeout_ms": 5000, "batch": 200}
 
@@ -161,40 +163,83 @@ def _wait_until(condition: Any, timeout: float, describe: Any) -> None:
         time.sleep(0.1)
 
 
+class Progress:
+    """TARGET's depth over time, as seen over REST (the last known value while it is down)."""
+
+    def __init__(self, target: Node) -> None:
+        self.target = target
+        self.depth = 0
+        self.samples: list[tuple[float, int]] = []
+
+    def update(self) -> int:
+        depth = self.target.depths().get("IN")
+        if depth is not None:
+            self.depth = depth
+            self.samples.append((time.monotonic(), depth))
+        return self.depth
+
+    def when(self, fraction: float) -> float | None:
+        """The first moment TARGET held at least ``fraction`` of the messages."""
+        return next((at for at, depth in self.samples if depth >= fraction * MESSAGES), None)
+
+
 def _test_chain(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     target = Node(tmp_path, "TARGET", [{"name": "IN"}], [])
-    # Per PUT or CONFIRM frame; with batches of 200 about a third of the batches are cut.
-    to_target = CuttingProxy(target.port, random.Random(SEED + 1), 0.002).start()
+    # Per PUT or CONFIRM frame; with batches of 200 about a third of the batches are cut. The
+    # first cut on each hop is a planned mid-confirm one, so each hop has one for sure.
+    to_target = CuttingProxy(target.port, random.Random(SEED + 1), 0.002, plan=("confirm",)).start()
     server = Node(tmp_path, "SERVER", [{"name": "SF", "type": "store_and_forward", "target_queue_managers": ["TARGET"]}],
                   [{"name": "TARGET", "address": f"127.0.0.1:{to_target.port}", **FAST_RETRY}])
-    to_server = CuttingProxy(server.port, random.Random(SEED + 2), 0.002).start()
+    to_server = CuttingProxy(server.port, random.Random(SEED + 2), 0.002, plan=("confirm",)).start()
     device = Node(tmp_path, "DEVICE", [{"name": "IN", "type": "remote", "queue_manager": "TARGET", "mode": "async"}],
                   [{"name": "SERVER", "address": f"127.0.0.1:{to_server.port}", **FAST_RETRY},
                    {"name": "TARGET", "via": "SERVER"}])
     nodes = [target, server, device]
+    progress = Progress(target)
     sent: list[tuple[int, int]] = []
+    faults: list[tuple[str, float]] = []  # (victim, fraction delivered when it was killed)
+    # Kills: the first three take every process once, in a random order; then random ones
+    # every 0.3-1.0 s until 97% of the messages have arrived, so faults cover the whole run.
+    victims = rng.sample(nodes, len(nodes))
+    per_chunk = MESSAGES // CHUNKS
+    started = time.monotonic()
     try:
         target.start()
         server.start()
-        per_chunk = MESSAGES // CHUNKS
         for chunk in range(CHUNKS):
-            device.kill()  # the device's store is written by the test while it is down
+            # The next chunk goes in once half of what was sent has arrived; the device's
+            # store is written by the test while the device process is down (a kill too).
+            while chunk and progress.update() < len(sent) // 2:
+                time.sleep(0.1)
+            device.kill()
+            faults.append((device.name, progress.depth / MESSAGES))
             count = per_chunk if chunk < CHUNKS - 1 else MESSAGES - per_chunk * (CHUNKS - 1)
             sent += _put_chunk(device, len(sent), count, rng)
             device.start()
             for _ in range(KILLS_PER_CHUNK):
-                time.sleep(rng.uniform(0.2, 1.2))
-                victim = rng.choice(nodes)
+                time.sleep(rng.uniform(0.3, 1.0))
+                victim = victims.pop(0) if victims else rng.choice(nodes)
+                faults.append((victim.name, progress.update() / MESSAGES))
                 victim.kill()
                 time.sleep(rng.uniform(0.0, 0.3))
                 victim.start()
-        during = target.depths().get("IN", 0)
+        while progress.update() < 0.97 * MESSAGES:
+            if time.monotonic() - started > 150:
+                raise AssertionError(f"not delivered (seed {SEED}): target {target.depths()}, "
+                                     f"server {server.depths()}, device {device.depths()}")
+            time.sleep(rng.uniform(0.3, 1.0))
+            victim = victims.pop(0) if victims else rng.choice(nodes)
+            faults.append((victim.name, progress.update() / MESSAGES))
+            victim.kill()
+            time.sleep(rng.uniform(0.0, 0.3))
+            victim.start()
+        faults_end = time.monotonic()
         to_target.enabled = to_server.enabled = False  # let the last messages through
-        _wait_until(lambda: target.depths().get("IN") == MESSAGES
+        _wait_until(lambda: progress.update() == MESSAGES
                     and server.depths().get("SF") == 0 and device.depths().get("IN") == 0,
-                    120, lambda: f"not delivered (seed {SEED}): target {target.depths()}, "
-                                 f"server {server.depths()}, device {device.depths()}")
+                    60, lambda: f"not delivered (seed {SEED}): target {target.depths()}, "
+                                f"server {server.depths()}, device {device.depths()}")
     finally:
         for node in nodes:
             node.stop()
@@ -218,9 +263,19 @@ def _test_chain(tmp_path: Path) -> None:
     assert drained == expected, f"order differs from priority-then-FIFO (seed {SEED})"
     kills = {node.name: node.kills for node in nodes}
     cuts = {"to_server": to_server.cuts, "to_target": to_target.cuts}
-    print(f"seed {SEED}: kills {kills}, cuts {cuts}, delivered before the last cut: {during}")
-    assert sum(kills.values()) >= CHUNKS * KILLS_PER_CHUNK
-    assert sum(c["put"] for c in cuts.values()) > 0 and sum(c["confirm"] for c in cuts.values()) > 0
+    late = progress.when(0.8)
+    late_cuts = {hop: sum(1 for _, at in proxy.cut_times if late is not None and at >= late)
+                 for hop, proxy in (("to_server", to_server), ("to_target", to_target))}
+    print(f"seed {SEED}: kills {kills}, cuts {cuts} ({late_cuts} after 80% delivered), "
+          f"kills at {[f'{name}@{fraction:.0%}' for name, fraction in faults]}, "
+          f"faults for {faults_end - started:.0f} s, total {time.monotonic() - started:.0f} s")
+    assert all(count >= 1 for count in kills.values()), f"every process is SIGKILLed at least once: {kills}"
+    assert all(c["confirm"] >= 1 for c in cuts.values()), f"a mid-confirm cut on each hop: {cuts}"
+    assert sum(c["put"] for c in cuts.values()) >= 1, f"a mid-transfer cut: {cuts}"
+    # The faults span the run: kills early and after 80% was delivered, cuts late too.
+    assert min(fraction for _, fraction in faults) < 0.2
+    assert max(fraction for _, fraction in faults) >= 0.8, f"no kill after 80% delivered: {faults}"
+    assert sum(late_cuts.values()) >= 1 or max(fraction for _, fraction in faults) >= 0.9, late_cuts
 
 
 @pytest.mark.slow

@@ -380,3 +380,45 @@ def test_push_to_an_unknown_queue_is_dead_lettered_at_its_destination(dead_lette
             tgt.close()
 
     asyncio.run(scenario())
+
+
+def test_home_server_pull_over_http():
+    """Item 24 with the HTTP adapter (item 30: each request a POST carrying frames): the
+    client's PULL is answered in the response body with a batch of PUTs, its ACKs come in the
+    next request and are answered with CONFIRMs, its CONFIRMEDs in the one after that, which
+    brings the next batch. 250 messages in batches of 100 arrive exactly once in order; an
+    undeliverable one goes to the client's dead-letter queue; another client's stay."""
+
+    async def scenario():
+        srv, dev = QueueManager.open("SRV", None), QueueManager.open("DEV", None)
+        srv.define_queue("HOLD", "store_and_forward", target_queue_managers=["DEV", "DEV2"], push=False)
+        dev.define_queue("INBOX")
+        dev.define_queue("HOLD", "home_server", queue_manager="SRV", poll_interval=100)
+        for i in range(250):
+            srv.put("INBOX", text_message(f"m{i:03d}", priority=i % 2), qmgr="DEV")
+        srv.put("MISSING", text_message("dead"), qmgr="DEV")
+        srv.put("INBOX", text_message("for DEV2"), qmgr="DEV2")
+        http = HttpServer()
+        await http.start("127.0.0.1", 0)
+        s = ChannelService(srv, listen_host=None)
+        await s.start(http)
+        d = ChannelService(dev, (_conn(name="SRV", address=f"http://127.0.0.1:{http.port}"),), listen_host=None)
+        await d.start()
+        try:
+            await _wait_depth(dev, "INBOX", 250)
+            await _wait_depth(dev, "SYSTEM.DEAD.LETTER.QUEUE", 1)
+            got = [body(m) for m in dev.browse("INBOX")]
+            assert got == [f"m{i:03d}" for i in range(1, 250, 2)] + [f"m{i:03d}" for i in range(0, 250, 2)]
+            for _ in range(500):  # SRV removes each batch when the client's CONFIRMEDs arrive
+                if srv.depth("HOLD") == 1 and d.links["SRV"].pulled == 251:
+                    break
+                await asyncio.sleep(0.02)
+            assert srv.depth("HOLD") == 1 and d.links["SRV"].pulled == 251
+        finally:
+            await d.stop()
+            await s.stop()
+            await http.stop()
+            dev.close()
+            srv.close()
+
+    asyncio.run(scenario())

@@ -624,24 +624,135 @@ class ChannelListener:
             await conversation.close()
 
 
-def http_channel_handler(qm: Any, *, aliases: tuple[str, ...] = ()) -> Callable[[HttpRequest], Any]:
-    """The HTTP adapter (item 30): the request body is HELLO followed by PUT/CONFIRM frames,
-    the response body the replies (WELCOME first). PULL is not served over HTTP."""
+#: Frames a home-server client sends back during a pull (its answers to the server's PUT and
+#: CONFIRM frames); over HTTP they come in the request after the one that carried the PUTs.
+PULL_REPLIES = frozenset({FrameType.ACK, FrameType.CONFIRMED, FrameType.ERROR})
+
+
+class HttpPull:
+    """One home-server client's pull over HTTP, kept between its requests (item 24 with the
+    HTTP adapter, item 30): the request [HELLO, PULL] is answered with a batch of PUTs, the
+    next one [HELLO, ACK...] with CONFIRMs, the next [HELLO, CONFIRMED...] with the next
+    batch or PULL_DONE. The server-side ChannelSender lives here between the requests; if it
+    is lost (a restart), the client's answers are met with PULL_DONE and its unconfirmed
+    copies are replaced at the next pull (Resend), as over TCP."""
+
+    def __init__(self, qm: Any, peer: str, version: int, store_queue: str | None, batch: int,
+                 attempted: set[str]) -> None:
+        self.qm, self.peer, self.store_queue, self.batch, self.attempted = qm, peer, store_queue, batch, attempted
+        self.sender = ChannelSender(qm.name)
+        self.sender.version, self.sender.remote_qmgr = version, peer
+        self.count = 0
+        self.held_rounds = 0
+        self.in_batch = False
+
+    async def next_batch(self) -> tuple[bytes, bool]:
+        """(frames, finished): the PUTs of the next batch, or PULL_DONE when none is left."""
+        try:
+            pending = await run_in_thread(self.qm.pending_messages, self.peer, pull=True, limit=self.batch,
+                                          store_queue=self.store_queue)
+        except QueueError as exc:
+            return encode_frame(FrameType.PULL_DONE, {"count": self.count, "error": {
+                "reason": exc.reason, "name": exc.name, "message": exc.message}}), True
+        if not pending or self.held_rounds >= MAX_HELD_ROUNDS:
+            return encode_frame(FrameType.PULL_DONE, {"count": self.count}), True
+        items = [Outgoing(p.uid, self.peer, p.queue, p.message.to_bytes(), resend=p.uid in self.attempted,
+                          expire_at=p.expire_at) for p in pending]
+        self.attempted.update(item.uid for item in items)
+        self.in_batch = True
+        return self.sender.send_batch(items), False
+
+    async def answer(self, frames: list[Frame]) -> tuple[bytes, bool]:
+        """The server's reply to the client's answers: CONFIRMs, then the next batch."""
+        out = b""
+        done: list[str] = []
+        refused: Refused | None = None
+        held = False
+        for frame in frames:
+            events, more = self.sender.receive(frame)
+            out += more
+            for event in events:
+                if isinstance(event, Delivered):
+                    done.append(event.uid)
+                elif isinstance(event, Refused) and refused is None:
+                    refused = event
+                elif isinstance(event, Held):
+                    held = True
+        if done:
+            await run_in_thread(_transmitted, self.qm, done)
+            self.count += len(done)
+            self.attempted.difference_update(done)
+        if not self.sender.batch_done:
+            return out, False
+        self.in_batch = False
+        if refused is not None:
+            return out + encode_frame(FrameType.PULL_DONE, {"count": self.count, "refused": {
+                "uid": refused.uid, "reason": refused.reason, "message": refused.message}}), True
+        self.held_rounds = self.held_rounds + 1 if held and not done else 0
+        batch, finished = await self.next_batch()
+        return out + batch, finished
+
+
+def http_channel_handler(qm: Any, *, aliases: tuple[str, ...] = (), batch: int = 100) -> Callable[[HttpRequest], Any]:
+    """The HTTP adapter (item 30): the request body is HELLO followed by PUT/CONFIRM frames
+    (or a request on a synchronous remote queue), the response body the replies (WELCOME
+    first). A home-server pull spans requests (:class:`HttpPull`): [HELLO, PULL], then the
+    client's answers to what each response carried."""
+    pulls: dict[str, HttpPull] = {}
+    attempted: dict[str, set[str]] = {}
+
+    def bad(text: str) -> HttpResponse:
+        return HttpResponse(400, [("content-type", "text/plain")], f"{text}\n".encode())
+
+    async def pull(receiver: ChannelReceiver, welcome: bytes, frames: list[Frame]) -> HttpResponse:
+        peer = receiver.peer
+        assert peer is not None
+        if frames[0].type is FrameType.PULL:
+            if len(frames) != 1:
+                return bad("PULL must be the only frame after HELLO")
+            store_queue = frames[0].header.get("queue")
+            if store_queue is not None and not isinstance(store_queue, str):
+                return bad("PULL queue is not a name")
+            state = HttpPull(qm, peer, receiver.version or 1, store_queue, batch, attempted.setdefault(peer, set()))
+            pulls[peer] = state
+            body, finished = await state.next_batch()
+        else:
+            state = pulls.get(peer)
+            if state is None or not state.in_batch:  # the pull was lost (a restart): end it
+                return HttpResponse(200, [("content-type", "application/octet-stream")],
+                                    welcome + encode_frame(FrameType.PULL_DONE, {"count": 0}))
+            try:
+                body, finished = await state.answer(frames)
+            except ChannelProtocolError as exc:
+                pulls.pop(peer, None)
+                return bad(str(exc))
+        if finished:
+            pulls.pop(peer, None)
+        return HttpResponse(200, [("content-type", "application/octet-stream")], welcome + body)
 
     async def handle(request: HttpRequest) -> HttpResponse:
         try:
             frames = decode_all(request.body)
         except ChannelProtocolError as exc:
-            return HttpResponse(400, [("content-type", "text/plain")], f"{exc}\n".encode())
+            return bad(str(exc))
         if not frames or frames[0].type is not FrameType.HELLO:
-            return HttpResponse(400, [("content-type", "text/plain")], b"the body must start with a HELLO frame\n")
-        if any(f.type is FrameType.PULL for f in frames):
-            return HttpResponse(400, [("content-type", "text/plain")], b"PULL needs a TCP channel\n")
+            return bad("the body must start with a HELLO frame")
         receiver = ChannelReceiver(qm, aliases=aliases)
+        rest = frames[1:]
+        if rest and (rest[0].type is FrameType.PULL or rest[0].type in PULL_REPLIES):
+            try:
+                welcome = receiver.handle(frames[0])
+            except ChannelProtocolError as exc:
+                return bad(str(exc))
+            if not receiver.ready:
+                return HttpResponse(200, [("content-type", "application/octet-stream")], welcome)
+            if any(f.type is not FrameType.PULL and f.type not in PULL_REPLIES for f in rest):
+                return bad("a pull's frames cannot be mixed with others in one request")
+            return await pull(receiver, welcome, rest)
         try:
             body = await run_in_thread(handle_frames, receiver, frames)
         except ChannelProtocolError as exc:
-            return HttpResponse(400, [("content-type", "text/plain")], f"{exc}\n".encode())
+            return bad(str(exc))
         return HttpResponse(200, [("content-type", "application/octet-stream")], body)
 
     return handle

@@ -6,6 +6,7 @@ the admin message format of relaymq.qmgr.admin, answered on the ReplyToQ."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -64,6 +65,10 @@ def test_admin_messages_are_processed_in_order_and_answered(tmp_path) -> None:
         assert bodies[6]["result"]["owner"] == "QM2" and bodies[6]["result"]["mode"] == "async"
         assert {"TO.QM2", "REPLIES", ADMIN_Q} <= {q["name"] for q in bodies[7]["result"]}
         assert bodies[8]["result"] == {"name": "QMA", "state": "running", "queues": len(qm.definitions())}
+        for _ in range(500):  # the last one is counted just after its answer is put
+            if qm.admin.processed == len(sent):
+                break
+            time.sleep(0.01)
         assert qm.depth(ADMIN_Q) == 0 and qm.admin.processed == len(sent)
 
 

@@ -370,9 +370,12 @@ def test_push_to_an_unknown_queue_is_dead_lettered_at_its_destination(dead_lette
                 (dlh,) = tgt.get("SYSTEM.DEAD.LETTER.QUEUE").mq.headers
                 assert (dlh.Reason, dlh.DestQName.strip()) == (2085, "TYPO")
             else:
-                await asyncio.sleep(0.5)
-                assert dev.depth("SF") == 2 and tgt.browse("IN") == []  # at most held unconfirmed
+                for _ in range(500):
+                    if "MQRC_UNKNOWN_OBJECT_NAME" in (d.links["TGT"].last_error or ""):
+                        break
+                    await asyncio.sleep(0.02)
                 assert "MQRC_UNKNOWN_OBJECT_NAME" in (d.links["TGT"].last_error or "")
+                assert dev.depth("SF") == 2 and tgt.browse("IN") == []  # at most held unconfirmed
         finally:
             await d.stop()
             await t.stop()

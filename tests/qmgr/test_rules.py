@@ -178,18 +178,25 @@ def test_browse_veto_changes_nothing_not_even_browse_and_lock() -> None:
         assert body(qm.get("B")) == "visible"
 
 
-class MoreThan(QueueManagerRule):
-    """The seed's triggerTransmission example (l.5339-5356): transmit only when more than
-    ``n`` messages are pending; it records what it was asked."""
+def _example(name: str):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLE.parent / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    n = 3
+
+class MoreThan(_example("pending_threshold").PendingThresholdRule):  # type: ignore[misc]
+    """examples/qmgr-rules/pending_threshold.py (the seed's "more than 10 pending" rule,
+    l.5339-5356) with a threshold of 3, recording what it was asked."""
+
+    threshold = 3
 
     def __init__(self) -> None:
         self.asked: list[tuple[int, dict]] = []
 
     def trigger_transmission(self, qm, count, fields):
         self.asked.append((count, fields))
-        return count > self.n
+        return super().trigger_transmission(qm, count, fields)
 
 
 def test_links_ask_the_trigger_transmission_rule_before_transmitting() -> None:

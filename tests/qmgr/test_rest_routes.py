@@ -120,3 +120,15 @@ def test_messagelist_and_queue_manager_state(pair) -> None:
     assert status == 200 and len(json.loads(body)["messages"]) == 1  # over the channel too
     assert [_get(rest2, "QM2", "REPLIES")[1] for _ in range(2)] == [b"high", b"low"]
     assert json.loads(rest1.call("GET", f"{BASE}/admin/qmgr")[2]) == {"qmgr": [{"name": "QM1", "state": "running"}]}
+
+
+def test_cli_put_to_another_queue_manager_through_the_broker(pair, capsys) -> None:
+    """`relaymq queue put --to-qmgr QM2 --url <QM1>` (issue 5 Command line): the broker at
+    the URL resolves the destination and its channel carries the message to QM2."""
+    from relaymq.cli.main import main
+
+    rest1, rest2 = pair
+    code = main(["queue", "put", "IN", "-m", "by the cli", "--to-qmgr", "QM2",
+                 "--url", f"http://127.0.0.1:{rest1.port}", "--qmgr", "QM1"])
+    assert code == 0 and len(json.loads(capsys.readouterr().out)["msg_id"]) == 48
+    assert _get(rest2, "QM2", "IN", "?wait=10000") == (200, b"by the cli")

@@ -264,9 +264,7 @@ def _run_remote(args: argparse.Namespace) -> int:
             _emit(queue)
         return 0
     if command == "put":
-        if args.to_qmgr:
-            print("relaymq queue put: error: --to-qmgr is not available with --url", file=sys.stderr)
-            return 2
+        qmgr = _quote(args.to_qmgr) if args.to_qmgr else qmgr  # REST names the destination in the URL
         data = (sys.stdin.buffer.read() if args.file == "-" else open(args.file, "rb").read()) if args.file \
             else (args.message or "").encode("utf-8")
         headers = [("content-type", "text/plain;charset=utf-8")]

@@ -84,11 +84,13 @@ class AsyncQueueManager:
     async def delete(self, queue: str, uid: str, **options: Any) -> None:
         await self._call("delete", queue, uid, **options)
 
-    async def confirm_put(self, uid: str) -> bool:
-        return await self._call("confirm_put", uid)
+    async def confirm_put(self, uid: str, **options: Any) -> bool:
+        """``qmgr=`` and ``queue=`` confirm a put made over a synchronous route there."""
+        return await self._call("confirm_put", uid, **options)
 
-    async def confirm_get(self, uid: str) -> bool:
-        return await self._call("confirm_get", uid)
+    async def confirm_get(self, uid: str, **options: Any) -> bool:
+        """``qmgr=`` and ``queue=`` confirm a get from a synchronous remote queue there."""
+        return await self._call("confirm_get", uid, **options)
 
     async def undo(self, queue: str, confirm_id: int, **options: Any) -> int:
         return await self._call("undo", queue, confirm_id, **options)
@@ -106,6 +108,16 @@ class AsyncQueueManager:
 
     def remove_listener(self, queue: str, fn: Any) -> None:
         self.sync.remove_listener(queue, fn)
+
+    @property
+    def state(self) -> str:
+        return self.sync.state
+
+    async def trigger_transmission(self) -> bool:
+        return await self._call("trigger_transmission")
+
+    async def delete_queue_manager(self) -> None:
+        await asyncio.to_thread(self.sync.delete_queue_manager)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)

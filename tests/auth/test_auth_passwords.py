@@ -108,3 +108,22 @@ def test_set_refuses_empty_and_over_long_passwords(password: str) -> None:
     """bcrypt reads only 72 bytes; a longer password would be silently cut, so it is refused."""
     with pytest.raises(ValueError):
         PasswordFile().set("alice", password, cost=4)
+
+
+def test_successful_checks_are_remembered_for_a_short_time_only(tmp_path: Path) -> None:
+    """Issue 2 P1 (bcrypt must not run for every connect): a successful check is remembered
+    for CACHE_SECONDS, keyed by the user's hash and the password, and ``cached`` answers from
+    that memory alone; afterwards bcrypt runs again. A wrong password is never cached."""
+    from relaymq.auth.passwords import CACHE_SECONDS
+
+    now = [1000.0]
+    passwords = PasswordFile(clock=lambda: now[0])
+    passwords.set("alice", "right", cost=4)
+    assert not passwords.cached("alice", b"right")  # nothing checked yet
+    assert passwords.check("alice", b"right")
+    assert passwords.cached("alice", b"right")
+    assert not passwords.cached("alice", b"wrong") and not passwords.check("alice", b"wrong")
+    assert not passwords.cached("bob", b"right") and not passwords.cached("alice", None)
+    now[0] += CACHE_SECONDS
+    assert not passwords.cached("alice", b"right")  # expired: ask bcrypt again
+    assert passwords.check("alice", b"right") and passwords.cached("alice", b"right")

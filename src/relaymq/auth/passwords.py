@@ -3,8 +3,10 @@
 Why bcrypt: a stolen password file must not give passwords away cheaply; bcrypt's cost factor
 makes every guess expensive (cost 12, about a quarter of a second, by default). The price is
 that every check is expensive for the broker too, so successful checks are remembered in
-memory (an HMAC of the stored hash and the password, under a key that lives only in this
-process): a reconnect storm of known clients costs one bcrypt per user, not one per connect.
+memory for ``CACHE_SECONDS`` (an HMAC of the stored hash and the password, under a key that
+lives only in this process): a reconnect storm of known clients costs one bcrypt per user, not
+one per connect. ``cached()`` answers from that memory only, without bcrypt, so a server can
+answer at once when it can and run ``check()`` on a thread otherwise.
 
 Why a dummy check for unknown users: answering "no such user" faster than "wrong password"
 tells an attacker which user names exist. ``check`` spends the same bcrypt work either way.
@@ -22,6 +24,8 @@ import os
 import re
 import secrets
 import tempfile
+import time
+from typing import Callable
 
 import bcrypt
 
@@ -30,6 +34,8 @@ DEFAULT_COST = 12
 #: bcrypt only looks at the first 72 bytes of a password; longer ones are refused, not cut.
 MAX_PASSWORD_BYTES = 72
 _MIN_COST, _MAX_COST = 4, 31
+#: How long a successful check is remembered (seconds).
+CACHE_SECONDS = 120.0
 _HASH = re.compile(r"^\$2[aby]\$(\d\d)\$[./A-Za-z0-9]{53}$")
 
 
@@ -58,12 +64,14 @@ def validate_username(user: str) -> None:
 class PasswordFile:
     """The users and their bcrypt hashes, in file order, with a cache of successful checks."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._hashes: dict[str, bytes] = {}
-        # user -> HMAC(hash, password) of the last password that passed bcrypt for this hash.
-        self._verified: dict[str, bytes] = {}
+        # user -> (HMAC(hash, password) of the last password that passed bcrypt for this hash,
+        # the clock time until which it is trusted without bcrypt).
+        self._verified: dict[str, tuple[bytes, float]] = {}
         self._cache_key = secrets.token_bytes(32)
         self._dummy_hash: bytes | None = None
+        self._clock = clock
 
     @classmethod
     def load(cls, path: str) -> PasswordFile:
@@ -112,14 +120,28 @@ class PasswordFile:
         if stored is None or password is None or len(password) > MAX_PASSWORD_BYTES:
             self._spend(password)
             return False
-        digest = hmac.new(self._cache_key, stored + b"\0" + password, hashlib.sha256).digest()
-        remembered = self._verified.get(user)
-        if remembered is not None and hmac.compare_digest(remembered, digest):
+        if self.cached(user, password):
             return True
         if bcrypt.checkpw(password, stored):
-            self._verified[user] = digest
+            self._verified[user] = (self._digest(stored, password), self._clock() + CACHE_SECONDS)
             return True
         return False
+
+    def cached(self, user: str, password: bytes | None) -> bool:
+        """True when this very password passed ``check`` for ``user`` less than
+        ``CACHE_SECONDS`` ago (and the user's hash has not changed since). No bcrypt: fast
+        enough for an event loop. False means "ask ``check``", not "wrong"."""
+        remembered = self._verified.get(user)
+        stored = self._hashes.get(user)
+        if remembered is None or stored is None or password is None or len(password) > MAX_PASSWORD_BYTES:
+            return False
+        digest, until = remembered
+        if self._clock() >= until:
+            return False
+        return hmac.compare_digest(digest, self._digest(stored, password))
+
+    def _digest(self, stored: bytes, password: bytes) -> bytes:
+        return hmac.new(self._cache_key, stored + b"\0" + password, hashlib.sha256).digest()
 
     def set(self, user: str, password: str | bytes, cost: int = DEFAULT_COST) -> None:
         """Add the user or change their password (hashed now with bcrypt at ``cost``)."""

@@ -162,10 +162,11 @@ class LimitsConfig:
     """[limits]: the bounds that keep memory flat under load (design guide, "Bounded everything")."""
 
     max_connections: int = _key(-1, unlimited_or_at_least(1))
+    connect_timeout: int = _key(10, int_range(1, 3600))
     max_packet_size: int = _key(MAX_PACKET_SIZE_LIMIT, int_range(2, MAX_PACKET_SIZE_LIMIT))
     max_inflight: int = _key(20, int_range(1, 65535))
     max_queued_messages: int = _key(1000, int_range(1))
-    max_queued_bytes: int = _key(0, int_range(0))
+    max_queued_bytes: int = _key(67_108_864, int_range(0))
     max_stored_messages: int = _key(1_000_000, int_range(1))
     max_topic_length: int = _key(65535, int_range(1, 65535))
     topic_alias_maximum: int = _key(10, int_range(0, 65535))

@@ -22,6 +22,8 @@ class Link:
     def __init__(self) -> None:
         self.data = bytearray()
         self.closed = False
+        self.aborted = False
+        self.reading = True  # False while the connection asked not to be fed
         self.buffered = 0  # what a congested socket would still hold
 
     def write(self, data: bytes) -> None:
@@ -29,6 +31,15 @@ class Link:
 
     def close(self) -> None:
         self.closed = True
+
+    def abort(self) -> None:
+        self.closed = self.aborted = True
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
 
     def get_write_buffer_size(self) -> int:
         return self.buffered

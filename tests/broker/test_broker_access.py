@@ -6,6 +6,7 @@ from __future__ import annotations
 from relaymq.auth.acl import Acl
 from relaymq.auth.passwords import PasswordFile
 from relaymq.mqtt import packets as p
+from relaymq.mqtt.codec import encode
 
 from .driver import TestClient, make_broker
 
@@ -145,3 +146,52 @@ def test_clients_may_not_publish_to_sys_topics():
     assert ack.reason_code == 0x87  # administrators control listeners, nothing else in $SYS
     assert broker.retained.get("$SYS/broker/version").payload == version
     assert watcher.publishes() == []
+
+
+def test_connect_waits_for_an_asynchronous_password_check():
+    """Issue 2 P1 (bcrypt off the event loop): the core asks Broker.authenticate and waits.
+    Until the answer comes the connection reads nothing (the link is paused) and the packets
+    that followed the CONNECT wait; then CONNACK goes out and they are handled, in order.
+    A refusal answers CONNACK 4 (3.1.1) and drops what was waiting."""
+    pw = PasswordFile()
+    pw.set("alice", "secret", cost=4)
+    broker = make_broker(passwords=pw)
+    pending = []
+    broker.authenticator = lambda user, password, peer, done: pending.append((user, password, done))
+    sub = TestClient(broker)
+    sub.connect("sub")  # anonymous: no check needed
+    sub.subscribe("a/#", qos=1)
+    c = TestClient(broker)
+    c.send_bytes(encode(p.Connect("MQTT", 4, True, 60, "c", None, "alice", b"secret"), 4)
+                 + encode(p.Publish("a/1", b"after connect", 1, False, False, 3), 4))
+    assert c.received() == [] and not c.link.reading
+    [(user, password, done)] = pending
+    assert (user, password) == ("alice", b"secret")
+    done(True)
+    connack, puback = c.received()
+    assert isinstance(connack, p.Connack) and connack.reason_code == 0
+    assert isinstance(puback, p.Puback) and puback.packet_id == 3
+    assert c.link.reading
+    assert [m.payload for m in sub.publishes()] == [b"after connect"]
+
+    bad = TestClient(broker)
+    bad.send_bytes(encode(p.Connect("MQTT", 4, True, 60, "bad", None, "alice", b"guess"), 4)
+                   + encode(p.Publish("a/1", b"never", 0, False, False, None), 4))
+    pending[-1][2](False)
+    [refusal] = bad.received()
+    assert isinstance(refusal, p.Connack) and refusal.reason_code == 4 and bad.link.closed
+    assert sub.publishes() == []
+
+
+def test_a_client_gone_during_the_password_check_is_forgotten():
+    """The answer for a connection that closed meanwhile changes nothing (no session)."""
+    pw = PasswordFile()
+    pw.set("alice", "secret", cost=4)
+    broker = make_broker(passwords=pw)
+    pending = []
+    broker.authenticator = lambda user, password, peer, done: pending.append(done)
+    c = TestClient(broker)
+    c.send(p.Connect("MQTT", 4, False, 60, "gone", None, "alice", b"secret"))
+    c.drop()
+    pending[0](True)
+    assert "gone" not in broker.sessions and c.link.data == b""

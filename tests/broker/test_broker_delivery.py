@@ -305,3 +305,43 @@ def test_clean_sessions_write_nothing_to_the_store():
     pub.publish("a", b"x", qos=1, packet_id=1)
     snap = store.load()
     assert snap.sessions == {} and snap.deliveries == [] and snap.messages == {}
+
+
+def test_duplicate_qos2_publish_is_acknowledged_only_once_durable(tmp_path):
+    """Spec README decision 4 (PUBREC only after the message is durable) with mqtt.md item 9:
+    a DUP resend of a QoS 2 PUBLISH that arrives before the first PUBREC gets its PUBREC after
+    the commit too, never ahead of it."""
+    store = SQLiteStore(str(tmp_path / "dup.db"), notify=Callbacks())
+    broker = make_broker(store=store)
+    pub = TestClient(broker)
+    pub.connect("p", clean=False)
+    pub.received()
+    pub.send(p.Publish("a", b"x", 2, False, False, 7))
+    pub.send(p.Publish("a", b"x", 2, False, True, 7))  # DUP, before anything was committed
+    assert bytes(pub.link.data[pub._read:]) == b""  # nothing leaves before the commit
+    assert [type(x) for x in pub.received()] == [p.Pubrec, p.Pubrec]
+    store.close()
+
+
+def test_pubrel_for_a_message_received_before_a_reconnect_keeps_the_count_right():
+    """MQTT 5 4.9 (receive maximum: QoS 2 counts from PUBLISH to PUBCOMP, per connection):
+    a PUBREL on a new connection for a message received on the old one completes it without
+    taking the new connection's count below zero (audit: inbound_unacked went negative,
+    letting the client exceed the receive maximum later)."""
+    broker = make_broker(max_inflight=2)
+    sub = TestClient(broker, 5)
+    sub.connect("s")
+    sub.subscribe("a", qos=2)
+    first = TestClient(broker, 5)
+    first.connect("p", clean=False, properties={"session_expiry_interval": 60})
+    first.publish("a", b"held", qos=2, packet_id=1)
+    first.drop()
+    second = TestClient(broker, 5)
+    assert second.connect("p", clean=False, properties={"session_expiry_interval": 60}).session_present
+    second.send(p.Pubrel(1))
+    assert isinstance(second.received()[0], p.Pubcomp)
+    assert second.conn.inbound_unacked == 0
+    assert [m.payload for m in sub.publishes()] == [b"held"]
+    for pid in (2, 3):
+        second.publish("a", b"x", qos=1, packet_id=pid)
+    assert second.conn.inbound_unacked == 0 and not second.link.closed

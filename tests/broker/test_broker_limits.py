@@ -6,10 +6,12 @@ without bound." The behaviour is documented in docs/configuration.md ([limits]).
 from __future__ import annotations
 
 from relaymq.mqtt import packets as p
+from relaymq.mqtt.codec import encode
 from relaymq.mqtt.reason_codes import QUOTA_EXCEEDED
+from relaymq.store.memory import MemoryStore
 from relaymq.store.sqlite import SQLiteStore
 
-from .driver import Callbacks, TestClient, make_broker
+from .driver import Callbacks, TestClient, make_broker, settle
 
 
 def _publish_many(broker, count: int, topic: str = "a") -> None:
@@ -146,3 +148,179 @@ def test_qos2_packet_id_is_durable_before_the_publish_is_sent(tmp_path):
     [row] = store.load().deliveries
     assert (row.packet_id, m.packet_id, m.dup) == (m.packet_id, row.packet_id, False)
     store.close()
+
+
+def test_congested_link_pauses_reading_holds_acknowledgements_and_flushes_them_on_resume(tmp_path):
+    """Issue 2 limits (a publisher that never reads its PUBACKs must not grow the broker's
+    memory): past the link's high-water mark the connection stops reading (what arrives waits
+    in the reader, undispatched) and keeps what it must still write in one buffer; when the
+    link drains it writes that, and handles what waited, in order."""
+    store = SQLiteStore(str(tmp_path / "p.db"), notify=Callbacks())
+    broker = make_broker(store=store)
+    pub = TestClient(broker)
+    pub.connect("pub", clean=False)
+    for i in (1, 2):  # their PUBACKs wait for the commit
+        pub.send(p.Publish("a", b"x", 1, False, False, i))
+    pub.conn.pause_writing()  # what the transport calls past its high-water mark
+    assert not pub.link.reading
+    pub.send(p.Publish("a", b"x", 1, False, False, 3))  # arrives, but is not handled yet
+    written = len(pub.link.data)
+    settle(broker)  # the commit: PUBACK 1 and 2 are due, but the link is congested
+    assert len(pub.link.data) == written and len(pub.conn.held) == 2 * 4
+    assert pub.conn.inbound_unacked == 0 and pub.conn.reader.buffered > 0
+    pub.conn.resume_writing()
+    assert pub.link.reading
+    assert [a.packet_id for a in pub.received()] == [1, 2, 3]
+    store.close()
+
+
+def test_a_flood_of_unacknowledged_publications_pauses_reading():
+    """MQIsdp/3.1.1 have no Receive Maximum: with MAX_PENDING_ACKS acknowledgements waiting
+    for the store the connection stops reading, and reads again once half of them went out."""
+    from relaymq.broker.connection import MAX_PENDING_ACKS
+
+    notify = Callbacks()
+    broker = make_broker(store=MemoryStore(notify))
+    pub = TestClient(broker)
+    pub.send(p.Connect("MQTT", 4, True, 60, "flood", None, None, None))
+    notify.run()
+    data = b"".join(encode(p.Publish("a", b"x", 1, False, False, i % 65535 + 1), 4)
+                    for i in range(MAX_PENDING_ACKS + 10))
+    pub.send_bytes(data)
+    assert pub.conn.inbound_unacked == MAX_PENDING_ACKS and not pub.link.reading
+    assert pub.conn.reader.buffered > 0  # the last ten wait in the reader
+    notify.run()  # the acknowledgements go out: reading resumes, the rest is handled
+    notify.run()
+    assert pub.link.reading and pub.conn.inbound_unacked == 0 and pub.conn.reader.buffered == 0
+    acks = [x for x in pub.received() if isinstance(x, p.Puback)]
+    assert len(acks) == MAX_PENDING_ACKS + 10
+
+
+def test_past_four_times_max_outbound_buffer_the_client_is_dropped():
+    """docs/configuration.md [limits] max_outbound_buffer: past four times it (what the socket
+    holds plus what the broker holds for it) the client is disconnected at once, its unsent
+    bytes discarded, and its will published, since it did not go away cleanly (mqtt.md item 25)."""
+    notify = Callbacks()
+    broker = make_broker(store=MemoryStore(notify), max_outbound_buffer=1024)
+    watcher = TestClient(broker)
+    watcher.connect("watcher")
+    watcher.subscribe("will/#", qos=0)
+    pub = TestClient(broker)
+    pub.send(p.Connect("MQTT", 4, True, 60, "pub", p.Will("will/pub", b"gone", 0, False), None, None))
+    notify.run()
+    pub.send_bytes(b"".join(encode(p.Publish("a", b"x", 1, False, False, i), 4) for i in range(1, 301)))
+    pub.conn.pause_writing()
+    pub.link.buffered = 3000  # the socket's buffer already holds this much
+    notify.run()  # 300 PUBACKs of 4 bytes are due: 3000 + 1200 > 4 x 1024
+    assert pub.link.aborted and pub.conn.closed
+    assert [m.payload for m in watcher.publishes()] == [b"gone"]
+
+
+def test_a_socket_that_does_not_connect_in_time_is_closed():
+    """Issue 2 limits, limits.connect_timeout: a socket that has not completed CONNECT within
+    the timeout of being accepted is closed, however it trickles bytes."""
+    broker = make_broker(connect_timeout=5)
+    silent = TestClient(broker)
+    trickle = TestClient(broker)
+    broker.clock.advance(4)
+    trickle.send_bytes(b"\x10")  # the start of a CONNECT, never finished
+    broker.tick()
+    assert not silent.link.closed and not trickle.link.closed
+    broker.clock.advance(1.5)
+    broker.tick()
+    assert silent.link.closed and trickle.link.closed
+    ok = TestClient(broker)
+    broker.clock.advance(4)
+    ok.connect("in-time")
+    broker.clock.advance(10)
+    broker.tick()
+    assert not ok.link.closed
+
+
+def test_max_connections_counts_every_accepted_socket():
+    """docs/configuration.md [limits] max_connections: open sockets count whether or not they
+    sent CONNECT; one more is closed at once; when one goes, a new one is accepted."""
+    broker = make_broker(max_connections=2)
+    idle = TestClient(broker)  # accepted, says nothing
+    connected = TestClient(broker)
+    connected.connect("c")
+    over = TestClient(broker)
+    assert over.link.closed and over.link.data == b""
+    over.send(p.Connect("MQTT", 4, True, 60, "late", None, None, None))
+    assert over.link.data == b"" and "late" not in broker.sessions
+    idle.drop()
+    again = TestClient(broker)
+    assert again.connect("again").reason_code == 0
+
+
+def test_max_queued_bytes_holds_for_a_persistent_session_live_and_after_restart(tmp_path):
+    """docs/configuration.md [limits] max_queued_bytes: past it a persistent session keeps QoS
+    1/2 messages in the store only; read back as the queue drains, and at restart, no more
+    than the byte limit comes into memory; all arrive, in order."""
+    path = str(tmp_path / "b.db")
+    store = SQLiteStore(path, notify=Callbacks())
+    broker = make_broker(store=store, max_queued_bytes=350, max_inflight=1)
+    s = TestClient(broker)
+    s.connect("bytes", clean=False)
+    s.subscribe("a", qos=1)
+    s.send(p.Disconnect())
+    pub = TestClient(broker)
+    pub.connect("publisher")
+    for i in range(10):
+        pub.publish("a", bytes([65 + i]) * 100, qos=1, packet_id=i + 1)
+    session = broker.sessions["bytes"]
+    assert (len(session.queue), len(session.spilled), session.queued_bytes) == (3, 7, 300)
+    store.close()
+
+    store2 = SQLiteStore(path, notify=Callbacks())
+    broker2 = make_broker(store=store2, max_queued_bytes=350, max_inflight=1)
+    broker2.restore(store2.load())
+    session = broker2.sessions["bytes"]
+    assert (len(session.queue), len(session.spilled), session.queued_bytes) == (3, 7, 300)
+    back = TestClient(broker2)
+    back.connect("bytes", clean=False)
+    got = []
+    while len(got) < 10:
+        [m] = back.publishes()
+        assert session.queued_bytes <= 350
+        got.append(m.payload[:1])
+        back.send(p.Puback(m.packet_id))
+    assert got == [bytes([65 + i]) for i in range(10)]
+    store2.close()
+
+
+def test_max_queued_bytes_drops_and_counts_for_a_clean_session():
+    """docs/configuration.md [limits] max_queued_bytes: a clean session has no store to keep
+    its overflow in; past the byte limit QoS 1/2 messages are dropped and counted."""
+    broker = make_broker(max_queued_bytes=250, max_inflight=1)
+    s = TestClient(broker)
+    s.connect("clean")
+    s.subscribe("a", qos=1)
+    s.received()
+    s.link.buffered = 10 ** 9  # congested: nothing leaves the queue
+    s.conn.paused = True
+    pub = TestClient(broker)
+    pub.connect("publisher")
+    for i in range(5):
+        pub.publish("a", b"x" * 100, qos=1, packet_id=i + 1)
+    session = broker.sessions["clean"]
+    assert session.queued_bytes == 200 and broker.stats.publish_dropped == 3
+
+
+def test_unreleased_inbound_qos2_is_capped_at_max_inflight():
+    """docs/configuration.md [limits] max_inflight (issue 2 P1: 65,535 held QoS 2 messages at
+    levels 3/4): a client holding max_inflight QoS 2 messages without PUBREL is disconnected
+    by the next one, at every level (MQTT 5: DISCONNECT 0x93 receive maximum exceeded); the
+    held ones are not lost, the new one was never acknowledged."""
+    for level in (3, 4, 5):
+        broker = make_broker(max_inflight=5)
+        c = TestClient(broker, level)
+        c.connect(f"q2-{level}")
+        for pid in range(1, 6):
+            [rec] = c.publish("a", b"x", qos=2, packet_id=pid)
+            assert isinstance(rec, p.Pubrec)
+        packets = c.publish("a", b"one too many", qos=2, packet_id=6)
+        assert c.link.closed
+        assert [type(x) for x in packets] == ([p.Disconnect] if level == 5 else [])
+        if level == 5:
+            assert packets[0].reason_code == 0x93

@@ -36,3 +36,29 @@ def test_check_accepts_the_example_with_overrides(run_cli: RunCli, tmp_path: Pat
     result = run_cli("serve", "--config", str(EXAMPLE), "--port", "1884", "--store", "memory", "--check")
     assert result.returncode == 0, result.stderr
     assert result.stdout.decode() == f"config ok: {EXAMPLE} (default=mqtt://0.0.0.0:1884)\n"
+
+
+def test_port_in_use_is_one_line_and_status_2(run_cli: RunCli, tmp_path: Path) -> None:
+    """Issue 2 ("an unusable port stops start-up with one line naming the problem"): a port
+    already taken gives exactly one line naming the listener's key, its address and the
+    reason, exit status 2 as for any configuration error, and nothing was started: no store
+    file was created."""
+    import socket
+
+    from harness import free_port
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    config = tmp_path / "relaymq.toml"
+    config.write_text(f'[[listener]]\nhost = "127.0.0.1"\n[http]\nhost = "127.0.0.1"\nport = {free_port()}\n'
+                      f'[qmgr]\nchannel_host = "127.0.0.1"\nchannel_port = {free_port()}\n')
+    try:
+        result = run_cli("serve", "--config", str(config), "--port", str(port), "--data-dir", str(tmp_path / "data"))
+    finally:
+        taken.close()
+    assert result.returncode == 2
+    assert result.stderr == (f"config error: listener[0].port: cannot listen on 127.0.0.1:{port} "
+                             f"(listener 'default'): address already in use\n")
+    assert not (tmp_path / "data" / "relaymq.db").exists()

@@ -50,6 +50,9 @@ class Broker:
         self.listener_control: Callable[[str, bool], bool] | None = None
         # Wills waiting for their delay (MQTT 5 will delay interval): client id -> (due, message)
         self.pending_wills: dict[str, tuple[float, StoredMessage]] = {}
+        # Set by the server: check a password off the event loop (bcrypt is slow on purpose):
+        # fn(user, password, peer, done) and later done(ok). None: check here, synchronously.
+        self.authenticator: Callable[[str, bytes | None, str, Callable[[bool], None]], None] | None = None
         # Called with every publication once it is routed (the message log, flows that listen
         # to topics): fn(message). A tap must not block; one that raises is logged and skipped.
         self.publication_taps: list[Callable[[StoredMessage], None]] = []
@@ -79,6 +82,14 @@ class Broker:
         expiry_at = now + expiry_interval if expiry_interval is not None else None
         return StoredMessage(self.new_msg_id(), topic, payload, qos, retain, properties or {},
                              expiry_at, now)
+
+    def authenticate(self, user: str, password: bytes | None, peer: str,
+                     done: Callable[[bool], None]) -> None:
+        """Is ``password`` right for ``user``? The answer goes to ``done(ok)``, now or later."""
+        if self.authenticator is not None:
+            self.authenticator(user, password, peer, done)
+        else:
+            done(self.passwords is not None and self.passwords.check(user, password))
 
     # ------------------------------------------------------------------ sessions
     def end_session(self, session: Session) -> None:
@@ -141,6 +152,7 @@ class Broker:
             s.subscriptions[sub.topic_filter] = sub
             add_subscription_to_tree(self, s, sub)
         max_queued = self.limits.max_queued_messages
+        max_bytes = self.limits.max_queued_bytes
         for rec in snap.deliveries:
             s = self.sessions.get(rec.client_id)
             msg = snap.messages.get(rec.msg_id)
@@ -148,7 +160,8 @@ class Broker:
                 continue
             self.refs.add(msg.msg_id)
             inflight = rec.state != QUEUED and rec.packet_id is not None and rec.packet_id not in s.inflight
-            if not inflight and (s.spilled or len(s.queue) >= max_queued):
+            if not inflight and (s.spilled or len(s.queue) >= max_queued or (
+                    max_bytes and s.queue and s.queued_bytes + len(msg.payload) > max_bytes)):
                 s.spilled.append((rec.seq, msg.msg_id))  # stays in the store until there is room
                 continue
             d = Delivery(rec.seq, msg, rec.qos, rec.retain, list(rec.subscription_ids),

@@ -1,9 +1,17 @@
 """One client connection: bytes in, packets dispatched, bytes out (no I/O of its own).
 
-The server gives the connection a *link* with ``write(bytes)``, ``close()`` and
-``get_write_buffer_size()`` (an asyncio transport, or the WebSocket adapter). A malformed
-packet closes this connection only (issue: "malformed packets close only that connection"),
-with the reason code where the level allows one (MQTT 5 DISCONNECT or CONNACK) and a log line.
+The server gives the connection a *link* with ``write(bytes)``, ``close()``, ``abort()``,
+``get_write_buffer_size()``, ``pause_reading()`` and ``resume_reading()`` (an asyncio
+transport, or the WebSocket adapter). A malformed packet closes this connection only (issue:
+"malformed packets close only that connection"), with the reason code where the level allows
+one (MQTT 5 DISCONNECT or CONNACK) and a log line.
+
+Back-pressure (issue 2, limits): when the link's buffer passes its high-water mark the server
+calls ``pause_writing``. From then on the connection reads nothing more from the client (so a
+publisher that never reads its PUBACKs is slowed down by TCP, not buffered by us), holds what
+it must still write (acknowledgements) in one byte buffer, and past four times
+``max_outbound_buffer`` of unsent bytes drops the connection. ``resume_writing`` hands the held
+bytes to the link and starts reading again.
 """
 
 from __future__ import annotations
@@ -24,6 +32,11 @@ if TYPE_CHECKING:
     from relaymq.store.base import StoredMessage
 
 log = logging.getLogger("relaymq.connection")
+
+#: MQIsdp/3.1.1 clients have no Receive Maximum: a client with this many QoS 1/2 publications
+#: whose acknowledgement waits (for the store's commit) is not read from until half of them
+#: went out, so a publisher that floods cannot make the broker hold its backlog in memory.
+MAX_PENDING_ACKS = 1000
 
 
 class Connection:
@@ -51,9 +64,26 @@ class Connection:
         self.aliases_in: dict[int, str] = {}  # topic aliases the client set up
         self.aliases_out: dict[str, int] = {}
         self.inbound_unacked = 0  # QoS 1/2 received, acknowledgement not yet sent (receive max)
+        self.inbound_qos2: set[int] = set()  # QoS 2 ids received on this connection, counted above
         self.paused = False  # the link's buffer is over its high-water mark
-        broker.connections.add(self)
+        self.held = bytearray()  # written while paused, handed to the link on resume
+        # Why reading is paused: "write" (the link is congested), "auth" (CONNECT waits for its
+        # password check), "acks" (too many acknowledgements wait for the store). While any
+        # reason holds, received packets wait in the reader too.
+        self.read_paused_for: set[str] = set()
+        self._dispatching = False
+        self.created_at = broker.clock.monotonic()
         broker.stats.connections_total += 1
+        max_conn = broker.limits.max_connections
+        if 0 <= max_conn <= len(broker.connections):
+            # Every accepted socket counts, CONNECT or not, so sockets that never speak cannot
+            # hold the broker's resources past the limit. Nothing has been said yet, so there
+            # is nobody to send a CONNACK to: the socket is closed at once (as Mosquitto does).
+            log.warning("refusing connection from %s: max_connections (%d) reached", peer, max_conn)
+            self.closed = True
+            link.close()
+            return
+        broker.connections.add(self)
 
     # ------------------------------------------------------------------ input
     def data_received(self, data: bytes) -> None:
@@ -62,14 +92,24 @@ class Connection:
         self.broker.stats.bytes_received += len(data)
         self.last_received = self.broker.clock.monotonic()
         self.reader.feed(data)
+        self.process_buffered()
+
+    def process_buffered(self) -> None:
+        """Dispatch every complete packet received so far; stop while reading is paused (the
+        rest waits in the reader until ``resume_reading``)."""
+        if self._dispatching:
+            return  # called from inside the loop below: it carries on by itself
+        self._dispatching = True
         try:
-            while not self.closed:
+            while not self.closed and not self.read_paused_for:
                 packet = self.reader.next_packet()
                 if packet is None:
                     break
                 self.dispatch(packet)
         except MQTTError as err:
             self.protocol_violation(err)
+        finally:
+            self._dispatching = False
 
     def dispatch(self, packet: p.Packet) -> None:
         from relaymq.broker import handle_connect, handle_publish, handle_subscribe
@@ -115,6 +155,13 @@ class Connection:
         if self.closed:
             return
         self.broker.stats.bytes_sent += len(data)
+        if self.paused:
+            held = self.held
+            held += data
+            hard_limit = 4 * self.broker.limits.max_outbound_buffer
+            if len(held) + self.link.get_write_buffer_size() > hard_limit:
+                self.overflowed(hard_limit)
+            return
         self.link.write(data)
 
     def outbound_congested(self) -> bool:
@@ -143,14 +190,56 @@ class Connection:
 
     # ------------------------------------------------------------------ flow control
     def pause_writing(self) -> None:
+        """The link's buffer is over its high-water mark: hold further output, stop reading."""
         self.paused = True
+        self.pause_reading("write")
 
     def resume_writing(self) -> None:
+        """The link drained below its low-water mark: send what was held, read again, and
+        move queued messages into the in-flight window."""
+        if self.closed:
+            return
         self.paused = False
-        if self.session is not None and self.connected:
+        if self.held:
+            data, self.held = bytes(self.held), bytearray()
+            self.link.write(data)
+        self.resume_reading("write")
+        if self.session is not None and self.connected and not self.paused and not self.closed:
             from relaymq.broker.delivery import pump
 
             pump(self.broker, self.session)
+
+    def pause_reading(self, why: str) -> None:
+        if not self.read_paused_for and not self.closed:
+            self.link.pause_reading()
+        self.read_paused_for.add(why)
+
+    def resume_reading(self, why: str) -> None:
+        """Drop one reason to pause; when none is left, read again and handle what waited."""
+        if why not in self.read_paused_for:
+            return
+        self.read_paused_for.discard(why)
+        if not self.read_paused_for and not self.closed:
+            self.link.resume_reading()
+            self.process_buffered()
+
+    def acknowledged_inbound(self) -> None:
+        """A QoS 1/2 acknowledgement left: one fewer waiting (see handle_publish, receive
+        maximum and MAX_PENDING_ACKS)."""
+        self.inbound_unacked -= 1
+        if self.inbound_unacked <= MAX_PENDING_ACKS // 2 and "acks" in self.read_paused_for:
+            self.resume_reading("acks")
+
+    def overflowed(self, hard_limit: int) -> None:
+        """More than four times ``max_outbound_buffer`` is waiting for a client that does not
+        read: drop the connection and what is waiting (docs/configuration.md, [limits])."""
+        log.warning("disconnecting %s (client %s): %d bytes waiting to be sent, over the hard limit "
+                    "of %d (4 x max_outbound_buffer)", self.peer, self.client_id,
+                    len(self.held) + self.link.get_write_buffer_size(), hard_limit)
+        self.held = bytearray()
+        self.closed = True
+        self.link.abort()
+        self.detach(publish_will=True)
 
     # ------------------------------------------------------------------ closing
     def protocol_violation(self, err: MQTTError) -> None:
@@ -181,6 +270,9 @@ class Connection:
         if self.closed:
             return
         self.closed = True
+        if self.held:  # the last words (a DISCONNECT, acknowledgements) go before the close
+            data, self.held = bytes(self.held), bytearray()
+            self.link.write(data)
         self.link.close()
         self.detach(publish_will)
 
@@ -208,8 +300,10 @@ class Connection:
         if self.closed:
             return
         if not self.connected:
-            # a socket that never sends CONNECT is closed after a grace period
-            if now - self.last_received > 30:
+            # issue 2 limits: a socket (or a WebSocket handshake) that has not completed its
+            # CONNECT within limits.connect_timeout of being accepted is closed
+            if now - self.created_at > self.broker.limits.connect_timeout:
+                log.info("closing %s: no CONNECT within %d s", self.peer, self.broker.limits.connect_timeout)
                 self.close(publish_will=False)
             return
         if self.keep_alive and now - self.last_received > 1.5 * self.keep_alive:

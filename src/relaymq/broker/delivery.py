@@ -78,15 +78,19 @@ def overflow(broker: Broker, session: Session, message: StoredMessage, qos: int,
 def refill(broker: Broker, session: Session) -> None:
     """Bring deliveries kept only in the store back into memory once the queue has room,
     in seq order, so the client receives them after everything queued before them."""
-    room = broker.limits.max_queued_messages - len(session.queue)
+    limits = broker.limits
+    room = limits.max_queued_messages - len(session.queue)
     if room <= 0 or not session.spilled:
         return
+    max_bytes = limits.max_queued_bytes
     first_seq = session.spilled[0][0]
     for rec, msg in broker.store.read_deliveries(session.client_id, first_seq - 1, room):
         while session.spilled and session.spilled[0][0] < rec.seq:  # gone from the store
             broker.refs.release_id(session.spilled.popleft()[1])
         if not session.spilled or session.spilled[0][0] != rec.seq:
             continue
+        if max_bytes and session.queue and session.queued_bytes + len(msg.payload) > max_bytes:
+            break  # the byte limit holds too (one message always fits an empty queue)
         session.spilled.popleft()
         session.queue.append(Delivery(rec.seq, msg, rec.qos, rec.retain, list(rec.subscription_ids),
                                       persisted=True))

@@ -12,7 +12,7 @@ from relaymq.broker.session import Session
 from relaymq.mqtt import packets as p
 from relaymq.mqtt import reason_codes as rc
 from relaymq.mqtt.codec import encode
-from relaymq.mqtt.errors import ProtocolError
+from relaymq.mqtt.errors import MQTTError, ProtocolError
 from relaymq.pubsub.topics import TopicError, validate_topic_name
 
 if TYPE_CHECKING:
@@ -58,36 +58,6 @@ def handle_connect(conn: Connection, pkt: p.Connect) -> None:
         assigned = True
     conn.client_id = client_id
 
-    # -- authentication
-    username = pkt.username
-    access = broker.config.access
-    cert_user = conn.certificate_user
-    if cert_user is not None and username in (None, cert_user):
-        # A verified client certificate is the identity: its common name is the user name and
-        # no password is needed (docs/configuration.md, TLS client certificates).
-        username = cert_user
-    elif cert_user is not None:
-        # Another name than the certificate's must prove itself with that user's password;
-        # without that, any certificate could claim any user (an administrator's, say).
-        if broker.passwords is None or not broker.passwords.check(username, pkt.password):
-            refuse(conn, rc.NOT_AUTHORIZED,
-                   f"certificate of {cert_user!r} may not connect as {username!r} without its password")
-            return
-    elif broker.passwords is not None and username is not None:
-        if not broker.passwords.check(username, pkt.password):
-            refuse(conn, rc.BAD_USER_NAME_OR_PASSWORD, f"bad user name or password for {username!r}")
-            return
-    elif username is None and not access.allow_anonymous:
-        refuse(conn, rc.NOT_AUTHORIZED, "anonymous access is disabled")
-        return
-    conn.username = username
-
-    # -- limits
-    max_conn = broker.limits.max_connections
-    if max_conn >= 0 and sum(1 for c in broker.connections if c.connected) >= max_conn:
-        refuse(conn, rc.SERVER_BUSY, f"max_connections ({max_conn}) reached")
-        return
-
     # -- will (validated before anything changes)
     will = pkt.will
     if will is not None:
@@ -105,6 +75,62 @@ def handle_connect(conn: Connection, pkt: p.Connect) -> None:
         conn.will_delay = wprops.pop("will_delay_interval", 0)
         expiry = wprops.pop("message_expiry_interval", None)
         conn.will = broker.new_message(will.topic, will.payload, will.qos, will.retain, wprops, expiry)
+
+    # -- authentication
+    username = pkt.username
+    cert_user = conn.certificate_user
+    if cert_user is not None and username in (None, cert_user):
+        # A verified client certificate is the identity: its common name is the user name and
+        # no password is needed (docs/configuration.md, TLS client certificates).
+        connect_session(conn, pkt, client_id, assigned, cert_user)
+    elif cert_user is not None:
+        # Another name than the certificate's must prove itself with that user's password;
+        # without that, any certificate could claim any user (an administrator's, say).
+        why = f"certificate of {cert_user!r} may not connect as {username!r} without its password"
+        if broker.passwords is None:
+            refuse(conn, rc.NOT_AUTHORIZED, why)
+        else:
+            check_password(conn, pkt, client_id, assigned, rc.NOT_AUTHORIZED, why)
+    elif broker.passwords is not None and username is not None:
+        check_password(conn, pkt, client_id, assigned, rc.BAD_USER_NAME_OR_PASSWORD,
+                       f"bad user name or password for {username!r}")
+    elif username is None and not broker.config.access.allow_anonymous:
+        refuse(conn, rc.NOT_AUTHORIZED, "anonymous access is disabled")
+    else:
+        connect_session(conn, pkt, client_id, assigned, username)
+
+
+def check_password(conn: Connection, pkt: p.Connect, client_id: str, assigned: bool,
+                   failure_code: int, why: str) -> None:
+    """Check the CONNECT's password, which may take a while (bcrypt, on a thread of the
+    server's: Broker.authenticate); meanwhile the connection reads and dispatches nothing
+    more, and the packets that follow the CONNECT wait in its reader."""
+    username = pkt.username
+    conn.pause_reading("auth")
+
+    def done(ok: bool) -> None:
+        if conn.closed:
+            return  # the client went away meanwhile
+        if not ok:
+            refuse(conn, failure_code, why)
+            return
+        try:
+            connect_session(conn, pkt, client_id, assigned, username)
+        except MQTTError as err:
+            conn.protocol_violation(err)
+            return
+        conn.resume_reading("auth")  # and handle what arrived after the CONNECT
+
+    conn.broker.authenticate(username, pkt.password, conn.peer, done)
+
+
+def connect_session(conn: Connection, pkt: p.Connect, client_id: str, assigned: bool,
+                    username: str | None) -> None:
+    """The client is who it says: take over or start its session and send CONNACK."""
+    broker = conn.broker
+    level = conn.level
+    props = pkt.properties
+    conn.username = username
 
     # -- take over a connected client id (mqtt.md decision: the old connection is closed)
     existing = broker.sessions.get(client_id)

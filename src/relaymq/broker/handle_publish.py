@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from relaymq.broker import delivery
+from relaymq.broker.connection import MAX_PENDING_ACKS
 from relaymq.broker.listener_control import LISTENER_CONTROL_PREFIX, handle_listener_control
 from relaymq.broker.persistence import forget_inbound, persist_inbound
 from relaymq.broker.routing import process_publication
@@ -75,9 +76,18 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
     if pkt.retain and not limits.retain_available:
         raise ProtocolError("retain is not available", rc.RETAIN_NOT_SUPPORTED)
 
-    if qos == 2 and pkt.packet_id in session.inbound:
-        conn.send(p.Pubrec(pkt.packet_id))  # a duplicate: acknowledge again, deliver nothing
-        return
+    if qos == 2:
+        pid = pkt.packet_id
+        if pid in session.inbound:
+            # a duplicate: acknowledge again, deliver nothing; like the first PUBREC, not before
+            # the message is durable (spec README decision 4)
+            broker.store.on_durable(lambda: conn.send(p.Pubrec(pid)))
+            return
+        if len(session.inbound) >= limits.max_inflight:
+            # Bounded like the receive maximum (docs/configuration.md, max_inflight): at every
+            # level, a client holding more QoS 2 messages unreleased (no PUBREL) is disconnected.
+            raise ProtocolError(f"more than max_inflight ({limits.max_inflight}) QoS 2 messages "
+                                "awaiting PUBREL", rc.RECEIVE_MAXIMUM_EXCEEDED)
     if qos > 0 and conn.level == 5:
         if conn.inbound_unacked >= limits.max_inflight:
             raise ProtocolError("receive maximum exceeded", rc.RECEIVE_MAXIMUM_EXCEEDED)
@@ -108,6 +118,8 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
         return
     pid = pkt.packet_id
     conn.inbound_unacked += 1
+    if conn.inbound_unacked >= MAX_PENDING_ACKS:
+        conn.pause_reading("acks")  # bounded without a receive maximum (MQIsdp, 3.1.1)
     if qos == 1:
         code = refused
         if message is not None:
@@ -122,13 +134,14 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
         broker.store.on_durable(lambda: _ack(conn, p.Pubrec(pid, refused)))
         return
     session.inbound[pid] = message
+    conn.inbound_qos2.add(pid)  # counts towards the receive maximum until its PUBCOMP
     if session.persistent:
         persist_inbound(broker, session, pid, message)
     broker.store.on_durable(lambda: conn.send(p.Pubrec(pid)))
 
 
 def _ack(conn: Connection, packet: p.Packet) -> None:
-    conn.inbound_unacked -= 1
+    conn.acknowledged_inbound()
     conn.send(packet)
 
 
@@ -136,15 +149,23 @@ def handle_pubrel(conn: Connection, pkt: p.Pubrel) -> None:
     broker = conn.broker
     session = conn.session
     pid = pkt.packet_id
+    # Only a message received on this connection was counted here; one received before a
+    # reconnect (resumed session) is released without touching this connection's count.
+    counted = pid in conn.inbound_qos2
+    conn.inbound_qos2.discard(pid)
     if pid not in session.inbound:
-        conn.send(p.Pubcomp(pid))  # already released: complete it again
+        # already released: complete it again, once the release is durable
+        broker.store.on_durable(lambda: _ack(conn, p.Pubcomp(pid)) if counted else conn.send(p.Pubcomp(pid)))
         return
     message = session.inbound.pop(pid)
     if message is not None:
         process_publication(broker, message, session)
     if session.persistent:
         forget_inbound(broker, session, pid, message)
-    broker.store.on_durable(lambda: _ack(conn, p.Pubcomp(pid)))
+    if counted:
+        broker.store.on_durable(lambda: _ack(conn, p.Pubcomp(pid)))
+    else:
+        broker.store.on_durable(lambda: conn.send(p.Pubcomp(pid)))
 
 
 def expect_inflight(conn: Connection, packet_id: int, qos: int, states: tuple[int, ...],

@@ -18,6 +18,7 @@ from typing import Any
 
 from relaymq import __version__
 from relaymq.broker.broker import Broker
+from relaymq.server.authenticate import PasswordChecker
 from relaymq.server.listeners import ListenerError, Listeners
 from relaymq.store.base import StoreError
 from relaymq.store.factory import open_store
@@ -96,16 +97,36 @@ def load_access(config: Any):
     return passwords, acl
 
 
+def listener_failed(err: ListenerError) -> None:
+    """A port that cannot be used is a configuration problem: one line, named like one."""
+    print(f"config error: {err.key}: {err}", file=sys.stderr, flush=True)
+
+
 async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
+    """Run the broker until SIGTERM/SIGINT. Returns the exit status: 0 after a graceful stop,
+    2 when a listener cannot bind its address (nothing else has started then), 1 when a
+    service cannot start."""
     loop = asyncio.get_running_loop()
     b = config.broker
+    # Bind every listener first (without accepting): a port in use stops start-up before the
+    # store is opened or anything is logged.
+    listeners = Listeners(config.listeners, None, config.limits)
+    try:
+        await listeners.open_all()
+    except ListenerError as err:
+        listener_failed(err)
+        return 2
     store = open_store(b.store, b.data_dir, loop.call_soon_threadsafe,
                        synchronous=b.sqlite_synchronous, commit_delay=b.commit_delay_ms / 1000.0)
+    checker: PasswordChecker | None = None
     try:
         passwords, acl = load_access(config)
         broker = Broker(config, store, passwords=passwords, acl=acl)
+        if passwords is not None:
+            checker = PasswordChecker(passwords, loop)
+            broker.authenticator = checker
         broker.restore(store.load())
-        listeners = Listeners(config.listeners, broker, config.limits.max_outbound_buffer)
+        listeners.attach_broker(broker)
         broker.listener_control = listeners.control
         # A signal during start-up is a graceful stop too: it is taken once everything started.
         stop = asyncio.Event()
@@ -119,16 +140,17 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
             services = await start_services(context)
         except ServiceError as err:
             log.error("%s", err)
+            await listeners.stop_all()
             broker.shutdown()
             return 1
         try:
             await listeners.start_all()
         except ListenerError as err:
-            log.error("%s", err)
+            listener_failed(err)
             await listeners.stop_all()
             await stop_services(services)
             broker.shutdown()
-            return 1
+            return 2
         log.info("relaymq %s started (store: %s, data: %s)", __version__, b.store, b.data_dir)
         if ready is not None:
             ready.set()
@@ -139,11 +161,15 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
                 pass
             broker.tick()
         log.info("shutting down")
+        # Listening sockets closed, then client connections (no wills), then waited for:
+        # see relaymq.server.listeners for why this order.
         await listeners.stop_all()
         await stop_services(services)
         broker.shutdown()
         return 0
     finally:
+        if checker is not None:
+            checker.close()
         store.close()
         log.info("store closed")
 

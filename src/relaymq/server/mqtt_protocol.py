@@ -1,13 +1,18 @@
 """asyncio.Protocol for MQTT over TCP/TLS: the hot path moves bytes and nothing else
-(design guide: asyncio.Protocol, data_received, transport.write)."""
+(design guide: asyncio.Protocol, data_received, transport.write). The Connection writes to a
+TransportLink (relaymq.server.link), which hands the transport one write per loop turn."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
-from relaymq.broker.broker import Broker
 from relaymq.broker.connection import Connection
+from relaymq.server.link import TransportLink
+
+if TYPE_CHECKING:
+    from relaymq.server.listeners import Listener
 
 log = logging.getLogger("relaymq.server")
 
@@ -32,16 +37,19 @@ def certificate_user(transport: asyncio.BaseTransport) -> str | None:
 
 
 class MQTTProtocol(asyncio.Protocol):
-    def __init__(self, broker: Broker, listener: str, high_water: int) -> None:
-        self.broker = broker
+    def __init__(self, listener: Listener) -> None:
         self.listener = listener
-        self.high_water = high_water
+        self.broker = listener.broker
+        self.transport: asyncio.Transport | None = None
         self.connection: Connection | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        transport.set_write_buffer_limits(high=self.high_water)
-        self.connection = Connection(self.broker, transport, peer_name(transport), self.listener,
-                                     certificate_user(transport))
+        self.transport = transport  # type: ignore[assignment]
+        transport.set_write_buffer_limits(high=self.listener.high_water)  # type: ignore[attr-defined]
+        self.listener.attach(self)
+        link = TransportLink(transport, asyncio.get_running_loop())  # type: ignore[arg-type]
+        self.connection = Connection(self.broker, link, peer_name(transport),
+                                     self.listener.config.name, certificate_user(transport))
 
     def data_received(self, data: bytes) -> None:
         conn = self.connection
@@ -52,6 +60,7 @@ class MQTTProtocol(asyncio.Protocol):
             conn.close(publish_will=False)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.listener.detach(self)
         if self.connection is not None:
             try:
                 self.connection.connection_lost()
@@ -62,4 +71,21 @@ class MQTTProtocol(asyncio.Protocol):
         self.connection.pause_writing()
 
     def resume_writing(self) -> None:
-        self.connection.resume_writing()
+        try:
+            self.connection.resume_writing()
+        except Exception:
+            log.exception("internal error on connection %s; closing it", self.connection.peer)
+            self.connection.close(publish_will=False)
+
+    # -- listener stop and broker shutdown
+    def shutdown(self) -> None:
+        """Close gracefully: MQTT 5 clients get DISCONNECT 0x8B; no will is published."""
+        if self.connection is not None and not self.connection.closed:
+            self.connection.shutdown()
+        elif self.transport is not None:
+            self.transport.close()
+
+    def abort(self) -> None:
+        """Drop the socket now, whatever is still unsent (a client that does not read)."""
+        if self.transport is not None:
+            self.transport.abort()

@@ -1,51 +1,50 @@
 """MQTT over WebSocket (path ``/mqtt``, subprotocol ``mqtt``) with the sans-I/O wsproto: the
-handshake and frames are wsproto's; MQTT bytes go to the same Connection as over TCP."""
+handshake and frames are wsproto's; MQTT bytes go to the same Connection as over TCP.
+
+The Connection is made when the socket is accepted, before the handshake, so the socket counts
+towards ``max_connections`` and a handshake that never completes is closed after
+``connect_timeout`` like a CONNECT that never comes."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import (AcceptConnection, BytesMessage, CloseConnection, Ping, RejectConnection,
                             Request, TextMessage)
 
-from relaymq.broker.broker import Broker
 from relaymq.broker.connection import Connection
+from relaymq.server.link import TransportLink
 from relaymq.server.mqtt_protocol import certificate_user, peer_name
+
+if TYPE_CHECKING:
+    from relaymq.server.listeners import Listener
 
 log = logging.getLogger("relaymq.websocket")
 
 
-class WebSocketLink:
-    """What the Connection writes to: frames its bytes as binary WebSocket messages."""
-
-    def __init__(self, protocol: "WebSocketProtocol") -> None:
-        self.protocol = protocol
-
-    def write(self, data: bytes) -> None:
-        self.protocol.transport.write(self.protocol.ws.send(BytesMessage(data=data)))
-
-    def close(self) -> None:
-        self.protocol.close()
-
-    def get_write_buffer_size(self) -> int:
-        return self.protocol.transport.get_write_buffer_size()
-
-
 class WebSocketProtocol(asyncio.Protocol):
-    def __init__(self, broker: Broker, listener: str, path: str, high_water: int) -> None:
-        self.broker = broker
+    def __init__(self, listener: Listener) -> None:
         self.listener = listener
-        self.path = path
-        self.high_water = high_water
+        self.broker = listener.broker
+        self.path = listener.config.path
         self.ws = WSConnection(ConnectionType.SERVER)
         self.transport: asyncio.Transport | None = None
         self.connection: Connection | None = None
+        self.accepted = False  # the WebSocket handshake completed
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
-        transport.set_write_buffer_limits(high=self.high_water)  # type: ignore[attr-defined]
+        transport.set_write_buffer_limits(high=self.listener.high_water)  # type: ignore[attr-defined]
+        self.listener.attach(self)
+        # one binary message per loop turn: "a single WebSocket data frame can contain multiple
+        # or partial MQTT Control Packets" (MQTT 5 6.0)
+        link = TransportLink(transport, asyncio.get_running_loop(),  # type: ignore[arg-type]
+                             frame=lambda data: self.ws.send(BytesMessage(data=data)))
+        self.connection = Connection(self.broker, link, peer_name(transport),
+                                     self.listener.config.name, certificate_user(transport))
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -64,10 +63,9 @@ class WebSocketProtocol(asyncio.Protocol):
                 return
             sub = "mqtt" if "mqtt" in event.subprotocols else None
             self.transport.write(self.ws.send(AcceptConnection(subprotocol=sub)))
-            self.connection = Connection(self.broker, WebSocketLink(self), peer_name(self.transport),
-                                         self.listener, certificate_user(self.transport))
+            self.accepted = True
         elif isinstance(event, BytesMessage):
-            if self.connection is not None:
+            if self.accepted and not self.connection.closed:
                 self.connection.data_received(bytes(event.data))
         elif isinstance(event, TextMessage):
             self.close()  # MQTT over WebSocket is binary only (MQTT 5 6.0)
@@ -84,7 +82,19 @@ class WebSocketProtocol(asyncio.Protocol):
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
 
+    def abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
+    def shutdown(self) -> None:
+        """Close gracefully (listener stop, broker shutdown): no will is published."""
+        if self.connection is not None and self.accepted and not self.connection.closed:
+            self.connection.shutdown()
+        else:
+            self.close()
+
     def connection_lost(self, exc: Exception | None) -> None:
+        self.listener.detach(self)
         if self.connection is not None:
             self.connection.connection_lost()
 

@@ -130,6 +130,11 @@ class MemoryStore(Store):
         self._check()
         self._retained.pop(topic, None)
 
+    @property
+    def notify(self) -> Notify | None:
+        """How durable-callbacks are handed back to the owner's thread (None: called at once)."""
+        return self._notify
+
     def on_durable(self, callback: Callable[[], None]) -> None:
         """Everything is already "durable": call back now, through ``notify`` when given."""
         self._check()

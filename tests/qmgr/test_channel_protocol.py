@@ -168,3 +168,22 @@ def test_put_through_store_and_forward_queue_keeps_destination(pair):
     _exchange(sender, receiver, confirm)
     [(uid, queue, message)] = server.pending_transmission("FAR")
     assert (uid, queue, body(message)) == ("u1", "Q", "hop")
+
+
+def test_a_version_1_peer_gets_version_1_frames(pair):
+    """docs/channels.md versioning: when the peer chose version 1, the sender leaves out the
+    version 2 keys (expire_at on PUT, the destination on CONFIRM), and the receiver refuses
+    version 2 frames on a version 1 conversation."""
+    source, target = pair
+    sender = ChannelSender(source.name, target.name)
+    sender.receive(decode_all(encode_frame(FrameType.WELCOME, {"version": 1, "qmgr": target.name}))[0])
+    (put,) = decode_all(sender.send_batch([Outgoing("u1", "TGT", "IN", text_message("a").to_bytes(),
+                                                    expire_at=1_900_000_000_000)]))
+    assert "expire_at" not in put.header
+    _, confirm = sender.receive(decode_all(encode_frame(FrameType.ACK, {"uid": "u1"}))[0])
+    assert decode_all(confirm)[0].header == {"uid": "u1"}
+    receiver = ChannelReceiver(target)
+    old = encode_frame(FrameType.HELLO, {"protocol": "relaymq-channel", "versions": [1], "qmgr": "DEV"})
+    receiver.handle(decode_all(old)[0])
+    with pytest.raises(ChannelProtocolError, match="version 2"):
+        receiver.handle(decode_all(encode_frame(FrameType.GET, {"req": 1, "qmgr": "TGT", "queue": "IN"}))[0])

@@ -116,9 +116,12 @@ def main() -> None:
     parser.add_argument("--silent", default="7", help="comma-separated units that fall silent")
     parser.add_argument("--silent-after", type=int, default=3, help="batch from which they are silent")
     parser.add_argument("--resume-at", type=int, default=None, help="batch at which they talk again (default: never)")
+    parser.add_argument("--from-batch", type=int, default=0,
+                        help="send batches from this one on (continue an earlier run: --from-batch 8 --batches 12)")
     args = parser.parse_args()
     silent = {int(u) for u in args.silent.split(",") if u.strip()}
-    plan = schedule(args.units, args.batches, silent, args.silent_after, resume_at=args.resume_at)
+    plan = [item for item in schedule(args.units, args.batches, silent, args.silent_after, resume_at=args.resume_at)
+            if item[1] >= args.from_batch]
     print(f"published {publish(args.host, args.port, plan)} batches")
 
 

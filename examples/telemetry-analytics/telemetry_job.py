@@ -140,7 +140,7 @@ def tracked(output: str):
         state.update((json.dumps(tracker),))
         if deadline is not None:
             state.setTimeoutTimestamp(max(deadline - 1, watermark, 1))  # fires once watermark >= deadline
-        if output == "windows":
+        if output == "windows" and complete:
             yield pd.DataFrame({
                 "unit": [unit] * len(complete),
                 "window_start": pd.to_datetime([w[0] for w in complete], unit="ms", utc=True),
@@ -149,7 +149,7 @@ def tracked(output: str):
                 "heartbeats": pd.array([w[2] for w in complete], dtype="Int32"),
                 "longest_heartbeat_gap_s": pd.array([w[3] for w in complete], dtype="Int64"),
             })
-        else:
+        elif output == "alerts" and silences:
             bodies = [json.dumps({"unit": unit, "silent_minutes": SILENCE_MS // 60_000,
                                   "last_seen": pd.Timestamp(last, unit="ms", tz="UTC").strftime("%Y-%m-%dT%H:%M:%SZ")})
                       for last in silences]

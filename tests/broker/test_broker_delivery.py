@@ -345,3 +345,62 @@ def test_pubrel_for_a_message_received_before_a_reconnect_keeps_the_count_right(
     for pid in (2, 3):
         second.publish("a", b"x", qos=1, packet_id=pid)
     assert second.conn.inbound_unacked == 0 and not second.link.closed
+
+
+def test_topic_aliases_towards_the_client():
+    """MQTT 5 3.3.2.3.4 (issue 2: topic aliases both ways): up to the client's Topic Alias
+    Maximum, the broker gives a topic an alias; the first PUBLISH carries the name and the
+    alias, later ones the alias with an empty name; past the maximum, names in full. A client
+    that announced no maximum gets no alias."""
+    broker = make_broker()
+    c = TestClient(broker, 5)
+    c.connect("aliased", properties={"topic_alias_maximum": 2})
+    c.subscribe("t/#")
+    plain = TestClient(broker, 5)
+    plain.connect("plain")
+    plain.subscribe("t/#")
+    pub = TestClient(broker, 5)
+    pub.connect("p")
+    for topic in ("t/a", "t/a", "t/b", "t/c", "t/a", "t/b"):
+        pub.publish(topic, topic.encode())
+    got = [(m.topic, m.properties.get("topic_alias"), m.payload) for m in c.publishes()]
+    assert got == [("t/a", 1, b"t/a"), ("", 1, b"t/a"), ("t/b", 2, b"t/b"), ("t/c", None, b"t/c"),
+                   ("", 1, b"t/a"), ("", 2, b"t/b")]
+    assert [(m.topic, m.properties.get("topic_alias")) for m in plain.publishes()] == [
+        (t, None) for t in ("t/a", "t/a", "t/b", "t/c", "t/a", "t/b")]
+
+
+def test_topic_alias_is_not_taken_by_a_publish_too_large_for_the_client():
+    """MQTT 5 3.1.2.25 with 3.3.2.3.4: a PUBLISH the client's Maximum Packet Size refuses is not
+    sent, so the alias it would have set up is not taken either; the next one sets it up."""
+    broker = make_broker()
+    c = TestClient(broker, 5)
+    c.connect("small", properties={"topic_alias_maximum": 5, "maximum_packet_size": 64})
+    c.subscribe("t")
+    pub = TestClient(broker, 5)
+    pub.connect("p")
+    pub.publish("t", b"x" * 100)  # too large: dropped
+    pub.publish("t", b"fits")
+    pub.publish("t", b"again")
+    assert [(m.topic, m.properties.get("topic_alias"), m.payload) for m in c.publishes()] == [
+        ("t", 1, b"fits"), ("", 1, b"again")]
+
+
+def test_topic_aliases_start_afresh_on_a_new_connection():
+    """MQTT 5 3.3.2.3.4: "Topic Alias mappings exist only within a Network Connection": a
+    message resent after a reconnect carries its topic name again."""
+    broker = make_broker()
+    c = TestClient(broker, 5)
+    props = {"topic_alias_maximum": 5, "session_expiry_interval": 60}
+    c.connect("resume", clean=False, properties=props)
+    c.subscribe("t", qos=1)
+    pub = TestClient(broker, 5)
+    pub.connect("p")
+    pub.publish("t", b"1", qos=1, packet_id=1)
+    [first] = c.publishes()
+    c.drop()
+    again = TestClient(broker, 5)
+    again.connect("resume", clean=False, properties=props)
+    [resent] = again.publishes()
+    assert (first.topic, first.properties["topic_alias"]) == ("t", 1)
+    assert (resent.topic, resent.properties["topic_alias"], resent.dup) == ("t", 1, True)

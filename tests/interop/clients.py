@@ -48,6 +48,7 @@ class Received:
     payload: bytes
     qos: int
     retain: bool
+    alias: int | None = None  # the MQTT 5 Topic Alias it came with (paho does not resolve them)
 
 
 class Inbox:
@@ -200,8 +201,10 @@ class PahoClient:
         self.ack_codes[mid] = getattr(reason_code, "value", 0)
 
     def _on_message(self, client, userdata, message: mqtt.MQTTMessage) -> None:  # noqa: ANN001
+        props = getattr(message, "properties", None)
+        alias = getattr(props, "TopicAlias", None) if props is not None else None
         self.inbox.add(Received(message.topic, bytes(message.payload), message.qos,
-                                bool(message.retain)))
+                                bool(message.retain), alias))
 
     # -- operations --------------------------------------------------------------------------
 

@@ -180,10 +180,23 @@ class Connection:
             if subscription_ids:
                 props["subscription_identifier"] = list(subscription_ids)
         topic = message.topic
+        new_alias = 0
+        if self.client_alias_max:
+            # MQTT 5 3.3.2.3.4: topic aliases towards the client, up to its Topic Alias Maximum;
+            # the first PUBLISH of a topic carries the name and the alias, later ones the alias
+            # and an empty name. Aliases live as long as this connection.
+            alias = self.aliases_out.get(topic)
+            if alias is not None:
+                props["topic_alias"] = alias
+                topic = ""
+            elif len(self.aliases_out) < self.client_alias_max:
+                new_alias = props["topic_alias"] = len(self.aliases_out) + 1
         data = encode_publish(topic, message.payload, qos, retain, dup, packet_id, props, self.level)
         if self.client_max_packet and len(data) > self.client_max_packet:
             self.broker.stats.publish_dropped += 1  # MQTT 5 3.1.2.25: not sent, as if delivered
             return False
+        if new_alias:
+            self.aliases_out[topic] = new_alias  # only once the client is told it
         self.broker.stats.messages_sent += 1
         self.write(data)
         return True

@@ -157,15 +157,16 @@ def _bench(args: argparse.Namespace, workdir: Path) -> None:
     put_seconds = time.perf_counter() - started
     qm.close()
 
-    procs = [_start(target[0]), _start(server[0]), _start(device[0])]
+    procs: list[subprocess.Popen[bytes]] = []
     depth = 0
     try:
-        ready = [Path(config["ready"]) for _, config in (target, server, device)]
         deadline = time.perf_counter() + 120
-        while not all(path.exists() for path in ready):  # processes started, stores open, listening
-            if time.perf_counter() > deadline or any(proc.poll() is not None for proc in procs):
-                raise SystemExit("a queue manager process did not start")
-            time.sleep(0.01)
+        for path, config in (target, server, device):  # each listening before the next one calls it
+            procs.append(_start(path))
+            while not Path(config["ready"]).exists():  # started, store open, listening
+                if time.perf_counter() > deadline or procs[-1].poll() is not None:
+                    raise SystemExit(f"queue manager {config['name']} did not start")
+                time.sleep(0.01)
         started = time.perf_counter()
         go.write_text("go")
         while depth < args.messages:
@@ -178,9 +179,8 @@ def _bench(args: argparse.Namespace, workdir: Path) -> None:
                 raise SystemExit(f"only {depth} of {args.messages} arrived in 600 s")
         elapsed = time.perf_counter() - started
     finally:
-        for proc in procs:
+        for proc in reversed(procs):  # the device first: nothing left trying to reach a stopped peer
             proc.send_signal(signal.SIGTERM)
-        for proc in procs:
             proc.wait(30)
     print(f"device puts: {args.messages / put_seconds:,.0f} msg/s (one at a time, synchronous={args.synchronous})")
     print(f"chain DEVICE -> SERVER -> TARGET: {args.messages} messages of {args.size} bytes in {elapsed:.2f} s"

@@ -178,3 +178,82 @@ def test_session_expiry_zero_cannot_become_nonzero_at_disconnect():
     [d] = c.received()
     assert isinstance(d, p.Disconnect) and d.reason_code == 0x82
     assert c.link.closed
+
+
+def _restart(path, clock_now: float, **settings):
+    """A new broker on the same SQLite file, its clock at ``clock_now`` (time went on)."""
+    from relaymq.broker.broker import Broker
+    from relaymq.broker.clock import ManualClock
+    from relaymq.store.sqlite import SQLiteStore
+
+    from .driver import Callbacks, make_config
+
+    store = SQLiteStore(path, notify=Callbacks())
+    broker = Broker(make_config(**settings), store, ManualClock(clock_now))
+    broker.restore(store.load())
+    return broker, store
+
+
+def test_session_expiry_counts_the_time_the_broker_was_down(tmp_path):
+    """MQTT 5 3.1.2.11.2 (Session Expiry Interval, counted from the disconnect), issue 2 P2
+    (audit: every restart restarted the expiry clock, so regular restarts kept sessions for
+    ever): the disconnect time is stored and honoured after a restart."""
+    from relaymq.store.sqlite import SQLiteStore
+
+    from .driver import Callbacks
+
+    path = str(tmp_path / "exp.db")
+    store = SQLiteStore(path, notify=Callbacks())
+    broker = make_broker(store=store)
+    for cid, expiry in (("short", 100), ("long", 1000)):
+        c = TestClient(broker, 5)
+        c.connect(cid, clean=False, properties={"session_expiry_interval": expiry})
+        c.send(p.Disconnect())
+    broker.clock.advance(60)
+    down_at = broker.clock.monotonic()
+    store.close()
+    broker2, store2 = _restart(path, down_at + 50)  # 110 s after the disconnect
+    assert set(broker2.sessions) == {"short", "long"}
+    broker2.tick()
+    assert set(broker2.sessions) == {"long"}
+    store2.close()
+
+
+def test_delayed_will_survives_a_restart(tmp_path):
+    """MQTT 5 3.1.3.2 (Will Delay Interval): a will waiting for its delay is stored with its
+    persistent session, published when the delay has passed after a restart, and never when
+    the client comes back in time; its message does not stay behind in the store."""
+    path = str(tmp_path / "will.db")
+    from relaymq.store.sqlite import SQLiteStore
+
+    from .driver import Callbacks
+
+    store = SQLiteStore(path, notify=Callbacks())
+    broker = make_broker(store=store)
+    for cid in ("late", "back"):
+        c = TestClient(broker, 5)
+        c.connect(cid, clean=False, properties={"session_expiry_interval": 3600},
+                  will=p.Will(f"will/{cid}", cid.encode(), 1, False, {"will_delay_interval": 30}))
+        c.drop()
+    assert set(broker.pending_wills) == {"late", "back"}
+    broker.clock.advance(10)
+    now = broker.clock.monotonic()
+    store.close()
+
+    broker2, store2 = _restart(path, now + 5)  # 15 s of the 30 s delay are gone
+    assert set(broker2.pending_wills) == {"late", "back"}
+    watcher = TestClient(broker2)
+    watcher.connect("watcher")
+    watcher.subscribe("will/#", qos=1)
+    back = TestClient(broker2, 5)
+    back.connect("back", clean=False, properties={"session_expiry_interval": 3600})
+    broker2.clock.advance(14)
+    broker2.tick()
+    assert watcher.publishes() == []
+    broker2.clock.advance(2)
+    broker2.tick()
+    assert [(m.topic, m.payload) for m in watcher.publishes()] == [("will/late", b"late")]
+    store2.flush()
+    snap = store2.load()
+    assert snap.messages == {} and all(r.will_msg_id is None for r in snap.sessions.values())
+    store2.close()

@@ -33,7 +33,8 @@ class Certificates:
             csr = self.directory / f"client-{common_name}.csr"
             _openssl("req", *_EC, "-keyout", str(key), "-out", str(csr), "-subj", f"/CN={common_name}")
             _openssl("x509", "-req", "-in", str(csr), "-CA", str(self.ca), "-CAkey",
-                     str(self.directory / "ca.key"), "-CAcreateserial", "-out", str(cert), "-days", "2")
+                     str(self.directory / "ca.key"), "-CAcreateserial", "-out", str(cert), "-days", "2",
+                     "-extfile", str(self.directory / "client.ext"))
         return {"ca_certs": str(self.ca), "certfile": str(cert), "keyfile": str(key)}
 
     def server_only(self) -> dict[str, str]:
@@ -48,9 +49,16 @@ def make_certificates(directory: Path) -> Certificates:
     directory.mkdir(parents=True, exist_ok=True)
     ca, ca_key = directory / "ca.pem", directory / "ca.key"
     key, cert, csr = directory / "server.key", directory / "server.pem", directory / "server.csr"
-    (directory / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    # X.509 v3 with the extensions a strict verifier wants (Python >= 3.13 sets
+    # VERIFY_X509_STRICT: key usage on the CA, an authority key identifier on the leaves).
+    leaf = ("basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
+            "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n")
+    (directory / "san.ext").write_text(leaf + "extendedKeyUsage=serverAuth\n"
+                                       "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    (directory / "client.ext").write_text(leaf + "extendedKeyUsage=clientAuth\n")
     _openssl("req", "-x509", *_EC, "-keyout", str(ca_key), "-out", str(ca), "-subj", "/CN=relaymq test CA",
-             "-days", "2")
+             "-days", "2", "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
     _openssl("req", *_EC, "-keyout", str(key), "-out", str(csr), "-subj", "/CN=localhost")
     _openssl("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
              "-out", str(cert), "-days", "2", "-extfile", str(directory / "san.ext"))

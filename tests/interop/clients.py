@@ -245,10 +245,16 @@ class PahoClient:
             self.client.disconnect()
             self.client.loop_stop()
 
-    def subscribe(self, topic: str, qos: int, timeout: float = WAIT) -> list[int]:
-        """Subscribe and wait for the SUBACK; returns the granted QoS / reason codes."""
+    def subscribe(self, topic: str, qos: int, timeout: float = WAIT,
+                  user_properties: list[tuple[str, str]] | None = None) -> list[int]:
+        """Subscribe and wait for the SUBACK; returns the granted QoS / reason codes. MQTT 5
+        ``user_properties`` go with the SUBSCRIBE (``relaymq-filter``, docs/pubsub.md)."""
+        props = None
+        if user_properties:
+            props = Properties(PacketTypes.SUBSCRIBE)
+            props.UserProperty = list(user_properties)
         with self._lock:
-            result, mid = self.client.subscribe(topic, qos)
+            result, mid = self.client.subscribe(topic, qos, properties=props)
             assert result == mqtt.MQTT_ERR_SUCCESS, mqtt.error_string(result)
             event, granted = self._suback.setdefault(mid, (threading.Event(), []))
         if not event.wait(timeout):

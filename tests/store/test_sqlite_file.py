@@ -82,3 +82,31 @@ def test_each_store_refuses_another_ones_file(tmp_path: Path, kind: str) -> None
         (log_dir / "archive.sqlite3").write_bytes(foreign.read_bytes())
         with pytest.raises(LogError, match="not a relaymq message log"):
             MessageLog(str(log_dir))
+
+
+def test_a_version_1_store_is_migrated_and_keeps_its_rows(tmp_path) -> None:
+    """A store written before schema version 2 opens: its sessions and subscriptions are kept,
+    and gain the new columns empty (no content filter, no delayed will)."""
+    import sqlite3
+
+    from relaymq.store.base import SessionRecord, SubscriptionRecord
+    from relaymq.store.sqlite import _MIGRATIONS, APPLICATION_ID, SQLiteStore
+
+    path = tmp_path / "v1.db"
+    conn = sqlite3.connect(path)
+    for statement in _MIGRATIONS[1]:
+        conn.execute(statement)
+    conn.execute("INSERT INTO sessions VALUES ('old', 4, 4294967295, 1700000000.0, 'u')")
+    conn.execute("INSERT INTO subscriptions VALUES ('old', 'a/#', 1, 0, 0, 0, NULL)")
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    store = SQLiteStore(str(path), notify=lambda fn: fn())
+    try:
+        snap = store.load()
+        assert snap.sessions == {"old": SessionRecord("old", 4, 4294967295, 1700000000.0, "u")}
+        assert snap.subscriptions == [SubscriptionRecord("old", "a/#", 1)]
+    finally:
+        store.close()
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 2

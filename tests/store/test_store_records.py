@@ -41,13 +41,13 @@ def test_every_operation_survives_restart(engine: Engine) -> None:
         store.put_message(m)
     store.delete_message(3)
 
-    s1 = SessionRecord("c1", 5, 3600, 1_700_000_100.0, "alice")
+    s1 = SessionRecord("c1", 5, 3600, 1_700_000_100.0, "alice", 1, 1_700_000_130.5)  # a delayed will
     s2 = SessionRecord("c2", 4, NEVER_EXPIRES)
     store.put_session(s1)
     store.put_session(s2)
 
     store.put_subscription(SubscriptionRecord("c1", "a/#", 0))
-    replaced = SubscriptionRecord("c1", "a/#", 2, True, True, 2, 17)
+    replaced = SubscriptionRecord("c1", "a/#", 2, True, True, 2, 17, "Body.temp > 30")
     store.put_subscription(replaced)  # same (client, filter): replaces
     shared = SubscriptionRecord("c2", "$share/g/a/+", 1)
     store.put_subscription(shared)

@@ -50,6 +50,8 @@ class Broker:
         self.listener_control: Callable[[str, bool], bool] | None = None
         # Wills waiting for their delay (MQTT 5 will delay interval): client id -> (due, message)
         self.pending_wills: dict[str, tuple[float, StoredMessage]] = {}
+        # Client ids whose pending will is kept in the store with their session (persistent)
+        self.stored_wills: set[str] = set()
         # Set by the server: check a password off the event loop (bcrypt is slow on purpose):
         # fn(user, password, peer, done) and later done(ok). None: check here, synchronously.
         self.authenticator: Callable[[str, bytes | None, str, Callable[[bool], None]], None] | None = None
@@ -113,9 +115,8 @@ class Broker:
             session.persisted = False
         if self.sessions.get(session.client_id) is session:
             del self.sessions[session.client_id]
-        will = self.pending_wills.pop(session.client_id, None)
-        if will is not None:  # a session that ends publishes its delayed will now (MQTT 5 3.1.3.2)
-            self.publish_will(will[1])
+        # a session that ends publishes its delayed will now (MQTT 5 3.1.3.2)
+        self.fire_will(session.client_id)
 
     def publish(self, topic: str, payload: bytes, qos: int = 0, retain: bool = False,
                 properties: dict | None = None, expiry_interval: int | None = None) -> int:
@@ -132,19 +133,56 @@ class Broker:
 
         process_publication(self, message, origin=None)
 
+    # ------------------------------------------------------------------ delayed wills
+    def schedule_will(self, session: Session, due: float, message: StoredMessage) -> None:
+        """Hold a will until ``due`` (monotonic; MQTT 5 Will Delay Interval). A persistent
+        session's will is stored with it, so a restart meanwhile does not lose it."""
+        self.cancel_will(session.client_id)
+        self.pending_wills[session.client_id] = (due, message)
+        if session.persistent:
+            self.refs.acquire(message)
+            self.stored_wills.add(session.client_id)
+
+    def cancel_will(self, client_id: str) -> None:
+        """The client came back within the delay: its will is not sent."""
+        entry = self.pending_wills.pop(client_id, None)
+        if entry is not None and client_id in self.stored_wills:
+            self.stored_wills.discard(client_id)
+            self.refs.release(entry[1])
+
+    def fire_will(self, client_id: str) -> None:
+        """Publish a waiting will now (its delay passed or its session ended)."""
+        entry = self.pending_wills.pop(client_id, None)
+        if entry is None:
+            return
+        self.publish_will(entry[1])
+        if client_id in self.stored_wills:
+            self.stored_wills.discard(client_id)
+            self.refs.release(entry[1])
+
     # ------------------------------------------------------------------ restore
     def restore(self, snap: Snapshot) -> None:
         """Rebuild sessions, subscriptions, queues and retained messages from the store."""
         from relaymq.broker.handle_subscribe import add_subscription_to_tree
 
         now = self.clock.monotonic()
+        wall = self.clock.wall()
         self._next_msg_id = max(self._next_msg_id, getattr(snap, "next_msg_id", 1))
         self._next_seq = max(self._next_seq, getattr(snap, "next_seq", 1))
         for rec in snap.sessions.values():
             s = Session(rec.client_id, rec.protocol_level, rec.expiry_interval, rec.username)
             s.persisted = True
-            s.disconnected_at = now  # the expiry clock restarts at the broker's start
+            # The expiry clock runs on from the stored disconnect time, so the time the broker
+            # was down counts; a session still connected when it stopped (a crash) counts from
+            # now, the first moment it is known to be disconnected.
+            s.disconnected_at = now if rec.disconnected_at is None else now - max(0.0, wall - rec.disconnected_at)
             self.sessions[rec.client_id] = s
+            will = snap.messages.get(rec.will_msg_id) if rec.will_msg_id is not None else None
+            if will is not None:
+                due = now + max(0.0, (rec.will_at or wall) - wall)
+                self.pending_wills[rec.client_id] = (due, will)
+                self.stored_wills.add(rec.client_id)
+                self.refs.add(will.msg_id)
         for sub in snap.subscriptions:
             s = self.sessions.get(sub.client_id)
             if s is None:
@@ -203,10 +241,12 @@ class Broker:
         now = self.clock.monotonic()
         for conn in list(self.connections):
             conn.check_timers(now)
-        for cid, (due, msg) in list(self.pending_wills.items()):
+        for cid, (due, _) in list(self.pending_wills.items()):
             if now >= due:
-                del self.pending_wills[cid]
-                self.publish_will(msg)
+                self.fire_will(cid)
+                session = self.sessions.get(cid)
+                if session is not None and session.persisted:
+                    save_session(self, session)  # the stored will is gone
         for session in [s for s in self.sessions.values() if s.expired(now)]:
             log.info("session %s expired", session.client_id)
             self.end_session(session)

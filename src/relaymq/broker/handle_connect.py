@@ -140,6 +140,11 @@ def connect_session(conn: Connection, pkt: p.Connect, client_id: str, assigned: 
         old.disconnect_with(rc.SESSION_TAKEN_OVER, f"session taken over by {conn.peer}",
                             publish_will=old.level >= 4)
     existing = broker.sessions.get(client_id)
+    if existing is not None and existing.expired(broker.clock.monotonic()):
+        # expired before the periodic tick noticed (right after a restart, say): it is gone
+        log.info("session %s expired", client_id)
+        broker.end_session(existing)
+        existing = None
 
     expiry_interval = broker.session_expiry_for(level, pkt.clean_start,
                                                 props.get("session_expiry_interval"))
@@ -152,7 +157,7 @@ def connect_session(conn: Connection, pkt: p.Connect, client_id: str, assigned: 
         session.protocol_level = level
         session.expiry_interval = expiry_interval
         session.username = username
-        broker.pending_wills.pop(client_id, None)  # reconnected within the will delay
+        broker.cancel_will(client_id)  # reconnected within the will delay
     else:
         session = Session(client_id, level, expiry_interval, username)
         broker.sessions[client_id] = session
@@ -238,8 +243,7 @@ def session_disconnected(conn: Connection, publish_will: bool) -> None:
     session.disconnected_at = broker.clock.monotonic()
     if will is not None and publish_will:
         if conn.level == 5 and conn.will_delay and session.persistent:
-            broker.pending_wills[session.client_id] = (
-                session.disconnected_at + conn.will_delay, will)
+            broker.schedule_will(session, session.disconnected_at + conn.will_delay, will)
         else:
             broker.publish_will(will)
     if not session.persistent:

@@ -21,7 +21,7 @@ from relaymq.broker.shared import SharedGroup
 from relaymq.mqtt import packets as p
 from relaymq.mqtt import reason_codes as rc
 from relaymq.mqtt.errors import ProtocolError
-from relaymq.pubsub.content_filter import filter_from_properties, with_filter
+from relaymq.pubsub.content_filter import FilteredSubscription, filter_from_properties, with_filter
 from relaymq.pubsub.topics import TopicError, parse_shared, validate_topic_filter
 from relaymq.selector import SelectorError
 from relaymq.store.base import SubscriptionRecord
@@ -35,8 +35,8 @@ log = logging.getLogger("relaymq.subscribe")
 
 
 def add_subscription_to_tree(broker: Broker, session: Session, sub: SubscriptionRecord) -> None:
-    stored_filter = getattr(sub, "content_filter", None)  # a record restored with its filter
-    if stored_filter:
+    stored_filter = sub.content_filter  # a record restored from the store keeps its filter text
+    if stored_filter and not isinstance(sub, FilteredSubscription):
         try:
             sub = with_filter(sub, stored_filter)
             session.subscriptions[sub.topic_filter] = sub

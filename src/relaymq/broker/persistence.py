@@ -50,15 +50,27 @@ class MessageRefs:
         self.counts[msg_id] = self.counts.get(msg_id, 0) + 1
 
 
-def session_record(session: Session) -> SessionRecord:
+def session_record(broker: Broker, session: Session) -> SessionRecord:
+    """The session as stored: times in wall-clock seconds (the broker's monotonic clock means
+    nothing to the next process), with its delayed will if one is waiting."""
+    clock = broker.clock
+    now_wall, now = clock.wall(), clock.monotonic()
+    disconnected = None
+    if session.disconnected_at is not None:
+        disconnected = now_wall - (now - session.disconnected_at)
+    will_msg_id = will_at = None
+    will = broker.pending_wills.get(session.client_id)
+    if will is not None and session.client_id in broker.stored_wills:
+        due, message = will
+        will_msg_id, will_at = message.msg_id, now_wall + (due - now)
     return SessionRecord(session.client_id, session.protocol_level, session.expiry_interval,
-                         None, session.username)
+                         disconnected, session.username, will_msg_id, will_at)
 
 
 def save_session(broker: Broker, session: Session) -> None:
     """Write or remove the session record as its persistence requires."""
     if session.persistent:
-        broker.store.put_session(session_record(session))
+        broker.store.put_session(session_record(broker, session))
         session.persisted = True
     elif session.persisted:
         broker.store.delete_session(session.client_id)

@@ -36,7 +36,7 @@ class Session:
     __slots__ = (
         "client_id", "protocol_level", "expiry_interval", "username", "subscriptions",
         "queue", "inflight", "inbound", "connection", "disconnected_at", "_next_packet_id",
-        "queued_bytes", "dropped", "persisted", "will_due", "spilled",
+        "queued_bytes", "dropped", "persisted", "spilled",
     )
 
     def __init__(self, client_id: str, protocol_level: int, expiry_interval: int,
@@ -59,7 +59,6 @@ class Session:
         self.queued_bytes = 0
         self.dropped = 0
         self.persisted = False  # a SessionRecord is in the store
-        self.will_due: float | None = None  # monotonic time a delayed will is due (MQTT 5)
 
     @property
     def persistent(self) -> bool:

@@ -44,8 +44,12 @@ class SessionRecord:
     client_id: str
     protocol_level: int
     expiry_interval: int  # seconds after disconnect; NEVER_EXPIRES for 3.1.1 clean_session=0
-    disconnected_at: float | None = None  # None while connected
+    disconnected_at: float | None = None  # wall-clock time of the disconnect; None while connected
     username: str | None = None
+    # An MQTT 5 will waiting for its delay (3.1.3.2): the message (kept in messages) and the
+    # wall-clock time it is due. Both None when there is none.
+    will_msg_id: int | None = None
+    will_at: float | None = None
 
 
 @dataclass(slots=True)
@@ -57,6 +61,7 @@ class SubscriptionRecord:
     retain_as_published: bool = False
     retain_handling: int = 0
     subscription_id: int | None = None
+    content_filter: str | None = None  # the relaymq-filter selector text (docs/pubsub.md), if any
 
 
 @dataclass(slots=True)

@@ -21,8 +21,8 @@ from typing import Any
 from .base import DeliveryRecord, InboundRecord, SessionRecord, StoredMessage, SubscriptionRecord
 
 MessageRow = tuple[int, str, bytes, int, int, str | None, float | None, float]
-SessionRow = tuple[str, int, int, float | None, str | None]
-SubscriptionRow = tuple[str, str, int, int, int, int, int | None]
+SessionRow = tuple[str, int, int, float | None, str | None, int | None, float | None]
+SubscriptionRow = tuple[str, str, int, int, int, int, int | None, str | None]
 DeliveryRow = tuple[str, int, int, int, int, int | None, int, str | None]
 InboundRow = tuple[str, int, int | None]
 
@@ -115,7 +115,8 @@ def message_from_row(row: tuple[Any, ...]) -> StoredMessage:
 
 
 def session_row(s: SessionRecord) -> SessionRow:
-    return (s.client_id, s.protocol_level, s.expiry_interval, s.disconnected_at, s.username)
+    return (s.client_id, s.protocol_level, s.expiry_interval, s.disconnected_at, s.username,
+            s.will_msg_id, s.will_at)
 
 
 def session_from_row(row: tuple[Any, ...]) -> SessionRecord:
@@ -125,14 +126,15 @@ def session_from_row(row: tuple[Any, ...]) -> SessionRecord:
 def subscription_row(s: SubscriptionRecord) -> SubscriptionRow:
     return (
         s.client_id, s.topic_filter, s.qos, int(s.no_local), int(s.retain_as_published),
-        s.retain_handling, s.subscription_id,
+        s.retain_handling, s.subscription_id, s.content_filter,
     )
 
 
 def subscription_from_row(row: tuple[Any, ...]) -> SubscriptionRecord:
-    client_id, topic_filter, qos, no_local, rap, retain_handling, subscription_id = row
+    client_id, topic_filter, qos, no_local, rap, retain_handling, subscription_id, content_filter = row
     return SubscriptionRecord(
-        client_id, topic_filter, qos, bool(no_local), bool(rap), retain_handling, subscription_id
+        client_id, topic_filter, qos, bool(no_local), bool(rap), retain_handling, subscription_id,
+        content_filter,
     )
 
 

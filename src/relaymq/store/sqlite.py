@@ -53,7 +53,7 @@ Notify = Callable[[Callable[[], None]], None]
 
 log = logging.getLogger("relaymq.store")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x524D5131  # "RMQ1": tells a relaymq store from any other SQLite file
 
 # Statements applied by version; a file at version N gets the steps N+1..SCHEMA_VERSION.
@@ -76,13 +76,19 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         # so numbering never goes back even when every row with a high id has been deleted.
         "CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER) WITHOUT ROWID",
     ),
+    # 2: a subscription's content filter (relaymq-filter); a delayed will waiting with its session.
+    2: (
+        "ALTER TABLE subscriptions ADD COLUMN content_filter TEXT",
+        "ALTER TABLE sessions ADD COLUMN will_msg_id INTEGER",
+        "ALTER TABLE sessions ADD COLUMN will_at REAL",
+    ),
 }
 
 _PUT_MESSAGE = "INSERT OR REPLACE INTO messages VALUES (?,?,?,?,?,?,?,?)"
 _DELETE_MESSAGE = "DELETE FROM messages WHERE msg_id = ?"
-_PUT_SESSION = "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?)"
+_PUT_SESSION = "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?)"
 _DELETE_SESSION = "DELETE FROM sessions WHERE client_id = ?"
-_PUT_SUBSCRIPTION = "INSERT OR REPLACE INTO subscriptions VALUES (?,?,?,?,?,?,?)"
+_PUT_SUBSCRIPTION = "INSERT OR REPLACE INTO subscriptions VALUES (?,?,?,?,?,?,?,?)"
 _DELETE_SUBSCRIPTION = "DELETE FROM subscriptions WHERE client_id = ? AND topic_filter = ?"
 _DELETE_CLIENT_SUBSCRIPTIONS = "DELETE FROM subscriptions WHERE client_id = ?"
 _PUT_DELIVERY = "INSERT OR REPLACE INTO deliveries VALUES (?,?,?,?,?,?,?,?)"

@@ -36,7 +36,10 @@ def _drain(client: TestClient, expected: int) -> list[bytes]:
 
 def test_persistent_session_keeps_overflow_in_the_store_and_delivers_it_in_order(tmp_path):
     """Past max_queued_messages a persistent session's QoS 1 messages stay in the store only
-    (memory holds just the queue), none is dropped, and all arrive in publication order."""
+    (memory holds just the queue), none is dropped, and all arrive in publication order.
+    Spec: issue 2 Limits ("keep QoS 1/2 in the store"), docs/configuration.md
+    max_queued_messages; mqtt.md item 26 (kept until the client reconnects, seed 000
+    l.1227-1229)."""
     store = SQLiteStore(str(tmp_path / "s.db"), notify=Callbacks())
     broker = make_broker(store=store, max_queued_messages=3, max_inflight=1)
     s = TestClient(broker)
@@ -56,7 +59,9 @@ def test_persistent_session_keeps_overflow_in_the_store_and_delivers_it_in_order
 
 def test_offline_persistent_backlog_survives_restart_and_is_not_all_loaded_into_memory(tmp_path):
     """A backlog larger than max_queued_messages comes back after a restart with only the
-    queue's worth in memory, and drains completely in order."""
+    queue's worth in memory, and drains completely in order.
+    Spec: mqtt.md item 26 (seed 000 l.1227-1229) and item 6 (stored, l.427/439/743); issue 2
+    Limits, docs/configuration.md max_queued_messages."""
     path = str(tmp_path / "r.db")
     store = SQLiteStore(path, notify=Callbacks())
     broker = make_broker(store=store, max_queued_messages=4)
@@ -80,7 +85,9 @@ def test_offline_persistent_backlog_survives_restart_and_is_not_all_loaded_into_
 
 def test_clean_session_overflow_is_dropped_and_counted():
     """A clean session has no store to keep its overflow in: past max_queued_messages QoS 1/2
-    are dropped and counted, so a stuck subscriber cannot grow the broker's memory."""
+    are dropped and counted, so a stuck subscriber cannot grow the broker's memory.
+    Spec: issue 2 Limits ("count and drop"), docs/configuration.md max_queued_messages; mqtt.md
+    item 20 (a clean session keeps nothing)."""
     broker = make_broker(max_queued_messages=3, max_inflight=1)
     s = TestClient(broker)
     s.connect("clean")
@@ -176,7 +183,8 @@ def test_congested_link_pauses_reading_holds_acknowledgements_and_flushes_them_o
 
 def test_a_flood_of_unacknowledged_publications_pauses_reading():
     """MQIsdp/3.1.1 have no Receive Maximum: with MAX_PENDING_ACKS acknowledgements waiting
-    for the store the connection stops reading, and reads again once half of them went out."""
+    for the store the connection stops reading, and reads again once half of them went out
+    (docs/configuration.md max_inflight; issue 2 Limits)."""
     from relaymq.broker.connection import MAX_PENDING_ACKS
 
     notify = Callbacks()
@@ -187,11 +195,11 @@ def test_a_flood_of_unacknowledged_publications_pauses_reading():
     data = b"".join(encode(p.Publish("a", b"x", 1, False, False, i % 65535 + 1), 4)
                     for i in range(MAX_PENDING_ACKS + 10))
     pub.send_bytes(data)
-    assert pub.conn.inbound_unacked == MAX_PENDING_ACKS and not pub.link.reading
+    assert pub.conn.acks_waiting == MAX_PENDING_ACKS and not pub.link.reading
     assert pub.conn.reader.buffered > 0  # the last ten wait in the reader
     notify.run()  # the acknowledgements go out: reading resumes, the rest is handled
     notify.run()
-    assert pub.link.reading and pub.conn.inbound_unacked == 0 and pub.conn.reader.buffered == 0
+    assert pub.link.reading and pub.conn.acks_waiting == 0 and pub.conn.reader.buffered == 0
     acks = [x for x in pub.received() if isinstance(x, p.Puback)]
     assert len(acks) == MAX_PENDING_ACKS + 10
 
@@ -307,20 +315,36 @@ def test_max_queued_bytes_drops_and_counts_for_a_clean_session():
     assert session.queued_bytes == 200 and broker.stats.publish_dropped == 3
 
 
-def test_unreleased_inbound_qos2_is_capped_at_max_inflight():
-    """docs/configuration.md [limits] max_inflight (issue 2 P1: 65,535 held QoS 2 messages at
-    levels 3/4): a client holding max_inflight QoS 2 messages without PUBREL is disconnected
-    by the next one, at every level (MQTT 5: DISCONNECT 0x93 receive maximum exceeded); the
-    held ones are not lost, the new one was never acknowledged."""
+def test_unreleased_inbound_qos2_is_capped_by_max_queued_bytes():
+    """docs/configuration.md max_queued_bytes (issue 2 P1: 65,535 held QoS 2 messages at
+    levels 3/4): QoS 2 messages held between PUBREC and PUBREL count against the session's
+    byte limit; the PUBLISH that would pass it closes the connection at every level (MQTT 5:
+    DISCONNECT 0x97 quota exceeded); it was not acknowledged, so nothing acknowledged is lost.
+    At MQIsdp/3.1.1 held messages below the limit may outnumber max_inflight (paho resends
+    its whole backlog at once after a reconnect; cutting it off there would loop); MQTT 5 has
+    its Receive Maximum for that (0x93)."""
     for level in (3, 4, 5):
-        broker = make_broker(max_inflight=5)
+        broker = make_broker(max_inflight=5 if level < 5 else 20, max_queued_bytes=1000)
         c = TestClient(broker, level)
         c.connect(f"q2-{level}")
-        for pid in range(1, 6):
-            [rec] = c.publish("a", b"x", qos=2, packet_id=pid)
+        for pid in range(1, 10):  # nine of 100 bytes: more than max_inflight, within 1000 bytes
+            [rec] = c.publish("a", b"x" * 100, qos=2, packet_id=pid)
             assert isinstance(rec, p.Pubrec)
-        packets = c.publish("a", b"one too many", qos=2, packet_id=6)
+        assert broker.sessions[f"q2-{level}"].inbound_bytes == 900
+        packets = c.publish("a", b"y" * 101, qos=2, packet_id=10)
         assert c.link.closed
         assert [type(x) for x in packets] == ([p.Disconnect] if level == 5 else [])
         if level == 5:
-            assert packets[0].reason_code == 0x93
+            assert packets[0].reason_code == 0x97
+
+
+def test_released_qos2_no_longer_counts():
+    """The held bytes go down as PUBRELs release the messages (mqtt.md item 9)."""
+    broker = make_broker(max_queued_bytes=250)
+    c = TestClient(broker, 4)
+    c.connect("rel")
+    for pid in range(1, 20):
+        c.publish("a", b"x" * 100, qos=2, packet_id=pid)
+        c.send(p.Pubrel(pid))
+        assert isinstance(c.received()[0], p.Pubcomp)
+    assert broker.sessions["rel"].inbound_bytes == 0 and not c.link.closed

@@ -157,3 +157,78 @@ def test_qos2_no_duplicates_and_nothing_lost_after_sigkill(broker_factory, repor
     if twice:
         problems.append(f"QoS 2 delivered {len(twice)} message(s) more than once: {twice[:20]}")
     assert not problems, "\n".join(problems)
+
+
+Q2_TOTAL = 1_500
+Q2_KILL_AFTER = 400
+Q2_WINDOW = 16  # the publisher keeps at most this many unacknowledged, below Receive Maximum 20
+
+
+@pytest.mark.parametrize("level", ["v311", "v5"])
+def test_qos2_publisher_resends_across_sigkill_exactly_once(broker_factory, report, level: str) -> None:
+    """A persistent-session QoS 2 publisher keeps publishing while the broker is SIGKILLed and
+    restarted: paho reconnects, resends its unacknowledged PUBLISHes with DUP (or PUBREL for
+    those past PUBREC), and the offline persistent subscriber finally receives every message
+    exactly once. This exercises the stored inbound QoS 2 state (packet ids awaiting PUBREL)
+    end to end.
+
+    Spec: mqtt.md item 9 (QoS 2: store on PUBLISH, deliver on PUBREL, exactly once; each step
+    retried, seed 000 l.736-741), item 8 (resent with DUP on reconnect, l.709/720), item 6 and
+    README decision 4 (stored before acknowledged), item 26 (l.1227-1229).
+    """
+    broker = broker_factory(config=CONFIG)
+    topic = f"durability/q2pub/{level}"
+    sub = PahoClient(broker, level, f"dq2-sub-{level}", clean=False).connect()
+    assert sub.subscribe(topic, 2) == [2]
+    sub.disconnect()
+
+    pub = PahoClient(broker, level, f"dq2-pub-{level}", clean=False).connect()
+    pub.client.reconnect_delay_set(1, 2)
+    done = threading.Condition()
+    completed = [0]
+
+    def on_publish(*args) -> None:
+        with done:
+            completed[0] += 1
+            done.notify_all()
+
+    pub.client.on_publish = on_publish
+    restarted = threading.Event()
+
+    def crash_and_restart() -> None:
+        with done:
+            done.wait_for(lambda: completed[0] >= Q2_KILL_AFTER, ACK_WAIT)
+        broker.kill()
+        broker.start()
+        restarted.set()
+
+    thread = threading.Thread(target=crash_and_restart, name="sigkill", daemon=True)
+    thread.start()
+    infos: list[mqtt.MQTTMessageInfo] = []
+    for seq in range(Q2_TOTAL):
+        with done:
+            assert done.wait_for(lambda: len(infos) - completed[0] < Q2_WINDOW, ACK_WAIT), (
+                f"publisher stalled at {completed[0]} completed\n{broker.describe_log()}")
+        infos.append(pub.client.publish(topic, f"{seq:05d}".encode(), 2))
+    with done:
+        assert done.wait_for(lambda: completed[0] >= Q2_TOTAL, ACK_WAIT), (
+            f"only {completed[0]} of {Q2_TOTAL} completed\n{broker.describe_log()}")
+    thread.join(30)
+    assert restarted.is_set(), "the broker was not killed and restarted during the run"
+    pub.disconnect()
+
+    back = PahoClient(broker, level, f"dq2-sub-{level}", clean=False).connect()
+    try:
+        received = back.inbox.wait_while_progressing(lambda ms: len(ms) >= Q2_TOTAL, IDLE_WAIT, limit=300)
+        received = back.inbox.wait_quiet(1.0)
+    finally:
+        back.disconnect()
+    delivered = Counter(_seq(m.payload) for m in received)
+    restored = [line for line in broker.log_tail(400).splitlines() if "inbound QoS 2" in line]
+    report(f"QoS 2 publisher at {level}: {Q2_TOTAL} published across a SIGKILL after {Q2_KILL_AFTER}; "
+           f"{len(delivered)} distinct delivered, {sum(delivered.values()) - len(delivered)} duplicates; "
+           f"at restart: {restored[-1].split(': ', 1)[-1] if restored else '?'}")
+    missing = sorted(set(range(Q2_TOTAL)) - set(delivered))
+    twice = sorted(seq for seq, n in delivered.items() if n > 1)
+    assert not missing, f"{len(missing)} completed QoS 2 message(s) lost, first {missing[:20]}"
+    assert not twice, f"{len(twice)} QoS 2 message(s) delivered twice, first {twice[:20]}"

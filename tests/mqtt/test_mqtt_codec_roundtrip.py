@@ -221,7 +221,8 @@ def test_dup_is_cleared_at_qos_0() -> None:
 
 
 def test_patch_publish_rewrites_packet_id_and_dup() -> None:
-    """Design guide "encode once, write many": only the packet id differs between sessions."""
+    """Design guide "encode once, write many": only the packet id differs between sessions.
+    Spec: mqtt.md item 15 (DUP, seed 000 l.822) and item 28 (packet id 1-65535, l.1070-1074)."""
     data = encode_publish("a/b", b"m" * 200, 2, False, False, 1, {"content_type": "x"}, 5)
     patched = patch_publish(data, 0xBEEF, dup=True)
     decoded = decode(patched[0], split(patched)[1], 5)

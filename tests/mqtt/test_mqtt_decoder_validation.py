@@ -373,7 +373,9 @@ def test_level_3_requested_qos_upper_bits_not_used() -> None:
 
 @pytest.mark.parametrize("entry", ["02 01 00", "03 23 00 01", "02 17 01"])
 def test_subscribe_disallowed_property_is_malformed(entry: str) -> None:
-    """Conformance "SUBSCRIBE/UNSUBSCRIBE DISALLOWED PROPERTIES" answer 0x81."""
+    """Conformance "SUBSCRIBE/UNSUBSCRIBE DISALLOWED PROPERTIES" answer 0x81.
+    Spec: MQTT 5 3.8.2.1 (SUBSCRIBE carries only Subscription Identifier and User Property) and
+    2.2.2.2."""
     n = len(bytes.fromhex(entry))
     raises(0x81, f"82 {6 + n:02X} 00 05 {entry} 00 01 74 00", 5)
     raises(0x81, f"A2 {5 + n:02X} 00 05 {entry} 00 01 74", 5)
@@ -397,7 +399,8 @@ def test_ack_reason_code_and_properties_decoded() -> None:
 
 
 def test_ack_disallowed_property_is_a_protocol_error() -> None:
-    """Conformance "PUBACK DISALLOWED PROPERTIES" answer 0x82; a duplicate reason string too."""
+    """Conformance "PUBACK DISALLOWED PROPERTIES" answer 0x82; a duplicate reason string too.
+    Spec: MQTT 5 3.4.2.2 (PUBACK properties: Reason String, User Property) and 2.2.2.2."""
     raises(0x82, "40 06 00 05 00 02 01 00", 5)
     raises(0x82, "70 0C 00 05 00 08 1F 00 01 61 1F 00 01 62", 5)
 
@@ -440,7 +443,9 @@ def test_server_packets_from_a_client_are_a_protocol_error(hex_bytes: str, level
 
 
 def test_misdirected_suback_with_bad_flags_is_malformed_first() -> None:
-    """Conformance "SUBACK 91", "UNSUBACK B1" answer 0x81 while "CONNACK 21" answers 0x82."""
+    """Conformance "SUBACK 91", "UNSUBACK B1" answer 0x81 while "CONNACK 21" answers 0x82.
+    Spec: mqtt.md item 14 (reserved flag bits, seed 001) and MQTT 3.1.1 2.2.2 (flags of each
+    packet type)."""
     raises(0x81, "91 03 00 05 00", 5)
     raises(0x81, "B2 03 00 05 00", 5)
     raises(0x82, "22 03 00 00 00", 5)

@@ -38,7 +38,9 @@ def feed_all(level: int, data: bytes, from_client: bool) -> None:
        from_client=st.booleans())
 def test_random_bytes_raise_only_mqtt_errors(level: int, data: bytes, from_client: bool) -> None:
     """Brief (strict validation of untrusted bytes): random input never raises IndexError,
-    UnicodeDecodeError, struct.error, ValueError... only MQTTError subclasses."""
+    UnicodeDecodeError, struct.error, ValueError... only MQTTError subclasses.
+    Spec: issue 2 Tests ("random bytes raise only the protocol's own error type"); mqtt.md item
+    16 (framing, seed 000 l.851-878)."""
     feed_all(level, data, from_client)
 
 
@@ -195,7 +197,9 @@ def test_valid_packets_round_trip(data: st.DataObject, level: int) -> None:
 def test_mutated_packets_raise_only_mqtt_errors(data: st.DataObject, level: int,
                                                 edits: list[tuple[str, int, int]]) -> None:
     """Near-valid input reaches deep into the decoder: a valid stream with a few bytes
-    flipped, inserted or deleted still raises nothing but MQTTError."""
+    flipped, inserted or deleted still raises nothing but MQTTError.
+    Spec: issue 2 Tests ("random bytes raise only the protocol's own error type") and Protocol
+    ("strict validation")."""
     packet = data.draw(packets(level))
     wire = bytearray(encode(packet, level) + encode(p.Pingreq(), level))
     for op, where, byte in edits:

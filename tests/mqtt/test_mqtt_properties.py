@@ -66,7 +66,8 @@ def raw_block(*entries: bytes) -> bytes:
 
 
 def test_table_has_the_27_properties_of_table_2_4() -> None:
-    """5.0 Table 2-4: identifiers, snake_case names and data types of all 27 properties."""
+    """5.0 Table 2-4: identifiers, snake_case names and data types of all 27 properties.
+    Spec: MQTT 5 2.2.2.2."""
     assert len(PROPERTIES) == 27
     assert {spec.identifier: (spec.name, spec.data_type) for spec in PROPERTIES} == SPEC_TABLE
     assert set(BY_ID) == set(SPEC_TABLE)
@@ -168,7 +169,8 @@ def test_property_not_allowed_in_packet(packet_type: int, name: str) -> None:
 @pytest.mark.parametrize("name", sorted(set(BY_NAME) - {"user_property"}))
 def test_property_given_twice_is_a_protocol_error(name: str) -> None:
     """5.0 §3.x "It is a Protocol Error to include X more than once"; conformance "2*...".
-    Only user_property (and a server's subscription_identifier in PUBLISH) may repeat."""
+    Only user_property (and a server's subscription_identifier in PUBLISH) may repeat.
+    Spec: MQTT 5 2.2.2.2 and e.g. 3.1.2.11.2, 3.3.2.3.2 ("more than once" is a Protocol Error)."""
     spec = BY_NAME[name]
     packet_type = next(t for t in sorted(spec.packets)
                        if not (name == "subscription_identifier" and t == p.PUBLISH))
@@ -234,7 +236,8 @@ def test_five_byte_subscription_identifier_is_malformed() -> None:
 
 def test_malformed_property_wins_over_earlier_protocol_error() -> None:
     """Conformance "40 with user-property missing value" (a disallowed topic alias followed
-    by garbage) answers 0x81: the block is parsed before it is judged."""
+    by garbage) answers 0x81: the block is parsed before it is judged.
+    Spec: MQTT 5 1.5.7 (UTF-8 string pair) and 4.13 (handling errors)."""
     with pytest.raises(MalformedPacket):
         decode_properties(raw_block(b"\x23\x00\x01", b"\x70"), 0, p.PUBACK)
     with pytest.raises(MalformedPacket):
@@ -258,7 +261,8 @@ def test_property_length_beyond_packet_is_malformed() -> None:
 
 
 def test_encoding_rejects_unknown_or_disallowed_names() -> None:
-    """The encoder's input comes from the broker: a wrong name is a programming error."""
+    """The encoder's input comes from the broker: a wrong name is a programming error.
+    Spec: MQTT 5 2.2.2.2 Table 2-4 (which packets carry which property)."""
     with pytest.raises(ValueError):
         encode_properties({"no_such_property": 1}, p.PUBLISH)
     with pytest.raises(ValueError):

@@ -38,7 +38,8 @@ def session(level: int) -> tuple[bytes, list[Packet]]:
 @pytest.mark.parametrize("level", [3, 4, 5])
 def test_several_packets_in_one_feed(level: int) -> None:
     """Design guide "parse every complete packet in a buffer per call": one feed holding a
-    whole session yields every packet in order, then None."""
+    whole session yields every packet in order, then None.
+    Spec: mqtt.md item 16 (Remaining Length framing, seed 000 l.851-878)."""
     stream, packets = session(level)
     reader = PacketReader()
     reader.feed(stream)
@@ -61,7 +62,9 @@ def test_byte_at_a_time(level: int) -> None:
 
 
 def test_uneven_chunks() -> None:
-    """Packets split at arbitrary points across feeds, several per feed."""
+    """Packets split at arbitrary points across feeds, several per feed.
+    Spec: mqtt.md item 16 (Remaining Length framing, seed 000 l.851-878); MQTT runs over a TCP
+    byte stream (item 1, l.669)."""
     stream, packets = session(5)
     reader = PacketReader()
     got: list[Packet] = []
@@ -73,7 +76,9 @@ def test_uneven_chunks() -> None:
 
 def test_protocol_level_follows_connect() -> None:
     """Brief: protocol_level is 0 until CONNECT; the CONNECT's level then governs decoding
-    (a level-5 PUBLISH has a property length byte)."""
+    (a level-5 PUBLISH has a property length byte).
+    Spec: mqtt.md item 18 (protocol name and version, seed 000 l.938-949) and README decision 1
+    (the CONNECT selects the rules)."""
     reader = PacketReader()
     assert reader.protocol_level == 0
     reader.feed(encode(p.Connect("MQTT", 5, True, 60, "c"), 5))
@@ -84,7 +89,8 @@ def test_protocol_level_follows_connect() -> None:
 
 
 def test_level_4_rules_before_connect() -> None:
-    """Brief: packets before CONNECT decode by the level-4 rules (the broker rejects them)."""
+    """Brief: packets before CONNECT decode by the level-4 rules (the broker rejects them).
+    Spec: README decision 1; MQTT 3.1.1 3.1 (the first packet must be CONNECT)."""
     reader = PacketReader()
     reader.feed(bytes.fromhex("30 04 00 01 74 78"))
     assert reader.next_packet() == p.Publish("t", b"x")
@@ -132,7 +138,9 @@ def test_fifth_length_byte_fails_without_waiting() -> None:
 
 def test_errors_propagate_and_name_the_packet() -> None:
     """Brief: next_packet raises the decoder's MQTTError subclasses; last_first_byte tells
-    the broker which packet failed (e.g. to close quietly on a bad DISCONNECT)."""
+    the broker which packet failed (e.g. to close quietly on a bad DISCONNECT).
+    Spec: issue 2 Protocol ("a malformed packet closes that connection only, with the reason
+    code"); MQTT 5 4.13."""
     reader = PacketReader()
     reader.protocol_level = 5
     reader.feed(bytes.fromhex("C0 00 E0 01 8B"))
@@ -156,7 +164,8 @@ def test_client_side_reader() -> None:
 
 def test_many_small_packets_are_all_returned() -> None:
     """No packet is lost or duplicated when thousands arrive in one buffer (the reader moves
-    an offset rather than copying the rest after each packet)."""
+    an offset rather than copying the rest after each packet).
+    Spec: mqtt.md item 16 (framing, seed 000 l.851-878)."""
     one = encode_publish("s/1", b"v", 1, False, False, 1, None, 4)
     reader = PacketReader()
     reader.protocol_level = 4

@@ -30,7 +30,8 @@ TABLE_2_6 = {
 
 @pytest.mark.parametrize(("name", "value"), sorted(TABLE_2_6.items()))
 def test_reason_code_constants(name: str, value: int) -> None:
-    """5.0 Table 2-6: every reason code has its named constant."""
+    """5.0 Table 2-6: every reason code has its named constant.
+    Spec: MQTT 5 2.4."""
     assert getattr(rc, name) == value
 
 

@@ -110,6 +110,7 @@ class Broker:
             if msg is not None and session.persisted:
                 self.refs.release(msg)
         session.inbound.clear()
+        session.inbound_bytes = 0
         if session.persisted:
             self.store.delete_session(session.client_id)
             session.persisted = False
@@ -218,6 +219,8 @@ class Broker:
             if msg is not None:
                 self.refs.add(msg.msg_id)
             s.inbound[rec.packet_id] = msg
+            if msg is not None:
+                s.inbound_bytes += len(msg.payload)
         for topic, msg_id in snap.retained.items():
             msg = snap.messages.get(msg_id)
             if msg is not None:
@@ -229,9 +232,9 @@ class Broker:
             self._next_msg_id = max(self._next_msg_id, msg_id + 1)
         for rec in snap.deliveries:
             self._next_seq = max(self._next_seq, rec.seq + 1)
-        log.info("restored %d sessions, %d subscriptions, %d queued messages, %d retained",
-                 len(snap.sessions), len(snap.subscriptions), len(snap.deliveries),
-                 len(snap.retained))
+        log.info("restored %d sessions, %d subscriptions, %d queued messages, %d inbound QoS 2 "
+                 "awaiting PUBREL, %d retained", len(snap.sessions), len(snap.subscriptions),
+                 len(snap.deliveries), len(snap.inbound), len(snap.retained))
 
     # ------------------------------------------------------------------ time
     def tick(self) -> None:

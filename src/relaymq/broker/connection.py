@@ -33,9 +33,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("relaymq.connection")
 
-#: MQIsdp/3.1.1 clients have no Receive Maximum: a client with this many QoS 1/2 publications
-#: whose acknowledgement waits (for the store's commit) is not read from until half of them
-#: went out, so a publisher that floods cannot make the broker hold its backlog in memory.
+#: A client with this many acknowledgements (PUBACK, PUBREC, PUBCOMP) waiting for the store's
+#: commit is not read from until half of them went out, so a publisher that floods without a
+#: Receive Maximum (MQIsdp, 3.1.1) cannot make the broker hold its backlog in memory. Only
+#: store-bound replies count: they go out without the client's help, so this never deadlocks.
 MAX_PENDING_ACKS = 1000
 
 
@@ -63,8 +64,11 @@ class Connection:
         self.client_alias_max = 0  # topic aliases the client accepts from us
         self.aliases_in: dict[int, str] = {}  # topic aliases the client set up
         self.aliases_out: dict[str, int] = {}
-        self.inbound_unacked = 0  # QoS 1/2 received, acknowledgement not yet sent (receive max)
-        self.inbound_qos2: set[int] = set()  # QoS 2 ids received on this connection, counted above
+        # Receive maximum (MQTT 5 4.9): QoS 1 until its PUBACK, QoS 2 until its PUBCOMP (or a
+        # failing PUBREC), on this connection; inbound_qos2 holds the QoS 2 ids counted here.
+        self.inbound_unacked = 0
+        self.inbound_qos2: set[int] = set()
+        self.acks_waiting = 0  # acknowledgements waiting for the store (MAX_PENDING_ACKS)
         self.paused = False  # the link's buffer is over its high-water mark
         self.held = bytearray()  # written while paused, handed to the link on resume
         # Why reading is paused: "write" (the link is congested), "auth" (CONNECT waits for its
@@ -236,12 +240,22 @@ class Connection:
             self.link.resume_reading()
             self.process_buffered()
 
-    def acknowledged_inbound(self) -> None:
-        """A QoS 1/2 acknowledgement left: one fewer waiting (see handle_publish, receive
-        maximum and MAX_PENDING_ACKS)."""
-        self.inbound_unacked -= 1
-        if self.inbound_unacked <= MAX_PENDING_ACKS // 2 and "acks" in self.read_paused_for:
-            self.resume_reading("acks")
+    def acknowledge_when_durable(self, packet: p.Packet, completes: bool) -> None:
+        """Send ``packet`` (PUBACK, PUBREC, PUBCOMP) once everything stored so far is durable
+        (spec README decision 4). ``completes``: it ends a flow counted by the receive maximum."""
+        self.acks_waiting += 1
+        if self.acks_waiting >= MAX_PENDING_ACKS:
+            self.pause_reading("acks")
+
+        def send() -> None:
+            if completes:
+                self.inbound_unacked -= 1
+            self.acks_waiting -= 1
+            self.send(packet)
+            if self.acks_waiting <= MAX_PENDING_ACKS // 2 and "acks" in self.read_paused_for:
+                self.resume_reading("acks")
+
+        self.broker.store.on_durable(send)
 
     def overflowed(self, hard_limit: int) -> None:
         """More than four times ``max_outbound_buffer`` is waiting for a client that does not

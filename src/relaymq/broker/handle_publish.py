@@ -12,7 +12,6 @@ import logging
 from typing import TYPE_CHECKING
 
 from relaymq.broker import delivery
-from relaymq.broker.connection import MAX_PENDING_ACKS
 from relaymq.broker.listener_control import LISTENER_CONTROL_PREFIX, handle_listener_control
 from relaymq.broker.persistence import forget_inbound, persist_inbound
 from relaymq.broker.routing import process_publication
@@ -81,13 +80,15 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
         if pid in session.inbound:
             # a duplicate: acknowledge again, deliver nothing; like the first PUBREC, not before
             # the message is durable (spec README decision 4)
-            broker.store.on_durable(lambda: conn.send(p.Pubrec(pid)))
+            conn.acknowledge_when_durable(p.Pubrec(pid), completes=False)
             return
-        if len(session.inbound) >= limits.max_inflight:
-            # Bounded like the receive maximum (docs/configuration.md, max_inflight): at every
-            # level, a client holding more QoS 2 messages unreleased (no PUBREL) is disconnected.
-            raise ProtocolError(f"more than max_inflight ({limits.max_inflight}) QoS 2 messages "
-                                "awaiting PUBREL", rc.RECEIVE_MAXIMUM_EXCEEDED)
+        max_bytes = limits.max_queued_bytes
+        if max_bytes and session.inbound and session.inbound_bytes + len(pkt.payload) > max_bytes:
+            # QoS 2 messages held between PUBREC and PUBREL are bounded like a session's queue
+            # (docs/configuration.md, max_queued_bytes): past it the client is disconnected;
+            # this one was not acknowledged, so it comes again after the reconnect.
+            raise ProtocolError(f"QoS 2 messages awaiting PUBREL exceed max_queued_bytes ({max_bytes})",
+                                rc.QUOTA_EXCEEDED)
     if qos > 0 and conn.level == 5:
         if conn.inbound_unacked >= limits.max_inflight:
             raise ProtocolError("receive maximum exceeded", rc.RECEIVE_MAXIMUM_EXCEEDED)
@@ -118,31 +119,26 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
         return
     pid = pkt.packet_id
     conn.inbound_unacked += 1
-    if conn.inbound_unacked >= MAX_PENDING_ACKS:
-        conn.pause_reading("acks")  # bounded without a receive maximum (MQIsdp, 3.1.1)
     if qos == 1:
         code = refused
         if message is not None:
             receivers = process_publication(broker, message, session)
             if receivers == 0 and conn.level == 5:
                 code = rc.NO_MATCHING_SUBSCRIBERS
-        broker.store.on_durable(lambda: _ack(conn, p.Puback(pid, code)))
+        conn.acknowledge_when_durable(p.Puback(pid, code), completes=True)
         return
     if refused:
         # MQTT 5 4.3.3: a PUBREC with a failure code ends the exchange; no PUBREL follows, so
         # the packet id is not held: the client's next message with it is a new message.
-        broker.store.on_durable(lambda: _ack(conn, p.Pubrec(pid, refused)))
+        conn.acknowledge_when_durable(p.Pubrec(pid, refused), completes=True)
         return
     session.inbound[pid] = message
+    if message is not None:
+        session.inbound_bytes += len(message.payload)
     conn.inbound_qos2.add(pid)  # counts towards the receive maximum until its PUBCOMP
     if session.persistent:
         persist_inbound(broker, session, pid, message)
-    broker.store.on_durable(lambda: conn.send(p.Pubrec(pid)))
-
-
-def _ack(conn: Connection, packet: p.Packet) -> None:
-    conn.acknowledged_inbound()
-    conn.send(packet)
+    conn.acknowledge_when_durable(p.Pubrec(pid), completes=False)
 
 
 def handle_pubrel(conn: Connection, pkt: p.Pubrel) -> None:
@@ -153,19 +149,15 @@ def handle_pubrel(conn: Connection, pkt: p.Pubrel) -> None:
     # reconnect (resumed session) is released without touching this connection's count.
     counted = pid in conn.inbound_qos2
     conn.inbound_qos2.discard(pid)
-    if pid not in session.inbound:
-        # already released: complete it again, once the release is durable
-        broker.store.on_durable(lambda: _ack(conn, p.Pubcomp(pid)) if counted else conn.send(p.Pubcomp(pid)))
-        return
-    message = session.inbound.pop(pid)
-    if message is not None:
-        process_publication(broker, message, session)
-    if session.persistent:
-        forget_inbound(broker, session, pid, message)
-    if counted:
-        broker.store.on_durable(lambda: _ack(conn, p.Pubcomp(pid)))
-    else:
-        broker.store.on_durable(lambda: conn.send(p.Pubcomp(pid)))
+    if pid in session.inbound:
+        message = session.inbound.pop(pid)
+        if message is not None:
+            session.inbound_bytes -= len(message.payload)
+            process_publication(broker, message, session)
+        if session.persistent:
+            forget_inbound(broker, session, pid, message)
+    # (an id already released is completed again) PUBCOMP once the release is durable
+    conn.acknowledge_when_durable(p.Pubcomp(pid), completes=counted)
 
 
 def expect_inflight(conn: Connection, packet_id: int, qos: int, states: tuple[int, ...],

@@ -36,7 +36,7 @@ class Session:
     __slots__ = (
         "client_id", "protocol_level", "expiry_interval", "username", "subscriptions",
         "queue", "inflight", "inbound", "connection", "disconnected_at", "_next_packet_id",
-        "queued_bytes", "dropped", "persisted", "spilled",
+        "queued_bytes", "dropped", "persisted", "spilled", "inbound_bytes",
     )
 
     def __init__(self, client_id: str, protocol_level: int, expiry_interval: int,
@@ -53,6 +53,7 @@ class Session:
         self.spilled: deque[tuple[int, int]] = deque()
         self.inflight: OrderedDict[int, Delivery] = OrderedDict()  # packet id -> delivery
         self.inbound: dict[int, StoredMessage | None] = {}  # QoS 2 received, awaiting PUBREL
+        self.inbound_bytes = 0  # payload bytes of the messages in ``inbound``
         self.connection: Connection | None = None
         self.disconnected_at: float | None = None  # monotonic time
         self._next_packet_id = 1

@@ -154,7 +154,7 @@ def test_server_keep_alive(limited: BrokerProcess) -> None:
 def test_puback_waits_for_the_commit(broker_factory) -> None:
     """Spec README decision 4 and mqtt.md item 6 (QoS 1/2 stored before they are acknowledged,
     seed 000 l.427/439/743): with commit_delay_ms = 1500 the commit, and so the PUBACK and the
-    PUBREC, come no sooner than the delay, while a QoS 0 round trip is not held up."""
+    PUBREC, come no sooner than the delay."""
     broker = broker_factory(config={"broker": {"commit_delay_ms": 1500}})
     sock, _ = _raw_connect(broker, 4, unique("slowack"), clean=False)
     for qos, expected in ((1, b"\x40\x02\x00\x07"), (2, b"\x50\x02\x00\x08")):

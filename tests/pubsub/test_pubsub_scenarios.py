@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
@@ -233,9 +232,6 @@ def test_scenario_stream_acls_with_authenticated_users(tmp_path):
     asyncio.run(asyncio.wait_for(scenario(), 120))
 
 
-@pytest.mark.xfail(strict=True, reason="the broker core refuses every MQTT publication under $SYS/ (commit "
-                                       "c969115), stream topics $SYS/STREAM/... included; needs the broker-core "
-                                       "exception for $SYS/STREAM/ (left to the topic ACLs); remove this mark then")
 def test_scenario_stream_acls_mqtt_publisher_on_a_stream(tmp_path):
     """pubsub.md items 6, 38; seed 003 l.2405-2415, 3147-3157: streams are topics under
     $SYS/STREAM/<stream>/ governed by the ACLs, so an MQTT client of PStreamX publishes on

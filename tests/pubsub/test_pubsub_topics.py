@@ -314,3 +314,16 @@ def test_parse_shared_refuses_bad_share_names_and_missing_filters(topic_filter: 
     """OASIS MQTT 5.0 4.8.2: a ShareName of at least one character without '/', '+', '#',
     followed by '/' and a topic filter [MQTT-4.8.2-1, 4.8.2-2]."""
     assert reason_of(parse_shared, topic_filter) == reason
+
+
+@pytest.mark.parametrize(("topic", "reserved"), [
+    ("$SYS", True), ("$SYS/broker/uptime", True), ("$ISYS", True), ("$ISYS/x", True),
+    ("$SYS/STREAM/StreamX/Results", False), ("$SYSTEM/x", False), ("$share/g/t", False),
+    ("sport/results", False), ("$SYS/STREAM", True),
+])
+def test_item_6_reserved_topics_except_streams(topic: str, reserved: bool) -> None:
+    """pubsub.md item 6 (seed 003 l.3147-3157): only the broker publishes on $SYS and $ISYS;
+    the stream topics under $SYS/STREAM/ (l.2405-2415) are ordinary topics under the ACLs."""
+    from relaymq.pubsub.topics import reserved_for_broker
+
+    assert reserved_for_broker(topic) is reserved

@@ -19,7 +19,7 @@ from relaymq.mqtt import packets as p
 from relaymq.mqtt import reason_codes as rc
 from relaymq.mqtt.errors import MalformedPacket, ProtocolError
 from relaymq.pubsub import topics
-from relaymq.pubsub.topics import TopicError, validate_topic_name
+from relaymq.pubsub.topics import TopicError, reserved_for_broker, validate_topic_name
 from relaymq.store.base import RELEASED, SENT
 
 if TYPE_CHECKING:
@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("relaymq.publish")
 
 # MQTT 5 properties a publication carries to its subscribers (3.3.2.3).
-#: Topics under it belong to the broker ($SYS/broker/... statistics); see handle_publish.
-SYS_PREFIX = "$SYS/"
 
 FORWARDED = ("payload_format_indicator", "content_type", "response_topic", "correlation_data",
              "user_property")
@@ -95,11 +93,12 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
 
     allowed = broker.acl is None or broker.acl.can_publish(conn.username, conn.client_id, topic)
     why = "the ACL refuses it"
-    if topic.startswith(SYS_PREFIX) or topic == "$SYS":
-        # $SYS/ is the broker's own (statistics); clients may only publish the listener
-        # control topics, and only administrators may (mqtt.md item 5).
+    if reserved_for_broker(topic):
+        # $SYS and $ISYS are the broker's own (statistics); clients may only publish the
+        # listener control topics, and only administrators may (mqtt.md item 5). Stream topics
+        # ($SYS/STREAM/...) are left to the ACLs (pubsub.md items 6, 38).
         if not topic.startswith(LISTENER_CONTROL_PREFIX):
-            allowed, why = False, "$SYS/ is reserved for the broker"
+            allowed, why = False, "$SYS and $ISYS are reserved for the broker"
         elif allowed:
             allowed, why = handle_listener_control(conn, topic, pkt.payload), "not an administrator"
     message = None

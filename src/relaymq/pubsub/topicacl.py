@@ -23,7 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from relaymq.pubsub.topics import LEVEL_SEPARATOR, MULTI_LEVEL_WILDCARD, SINGLE_LEVEL_WILDCARD
+from relaymq.pubsub.topics import (
+    LEVEL_SEPARATOR,
+    MULTI_LEVEL_WILDCARD,
+    SINGLE_LEVEL_WILDCARD,
+    reserved_for_broker,
+)
 
 PUBLISH = "publish"
 SUBSCRIBE = "subscribe"
@@ -32,7 +37,6 @@ PERMISSIONS = (PUBLISH, SUBSCRIBE, PERSISTENT)
 ALLOW, DENY, INHERIT = "allow", "deny", "inherit"
 PUBLIC_GROUP = "PublicGroup"
 ROOT = ""
-STREAM_PREFIX = "$SYS/STREAM/"
 
 
 def normalise_topic(topic: str) -> str:
@@ -169,9 +173,7 @@ def _broker_only(topic: str, permission: str) -> bool:
     to the broker, except the stream topics under ``$SYS/STREAM/``."""
     if topic.startswith("$ISYS"):
         return True
-    if permission == PUBLISH and (topic == "$SYS" or topic.startswith("$SYS/")):
-        return not topic.startswith(STREAM_PREFIX)
-    return False
+    return permission == PUBLISH and reserved_for_broker(topic)
 
 
 def _ancestors(topic: str) -> list[str]:

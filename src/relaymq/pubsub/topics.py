@@ -160,6 +160,22 @@ def parse_shared(topic_filter: str) -> tuple[str | None, str]:
     return share_name, inner
 
 
+#: Streams are topics under this prefix (seed 003 l.2405-2415): governed by the topic ACLs,
+#: not reserved like the rest of $SYS.
+STREAM_PREFIX = "$SYS/STREAM/"
+
+
+def reserved_for_broker(topic: str) -> bool:
+    """May only the broker publish on ``topic``? ``$SYS`` and ``$ISYS`` are its own
+    (pubsub.md item 6, seed 003 l.3147-3157), except the stream topics under ``$SYS/STREAM/``,
+    which the topic ACLs govern. Every front end (MQTT, REST, psc) asks this one function."""
+    if topic == "$ISYS" or topic.startswith("$ISYS/"):
+        return True
+    if topic == "$SYS" or topic.startswith("$SYS/"):
+        return not topic.startswith(STREAM_PREFIX)
+    return False
+
+
 def is_dollar_topic(topic: str) -> bool:
     """True if a topic's first level starts with ``$`` (``$SYS``, ``$ISYS``, ``$share``...),
     which a filter starting with a wildcard level does not match (README decision 2)."""

@@ -48,7 +48,6 @@ PREFIX = "/ibmmq/rest/v3"
 MESSAGE_PATH = PREFIX + "/messaging/qmgr/{qmgr}/queue/{queue}/message"
 MESSAGE_LIST_PATH = PREFIX + "/messaging/qmgr/{qmgr}/queue/{queue}/messagelist"
 #: Topic roots a REST caller may not publish under (seed 003 l.3147-3157; mqtt.md item 5).
-RESERVED_TOPIC_ROOTS = frozenset({"$SYS", "$ISYS"})
 TOPIC_PATH = PREFIX + "/messaging/qmgr/{qmgr}/topic/{topic:path}/message"
 ADMIN_QMGRS = PREFIX + "/admin/qmgr"
 ADMIN_QMGR = PREFIX + "/admin/qmgr/{qmgr}"
@@ -282,7 +281,7 @@ class RestApi:
         if isinstance(text, HttpResponse):
             return text
         topic = request.path_params["topic"]
-        from relaymq.pubsub.topics import TopicError, validate_topic_name
+        from relaymq.pubsub.topics import TopicError, reserved_for_broker, validate_topic_name
 
         try:
             validate_topic_name(topic)
@@ -291,7 +290,7 @@ class RestApi:
             return _error(400, "RMQWB0400E", str(exc))
         except TopicError as exc:
             return _error(400, "RMQWB0400E", f"topic {topic!r}: {exc}")
-        if topic.split("/", 1)[0] in RESERVED_TOPIC_ROOTS:
+        if reserved_for_broker(topic):
             return _error(403, "RMQWB0403E", f"topic {topic!r}: $SYS and $ISYS are reserved for the broker")
         user = getattr(request, "user", None)
         acl = getattr(self.broker, "acl", None)

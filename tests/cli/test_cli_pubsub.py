@@ -152,3 +152,26 @@ def test_sub_ends_quietly_when_its_reader_goes_away(
     assert sub.proc.wait(timeout=PROCESS_TIMEOUT) == 0
     assert sub.proc.stderr is not None
     assert "Traceback" not in sub.proc.stderr.read().decode()
+
+
+def test_user_properties_and_content_filter(
+    broker_factory: Callable[..., BrokerProcess], run_cli: RunCli, subscriber: Callable[..., Background]
+) -> None:
+    """pubsub.md item 17 through the command line: `relaymq pub --user-property` sends MQTT 5
+    User Properties (the publication's usr folder) and `relaymq sub --filter` subscribes with
+    the relaymq-filter extension, so only the blue reading arrives (printed with -U)."""
+    broker = broker_factory(kind="relaymq", store="memory")
+    sub = subscriber(*_at(broker), "-V", "5", "-t", "plant/+/temp", "-v", "-U", "-C", "1",
+                     "--filter", "usr.colour = 'blue'")
+    for colour, value in (("red", "19.0"), ("blue", "21.5")):
+        result = run_cli("pub", *_at(broker), "-V", "5", "-q", "1", "-t", "plant/p1/temp", "-m", value,
+                         "--user-property", "colour", colour)
+        assert result.returncode == 0, result.stderr
+    finished = sub.finish()
+    assert finished.returncode == 0, finished.stderr
+    assert finished.lines == ["plant/p1/temp 21.5\tcolour=blue"]
+
+
+def test_user_properties_need_mqtt_5(mqtt_broker: BrokerProcess, run_cli: RunCli) -> None:
+    result = run_cli("pub", *_at(mqtt_broker), "-V", "311", "-t", "a", "-m", "x", "--user-property", "k", "v")
+    assert result.returncode == 1 and "MQTT 5" in result.stderr

@@ -297,10 +297,13 @@ class Connection:
         if self._connack is not None and self._connack.is_failure:
             raise ClientError(f"connection refused: {self._connack}")
 
-    def publish(self, topic: str, payload: bytes | None, qos: int, retain: bool) -> None:
-        """Publish and wait until the message has left (QoS 0) or been acknowledged (QoS 1/2)."""
+    def publish(self, topic: str, payload: bytes | None, qos: int, retain: bool,
+                user_properties: list[tuple[str, str]] | None = None) -> None:
+        """Publish and wait until the message has left (QoS 0) or been acknowledged (QoS 1/2).
+        ``user_properties`` go out as MQTT 5 User Properties (refused at other levels)."""
+        properties = self._user_properties(PacketTypes.PUBLISH, user_properties)
         try:
-            info = self.client.publish(topic, payload, qos, retain)
+            info = self.client.publish(topic, payload, qos, retain, properties=properties)
         except ValueError as error:
             raise ClientError(f"cannot publish to {topic!r}: {error}") from None
         if info.rc != mqtt.MQTT_ERR_SUCCESS:
@@ -310,10 +313,22 @@ class Connection:
         if refused is not None:
             raise ClientError(f"the broker refused the message on {topic!r}: {refused}")
 
-    def subscribe(self, topic_filters: list[str], qos: int) -> list[ReasonCode]:
+    def _user_properties(self, packet_type: int, pairs: list[tuple[str, str]] | None) -> Properties | None:
+        if not pairs:
+            return None
+        if self.client.protocol != mqtt.MQTTv5:
+            raise ClientError("user properties need MQTT 5 (-V 5)")
+        properties = Properties(packet_type)
+        properties.UserProperty = list(pairs)
+        return properties
+
+    def subscribe(self, topic_filters: list[str], qos: int,
+                  user_properties: list[tuple[str, str]] | None = None) -> list[ReasonCode]:
         """Subscribe to every filter in one SUBSCRIBE and return the SUBACK's reason codes."""
+        properties = self._user_properties(PacketTypes.SUBSCRIBE, user_properties)
         try:
-            result, mid = self.client.subscribe([(topic_filter, qos) for topic_filter in topic_filters])
+            result, mid = self.client.subscribe([(topic_filter, qos) for topic_filter in topic_filters],
+                                                properties=properties)
         except ValueError as error:
             raise ClientError(f"cannot subscribe: {error}") from None
         if result != mqtt.MQTT_ERR_SUCCESS or mid is None:

@@ -12,6 +12,7 @@ import sys
 
 import paho.mqtt.client as mqtt
 
+from relaymq.pubsub.content_filter import FILTER_PROPERTY
 from relaymq.cli.client_options import CONNECTION_EPILOG, ClientError, Connection, add_client_arguments
 
 #: Exit status after -W seconds without finishing (mosquitto_sub's MOSQ_ERR_TIMEOUT).
@@ -30,6 +31,7 @@ examples:
   relaymq sub -t jobs/# -q 1 -c -i worker-1 -V 5 -x 3600
   relaymq sub -t status/door -C 1 -W 10               # wait up to 10 s for one message
   relaymq sub -V 5 -t 'LCUnit/#' -v -U                # with the MQTT 5 user properties
+  relaymq sub -V 5 -t 'plant/+/temp' --filter "usr.colour = 'blue'"   # only blue readings
 
 exit status 27: -W seconds passed before -C messages arrived.
 {CONNECTION_EPILOG}"""
@@ -54,6 +56,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "-c", "--disable-clean-session", dest="persistent", action="store_true",
         help="persistent session: the broker keeps subscriptions and QoS 1/2 messages while "
         "this client id is away (needs -i; with -V 5 and no -x the session never expires)",
+    )
+    subscription.add_argument(
+        "--filter", metavar="EXPR",
+        help="content filter in the selector language, sent as the SUBSCRIBE user property "
+        "relaymq-filter (a relaymq extension; needs -V 5), e.g. \"usr.colour = 'blue'\"",
     )
     subscription.add_argument("-C", "--count", type=int, metavar="N", help="exit after N messages")
     subscription.add_argument("-W", "--timeout", type=float, metavar="SECONDS", help="exit after SECONDS (status 27)")
@@ -102,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
         connection = Connection(args, "sub", persistent=args.persistent)
         connection.on_message(printer.print_message)
         connection.open()
-        reasons = connection.subscribe(args.topic, args.qos)
+        reasons = connection.subscribe(args.topic, args.qos,
+                                       [(FILTER_PROPERTY, args.filter)] if args.filter else None)
         refused = [(topic, reason) for topic, reason in zip(args.topic, reasons) if reason.is_failure]
         for topic, reason in refused:
             print(f"relaymq sub: subscription to {topic!r} refused: {reason}", file=sys.stderr)

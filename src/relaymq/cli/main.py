@@ -23,12 +23,13 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 _DESCRIPTION = """\
-relaymq is an integration message broker: MQTT (MQIsdp v3, 3.1.1 and 5.0) with
-publish/subscribe, retained messages, sessions, authentication and ACLs.
+relaymq is an integration message broker: MQTT (MQIsdp v3, 3.1.1 and 5.0), a
+publish/subscribe engine with the psc command protocol, MQ-format messages and JMS,
+MQ Everyplace queue managers with an IBM-MQ-shaped REST interface and channels,
+message flows, and a message log for Spark pipelines.
 
-Run the broker with `relaymq serve`; talk to any MQTT broker with `relaymq pub` and
-`relaymq sub`; manage the password file with `relaymq passwd`.
-Every command has its own help: relaymq COMMAND --help."""
+`relaymq serve` runs it all: MQTT on 1883, HTTP (REST) on 8080, channels on 8081,
+queue manager QM1. Every command has its own help: relaymq COMMAND --help."""
 
 _EPILOG = """\
 examples:
@@ -37,6 +38,8 @@ examples:
   relaymq sub -t 'sensors/#' -v                  # print every sensor reading
   relaymq pub -t sensors/t1 -m 21.5 -q 1 -r      # publish a retained reading
   relaymq passwd -c passwords alice              # create a password file with one user
+  relaymq queue put ORDERS -m hello --url http://127.0.0.1:8080
+  relaymq flow deploy examples/soap/soap.yaml    # into the running broker
 
 exit status: 0 success, 1 failure (one line on stderr), 2 usage or configuration error."""
 

@@ -5,7 +5,10 @@ server's listener, reused as they are - so devices get the full MQIsdp v3 / 3.1.
 protocol (keep-alive, QoS handshakes, wills) while what they publish goes only into the
 flow, not to the main broker's subscribers: the flow decides where it goes. Topics starting
 with ``$`` (the endpoint's own $SYS) never enter a flow. Devices log in against the main
-broker's password file and ACL (``[access]``), as on any other listener.
+broker's password file and ACL (``[access]``), as on any other listener, and their passwords
+are checked by the main broker's ``authenticator`` (the server's PasswordChecker: bcrypt off
+the event loop, failures delayed per source address), so a login on a telemetry port never
+stops the other devices.
 
 Acknowledgements (spec README decision 4: an acknowledgement promises durability). The
 broker core sends PUBACK (QoS 1) and PUBCOMP (QoS 2) through its store's ``on_durable``

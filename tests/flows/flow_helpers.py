@@ -26,10 +26,10 @@ class FlowBroker(BrokerProcess):
 
     def __init__(self, *, queues: tuple[str, ...] = (), flows: dict[str, Any] | None = None,
                  config: dict[str, Any] | None = None, auth: tuple[str, str] | None = None, **kwargs: Any) -> None:
-        self.http_port = free_port()
+        self._http_port = free_port()
         self.queues = queues
         self.auth = auth  # (user, password) for the HTTP server when it has a password file
-        merged = {"http": {"port": self.http_port, "host": "127.0.0.1"},
+        merged = {"http": {"port": self._http_port, "host": "127.0.0.1"},
                   "qmgr": {"channel_port": free_port(), "channel_host": "127.0.0.1"},
                   "flows": flows or {}}
         for key, value in (config or {}).items():
@@ -66,6 +66,10 @@ class FlowBroker(BrokerProcess):
         import base64
 
         return [("authorization", "Basic " + base64.b64encode(":".join(self.auth).encode()).decode())]
+
+    @property
+    def http_port(self) -> int:  # the port given in [http] (kept apart from the harness's own choice)
+        return self._http_port
 
     @property
     def url(self) -> str:

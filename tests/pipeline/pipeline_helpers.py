@@ -49,9 +49,9 @@ class ArchiveBroker(BrokerProcess):
     """A relaymq broker whose config file also has an [archive] section and an HTTP port."""
 
     def __init__(self, archive: str, **kwargs: Any) -> None:
-        self.http_port = free_port()
+        self._http_port = free_port()
         config = dict(kwargs.pop("config", {}) or {})
-        config.setdefault("http", {"host": "127.0.0.1", "port": self.http_port})
+        config.setdefault("http", {"host": "127.0.0.1", "port": self._http_port})
         # The queue manager's channel listener defaults to 8081: give each broker its own.
         config.setdefault("qmgr", {"channel_host": "127.0.0.1", "channel_port": free_port()})
         super().__init__("relaymq", config=config, **kwargs)
@@ -80,6 +80,10 @@ class ArchiveBroker(BrokerProcess):
                     break
                 time.sleep(0.05)
         raise RuntimeError(f"archive endpoint of the broker did not come up\n{self.describe_log()}")
+
+    @property
+    def http_port(self) -> int:  # the port given in [http] (kept apart from the harness's own choice)
+        return self._http_port
 
     @property
     def http_url(self) -> str:

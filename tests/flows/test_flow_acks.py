@@ -7,11 +7,12 @@ QoS 2 handshake), the queue read back over REST."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 from pathlib import Path
 
-from flow_helpers import Client, FlowBroker, admin, queue_depth, rest_get
+from flow_helpers import Client, FlowBroker, admin, queue_depth, rest_get, rest_put
 from harness import free_port
 from relaymq.mqtt import packets as p
 from relaymq.mqtt.codec import encode
@@ -140,3 +141,64 @@ def test_qos2_pubrec_is_durable_for_a_persistent_session():
             assert rest_get(broker, "OUTQ")[2] == b"reading-42"
         finally:
             device.close()
+
+
+GATE_RULE = ("import os, time\n"
+             "from relaymq.qmgr import QueueRule\n"
+             "class Gate(QueueRule):\n"
+             "    def put(self, definition, message):\n"
+             "        while not os.path.exists(os.environ['RELAYMQ_TEST_GATE']):\n"
+             "            time.sleep(0.01)\n")
+
+
+class GatedSubscriberBroker(FlowBroker):
+    """A broker whose queue SUBS has a rule that holds every put until a file exists."""
+
+    def command(self) -> list[str]:
+        cmd = super().command()
+        conf = self.workdir / "relaymq.toml"
+        conf.write_text(conf.read_text() + '\n[[qmgr.queue]]\nname = "SUBS"\nrule = "gate_rule:Gate"\n')
+        return cmd
+
+
+def test_puback_waits_for_the_default_point_psc_subscriber_copy(tmp_path: Path, monkeypatch):
+    """Decision 4 at the default subscription point (docs/flows.md "What an acknowledgement
+    means"; seed 003 l.1925-1962): a telemetry publication that a flow publishes reaches a
+    ``psc`` queue subscriber registered at the default point; the device's PUBACK leaves only
+    once that copy is on the subscriber's queue. The queue's put is held (a queue rule waits
+    for a file): no PUBACK meanwhile; released, the PUBACK comes; the broker is SIGKILLed at
+    once and restarted: the copy is on the queue, with the device's user property in ``usr``."""
+    (tmp_path / "gate_rule.py").write_text(GATE_RULE)
+    flag = tmp_path / "open"
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{os.environ.get('PYTHONPATH', '')}")
+    monkeypatch.setenv("RELAYMQ_TEST_GATE", str(flag))
+    with GatedSubscriberBroker(queues=("PSC.REPLY",)).start() as broker:
+        command = b"<psc><Command>RegSub</Command><Topic>meter/#</Topic><QName>SUBS</QName></psc>"
+        assert rest_put(broker, "SYSTEM.BROKER.CONTROL.QUEUE", command, [("ibm-mq-md-replyTo", "PSC.REPLY")]) == 201
+        status, _, body = rest_get(broker, "PSC.REPLY")
+        assert status == 200 and b"<Completion>ok</Completion>" in body, body
+        port = free_port()
+        flow = (f"flow: to_subscribers\nnodes:\n  In: {{type: SCADAInput, port: {port}, host: 127.0.0.1}}\n"
+                "  Out: {type: Publication}\nconnections:\n  - In.out -> Out\n")
+        status, answer = admin(broker, "POST", "", flow.encode())
+        assert status == 201, answer
+        device = Client(port, "v5", "meter")
+        try:
+            from paho.mqtt.packettypes import PacketTypes
+            from paho.mqtt.properties import Properties
+
+            properties = Properties(PacketTypes.PUBLISH)
+            properties.UserProperty = [("unit", "7")]
+            info = device.client.publish("meter/7", b"reading-7", qos=1, properties=properties)
+            info.wait_for_publish(1.5)
+            assert not info.is_published(), "PUBACK before the psc subscriber's copy was put"
+            flag.write_text("open")
+            info.wait_for_publish(20)
+            assert info.is_published()
+            broker.kill()
+        finally:
+            device.close()
+        broker.start()
+        status, headers, body = rest_get(broker, "SUBS")
+        assert (status, body) == (200, b"reading-7")
+        assert headers["ibm-mq-usr"] == 'unit;"7";string'

@@ -366,3 +366,40 @@ def test_item_27_non_command_on_the_control_queue_goes_to_the_dead_letter_queue(
         finally:
             await stack.stop()
     run(scenario())
+
+
+def test_perform_returns_when_the_default_point_copies_are_on_the_queues(tmp_path):
+    """README decision 4 for publishers inside the broker (a flow's Publication node):
+    ``PubSubService.perform`` hands a default-point publication to the MQTT broker, and the
+    copies the tap makes for psc subscribers (pubsub.md item 35) are on their queues when it
+    returns - no outbox in between. A subscriber queue that refuses its copy (max depth,
+    everyplace.md item 7) does not stop the others; perform then raises PutFailed."""
+    from relaymq.pubsub.model import Publication
+    from relaymq.pubsub.service import PutFailed
+
+    async def scenario():
+        stack = await Stack(tmp_path).start()
+        try:
+            mqtt = stack.mqtt("watcher")
+            mqtt.subscribe("meter/#")
+            assert await stack.command("RegSub", Topic="meter/#", QName="SUBS") == ("ok", [])
+            stack.qm.define_queue("FULL", max_depth=1)
+            assert await stack.command("RegSub", Topic="meter/#", QName="FULL") == ("ok", [])
+            service = stack.service
+            now = stack.broker.clock.wall()
+            await service.perform(service.engine.publish(Publication("meter/1", b"first", usr=[("unit", "1")]), now))
+            assert stack.qm.depth("SUBS") == 1 and stack.qm.depth("FULL") == 1  # at once, not later
+            assert [m.payload for m in mqtt.publishes()] == [b"first"]
+            try:
+                await service.perform(service.engine.publish(Publication("meter/2", b"second"), now))
+            except PutFailed as error:
+                assert "1 of 2" in str(error)
+            else:
+                raise AssertionError("a refused put was not reported")
+            assert stack.qm.depth("SUBS") == 2 and stack.qm.depth("FULL") == 1
+            first, second = await stack.messages("SUBS", 2)
+            assert (first.mq.body, second.mq.body) == (b"first", b"second")
+            assert first.mq.first_rfh2().get("usr.unit") == "1"
+        finally:
+            await stack.stop()
+    run(scenario())

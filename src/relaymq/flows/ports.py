@@ -8,10 +8,9 @@ them through :class:`relaymq.flows.runtime.ThreadPorts`.
 
 What a commit waits for (README decision 4, so that SCADAInput may acknowledge afterwards):
 each put returns once the queue manager has it on disk; a publication's copies for queue
-subscribers at a named subscription point are put the same way; its deliveries to persistent
-MQTT sessions are waited for in the broker's store (``durable``). The copies for queue
-subscribers at the default subscription point are put by the pub/sub service's own outbox, after
-the commit (see docs/flows.md "What an acknowledgement means").
+subscribers, at a named subscription point and at the default one (those the hand-over to the
+MQTT broker produces), are on disk when the pub/sub service's ``perform`` returns; its
+deliveries to persistent MQTT sessions are waited for in the broker's store (``durable``).
 """
 
 from __future__ import annotations
@@ -53,11 +52,12 @@ class BrokerPorts:
     async def publish(self, topic: str, message: Message, *, qos: int, retain: bool, subscription_point: str) -> None:
         """Publish through the pub/sub engine at ``subscription_point`` (seed 003 l.1925-1962).
 
-        The engine answers with actions: the copies for queue subscribers (``Put``) are put
-        here, one after the other, each on disk before the next; everything else (the hand-over
-        to the MQTT broker at the default point, which also reaches the default point's queue
-        subscribers through the service's tap) goes to the pub/sub service to perform."""
-        from relaymq.pubsub.model import MqttPublish, Put
+        The engine answers with actions, which the pub/sub service performs: the copies for
+        queue subscribers at a named point, or the hand-over to the MQTT broker at the default
+        point (which reaches the default point's queue subscribers through the service's tap).
+        Returns when every copy for a queue subscriber is on disk; a refused one fails the
+        commit (``PutFailed``), as a refused MQOutput put does."""
+        from relaymq.pubsub.model import MqttPublish
 
         service = self.services.get("pubsub")
         if service is None:
@@ -70,17 +70,11 @@ class BrokerPorts:
         now = self.broker.clock.wall()
         publication = engine_publication(topic, message, subscription_point=subscription_point, qos=qos,
                                          retain=retain, now=now)
-        qmgr = self.services.get("qmgr")
-        for action in service.engine.publish(publication, now):
-            if isinstance(action, Put):
-                local = qmgr is not None and action.qmgr == qmgr.name
-                await self.put(action.queue, action.message, None if local else action.qmgr)
-            else:
-                if isinstance(action, MqttPublish):
-                    action.qos = qos  # the node's QoS (the engine would derive it from persistence)
-                service._perform(action)  # noqa: SLF001 - the service's one way to perform engine actions
-        if service.engine.changed:  # a retained publication at a named point: kept on disk now
-            await service._save()  # noqa: SLF001
+        actions = service.engine.publish(publication, now)
+        for action in actions:
+            if isinstance(action, MqttPublish):
+                action.qos = qos  # the node's QoS (the engine would derive it from persistence)
+        await service.perform(actions)
 
     async def durable(self) -> None:
         """Wait until what the broker's store was given so far (deliveries to persistent

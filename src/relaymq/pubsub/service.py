@@ -14,6 +14,11 @@ commits). MQTT publications reach queue subscribers through the broker's
 publication tap. Subscriptions and named-point retained publications are kept in
 ``<data_dir>/pubsub-state.json``, written (off the loop) before the response that confirms the
 change is put (README decision 4).
+
+Callers that must know their publication's copies are on disk before they acknowledge it (a
+flow's commit, so that SCADAInput's PUBACK keeps its promise) perform the engine's actions
+with :meth:`PubSubService.perform` instead: it puts them itself - the copies the MQTT hand-over
+produces through the tap included - and returns when every one is durable.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import concurrent.futures
 import json
 import logging
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from relaymq.broker.retain import store_retained
@@ -59,6 +65,10 @@ OUTBOX_BATCH = 512
 OUTBOX_THREADS = 16
 
 
+class PutFailed(RuntimeError):
+    """``PubSubService.perform``: the queue manager refused a put (the others were made)."""
+
+
 class PubSubService:
     """The running engine, its queue listeners and its outbox."""
 
@@ -90,6 +100,8 @@ class PubSubService:
         self._tasks: list[asyncio.Task[None]] = []
         self._listeners: list[tuple[str, Any]] = []
         self._bridging: Publication | None = None
+        #: While ``perform`` runs actions: the puts they lead to, taken from the outbox.
+        self._capture: list[Put | DeadLetter] | None = None
         self._busy = False
         self._putters = concurrent.futures.ThreadPoolExecutor(OUTBOX_THREADS, thread_name_prefix="pubsub-put")
         self._subscription_changes: list[tuple[bool, str, Any, str | None, str | None, Any]] = []
@@ -286,8 +298,36 @@ class PubSubService:
             self._perform(action)
 
     # ---------------------------------------------------------------- outputs
+    async def perform(self, actions: Iterable[Any]) -> None:
+        """Perform engine actions (``engine.publish``'s, for instance) and return once every
+        put they lead to is on disk: the copies for queue subscribers, those that the hand-over
+        of an ``MqttPublish`` to the broker produces through the tap (default subscription
+        point) included, and a changed engine state (a retained publication at a named point)
+        saved. Puts to one queue are made in order; puts to different queues side by side.
+        A put that is refused (queue full, unknown queue) is logged, the others are still
+        made, and then :class:`PutFailed` is raised naming the first refusal - the caller
+        decides (a flow's commit fails, so its run is backed out)."""
+        captured: list[Put | DeadLetter] = []
+        outer, self._capture = self._capture, captured
+        try:
+            for action in actions:
+                self._perform(action)
+        finally:
+            self._capture = outer
+        errors: list[BaseException] = []
+        if captured and self.qm is not None:
+            await self._put_groups(captured, errors)
+        elif captured:
+            errors.append(RuntimeError("no queue manager is running"))
+        await self._save()
+        if errors:
+            raise PutFailed(f"{len(errors)} of {len(captured)} put(s) to queue subscribers failed, "
+                            f"the first: {errors[0]}") from errors[0]
+
     def _perform(self, action: Any) -> None:
-        if isinstance(action, Put):
+        if isinstance(action, (Put, DeadLetter)) and self._capture is not None:
+            self._capture.append(action)
+        elif isinstance(action, Put):
             self._outbox.put_nowait(action)
         elif isinstance(action, MqttPublish):
             self._bridging = action.publication
@@ -322,31 +362,42 @@ class PubSubService:
                 batch.append(self._outbox.get_nowait())
             if self.qm is None:
                 continue
-            groups: dict[tuple[str, str], list[Put | DeadLetter]] = {}
-            for action in batch:
-                key = ("", SYSTEM_DEAD_LETTER_QUEUE) if isinstance(action, DeadLetter) else (action.qmgr, action.queue)
-                groups.setdefault(key, []).append(action)
+            await self._put_groups(batch, limit=limit)
 
-            async def put_group(actions: list[Put | DeadLetter]) -> None:
-                async with limit:
-                    await self._loop.run_in_executor(self._putters, self._put_all, actions, self.broker.clock.wall())
+    async def _put_groups(self, batch: list[Put | DeadLetter], errors: list[BaseException] | None = None,
+                          limit: asyncio.Semaphore | None = None) -> None:
+        """Put ``batch`` grouped by destination queue: each group in order on one worker
+        thread, groups side by side; returns when all were made (or refused: see _put_all)."""
+        groups: dict[tuple[str, str], list[Put | DeadLetter]] = {}
+        for action in batch:
+            key = ("", SYSTEM_DEAD_LETTER_QUEUE) if isinstance(action, DeadLetter) else (action.qmgr, action.queue)
+            groups.setdefault(key, []).append(action)
+        limit = limit or asyncio.Semaphore(OUTBOX_THREADS)
 
-            await asyncio.gather(*(put_group(actions) for actions in groups.values()))
+        async def put_group(actions: list[Put | DeadLetter]) -> None:
+            async with limit:
+                await self._loop.run_in_executor(self._putters, self._put_all, actions, self.broker.clock.wall(),
+                                                 errors)
 
-    def _put_all(self, actions: list[Put | DeadLetter], now: float) -> None:
-        """One destination's puts, in order (a worker thread). A put that fails is logged and
-        the next one is tried."""
+        await asyncio.gather(*(put_group(actions) for actions in groups.values()))
+
+    def _put_all(self, actions: list[Put | DeadLetter], now: float,
+                 errors: list[BaseException] | None = None) -> None:
+        """One destination's puts, in order (a worker thread). A put that fails is logged
+        (and added to ``errors`` when given) and the next one is tried."""
         for action in actions:
             if isinstance(action, DeadLetter):
-                self._dead_letter(action, now)
+                self._dead_letter(action, now, errors)
                 continue
             qmgr = None if action.qmgr == self.qm.name else action.qmgr
             try:
                 self.qm.put(action.queue, action.message, qmgr=qmgr)
             except Exception as error:
                 log.warning("pub/sub %s to %s/%s failed: %s", action.purpose, action.qmgr, action.queue, error)
+                if errors is not None:
+                    errors.append(error)
 
-    def _dead_letter(self, action: DeadLetter, now: float) -> None:
+    def _dead_letter(self, action: DeadLetter, now: float, errors: list[BaseException] | None = None) -> None:
         """A message the engine could not take, to the dead-letter queue with an MQDLH naming
         the reason and the queue it came from; logged and dropped when there is none."""
         if SYSTEM_DEAD_LETTER_QUEUE not in self.qm.queue_names():
@@ -357,6 +408,8 @@ class PubSubService:
             self.qm.put(SYSTEM_DEAD_LETTER_QUEUE, dead_letter_message(action, self.qm.name, now))
         except Exception as error:
             log.warning("pub/sub: the dead-letter queue refused a message from %s: %s", action.queue, error)
+            if errors is not None:
+                errors.append(error)
 
     async def _save(self) -> None:
         if not self.engine.changed:

@@ -258,6 +258,11 @@ class BrokerProcess:
         return self.proc is not None and self.proc.poll() is None
 
     @property
+    def http_port(self) -> int:
+        """The relaymq broker's HTTP (REST) port, once command() has chosen it."""
+        return self._side_ports["http"]
+
+    @property
     def address(self) -> tuple[str, int]:
         return self.host, self.port
 

@@ -64,7 +64,7 @@ def test_user_properties_make_a_jms_text_message():
     application properties come back in ibm-mq-usr."""
     message = build_message("body", _options(usr="k;7;i4", **{"ibm-mq-md-correlationId": "abc"}))
     again = Message.from_bytes(message.to_bytes())
-    assert again.mq.rfh2s and again.jms().message_type == "jms_text"
+    assert again.mq.rfh2s() and again.jms().message_type == "jms_text"
     headers = dict(response_headers(again))
     assert headers["ibm-mq-usr"] == "k;7;i4"
     assert headers["ibm-mq-md-correlationId"] == "ID:" + b"abc".ljust(24, b"\0").hex()
@@ -76,3 +76,24 @@ def test_user_properties_make_a_jms_text_message():
 def test_bad_md_headers_are_refused(header, value):
     with pytest.raises(RestInputError, match=header):
         _options(**{header: value})
+
+
+def test_a_plain_message_is_not_read_as_jms():
+    """docs/rest.md "Get": only a message with an MQRFH2 is read as JMS; a plain
+    MQSTR message's body is text in its own CCSID, and when its bytes are not valid there
+    they come back as application/octet-stream. Reading such a message as JMS failed (the JMS
+    body must decode), so a destructive REST get took the message and answered 500."""
+    from relaymq.message.headers import MQMessage
+
+    mq = MQMessage()
+    mq.md.Format = "MQSTR"
+    mq.md.CodedCharSetId = 1208
+    mq.body = b"\xff\xfe not UTF-8"
+    message = Message(mq)
+    assert not message.mq.rfh2s()
+    assert body_of(message) == (b"\xff\xfe not UTF-8", "application/octet-stream")
+    headers = dict(response_headers(message))
+    assert "ibm-mq-usr" not in headers and headers["ibm-mq-md-persistence"] == "nonPersistent"
+    mq.md.CodedCharSetId = 819  # latin-1 text comes back as UTF-8
+    mq.body = b"caf\xe9"
+    assert body_of(Message(mq)) == ("café".encode(), "text/plain;charset=utf-8")

@@ -213,7 +213,7 @@ def response_headers(message: Message) -> list[tuple[str, str]]:
     if reply_q:
         reply_qm = md.ReplyToQMgr.strip() if isinstance(md.ReplyToQMgr, str) else ""
         headers.append(("ibm-mq-md-replyTo", f"{reply_q}@{reply_qm}" if reply_qm else reply_q))
-    if message.mq.rfh2s:
+    if message.mq.rfh2s():
         jms = message.jms()
         # Only the application's properties: JMSX* and JMS_IBM_* are the provider's.
         usr = format_usr({k: jms.properties[k] for k in jms.properties if property_family(k) == APPLICATION},
@@ -244,7 +244,7 @@ def message_summary(message: Message) -> dict[str, Any]:
 
 def body_of(message: Message) -> tuple[bytes, str]:
     """(body bytes, content type): text for MQSTR and JMS text messages, else the bytes."""
-    if message.mq.rfh2s:
+    if message.mq.rfh2s():
         jms = message.jms()
         if jms.message_type == "jms_text" and isinstance(jms.body, str):
             return jms.body.encode("utf-8"), "text/plain;charset=utf-8"

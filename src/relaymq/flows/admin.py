@@ -11,35 +11,23 @@ DELETE   /relaymq/flows/{name}      undeploy
 Answers are JSON; errors are ``{"error": "one line"}`` with 400 (invalid definition), 404
 (unknown flow), 409 (cannot run here: port in use, no queue manager), 403 (caller not
 allowed). A deployed flow runs Python code in the broker, so these routes are for
-administrators only: callers must pass the HTTP server's authentication, be listed in
-``[access] administrators`` when that list is not empty, and call from the loopback
-interface unless ``[flows] admin_remote`` is true.
+administrators only (relaymq.http.admin_guard): callers must pass the HTTP server's
+authentication, be listed in ``[access] administrators`` when that list is not empty, and
+call from the loopback interface unless ``[flows] admin_remote`` is true.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import json
 from typing import Any
 
 from relaymq.flows.definition import parse_yaml
 from relaymq.flows.errors import FlowDefinitionError
 from relaymq.flows.manager import DeployError, FlowManager
+from relaymq.http import admin_guard
+from relaymq.http.admin_guard import AdminPolicy, json_response
 from relaymq.http.server import HttpRequest, HttpResponse
 
 BASE = "/relaymq/flows"
-
-
-def json_response(status: int, value: Any) -> HttpResponse:
-    return HttpResponse(status, [("content-type", "application/json")],
-                        (json.dumps(value, indent=1, sort_keys=False) + "\n").encode("utf-8"))
-
-
-def _loopback(remote: tuple[Any, ...]) -> bool:
-    try:
-        return bool(remote) and ipaddress.ip_address(str(remote[0])).is_loopback
-    except ValueError:
-        return False
 
 
 class FlowAdmin:
@@ -47,34 +35,18 @@ class FlowAdmin:
                  administrators: tuple[str, ...]) -> None:
         self.manager = manager
         self.default_group = default_group
-        self.admin_remote = admin_remote
-        self.administrators = administrators
+        self.policy = AdminPolicy("flow administration", "[flows] admin_remote", admin_remote,
+                                  tuple(administrators))
 
     def routes(self) -> list[tuple[str, str, Any]]:
         return [("GET", BASE, self.list), ("POST", BASE, self.deploy),
                 ("GET", BASE + "/{name}", self.show), ("DELETE", BASE + "/{name}", self.undeploy)]
 
     def install(self, server: Any) -> None:
-        auth = getattr(server, "auth", None)
-        for method, pattern, handler in self.routes():
-            guarded = self._guard(handler)
-            server.add_route(method, pattern, auth.protect(guarded) if auth is not None else guarded)
+        admin_guard.install(server, self.routes(), self.policy)
 
     def uninstall(self, server: Any) -> None:
-        for method, pattern, _ in self.routes():
-            try:
-                server.remove_route(method, pattern)
-            except KeyError:
-                pass
-
-    def _guard(self, handler: Any) -> Any:
-        async def guarded(request: HttpRequest) -> HttpResponse:
-            if not self.admin_remote and not _loopback(request.remote):
-                return json_response(403, {"error": "flow administration is only allowed from the loopback interface"})
-            if self.administrators and request.user not in self.administrators:
-                return json_response(403, {"error": "flow administration needs an administrator"})
-            return await handler(request)
-        return guarded
+        admin_guard.uninstall(server, self.routes())
 
     async def list(self, request: HttpRequest) -> HttpResponse:
         return json_response(200, {"flows": self.manager.list()})

@@ -15,8 +15,8 @@ Answers are JSON (``{"subscriptions": [...]}``, ``{"removed": [...]}``); errors 
 ``{"error": "one line"}`` with 400 (bad query), 403 (caller not allowed), 500 (the removal
 could not be made durable: nothing was removed).
 
-Removing somebody's subscriptions is an administrator's act, so the routes are guarded as the
-flow admin routes are (relaymq.flows.admin): the HTTP server's authentication, ``[access]
+Removing somebody's subscriptions is an administrator's act, so the routes are guarded as
+every admin route is (relaymq.http.admin_guard): the HTTP server's authentication, ``[access]
 administrators`` when that list is not empty, and the loopback interface unless ``[pubsub]
 admin_remote`` is true.
 """
@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from relaymq.flows.admin import _loopback, json_response
+from relaymq.http import admin_guard
+from relaymq.http.admin_guard import AdminPolicy, json_response
 from relaymq.http.server import HttpRequest, HttpResponse
 
 BASE = "/relaymq/pubsub/subscriptions"
@@ -63,33 +64,17 @@ class PscAdmin:
 
     def __init__(self, service: Any, *, admin_remote: bool, administrators: tuple[str, ...]) -> None:
         self.service = service
-        self.admin_remote = admin_remote
-        self.administrators = administrators
+        self.policy = AdminPolicy("subscription administration", "[pubsub] admin_remote", admin_remote,
+                                  tuple(administrators))
 
     def routes(self) -> list[tuple[str, str, Any]]:
         return [("GET", BASE, self.list), ("DELETE", BASE, self.remove)]
 
     def install(self, server: Any) -> None:
-        auth = getattr(server, "auth", None)
-        for method, pattern, handler in self.routes():
-            guarded = self._guard(handler)
-            server.add_route(method, pattern, auth.protect(guarded) if auth is not None else guarded)
+        admin_guard.install(server, self.routes(), self.policy)
 
     def uninstall(self, server: Any) -> None:
-        for method, pattern, _ in self.routes():
-            try:
-                server.remove_route(method, pattern)
-            except KeyError:
-                pass
-
-    def _guard(self, handler: Any) -> Any:
-        async def guarded(request: HttpRequest) -> HttpResponse:
-            if not self.admin_remote and not _loopback(request.remote):
-                return json_response(403, {"error": "subscription administration is only allowed from the loopback interface"})
-            if self.administrators and request.user not in self.administrators:
-                return json_response(403, {"error": "subscription administration needs an administrator"})
-            return await handler(request)
-        return guarded
+        admin_guard.uninstall(server, self.routes())
 
     async def list(self, request: HttpRequest) -> HttpResponse:
         try:

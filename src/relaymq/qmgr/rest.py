@@ -13,7 +13,8 @@
 
 The two admin writes are for administrators: the caller must pass the HTTP authentication,
 be in ``[access] administrators`` when that list is not empty, and call from the loopback
-interface unless ``[qmgr] admin_remote`` is true (as the flow and subscription admin routes).
+interface unless ``[qmgr] admin_remote`` is true (relaymq.http.admin_guard, as the flow and
+subscription admin routes).
 
 Every route needs HTTP basic authentication when the HTTP service has a password file (see
 relaymq.http.settings). Routes are added when the HTTP service starts; the queue manager is
@@ -24,11 +25,12 @@ arrives before it is up gets 503.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 from collections.abc import Mapping
 from typing import Any
 
+from relaymq.http.admin_guard import AdminPolicy
+from relaymq.http.admin_guard import guard as guard_admin
 from relaymq.http.server import HttpRequest, HttpResponse
 from relaymq.qmgr.definitions import PROPERTY_NAMES
 from relaymq.qmgr.errors import QueueError, QueueExists, UnknownQueue
@@ -338,20 +340,15 @@ class RestApi:
     # -- admin writes ---------------------------------------------------------------------
     def admin_guard(self, handler: Any) -> Any:
         """Only administrators define and delete queues (see the module docstring)."""
+        return guard_admin(handler, self.admin_policy, lambda reason: _error(403, "RMQWB0403E", reason))
 
-        async def guarded(request: HttpRequest) -> HttpResponse:
-            service = self.services.get("qmgr.service")
-            admin_remote = bool(getattr(getattr(service, "settings", None), "admin_remote", False))
-            if not admin_remote and not _loopback(request.remote):
-                return _error(403, "RMQWB0403E", "queue administration is only allowed from the loopback interface"
-                              " ([qmgr] admin_remote = true allows other addresses)")
-            config = getattr(self.broker, "config", None)
-            administrators = tuple(getattr(getattr(config, "access", None), "administrators", ()) or ())
-            if administrators and getattr(request, "user", None) not in administrators:
-                return _error(403, "RMQWB0403E", "queue administration needs a user of [access] administrators")
-            return await handler(request)
-
-        return guarded
+    def admin_policy(self) -> AdminPolicy:
+        """Asked per request: ``[qmgr] admin_remote`` is known once the queue manager started."""
+        service = self.services.get("qmgr.service")
+        admin_remote = bool(getattr(getattr(service, "settings", None), "admin_remote", False))
+        config = getattr(self.broker, "config", None)
+        administrators = tuple(getattr(getattr(config, "access", None), "administrators", ()) or ())
+        return AdminPolicy("queue administration", "[qmgr] admin_remote", admin_remote, administrators)
 
     async def define(self, request: HttpRequest) -> HttpResponse:
         """POST .../admin/qmgr/{qmgr}/queue: define a queue from IBM's JSON shape (``name``,
@@ -404,13 +401,6 @@ class RestApi:
         except QueueError as exc:
             return queue_error_response(exc)
         return HttpResponse(204, [])
-
-
-def _loopback(remote: Any) -> bool:
-    try:
-        return bool(remote) and ipaddress.ip_address(str(remote[0])).is_loopback
-    except ValueError:
-        return False
 
 
 #: IBM's admin JSON keys and the relaymq property each sets.

@@ -176,6 +176,31 @@ def test_unconfirmed_put_notifies_on_confirm_only(qm: QueueManager) -> None:
     assert heard == ["Q"]
 
 
+def test_put_listeners_get_the_stored_message_of_puts_only(qm: QueueManager) -> None:
+    """everyplace.md item 16 (listeners) and item 11 (states): a put listener hears of a put
+    once it is durable, with the stored bytes (the message is there even when a getter took
+    it already); a two-phase put at confirmPut; a message made visible again (unlock, undo of
+    a get) is not a new put."""
+    qm.define_queue("Q")
+    puts = []
+    qm.add_put_listener("Q", puts.append)
+    msg_id = qm.put("Q", text_message("a", 7))
+    assert [(e.queue, e.msg_id, e.priority) for e in puts] == [("Q", msg_id, 7)]
+    assert body(qm.get("Q")) == "a" and body(puts[0].message()) == "a"  # taken: still in the event
+    qm.put("Q", text_message("b"), confirm_id=1, uid="X:1")
+    assert len(puts) == 1
+    qm.confirm_put("X:1")
+    assert [body(e.message()) for e in puts] == ["a", "b"] and puts[1].uid == "X:1"
+    (locked,) = qm.browse_and_lock("Q", confirm_id=3)
+    qm.unlock("Q", locked.uid, locked.lock_id)
+    qm.get("Q", confirm_id=2)
+    qm.undo("Q", 2)
+    assert len(puts) == 2
+    qm.remove_put_listener("Q", puts.append)
+    qm.put("Q", text_message("c"))
+    assert len(puts) == 2
+
+
 def test_get_wait_returns_message_put_by_another_thread(qm: QueueManager) -> None:
     """everyplace.md item 16: waitForMessage blocks until a message arrives (the putter is
     started only once the getter is waiting, so no timing assumption)."""

@@ -30,11 +30,11 @@ from relaymq.qmgr.expiry import ExpireTime, expire_time_from_field
 from relaymq.qmgr.manager import QueueManager
 from relaymq.qmgr.resolution import Resolution
 from relaymq.qmgr.rules import QueueManagerRule, QueueRule
-from relaymq.qmgr.states import Envelope, MessageEvent
+from relaymq.qmgr.states import Envelope, MessageEvent, PutEvent
 
 __all__ = [
     "ADMIN", "ASYNC", "DEAD_LETTER", "HOME_SERVER", "LOCAL", "REMOTE", "STORE_AND_FORWARD", "SYNC",
     "SYSTEM_ADMIN_QUEUE", "SYSTEM_BROKER_CONTROL_QUEUE", "SYSTEM_DEAD_LETTER_QUEUE", "SYSTEM_DEFAULT_LOCAL_QUEUE",
-    "Envelope", "ExpireTime", "MessageEvent", "QueueDefinition", "QueueError", "QueueManager",
+    "Envelope", "ExpireTime", "MessageEvent", "PutEvent", "QueueDefinition", "QueueError", "QueueManager",
     "QueueManagerRule", "QueueRule", "Resolution", "expire_time_from_field",
 ]

@@ -3,6 +3,12 @@ and the wake-up of waiting getters.
 
 A mixin of :class:`relaymq.qmgr.manager.QueueManager`. Listeners run in the thread that made
 the message visible, after it is durable and outside the lock (a listener may call back).
+
+Queue and message listeners hear of every message that becomes visible (a put, a confirmPut,
+and a message made visible again by unlock or undo). Put listeners hear of puts only (a put,
+or the confirmPut of a two-phase put) and get the stored bytes with it: a message taken off
+the queue at once by a waiting getter is still handed over (the archive service copies queue
+messages into its log with it).
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from collections.abc import Callable
 
 from relaymq.qmgr.definitions import ADMIN, APPLICATION_KINDS
 from relaymq.qmgr.queue_index import QueueIndex
-from relaymq.qmgr.states import Entry, MessageEvent
+from relaymq.qmgr.states import Entry, MessageEvent, PutEvent
 from relaymq.qmgr.transmission import message_fields
 
 
@@ -50,11 +56,26 @@ class ListenerMixin:
             if fn in fns:
                 fns.remove(fn)
 
+    def add_put_listener(self, queue: str, fn: Callable[[PutEvent], None]) -> None:
+        """``fn(PutEvent)`` for every message put to ``queue`` (a two-phase put: when it is
+        confirmed), once it is durable, with the stored bytes. Not called for messages made
+        visible again (unlock, undo). An internal hook: queue rules are not told of it."""
+        with self._lock:
+            index = self._listenable(queue)
+            self._put_listeners.setdefault(index.definition.name, []).append(fn)
+
+    def remove_put_listener(self, queue: str, fn: Callable[[PutEvent], None]) -> None:
+        with self._lock:
+            fns = self._put_listeners.get(self._listenable(queue).definition.name, [])
+            if fn in fns:
+                fns.remove(fn)
+
     def _listenable(self, queue: str) -> QueueIndex:
         return self._holding_index(queue, None, "listen")
 
-    def _announce(self, index: QueueIndex, entries: list[Entry]) -> None:
-        """Wake waiters, then tell listeners (outside the lock: a listener may call back)."""
+    def _announce(self, index: QueueIndex, entries: list[Entry], *, put: bool = False) -> None:
+        """Wake waiters, then tell listeners (outside the lock: a listener may call back).
+        ``put``: the entries were just put (or their put confirmed), so put listeners hear too."""
         if not entries:
             return
         with self._lock:
@@ -63,12 +84,17 @@ class ListenerMixin:
             local = index.definition.kind in APPLICATION_KINDS
             listeners = list(self._listeners.get(name, ())) if local else []
             message_listeners = list(self._message_listeners.get(name, ())) if local else []
+            put_listeners = list(self._put_listeners.get(name, ())) if local and put else []
             transmission = list(self._transmission_listeners) if index.definition.transmits else []
         if index.definition.kind == ADMIN and self.admin is not None:
             self.admin.wake()
         for fn in listeners:
             fn(name)
         for entry in entries:
+            if put_listeners:
+                put_event = PutEvent(name, entry.uid, entry.msg_id, entry.correl_id, entry.priority, entry.data)
+                for pfn in put_listeners:
+                    pfn(put_event)
             event = MessageEvent(name, entry.uid, entry.msg_id, entry.correl_id, entry.priority)
             for mfn in message_listeners:
                 mfn(event)

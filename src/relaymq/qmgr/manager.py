@@ -60,7 +60,7 @@ from relaymq.qmgr.names import check_name
 from relaymq.qmgr.queue_index import QueueIndex
 from relaymq.qmgr.retrieval import RetrievalMixin, _envelope
 from relaymq.qmgr.rules import QueueManagerRule, QueueRule, call_veto, load_rule
-from relaymq.qmgr.states import PUT_UNCONFIRMED, UNLOCKED, Entry, Envelope, MessageEvent
+from relaymq.qmgr.states import PUT_UNCONFIRMED, UNLOCKED, Entry, Envelope, MessageEvent, PutEvent
 from relaymq.qmgr.store import MemoryQueueStore, Op, QueueStore, Ticket
 from relaymq.qmgr.transmission import TransmissionMixin
 
@@ -122,6 +122,7 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         self._confirmed: dict[str, int] = {}
         self._listeners: dict[str, list[Callable[[str], None]]] = {}
         self._message_listeners: dict[str, list[Callable[[MessageEvent], None]]] = {}
+        self._put_listeners: dict[str, list[Callable[[PutEvent], None]]] = {}
         self._transmission_listeners: list[Callable[[str | None, dict[str, Any], bool], None]] = []
         self._seq = 0
         self._lock_ids = itertools.count(1)
@@ -450,7 +451,7 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             ticket = self.store.submit(ops)
         self._finish(ticket, [entry])
         if entry.state == UNLOCKED:
-            self._announce(index, [entry])
+            self._announce(index, [entry], put=True)
         return entry.msg_id
 
     def _sync_put(self, resolved: res.Resolution, message: Message, confirm_id: int, uid: str | None,
@@ -599,7 +600,7 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             self._remember(uid, ops)
             ticket = self.store.submit(ops)
         self._finish(ticket, [])
-        self._announce(index, [entry])
+        self._announce(index, [entry], put=True)
         return True
 
     def _already_confirmed(self, uid: str, what: str) -> bool:

@@ -86,3 +86,21 @@ class MessageEvent:
     msg_id: bytes
     correl_id: bytes
     priority: int
+
+
+@dataclass(frozen=True)
+class PutEvent:
+    """What a put listener gets: a message that was put (or whose put was confirmed) and is
+    durable, with the bytes the queue manager stored (MQ format: MQMD, headers, body), so a
+    listener has the message even when a getter takes it off the queue at once."""
+
+    queue: str
+    uid: str
+    msg_id: bytes
+    correl_id: bytes
+    priority: int
+    data: bytes
+
+    def message(self) -> Message:
+        """The message, decoded from ``data`` (a private copy)."""
+        return Message.from_bytes(self.data)

@@ -1,6 +1,6 @@
 """The archive service in a running broker: publications tapped into the log, read back
 through the HTTP fetch endpoint (Arrow IPC) and directly from the SQLite file; queue puts
-archived through the queue manager's message listener (issue 7 item 1)."""
+archived through the queue manager's put listener (issue 7 item 1)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def test_fetch_errors_are_http_statuses(archive_broker_factory) -> None:
 
 def test_queue_puts_are_archived(tmp_path) -> None:
     """issue 7 "choose topics (filters) and queues": a put to an archived queue is appended with
-    its MQMD fields and usr folder (qmgr message listener, item 16 of everyplace.md)."""
+    its MQMD fields and usr folder (qmgr put listener beside item 16's listeners of everyplace.md)."""
     from relaymq.message.headers import MQMessage
     from relaymq.message.message import Message
     from relaymq.message.mqmd import MQMD
@@ -83,11 +83,97 @@ def test_queue_puts_are_archived(tmp_path) -> None:
     (record,) = service.log.read("q-0", 0)
     assert (record.queue, record.body, record.usr, record.priority) == ("ORDERS", b"o1", {"colour": "red"}, 3)
     assert record.msg_id == msg_id
-    assert qm.depth("ORDERS") == 1  # archiving browses, it does not consume
+    assert qm.depth("ORDERS") == 1  # archiving copies, it does not consume
     import asyncio
 
     asyncio.run(service.stop())
     qm.close()
+
+
+def test_a_message_taken_at_once_is_still_archived(tmp_path) -> None:
+    """issue 7 "queues whose messages are appended": a getter waiting on the queue takes each
+    message the moment it is put (everyplace.md item 17 waitForMessage), before any listener
+    of the archive could look at the queue - a queue listener ahead of the archive holds the
+    putting thread until the getter has the message. Every message is archived all the same,
+    in put order: the put listener hands over the stored bytes, it does not browse."""
+    import threading
+
+    from relaymq.message.headers import MQMessage
+    from relaymq.message.message import Message
+    from relaymq.pipeline.service import ArchiveService
+    from relaymq.pipeline.settings import build
+    from relaymq.qmgr import QueueManager
+
+    qm = QueueManager.open("QMA", None)
+    qm.define_queue("ORDERS")
+    taken: list[bytes] = []
+    took = threading.Semaphore(0)
+
+    def consumer() -> None:
+        while len(taken) < 20:
+            message = qm.get("ORDERS", wait=WAIT)
+            assert message is not None
+            taken.append(message.mq.body)
+            took.release()
+
+    qm.add_listener("ORDERS", lambda queue: took.acquire(timeout=WAIT))  # called before the archive's
+    service = ArchiveService(build({"rule": [{"name": "q", "queues": ["ORDERS"]}]}, "archive", None), str(tmp_path))
+    service.attach(SimpleNamespace(publication_taps=[]), {"qmgr": qm})
+    getter = threading.Thread(target=consumer, daemon=True)
+    getter.start()
+    sent = [f"order-{i}".encode() for i in range(20)]
+    for body in sent:
+        qm.put("ORDERS", Message(MQMessage(body=body)))
+    getter.join(WAIT)
+    assert taken == sent and qm.depth("ORDERS") == 0
+    service.writer.flush(WAIT)
+    assert [r.body for r in service.log.read("q-0", 0)] == sent
+    import asyncio
+
+    asyncio.run(service.stop())
+    qm.close()
+
+
+def test_queue_consumed_over_rest_is_archived(archive_broker_factory) -> None:
+    """The same through a broker process and real REST clients (docs/rest.md): a consumer
+    waits with DELETE ?wait= and takes each message as it arrives; the producer puts 50 with
+    POST; the archive has all 50, fetched over HTTP."""
+    import json
+    import threading
+    import urllib.request
+
+    rules = [{"name": "orders", "queues": ["ORDERS"]}]
+    broker = archive_broker_factory(rules, commit_delay_ms=2)
+    define = urllib.request.Request(f"{broker.http_url}/ibmmq/rest/v3/admin/qmgr/QM1/queue", method="POST",
+                                    data=json.dumps({"name": "ORDERS"}).encode(),
+                                    headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(define, timeout=WAIT) as response:
+        assert response.status == 201
+    broker.stop()  # the archive takes its queues at start-up: start again with ORDERS defined
+    broker.start()
+    url = f"{broker.http_url}/ibmmq/rest/v3/messaging/qmgr/QM1/queue/ORDERS/message"
+    taken: list[bytes] = []
+
+    def consumer() -> None:
+        while len(taken) < 50:
+            request = urllib.request.Request(url + "?wait=20000", method="DELETE")
+            with urllib.request.urlopen(request, timeout=WAIT + 10) as response:
+                if response.status == 200:
+                    taken.append(response.read())
+
+    getter = threading.Thread(target=consumer, daemon=True)
+    getter.start()
+    sent = [f"order-{i}".encode() for i in range(50)]
+    for body in sent:
+        put = urllib.request.Request(url, method="POST", data=body, headers={"Content-Type": "text/plain"})
+        with urllib.request.urlopen(put, timeout=WAIT) as response:
+            assert response.status == 201
+    getter.join(WAIT * 2)
+    assert sorted(taken) == sorted(sent)
+    http = HttpAccess(broker.http_url)
+    parts = wait_for_entries(http, 50)
+    records = records_from_batches(http.read_batches("orders-0", 0, parts["orders-0"].next_seq))
+    assert [r.body for r in records] == sent and {r.queue for r in records} == {"ORDERS"}
 
 
 def test_fetch_endpoint_behind_basic_authentication(archive_broker_factory, tmp_path) -> None:

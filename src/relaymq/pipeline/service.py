@@ -58,16 +58,14 @@ class ArchiveService:
 
     # -- queues ---------------------------------------------------------------------------------
     def _on_put(self, event: Any) -> None:
-        """qmgr message listener (a MessageEvent, in the putting thread, after the put is
-        durable): archive that message, found by its MsgId. A message taken off the queue
-        before this browse is not archived (the listener reports ids, not messages)."""
+        """qmgr put listener (a PutEvent with the stored bytes, in the putting thread, after
+        the put is durable): archive that message - also when a getter has already taken it."""
         try:
-            found = self._qmgr.browse(event.queue, msg_id=event.msg_id, limit=1)
+            record = from_message(event.queue, event.message())
         except Exception as error:  # noqa: BLE001 - never break the put that triggered us
-            log.warning("archive: browse of %s failed: %s", event.queue, error)
+            log.warning("archive: a message put to %s could not be read: %s", event.queue, error)
             return
-        if found:
-            self.writer.submit(_placed(from_message(event.queue, found[0]), self.router.for_queue(event.queue)))
+        self.writer.submit(_placed(record, self.router.for_queue(event.queue)))
 
     # -- housekeeping ---------------------------------------------------------------------------
     def apply_retention(self) -> int:
@@ -95,7 +93,7 @@ class ArchiveService:
             else:
                 for queue in self.router.queues:
                     try:
-                        self._qmgr.add_message_listener(queue, self._on_put)
+                        self._qmgr.add_put_listener(queue, self._on_put)
                     except Exception as error:  # noqa: BLE001 - an undefined queue is not fatal
                         log.warning("archive: cannot archive queue %s: %s", queue, error)
 
@@ -107,7 +105,7 @@ class ArchiveService:
         if self._qmgr is not None:
             for queue in self.router.queues:
                 try:
-                    self._qmgr.remove_message_listener(queue, self._on_put)
+                    self._qmgr.remove_put_listener(queue, self._on_put)
                 except Exception:  # noqa: BLE001
                     pass
         await asyncio.to_thread(self.writer.close)

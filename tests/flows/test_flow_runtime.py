@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 
-from relaymq.flows import CollectingPorts, build_flow
+from relaymq.flows import CollectingPorts, RunResult, build_flow, run_messages
 from relaymq.flows.runtime import Delivery, FlowRuntime
 from relaymq.message.headers import MQMessage
 from relaymq.message.message import Message
@@ -28,14 +28,12 @@ def flaky_flow(threshold: int, failure: bool, backout_queue: str = "") -> object
                        "nodes": nodes, "connections": connections})
 
 
-def run_one(flow, body: bytes) -> tuple[str, CollectingPorts, Message]:
-    async def go():
-        ports = CollectingPorts()
-        runtime = FlowRuntime(flow, ports)
-        message = Message(MQMessage(body=body))
-        outcome = await runtime.run(Delivery("In", message))
-        return outcome, ports, message
-    return asyncio.run(go())
+def run_one(flow, body: bytes) -> tuple[str, RunResult, Message]:
+    """One message through the runtime's failure handling (relaymq.flows.run_messages)."""
+    message = Message(MQMessage(body=body))
+    (result,) = run_messages(flow, [message], "In")
+    assert result.message is message
+    return result.outcome, result, message
 
 
 def test_a_failing_message_is_redelivered_until_it_succeeds():
@@ -63,6 +61,50 @@ def test_without_a_failure_path_it_goes_to_the_backout_queue():
     assert (outcome, [q for q, _ in ports.puts]) == ("backout", ["BO.Q"])
     outcome, ports, _ = run_one(flaky_flow(threshold=1, failure=False), b"99")
     assert (outcome, [q for q, _ in ports.puts]) == ("backout", ["SYSTEM.DEAD.LETTER.QUEUE"])
+
+
+def test_run_messages_keeps_each_messages_outputs_and_outcome_apart():
+    """flows-http.md item 4 outside the broker (the Spark pipeline's path, issue 7 "Flows on
+    Spark ... the same node code"): several messages through one call; each result has its
+    own run's outputs, its outcome and why it failed; node code ran on one worker thread of
+    the flow's execution group, never on the calling thread."""
+    import threading
+
+    threads: list[str] = []
+    flow = flaky_flow(threshold=3, failure=True)
+    flow.nodes["C"].evaluate = _recording(flow.nodes["C"].evaluate, threads)
+    messages = [Message(MQMessage(body=b)) for b in (b"0", b"99", b"1")]
+    results = run_messages(flow, messages)
+    assert [r.outcome for r in results] == ["ok", "failure", "ok"]
+    assert [[(q, m.mq.body) for q, m in r.puts] for r in results] == [
+        [("OUT", b"0")], [("FAILED", b"99")], [("OUT", b"1")]]
+    assert [m.mq.md.BackoutCount for m in messages] == [0, 3, 1]
+    assert results[0].error is None and "not yet" in results[1].error.text
+    assert set(threads) and threading.current_thread().name not in threads
+    assert all(name.startswith("relaymq-flows-") for name in threads)
+
+
+def _recording(evaluate, threads: list[str]):
+    import threading
+
+    def wrapped(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return evaluate(*args, **kwargs)
+    return wrapped
+
+
+def test_a_runtime_runs_node_code_only_once_started():
+    """The broker's runtime (FlowRuntime) runs node code on its execution group's threads,
+    which exist once it is started: run() before start() is a clear error, not a thread pool
+    made on the side (outside the broker, run_messages is the way)."""
+    async def go():
+        runtime = FlowRuntime(flaky_flow(threshold=1, failure=False), CollectingPorts())
+        try:
+            await runtime.run(Delivery("In", Message(MQMessage(body=b"0"))))
+        except RuntimeError as err:
+            return str(err)
+        return None
+    assert "has no flow running" in (asyncio.run(go()) or "")
 
 
 class RecordingPorts(CollectingPorts):

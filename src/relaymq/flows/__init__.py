@@ -2,7 +2,9 @@
 
 Pure parts (no I/O) that the Spark pipeline reuses: :class:`Flow` (``run_sync``),
 :func:`evaluate_node`, :func:`build_flow`/:func:`load_flow`, the nodes in
-:mod:`relaymq.flows.nodes`. The broker side: :mod:`relaymq.flows.service`.
+:mod:`relaymq.flows.nodes`; :func:`run_messages` runs messages through a flow with the
+broker runtime's failure handling (reruns, failure terminal, backout queue) and collects what
+each run would commit. The broker side: :mod:`relaymq.flows.service`.
 """
 
 from relaymq.flows.assembly import Assembly
@@ -12,9 +14,10 @@ from relaymq.flows.errors import FlowDefinitionError, FlowException, UserExcepti
 from relaymq.flows.flow import Connection, Flow, FlowSettings, evaluate_node
 from relaymq.flows.node import Node
 from relaymq.flows.registry import NODE_TYPES
+from relaymq.flows.runtime import RunResult, run_messages
 
 __all__ = [
     "Assembly", "CollectingPorts", "Connection", "Flow", "FlowDefinitionError", "FlowException",
-    "FlowSettings", "NODE_TYPES", "Node", "RunContext", "UserException", "build_flow",
-    "evaluate_node", "load_definition", "load_flow", "parse_yaml",
+    "FlowSettings", "NODE_TYPES", "Node", "RunContext", "RunResult", "UserException", "build_flow",
+    "evaluate_node", "load_definition", "load_flow", "parse_yaml", "run_messages",
 ]

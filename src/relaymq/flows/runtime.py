@@ -13,6 +13,10 @@ replies and subscription look-ups hop to the event loop, HTTPRequest's coroutine
 (``RunContext.wait``), trace lines are written from the thread; puts and publications are
 only recorded and performed at the commit, on the loop.
 
+Outside the broker (the Spark pipeline, tests), :func:`run_messages` runs messages through a
+flow one after the other with this same failure handling and collects what each run would
+commit.
+
 A run that raises past the input node is backed out: its recorded outputs are discarded, the
 message's BackoutCount goes up by one and it is run again from its input node. When a run
 fails and BackoutCount reaches the backout threshold (at least one run always happens), the
@@ -28,7 +32,7 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -215,14 +219,8 @@ class FlowRuntime:
         return RunContext(self._thread_ports, self.flow.name, wait=self._thread_ports.wait)
 
     async def _on_thread(self, fn: Callable[..., None], *args: Any) -> None:
-        """Run node code on a thread of the execution group (the loop stays free)."""
-        if self.group.workers == 0:  # a runtime used without start() (one-off runs)
-            self.group.reserve(1)
-            try:
-                await asyncio.get_running_loop().run_in_executor(self.group.executor, fn, *args)
-            finally:
-                self.group.release(1)
-            return
+        """Run node code on a thread of the execution group (the loop stays free). The group
+        has threads once the runtime started (or run_messages reserved one)."""
         await asyncio.get_running_loop().run_in_executor(self.group.executor, fn, *args)
 
     async def run(self, delivery: Delivery) -> str:
@@ -284,3 +282,59 @@ class FlowRuntime:
             return "discarded"
         self.stats.backout_queue += 1
         return "backout"
+
+
+@dataclass
+class RunResult:
+    """What one message came to in :func:`run_messages`: ``outcome`` as ``Delivery.finished``
+    says it (``ok``, ``failure``, ``backout``, ``discarded``), ``error`` why it failed (the
+    FlowException of its last run; None when it ended ``ok``), ``message`` the input message
+    (its MQMD BackoutCount counts the failed runs), and what the run that counted would commit:
+    ``puts`` (queue, message) and ``publications`` (topic, message, qos, retain, subscription
+    point). ``outcome`` ``failure``: the outputs of the input node's failure path; ``backout``:
+    one put of the message to the backout queue."""
+
+    outcome: str
+    message: Message
+    puts: list[tuple[str, Message]] = field(default_factory=list)
+    publications: list[tuple[str, Message, int, bool, str]] = field(default_factory=list)
+    error: FlowException | None = None
+
+
+def run_messages(flow: Flow, messages: Iterable[Message], input_node: str | None = None) -> list[RunResult]:
+    """Run ``messages`` through ``flow`` one after the other, outside the broker, with the
+    broker runtime's failure handling: a message whose run fails is backed out and run again
+    (BackoutCount + 1) up to the flow's backout threshold, then goes to the input node's
+    ``failure`` terminal, else to the flow's backout queue (SYSTEM.DEAD.LETTER.QUEUE by
+    default). Nothing is put or published: each result holds what its run would commit.
+
+    ``input_node``: where the messages enter (default: the flow's first input node). Node code
+    runs on one worker thread, as in a deployed flow with no additional instances; the call
+    runs its own event loop, so it cannot be made from a coroutine (use the broker's runtime
+    there). A node that needs I/O (HTTPRequest) fails its run.
+    """
+    from relaymq.flows.context import CollectingPorts
+
+    node = input_node or flow.input_nodes()[0].name
+
+    async def run_all() -> list[RunResult]:
+        ports = CollectingPorts()
+        runtime = FlowRuntime(flow, ports)
+        runtime.group.reserve(1)
+        try:
+            results: list[RunResult] = []
+            for message in messages:
+                errors: list[FlowException | None] = [None]
+
+                def finished(outcome: str, err: FlowException | None, errors: list = errors) -> None:
+                    errors[0] = err
+
+                outcome = await runtime.run(Delivery(node, message, finished=finished))
+                results.append(RunResult(outcome, message, list(ports.puts), list(ports.publications), errors[0]))
+                ports.puts.clear()
+                ports.publications.clear()
+            return results
+        finally:
+            runtime.group.release(1)
+
+    return asyncio.run(run_all())

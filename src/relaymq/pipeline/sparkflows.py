@@ -75,47 +75,33 @@ def _output(message: Any, source: LogRecord, *, topic: str | None = None, queue:
     return out
 
 
-def _collected(ports: Any, record: LogRecord) -> list[LogRecord]:
-    outputs = [_output(m, record, topic=topic, qos=qos) for topic, m, qos, _retain, _point in ports.publications]
-    outputs += [_output(m, record, queue=queue) for queue, m in ports.puts]
+def _collected(puts: list[tuple[str, Any]], publications: list[tuple[str, Any, int, bool, str]],
+               record: LogRecord) -> list[LogRecord]:
+    outputs = [_output(m, record, topic=topic, qos=qos) for topic, m, qos, _retain, _point in publications]
+    outputs += [_output(m, record, queue=queue) for queue, m in puts]
     return outputs
 
 
 def flow_outputs(flow: Any, record: LogRecord, input_node: str | None = None) -> list[LogRecord]:
     """What one message through the flow publishes and puts, as log records (lineage kept).
     Raises FlowException when the flow rejects the message."""
-    return _collected(flow.run_sync(to_message(record), input_node), record)
+    ports = flow.run_sync(to_message(record), input_node)
+    return _collected(ports.puts, ports.publications, record)
 
 
 def broker_outputs(flow: Any, records: list[LogRecord], input_node: str | None = None) -> list[LogRecord]:
-    """What the broker's own runtime (relaymq.flows.runtime.FlowRuntime.run) makes of each
-    record: the flow's outputs, or for a message the flow rejects what the broker does with it -
-    retries up to the backout threshold, then the input node's ``failure`` terminal, else the
-    flow's backout queue (default SYSTEM.DEAD.LETTER.QUEUE) - each as log records with lineage.
-    One event loop for all the records (the runtime is asynchronous; these flows do no I/O)."""
-    import asyncio
+    """What the broker makes of each record (relaymq.flows.run_messages, the runtime's own
+    failure handling): the flow's outputs, or for a message the flow rejects - after the
+    reruns up to the backout threshold - the input node's ``failure`` terminal's outputs, else
+    a put to the flow's backout queue (default SYSTEM.DEAD.LETTER.QUEUE); each as log records
+    with lineage. One event loop and one worker thread for all the records."""
+    from relaymq.flows import run_messages
 
-    from relaymq.flows.context import CollectingPorts
-    from relaymq.flows.runtime import Delivery, FlowRuntime
-
-    node = input_node or flow.input_nodes()[0].name
-
-    async def run_all() -> list[LogRecord]:
-        ports = CollectingPorts()
-        runtime = FlowRuntime(flow, ports)
-        runtime.group.reserve(1)  # one worker thread for the whole batch, not one per message
-        try:
-            outputs: list[LogRecord] = []
-            for record in records:
-                await runtime.run(Delivery(node, to_message(record)))
-                outputs.extend(_collected(ports, record))
-                ports.puts.clear()
-                ports.publications.clear()
-            return outputs
-        finally:
-            runtime.group.release(1)
-
-    return asyncio.run(run_all())
+    results = run_messages(flow, (to_message(record) for record in records), input_node)
+    outputs: list[LogRecord] = []
+    for record, result in zip(records, results):
+        outputs.extend(_collected(result.puts, result.publications, record))
+    return outputs
 
 
 def load_definition(flow: str | Mapping[str, Any]) -> dict[str, Any]:

@@ -38,7 +38,8 @@ SECTIONS = {"broker": BrokerConfig, "limits": LimitsConfig, "access": AccessConf
 #: The other parts' sections: every scalar key is in the example file with its default.
 PLUGIN_KEYS = {
     "http": [f.name for f in dataclasses.fields(HttpSettings)],
-    "qmgr": [f.name for f in dataclasses.fields(QmgrSettings) if f.name not in ("queue", "connection")],
+    "qmgr": [f.name for f in dataclasses.fields(QmgrSettings)
+             if f.name not in ("queue", "connection", "channel_identities")],
     "pubsub": [f.name for f in dataclasses.fields(PubSubOptions)],
     "flows": [f.name for f in dataclasses.fields(FlowsSettings)],
     "archive": [f.name for f in dataclasses.fields(ArchiveOptions)],
@@ -104,6 +105,12 @@ def test_every_key_of_the_other_parts_is_documented(section: str) -> None:
     for name in PLUGIN_KEYS[section]:
         assert f"\n{name} = " in example, name
         assert f"| `{name}` |" in docs, name
+
+
+def test_sub_tables_are_documented() -> None:
+    """Tables of free names (identity = [...]): documented and shown (commented) in the example."""
+    for table in ("qmgr.channel_identities",):
+        assert f"`[{table}]`" in DOCS.read_text() and f"# [{table}]" in EXAMPLE.read_text()
 
 
 @pytest.mark.parametrize("table", sorted(PLUGIN_TABLES))

@@ -72,7 +72,8 @@ class Node:
     fixed ports and a fixed data directory, restartable; depths are read over REST."""
 
     def __init__(self, workdir: Path, name: str, queues: list[dict[str, Any]],
-                 connections: list[dict[str, Any]], qmgr_extra: dict[str, Any] | None = None) -> None:
+                 connections: list[dict[str, Any]], qmgr_extra: dict[str, Any] | None = None,
+                 extra_toml: str = "") -> None:
         from harness import free_port
 
         self.name = name
@@ -87,7 +88,7 @@ class Node:
             f'[http]\nhost = "127.0.0.1"\nport = {self.http_port}\n\n'
             f'[qmgr]\nname = "{name}"\nchannel_host = "127.0.0.1"\nchannel_port = {self.port}\n'
             + "".join(f"{k} = {_toml(v)}\n" for k, v in (qmgr_extra or {}).items()) + "\n"
-            + _tables("qmgr.queue", queues) + _tables("qmgr.connection", connections))
+            + _tables("qmgr.queue", queues) + _tables("qmgr.connection", connections) + extra_toml)
         self.log = self.data_dir / "broker.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.kills = 0

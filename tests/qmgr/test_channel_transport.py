@@ -237,6 +237,76 @@ def _certificates(directory) -> tuple[str, str, str]:
     return str(directory / "ca.pem"), str(directory / "qm.pem"), str(directory / "qm.key")
 
 
+def _client_certificate(directory, common_name: str) -> tuple[str, str]:
+    """A certificate for ``common_name`` signed by the CA of :func:`_certificates` (same
+    directory): what a queue manager presents to a listener that requires one."""
+    import subprocess
+
+    stem = f"client-{common_name}"
+    for step in (
+        ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", f"{stem}.key",
+         "-out", f"{stem}.csr", "-subj", f"/CN={common_name}"],
+        ["x509", "-req", "-in", f"{stem}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+         "-out", f"{stem}.pem", "-days", "2"],
+    ):
+        subprocess.run(["openssl", *step], check=True, capture_output=True, cwd=directory, timeout=30)
+    return str(directory / f"{stem}.pem"), str(directory / f"{stem}.key")
+
+
+def test_client_certificate_must_name_the_queue_manager(tmp_path):
+    """everyplace.md item 26 (security hop by hop): on a listener that requires client
+    certificates, a HELLO from queue manager DEV is accepted with a certificate whose CN is
+    DEV, or one ChannelIdentities lists for DEV; with any other CN it is refused with 2035
+    (MQRC_NOT_AUTHORIZED) and the message stays on the sender."""
+    import ssl
+
+    from relaymq.qmgr.channel import ChannelIdentities
+
+    ca, cert, key = _certificates(tmp_path)
+    names = {cn: _client_certificate(tmp_path, cn) for cn in ("DEV", "OTHER", "gateway")}
+
+    async def scenario():
+        tgt, dev = QueueManager.open("TGT", None), QueueManager.open("DEV", None)
+        tgt.define_queue("IN")
+        dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert, key)
+        context.load_verify_locations(ca)
+        context.verify_mode = ssl.CERT_REQUIRED
+        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0, ssl_context=context,
+                           identities=ChannelIdentities({"gateway": ["DEV"]}))
+        await t.start()
+        services = []
+        try:
+            await asyncio.to_thread(dev.put, "IN", text_message("m1"), qmgr="TGT")
+            for cn, expected in (("OTHER", 0), ("DEV", 1), ("gateway", 1)):
+                client_cert, client_key = names[cn]
+                link = _conn(name="TGT", address=f"localhost:{t.port}", tls=True, tls_ca=ca, tls_cert=client_cert,
+                             tls_key=client_key, retry_initial_ms=20)
+                service = ChannelService(dev, (link,), listen_host=None)
+                services.append(service)
+                await service.start()
+                if expected == 0:
+                    for _ in range(100):
+                        if service.links["TGT"].last_error:
+                            break
+                        await asyncio.sleep(0.05)
+                    error = service.links["TGT"].last_error or ""
+                    assert "2035" in error and "certificate CN 'OTHER' may not speak for queue manager 'DEV'" in error
+                    assert tgt.depth("IN") == 0 and dev.depth("IN", qmgr="TGT") == 1
+                else:
+                    await _wait_depth(tgt, "IN", 1)
+                    assert body(tgt.get("IN")) == "m1"
+                    await asyncio.to_thread(dev.put, "IN", text_message("m1"), qmgr="TGT")
+                await service.stop()
+        finally:
+            for service in services:
+                await service.stop()
+            await t.stop()
+
+    asyncio.run(scenario())
+
+
 def test_tls_channel_verifies_the_server_certificate(tmp_path):
     """Issue 5: the channel frames over TLS; a sender without the CA does not deliver."""
     import ssl

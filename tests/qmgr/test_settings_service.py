@@ -153,3 +153,32 @@ address = "c:1"
     assert (a.tls_cert, a.tls_key, a.tls_ca) == (str(tmp_path / "c.pem"), str(tmp_path / "k.pem"), str(tmp_path / "ca.pem"))
     assert (b.tls_cert, b.tls_ca) == (str(tmp_path / "c.pem"), str(tmp_path / "own-ca.pem"))
     assert (c.tls_cert, c.tls_ca) == ("", "")
+
+
+def test_channel_identities_and_connection_credentials(tmp_path) -> None:
+    """docs/channels.md "Who may connect" (item 26): [qmgr.channel_identities] maps an
+    identity to queue manager names; a connection's user/password are for an HTTP address
+    and go together; each mistake names its key."""
+    settings = _config(tmp_path, """
+[qmgr.channel_identities]
+"gateway.example" = ["DEVICE1", "DEVICE2"]
+
+[[qmgr.connection]]
+name = "TARGET"
+address = "https://target.example:8080"
+user = "QM1"
+password = "secret"
+""").section("qmgr")
+    assert settings.channel_identities == (("gateway.example", ("DEVICE1", "DEVICE2")),)
+    (target,) = settings.connection
+    assert (target.user, target.password) == ("QM1", "secret") and "secret" not in repr(target)
+    for toml, key in (
+        ('[qmgr.channel_identities]\ngw = "DEVICE1"\n', "qmgr.channel_identities.gw"),
+        ('[qmgr.channel_identities]\ngw = ["not a name!"]\n', "qmgr.channel_identities.gw"),
+        ('[qmgr]\nchannel_identities = ["x"]\n', "qmgr.channel_identities"),
+        ('[[qmgr.connection]]\nname = "T"\naddress = "t:1"\nuser = "QM1"\npassword = "p"\n', "qmgr.connection[0].user"),
+        ('[[qmgr.connection]]\nname = "T"\naddress = "http://t:1"\npassword = "p"\n', "qmgr.connection[0].user"),
+    ):
+        with pytest.raises(ConfigError) as err:
+            _config(tmp_path, toml)
+        assert err.value.key == key, toml

@@ -29,6 +29,7 @@ QueueManager (whose store may write to disk, so a transport runs it off the even
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -49,6 +50,7 @@ from relaymq.qmgr.errors import (
     AlreadyDelivered,
     DuplicateMessage,
     NotAllowed,
+    NotAuthorized,
     QueueError,
     UnknownQueueManager,
     UnknownUID,
@@ -96,6 +98,36 @@ def _optional_bytes(header: dict[str, Any], key: str) -> bytes | None:
         raise ChannelProtocolError(f"{key} is not hex") from None
 
 
+class ChannelIdentities:
+    """Which queue managers an authenticated channel peer may speak for (item 26: security
+    hop by hop). The identity is what authenticated the connection - the CN of a client
+    certificate on a listener that requires one, the user of the HTTP basic authentication
+    on the HTTP route - and it may say HELLO as the queue manager of its own name, and as
+    those ``[qmgr] channel_identities`` lists for it (a gateway certificate that serves
+    several devices, a user name that is not a queue manager name)."""
+
+    def __init__(self, extra: Mapping[str, Iterable[str]] | Iterable[tuple[str, Iterable[str]]] = ()) -> None:
+        items = extra.items() if isinstance(extra, Mapping) else extra
+        self.extra = {identity: frozenset(names) for identity, names in items}
+
+    def allows(self, identity: str, qmgr: str) -> bool:
+        return qmgr == identity or qmgr in self.extra.get(identity, ())
+
+    def authorizer(self, identity: str | None, what: str) -> Callable[[str], str | None]:
+        """For :class:`ChannelReceiver`: the refusal of a HELLO naming ``qmgr`` (None when
+        allowed). ``what`` says what the identity is ("certificate CN", "HTTP user")."""
+
+        def refusal(qmgr: str) -> str | None:
+            if identity is None:
+                return f"the connection has no {what}: it cannot speak for queue manager {qmgr!r}"
+            if self.allows(identity, qmgr):
+                return None
+            return (f"{what} {identity!r} may not speak for queue manager {qmgr!r}"
+                    " (it must be that name, or [qmgr] channel_identities must list it for the identity)")
+
+        return refusal
+
+
 def envelope_facts(envelope: Any) -> tuple[dict[str, Any], bytes]:
     """What a RESULT carries of an Envelope (relaymq.qmgr.states): its facts and bytes."""
     facts = {"uid": envelope.uid, "queue": envelope.queue, "priority": envelope.priority}
@@ -117,9 +149,12 @@ class ChannelReceiver:
     MAX_WAIT_MS = 300_000
 
     def __init__(self, qm: ReceivingQueueManager, *, aliases: tuple[str, ...] = (),
-                 dead_letter: bool | None = None) -> None:
+                 dead_letter: bool | None = None, authorize: Callable[[str], str | None] | None = None) -> None:
         self.qm = qm
         self.names = (qm.name, *aliases)
+        #: ``authorize(caller)``: None when the authenticated peer may speak for the queue
+        #: manager its HELLO names, else why not (ChannelIdentities.authorizer); None: anyone.
+        self.authorize = authorize
         #: Put a message for this queue manager that cannot be delivered here on the dead-
         #: letter queue (QueueManager.dead_letter) instead of refusing it: always for a pull
         #: (seed l.622), for pushes as ``[qmgr] dead_letter_undeliverable`` says.
@@ -169,6 +204,10 @@ class ChannelReceiver:
         caller = frame.header.get("qmgr")
         if not isinstance(caller, str) or not caller:
             raise ChannelProtocolError("HELLO without the caller's queue manager name")
+        refusal = self.authorize(caller) if self.authorize is not None else None
+        if refusal is not None:
+            denied = NotAuthorized(refusal)
+            return error_frame(denied.reason, denied.name, denied.message, reply_to=FrameType.HELLO)
         self.peer, self.version = caller, version
         return encode_frame(FrameType.WELCOME, {"version": version, "qmgr": self.qm.name})
 

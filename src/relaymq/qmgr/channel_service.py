@@ -20,8 +20,9 @@ import types
 import uuid
 from typing import Any
 
-from relaymq.qmgr.channel_settings import ConnectionSettings, route_of
 from relaymq.message.message import Message
+from relaymq.qmgr.channel import ChannelIdentities
+from relaymq.qmgr.channel_settings import ConnectionSettings, route_of
 from relaymq.qmgr.channel_frames import Frame, FrameType, encode_frame, result_messages
 from relaymq.qmgr.channel_transport import (
     HTTP_CHANNEL_PATH,
@@ -47,12 +48,18 @@ class ChannelService:
 
     def __init__(self, qm: Any, connections: tuple[ConnectionSettings, ...] = (), *,
                  listen_host: str | None = "0.0.0.0", listen_port: int = 8081,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None,
+                 identities: ChannelIdentities | None = None) -> None:
+        """``identities``: which queue managers an authenticated peer may speak for (default:
+        only the one of its own name). They are checked on the listener when ``ssl_context``
+        requires client certificates (the CN) and on the HTTP route when the HTTP server has
+        a password file (the basic-auth user); otherwise anybody may connect."""
         self.qm = qm
         self.connections = connections
         self.listen_host = listen_host
         self.listen_port = listen_port
         self.ssl_context = ssl_context
+        self.identities = identities or ChannelIdentities()
         self.aliases = tuple(c.name for c in connections if c.is_alias)
         self.listener: ChannelListener | None = None
         self.links: dict[str, ChannelLink] = {}
@@ -83,10 +90,12 @@ class ChannelService:
         for alias in self.aliases:
             self.qm.add_qmgr_alias(alias, self.qm.name)
         if self.listen_host is not None:
-            self.listener = ChannelListener(self.qm, aliases=self.aliases)
+            certificates = self.ssl_context is not None and self.ssl_context.verify_mode == ssl.CERT_REQUIRED
+            self.listener = ChannelListener(self.qm, aliases=self.aliases,
+                                            identities=self.identities if certificates else None)
             await self.listener.start(self.listen_host, self.listen_port, self.ssl_context)
         if http_server is not None:
-            http_server.add_route("POST", HTTP_CHANNEL_PATH, http_channel_handler(self.qm, aliases=self.aliases))
+            http_server.add_route("POST", HTTP_CHANNEL_PATH, self._http_route(http_server))
             self._http = http_server
         for connection in self.connections:
             route = route_of(connection.name, self.connections)
@@ -100,6 +109,19 @@ class ChannelService:
             self.qm.remote = self
         for link in self.links.values():
             link.start()
+
+    def _http_route(self, http_server: Any) -> Any:
+        """The HTTP adapter's handler. When the HTTP server has a password file, callers must
+        log in with basic authentication - also with ``[http] allow_anonymous``, which is for
+        the REST interface: a channel stores and hands out other queue managers' messages -
+        and the user must speak for the queue manager its HELLO names."""
+        passwords = getattr(getattr(http_server, "auth", None), "passwords", None)
+        if passwords is None:
+            return http_channel_handler(self.qm, aliases=self.aliases)
+        from relaymq.http.auth import BasicAuth
+
+        handler = http_channel_handler(self.qm, aliases=self.aliases, identities=self.identities)
+        return BasicAuth(passwords, allow_anonymous=False).protect(handler)
 
     # -- synchronous remote queues and discovery (items 8, 10, 20-22): QueueManager.remote --------
     def reachable(self, qmgr: str) -> bool:
@@ -260,8 +282,9 @@ async def start(context: Any, service: Any) -> ChannelService:
     """Start the channels of the broker's queue manager (called by relaymq.qmgr.service).
 
     Reads ``[qmgr] channel_host``/``channel_port``, ``connection`` (ConnectionSettings from
-    channel_settings.build_connections) and ``channel_tls_cert``/``channel_tls_key``/
-    ``channel_tls_ca`` (TLS on the listener; a CA requires client certificates).
+    channel_settings.build_connections), ``channel_tls_cert``/``channel_tls_key``/
+    ``channel_tls_ca`` (TLS on the listener; a CA requires client certificates, whose CN must
+    then speak for the HELLO's queue manager) and ``channel_identities``.
     """
     from relaymq.server.app import ServiceError
 
@@ -272,7 +295,8 @@ async def start(context: Any, service: Any) -> ChannelService:
         raise ServiceError(f"queue manager {service.qm.name}: channel TLS certificate: {exc}") from None
     channels = ChannelService(service.qm, tuple(getattr(settings, "connection", ()) or ()),
                               listen_host=settings.channel_host, listen_port=settings.channel_port,
-                              ssl_context=ssl_context)
+                              ssl_context=ssl_context,
+                              identities=ChannelIdentities(getattr(settings, "channel_identities", ())))
     try:
         await channels.start(context.services.get("http"))
     except OSError as exc:

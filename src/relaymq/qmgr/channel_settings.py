@@ -7,6 +7,8 @@ seed 004 l.3655-3795), as ``[[qmgr.connection]]`` tables::
     tls = false                        # TCP over TLS; tls_ca verifies the server
     tls_cert = ""                      # a client certificate (default: [qmgr] channel_tls_cert)
     tls_key = ""
+    user = ""                          # HTTP adapter: basic authentication as this user ...
+    password = ""                      # ... with this password (the peer's HTTP password file)
     batch = 100                        # messages per PUT/CONFIRM round
     retry_initial_ms = 100             # reconnect backoff, doubling ...
     retry_max_ms = 5000                # ... up to this
@@ -60,11 +62,18 @@ class ConnectionSettings:
     tls_ca: str = key_field("", text, path="file")
     tls_cert: str = key_field("", text, path="file")
     tls_key: str = key_field("", text, path="file")
+    #: HTTP basic authentication on the peer's channel route (an http(s):// address).
+    user: str = key_field("", text)
+    password: str = key_field("", text)
     batch: int = key_field(100, int_range(1, 100_000))
     retry_initial_ms: int = key_field(100, int_range(1, 3_600_000))
     retry_max_ms: int = key_field(5000, int_range(1, 3_600_000))
     pull_interval_ms: int = key_field(0, int_range(0, 86_400_000))
     timeout_ms: int = key_field(30_000, int_range(1, 3_600_000))
+
+    def __repr__(self) -> str:  # never the password, in a log line or a traceback
+        shown = {f: ("***" if f == "password" and v else v) for f, v in self.__dict__.items()}
+        return "ConnectionSettings(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
     @property
     def is_alias(self) -> bool:
@@ -90,6 +99,11 @@ def build_connections(raw: object, key: str, base_dir: str | None) -> tuple[Conn
         connection = build_section(ConnectionSettings, table, item_key, base_dir)
         if connection.address and connection.via:
             raise ConfigError(f"{item_key}.via", "give address or via, not both")
+        if connection.password and not connection.user:
+            raise ConfigError(f"{item_key}.user", "password is set but user is not (both are needed)")
+        if connection.user and not connection.is_http:
+            raise ConfigError(f"{item_key}.user", "user/password are for an http(s):// address (the HTTP"
+                                                  " adapter's basic authentication); TCP peers use certificates")
         if bool(connection.tls_cert) != bool(connection.tls_key):
             missing = "tls_key" if connection.tls_cert else "tls_cert"
             raise ConfigError(f"{item_key}.{missing}", "tls_cert and tls_key go together (a client certificate)")

@@ -15,6 +15,7 @@ manager X was committed: wake the link for X) and, as a safety net, by a poll ev
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import random
 import ssl
@@ -27,6 +28,7 @@ from relaymq.http.client import HttpClientError
 from relaymq.http.client import request as http_request
 from relaymq.http.server import HttpRequest, HttpResponse
 from relaymq.qmgr.channel import (
+    ChannelIdentities,
     ChannelReceiver,
     ChannelRefused,
     ChannelSender,
@@ -97,8 +99,13 @@ class HttpConversation:
     """Frames POSTed over HTTP: each ``send`` + ``receive`` is one request whose body starts
     with the HELLO (HTTP requests share no state), and whose response starts with WELCOME."""
 
-    def __init__(self, url: str, timeout: float, ssl_context: ssl.SSLContext | None) -> None:
+    def __init__(self, url: str, timeout: float, ssl_context: ssl.SSLContext | None,
+                 credentials: tuple[str, str] | None = None) -> None:
         self.url, self.timeout, self.ssl_context = url, timeout, ssl_context
+        self._headers = [("content-type", "application/octet-stream")]
+        if credentials is not None:
+            token = base64.b64encode(f"{credentials[0]}:{credentials[1]}".encode()).decode("ascii")
+            self._headers.append(("authorization", f"Basic {token}"))
         self._hello: bytes | None = None
         self._pending = b""
         self._welcomed = False
@@ -114,10 +121,13 @@ class HttpConversation:
             raise ChannelProtocolError("nothing to send over HTTP")
         body, self._pending = self._hello + self._pending, b""
         try:
-            response = await http_request("POST", self.url, headers=[("content-type", "application/octet-stream")],
+            response = await http_request("POST", self.url, headers=self._headers,
                                           body=body, timeout=self.timeout, ssl_context=self.ssl_context)
         except HttpClientError as exc:
             raise ConnectionError(str(exc)) from None
+        if response.status == 401:
+            said = "were refused" if len(self._headers) > 1 else "are needed (user/password on the connection)"
+            raise ConnectionError(f"HTTP channel {self.url}: status 401, credentials {said}")
         if response.status != 200:
             raise ConnectionError(f"HTTP channel {self.url}: status {response.status}")
         frames = decode_all(response.body)
@@ -150,10 +160,23 @@ async def open_conversation(connection: ConnectionSettings) -> Conversation:
         url = connection.address
         if url.count("/") < 3 or url.endswith("/") and url.count("/") == 3:
             url = url.rstrip("/") + HTTP_CHANNEL_PATH
-        return HttpConversation(url, timeout, context)
+        credentials = (connection.user, connection.password) if connection.user else None
+        return HttpConversation(url, timeout, context, credentials)
     host, _, port = connection.address.rpartition(":")
     reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port), ssl=context), timeout)
     return StreamConversation(reader, writer, timeout)
+
+
+def certificate_name(peercert: Any) -> str | None:
+    """The subject CN of a verified peer certificate (``SSLObject.getpeercert()``), None
+    when there is none."""
+    if not isinstance(peercert, dict):
+        return None
+    for rdn in peercert.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return str(value)
+    return None
 
 
 async def run_in_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -559,9 +582,12 @@ class ChannelListener:
     answered by pushing what waits here for the caller."""
 
     def __init__(self, qm: Any, *, aliases: tuple[str, ...] = (), batch: int = 100,
-                 idle_timeout: float | None = None) -> None:
+                 idle_timeout: float | None = None, identities: ChannelIdentities | None = None) -> None:
         self.qm = qm
         self.aliases = aliases
+        #: Set when the listener requires client certificates: the certificate's CN must
+        #: speak for the queue manager the HELLO names (item 26).
+        self.identities = identities
         self.batch = batch
         self.idle_timeout = idle_timeout
         self.port = 0
@@ -589,7 +615,11 @@ class ChannelListener:
         assert task is not None
         self._tasks.add(task)
         conversation = StreamConversation(reader, writer, self.idle_timeout)
-        receiver = ChannelReceiver(self.qm, aliases=self.aliases)
+        authorize = None
+        if self.identities is not None:
+            authorize = self.identities.authorizer(certificate_name(writer.get_extra_info("peercert")),
+                                                   "certificate CN")
+        receiver = ChannelReceiver(self.qm, aliases=self.aliases, authorize=authorize)
         try:
             while True:
                 frames = await conversation.receive()
@@ -693,11 +723,13 @@ class HttpPull:
         return out + batch, finished
 
 
-def http_channel_handler(qm: Any, *, aliases: tuple[str, ...] = (), batch: int = 100) -> Callable[[HttpRequest], Any]:
+def http_channel_handler(qm: Any, *, aliases: tuple[str, ...] = (), batch: int = 100,
+                         identities: ChannelIdentities | None = None) -> Callable[[HttpRequest], Any]:
     """The HTTP adapter (item 30): the request body is HELLO followed by PUT/CONFIRM frames
     (or a request on a synchronous remote queue), the response body the replies (WELCOME
     first). A home-server pull spans requests (:class:`HttpPull`): [HELLO, PULL], then the
-    client's answers to what each response carried."""
+    client's answers to what each response carried. With ``identities`` (the route behind
+    basic authentication) the HTTP user must speak for the queue manager the HELLO names."""
     pulls: dict[str, HttpPull] = {}
     attempted: dict[str, set[str]] = {}
 
@@ -737,7 +769,8 @@ def http_channel_handler(qm: Any, *, aliases: tuple[str, ...] = (), batch: int =
             return bad(str(exc))
         if not frames or frames[0].type is not FrameType.HELLO:
             return bad("the body must start with a HELLO frame")
-        receiver = ChannelReceiver(qm, aliases=aliases)
+        authorize = identities.authorizer(request.user, "HTTP user") if identities is not None else None
+        receiver = ChannelReceiver(qm, aliases=aliases, authorize=authorize)
         rest = frames[1:]
         if rest and (rest[0].type is FrameType.PULL or rest[0].type in PULL_REPLIES):
             try:

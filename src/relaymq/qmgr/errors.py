@@ -58,6 +58,9 @@ BadSelector = _error("BadSelector", 2459, "MQRC_SELECTOR_SYNTAX_ERROR",
                      "The selector does not parse; the message names the position.")
 BadProperty = _error("BadProperty", 3306, "RMQRC_BAD_QUEUE_PROPERTY",
                      "A queue property with a value out of range, or unknown to that queue type.")
+NotAuthorized = _error("NotAuthorized", 2035, "MQRC_NOT_AUTHORIZED",
+                       "The caller may not do this: a channel peer whose certificate or HTTP user does not speak"
+                       " for the queue manager its HELLO names (item 26).")
 StoreFailed = _error("StoreFailed", 2102, "MQRC_RESOURCE_PROBLEM",
                      "The store cannot write (disk full, I/O error): nothing more is acknowledged.")
 
@@ -96,5 +99,6 @@ ConfirmIdRequired = _error("ConfirmIdRequired", 3305, "RMQRC_CONFIRM_ID_REQUIRED
 ALL_ERRORS: tuple[type[QueueError], ...] = (
     UnknownQueue, UnknownQueueManager, QueueFull, MessageTooBig, BadName, MessageExpired, NoMessage,
     QueueExists, QueueNotEmpty, NotAllowed, NotConnected, QueueManagerClosed, QueueManagerDeleted, BadSelector,
-    BadProperty, StoreFailed, StoreInUse, UnknownUID, DuplicateMessage, WrongLock, RuleVeto, ConfirmIdRequired,
+    BadProperty, NotAuthorized, StoreFailed, StoreInUse, UnknownUID, DuplicateMessage, WrongLock, RuleVeto,
+    ConfirmIdRequired,
 )

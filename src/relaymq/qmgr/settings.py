@@ -12,6 +12,9 @@
     admin_remote = false      # REST queue define/delete only from the loopback interface
     rule = ""                 # "module:Class" of a QueueManagerRule
 
+    [qmgr.channel_identities]  # a channel peer's certificate CN (or HTTP user) -> the queue
+    "gateway.example" = ["DEVICE1", "DEVICE2"]  # managers it may speak for besides its own name
+
     [[qmgr.queue]]
     name = "ORDERS"
     type = "local"            # local, remote, store_and_forward, home_server, dead_letter, admin
@@ -104,6 +107,23 @@ class QmgrSettings:
     queue: tuple[QueueDefinition, ...] = key_field((), lambda v: None)
     #: [[qmgr.connection]] tables (relaymq.qmgr.channel_settings).
     connection: tuple[Any, ...] = key_field((), lambda v: None)
+    #: [qmgr.channel_identities]: (identity, queue manager names) pairs - which queue managers
+    #: a channel peer authenticated as ``identity`` (certificate CN, HTTP user) may speak for
+    #: besides the one of its own name (relaymq.qmgr.channel.ChannelIdentities).
+    channel_identities: tuple[tuple[str, tuple[str, ...]], ...] = key_field((), lambda v: None)
+
+
+def _identities(raw: object, key: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not isinstance(raw, dict):
+        raise ConfigError(key, 'expected a table: "identity" = ["QMGR", ...]')
+    out = []
+    for identity, names in raw.items():
+        if not identity:
+            raise ConfigError(key, "an identity (certificate CN or HTTP user) must not be empty")
+        if not isinstance(names, list) or not all(is_valid_name(n) for n in names):
+            raise ConfigError(f"{key}.{identity}", f"expected a list of queue manager names, got {names!r}")
+        out.append((identity, tuple(names)))
+    return tuple(out)
 
 
 def _queue(table: object, key: str, qmgr: str) -> QueueDefinition:
@@ -134,6 +154,7 @@ def build(raw: object, key: str, base_dir: str | None) -> QmgrSettings:
     table = dict(raw)
     queues = table.pop("queue", [])
     connections_raw = table.pop("connection", None)
+    identities = _identities(table.pop("channel_identities", {}), f"{key}.channel_identities")
     settings = build_section(QmgrSettings, table, key, base_dir)
     if bool(settings.channel_tls_cert) != bool(settings.channel_tls_key):
         missing = "channel_tls_key" if settings.channel_tls_cert else "channel_tls_cert"
@@ -157,6 +178,7 @@ def build(raw: object, key: str, base_dir: str | None) -> QmgrSettings:
                               f"{definition.name!r} is already defined by {key}.queue[{seen[definition.name]}]")
         seen.setdefault(definition.name, i)
         definitions.append(definition)
-    return QmgrSettings(**{**settings.__dict__, "queue": tuple(definitions), "connection": connections})
+    return QmgrSettings(**{**settings.__dict__, "queue": tuple(definitions), "connection": connections,
+                           "channel_identities": identities})
 
 

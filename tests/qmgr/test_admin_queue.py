@@ -115,3 +115,43 @@ def test_a_message_being_processed_at_a_crash_is_processed_at_the_next_start(tmp
     with QueueManager.open("QMD", str(tmp_path), synchronous="NORMAL") as qm:
         ((answer, _),) = replies(qm, 1)
         assert answer["rc"] == 0 and "LATE" in qm.queue_names() and qm.depth(ADMIN_Q) == 0
+
+
+def test_no_administrators_means_no_admin_message_is_obeyed() -> None:
+    """Item 8 with an empty administrators list (the broker's default: [access]
+    administrators not set): every admin message is answered 2035 with the reason, nothing
+    is changed - also for a sender who claims a likely name."""
+    with QueueManager("QME", administrators=()) as qm:
+        qm.define_queue("REPLIES")
+        qm.put(ADMIN_Q, request({"action": "define", "name": "SNEAKY"}, user="admin"))
+        qm.put(ADMIN_Q, request({"action": "inquire", "resource": "qmgr"}))
+        (first, _), (second, _) = replies(qm, 2)
+        for answer in (first, second):
+            assert (answer["rc"], answer["reason"], answer["reasonName"]) == (1, 2035, "MQRC_NOT_AUTHORIZED")
+            assert "no administrators are configured" in answer["message"]
+        assert "SNEAKY" not in qm.queue_names()
+
+
+def test_broker_without_administrators_refuses_admin_messages_over_rest(tmp_path) -> None:
+    """Item 8 in the broker (docs/queues.md "Who is obeyed"): no [access] administrators, so an
+    admin message put over REST (anonymous: the broker has no password file) is answered 2035
+    and defines nothing, while the REST admin endpoint - the trusted path, behind the admin
+    guard - still defines queues."""
+    from .test_rest_api import BASE, Rest, _start
+
+    broker, port = _start(tmp_path, queues='[[qmgr.queue]]\nname = "ADMIN.REPLIES"\n')
+    rest = Rest(broker, port)
+    try:
+        status, _, _ = rest.put(ADMIN_Q, json.dumps({"action": "define", "name": "SNEAKY"}),
+                                {"ibm-mq-md-replyTo": "ADMIN.REPLIES"})
+        assert status == 201
+        status, _, body = rest.get("ADMIN.REPLIES", "?wait=10000")
+        assert status == 200
+        answer = json.loads(body)
+        assert (answer["rc"], answer["reason"]) == (1, 2035) and "no administrators" in answer["message"]
+        assert rest.call("GET", f"{BASE}/admin/qmgr/QM1/queue/SNEAKY")[0] == 404
+        status, _, _ = rest.call("POST", f"{BASE}/admin/qmgr/QM1/queue", json.dumps({"name": "PROPER"}).encode(),
+                                 {"Content-Type": "application/json"})
+        assert status == 201
+    finally:
+        broker.cleanup()

@@ -27,7 +27,12 @@ start (at least once: a repeated define answers 2100).
 
 Who may administer: when ``administrators`` is given (the broker passes ``[access]
 administrators``), only messages whose MQMD.UserIdentifier is one of them (its first 12
-characters) are obeyed; others are answered with 2035 (MQRC_NOT_AUTHORIZED).
+characters) are obeyed; others are answered with 2035 (MQRC_NOT_AUTHORIZED). An empty
+``administrators`` obeys nobody: the broker's default when ``[access] administrators`` is not
+set, since anyone who can put to the queue (REST, MQTT, a channel peer) would otherwise
+administer the queue manager; the broker's trusted paths (the REST admin endpoints behind the
+admin guard, ``relaymq queue --data-dir``) change definitions directly, not through this queue.
+``None`` obeys everybody: an embedded queue manager trusts the application it runs in.
 """
 
 from __future__ import annotations
@@ -192,17 +197,17 @@ class AdminProcessor:
         error: Any = None
         try:
             request = parse_request(message)
-            user = message.mq.md.UserIdentifier.strip()
-            if self.administrators is not None and user not in {a[:12] for a in self.administrators}:
-                raise AdminRequestError(NOT_AUTHORIZED, f"user {user or '(none)'!r} is not an administrator")
+            self._check_sender(message.mq.md.UserIdentifier.strip())
             result = execute(self.qm, request)
         except (AdminRequestError, QueueError) as exc:
             error = exc
         except Exception as exc:  # a bad parameter type must not stop the processor
             error = AdminRequestError(BAD_REQUEST, f"{type(exc).__name__}: {exc}")
         outcome = "ok" if error is None else f"failed: {error.message}"
-        log.info("admin message %s (%s %s %s): %s", envelope.uid, (request or {}).get("action"),
-                 (request or {}).get("resource", "queue"), (request or {}).get("name", ""), outcome)
+        refused = isinstance(error, AdminRequestError) and error.reason == NOT_AUTHORIZED[0]
+        log.log(logging.WARNING if refused else logging.INFO, "admin message %s (%s %s %s): %s", envelope.uid,
+                (request or {}).get("action"), (request or {}).get("resource", "queue"),
+                (request or {}).get("name", ""), outcome)
         self._reply(message, reply_body(request, result, error))
         try:
             self.qm.confirm_get(envelope.uid)
@@ -210,6 +215,16 @@ class AdminProcessor:
             pass
         self.processed += 1
         return True
+
+    def _check_sender(self, user: str) -> None:
+        """Raise AdminRequestError(2035) unless ``user`` may administer (module docstring)."""
+        if self.administrators is None:
+            return
+        if not self.administrators:
+            raise AdminRequestError(NOT_AUTHORIZED, "admin messages are refused: no administrators are configured"
+                                                    " (the broker's [access] administrators)")
+        if user not in {a[:12] for a in self.administrators}:
+            raise AdminRequestError(NOT_AUTHORIZED, f"user {user or '(none)'!r} is not an administrator")
 
     def _reply(self, request: Message, body: bytes) -> None:
         md = request.mq.md

@@ -109,6 +109,11 @@ class ChannelService:
             self.qm.remote = self
         for link in self.links.values():
             link.start()
+        admin = getattr(self.qm, "admin", None)
+        if admin is not None and admin.administrators is None and (self.listener is not None or self._http):
+            log.warning("queue manager %s obeys admin messages from anybody (no administrators were given),"
+                        " and its channels accept messages from other queue managers: pass administrators=...",
+                        self.qm.name)
 
     def _http_route(self, http_server: Any) -> Any:
         """The HTTP adapter's handler. When the HTTP server has a password file, callers must

@@ -130,8 +130,8 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         self._closed = False
         self._quiescing = False
         self._waiters = 0
-        #: Processes SYSTEM.ADMIN.QUEUE (relaymq.qmgr.admin); ``administrators`` (None:
-        #: anyone who can put there) are the users whose admin messages are obeyed.
+        #: Processes SYSTEM.ADMIN.QUEUE (relaymq.qmgr.admin); ``administrators`` are the users
+        #: whose admin messages are obeyed (None: anyone who can put there; empty: nobody).
         self.admin = AdminProcessor(self, administrators) if admin_processing else None
         self._load(define_system_queues, recreate)
         if self.admin is not None and (self.name, SYSTEM_ADMIN_QUEUE) in self._queues:

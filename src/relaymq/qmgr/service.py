@@ -82,7 +82,7 @@ async def start(context: Any) -> QmgrService:
             QueueManager.open, settings.name, broker.data_dir, store=broker.store,
             synchronous=broker.sqlite_synchronous, confirm_window=float(settings.confirm_window),
             rule=settings.rule or None, dead_letter_undeliverable=settings.dead_letter_undeliverable,
-            administrators=tuple(config.access.administrators) or None)
+            administrators=tuple(config.access.administrators))  # empty: admin messages are refused
     except (QueueError, OSError, ValueError) as exc:
         raise ServiceError(f"queue manager {settings.name}: cannot open: {exc}") from exc
     try:

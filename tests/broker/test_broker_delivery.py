@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from relaymq.mqtt import packets as p
+from relaymq.mqtt.codec import encode
 from relaymq.store.memory import MemoryStore
 from relaymq.store.sqlite import SQLiteStore
 
@@ -305,6 +306,43 @@ def test_clean_sessions_write_nothing_to_the_store():
     pub.publish("a", b"x", qos=1, packet_id=1)
     snap = store.load()
     assert snap.sessions == {} and snap.deliveries == [] and snap.messages == {}
+
+
+def test_puback_waits_only_for_what_it_promises_and_keeps_the_order(tmp_path):
+    """Spec README decision 4 (storage an acknowledgement promises is durable before it
+    leaves) with 3.1.1 4.6 (PUBACKs in the order of the PUBLISH packets): a QoS 1 message that
+    only clean sessions receive stores nothing, so its PUBACK leaves at once; one stored for a
+    persistent session (or retained) waits for the commit, and a PUBACK after it waits
+    behind it even when its own message stored nothing."""
+    store = SQLiteStore(str(tmp_path / "ack.db"), notify=Callbacks())
+    broker = make_broker(store=store)
+    durable = TestClient(broker)
+    durable.connect("d", clean=False)
+    durable.subscribe("stored", qos=1)
+    live = TestClient(broker)
+    live.connect("c")
+    live.subscribe("live", qos=1)
+    pub = TestClient(broker)
+    pub.connect("p")
+
+    def unsettled() -> bytes:  # what the broker wrote to the publisher, no commit allowed
+        data = bytes(pub.link.data[pub._read:])
+        pub._read = len(pub.link.data)
+        return data
+
+    pub.send(p.Publish("live", b"1", 1, False, False, 1))
+    assert unsettled() == encode(p.Puback(1), 4)  # nothing stored: no wait for the store
+    pub.send(p.Publish("stored", b"2", 1, False, False, 2))
+    pub.send(p.Publish("live", b"3", 1, False, False, 3))
+    pub.send(p.Publish("nobody", b"4", 1, True, False, 4))  # retained: stored
+    assert unsettled() == b"" and pub.conn.acks_waiting == 3
+    assert [a.packet_id for a in pub.received()] == [2, 3, 4]
+    assert pub.conn.acks_waiting == 0 and pub.conn.inbound_unacked == 0
+    pub.send(p.Publish("live", b"5", 1, False, False, 5))
+    assert unsettled() == encode(p.Puback(5), 4)
+    assert [m.payload for m in live.publishes()] == [b"1", b"3", b"5"]
+    assert [m.payload for m in durable.publishes()] == [b"2"]
+    store.close()
 
 
 def test_duplicate_qos2_publish_is_acknowledged_only_once_durable(tmp_path):

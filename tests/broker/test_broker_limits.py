@@ -164,6 +164,9 @@ def test_congested_link_pauses_reading_holds_acknowledgements_and_flushes_them_o
     link drains it writes that, and handles what waited, in order."""
     store = SQLiteStore(str(tmp_path / "p.db"), notify=Callbacks())
     broker = make_broker(store=store)
+    sub = TestClient(broker)
+    sub.connect("sub", clean=False)
+    sub.subscribe("a", qos=1)  # a persistent subscriber: each publication is stored
     pub = TestClient(broker)
     pub.connect("pub", clean=False)
     for i in (1, 2):  # their PUBACKs wait for the commit
@@ -189,6 +192,10 @@ def test_a_flood_of_unacknowledged_publications_pauses_reading():
 
     notify = Callbacks()
     broker = make_broker(store=MemoryStore(notify))
+    sub = TestClient(broker)
+    sub.connect("sub", clean=False)
+    sub.subscribe("a", qos=1)
+    sub.drop()  # a persistent session offline: every publication is stored for it
     pub = TestClient(broker)
     pub.send(p.Connect("MQTT", 4, True, 60, "flood", None, None, None))
     notify.run()
@@ -213,6 +220,10 @@ def test_past_four_times_max_outbound_buffer_the_client_is_dropped():
     watcher = TestClient(broker)
     watcher.connect("watcher")
     watcher.subscribe("will/#", qos=0)
+    offline = TestClient(broker)
+    offline.connect("offline", clean=False)
+    offline.subscribe("a", qos=1)
+    offline.drop()  # a persistent session offline: the PUBACKs below wait for the store
     pub = TestClient(broker)
     pub.send(p.Connect("MQTT", 4, True, 60, "pub", p.Will("will/pub", b"gone", 0, False), None, None))
     notify.run()

@@ -154,9 +154,17 @@ def test_server_keep_alive(limited: BrokerProcess) -> None:
 def test_puback_waits_for_the_commit(broker_factory) -> None:
     """Spec README decision 4 and mqtt.md item 6 (QoS 1/2 stored before they are acknowledged,
     seed 000 l.427/439/743): with commit_delay_ms = 1500 the commit, and so the PUBACK and the
-    PUBREC, come no sooner than the delay."""
+    PUBREC, come no sooner than the delay. The QoS 1 message goes to a persistent session (a
+    message only clean sessions receive stores nothing, and is acknowledged at once)."""
     broker = broker_factory(config={"broker": {"commit_delay_ms": 1500}})
+    sub, _ = _raw_connect(broker, 4, unique("slowsub"), clean=False)
+    sub.sendall(_packet(0x82, b"\x00\x01" + _string("durable/t") + b"\x01"))
+    assert _read_packet(sub) == b"\x90\x03\x00\x01\x01"  # SUBACK, after the commit too
     sock, _ = _raw_connect(broker, 4, unique("slowack"), clean=False)
+    started = time.monotonic()
+    sock.sendall(_packet(0x32, _string("nobody/t") + b"\x00\x06x"))  # stores nothing
+    assert _read_packet(sock) == b"\x40\x02\x00\x06"
+    assert time.monotonic() - started < 1.0, "a PUBACK that promises nothing waited for the commit"
     for qos, expected in ((1, b"\x40\x02\x00\x07"), (2, b"\x50\x02\x00\x08")):
         started = time.monotonic()
         sock.sendall(_packet(0x30 | qos << 1, _string("durable/t") + (6 + qos).to_bytes(2, "big") + b"x"))
@@ -165,3 +173,4 @@ def test_puback_waits_for_the_commit(broker_factory) -> None:
     sock.sendall(_packet(0x62, b"\x00\x08"))  # PUBREL
     assert _read_packet(sock) == b"\x70\x02\x00\x08"
     sock.close()
+    sub.close()

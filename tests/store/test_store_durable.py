@@ -62,6 +62,58 @@ def test_on_durable_with_nothing_pending_still_calls_back(engine: Engine) -> Non
     assert calls == ["first", "second", "third"]
 
 
+def test_submitted_counts_every_write_and_no_callback(engine: Engine) -> None:
+    """``Store.submitted`` moves with every put/update/delete and not with on_durable: the
+    broker sends a PUBACK at once when handling the publication moved it not (nothing the
+    acknowledgement promises waits for a commit; spec README decision 4)."""
+    store = engine.open()
+    start = store.submitted
+    store.on_durable(lambda: None)
+    assert store.submitted == start
+    store.put_message(StoredMessage(1, "t", b"x", 1))
+    store.put_delivery(DeliveryRecord("c", 1, 1, 1))
+    store.update_delivery("c", 1, 5, SENT)
+    store.delete_delivery("c", 1)
+    store.delete_message(1)
+    store.put_retained("t", 1)
+    store.delete_retained("t")
+    store.put_session(SessionRecord("c", 4, 60))
+    store.put_subscription(SubscriptionRecord("c", "t", 1))
+    store.delete_subscription("c", "t")
+    store.put_inbound(InboundRecord("c", 1, None))
+    store.delete_inbound("c", 1)
+    store.delete_session("c")
+    assert store.submitted == start + 13
+    store.flush()
+
+
+def test_a_batch_of_callbacks_goes_to_notify_in_one_call_and_in_order(tmp_path: Path) -> None:
+    """The writer hands every callback of a committed batch to notify in one call (one wake-up
+    of the event loop per commit, not one per acknowledgement); they run in registration
+    order, and one that raises does not keep the others from running."""
+    handed: list = []
+    ran: list[int] = []
+
+    def notify(fn) -> None:
+        handed.append(fn)
+        if len(handed) == 1:
+            fn()  # writer_held's blocking callback: it must run on the writer thread
+
+    store = SQLiteStore(str(tmp_path / "b.db"), notify)
+    try:
+        with writer_held(store):
+            store.put_retained("t", 1)
+            store.on_durable(lambda: ran.append(1))
+            store.on_durable(lambda: 1 / 0)
+            store.on_durable(lambda: ran.append(3))
+        store.flush()
+        assert len(handed) == 2  # the blocking callback of writer_held, then the batch
+        handed[1]()
+        assert ran == [1, 3]
+    finally:
+        store.close()
+
+
 def test_callbacks_go_through_notify(tmp_path: Path) -> None:
     """The engine never runs a callback itself: it hands it to notify, which the server makes
     loop.call_soon_threadsafe (base module docstring; spec README decision 4)."""

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING, Any
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable
 
 from relaymq.mqtt import packets as p
 from relaymq.mqtt import reason_codes as rc
-from relaymq.mqtt.codec import encode, encode_publish
+from relaymq.mqtt.codec import encode, encode_ack, encode_publish
 from relaymq.mqtt.errors import MQTTError, ProtocolError
 from relaymq.mqtt.reader import PacketReader
 
@@ -38,6 +39,10 @@ log = logging.getLogger("relaymq.connection")
 #: Receive Maximum (MQIsdp, 3.1.1) cannot make the broker hold its backlog in memory. Only
 #: store-bound replies count: they go out without the client's help, so this never deadlocks.
 MAX_PENDING_ACKS = 1000
+
+#: Packet type -> handler(connection, packet) once CONNECT is done; filled in below the class
+#: (the handlers import this module).
+HANDLERS: dict[int, Callable[[Connection, Any], None]] = {}
 
 
 class Connection:
@@ -68,7 +73,10 @@ class Connection:
         # failing PUBREC), on this connection; inbound_qos2 holds the QoS 2 ids counted here.
         self.inbound_unacked = 0
         self.inbound_qos2: set[int] = set()
-        self.acks_waiting = 0  # acknowledgements waiting for the store (MAX_PENDING_ACKS)
+        # Acknowledgements not sent yet, in the order their packets arrived: [bytes, completes,
+        # ready]; the first ones go out as soon as they are ready (acknowledge_*).
+        self.acks: deque[list] = deque()
+        self._acks_unregistered: list[list] = []  # queued in this read, not yet given to the store
         self.paused = False  # the link's buffer is over its high-water mark
         self.held = bytearray()  # written while paused, handed to the link on resume
         # Why reading is paused: "write" (the link is congested), "auth" (CONNECT waits for its
@@ -114,40 +122,27 @@ class Connection:
             self.protocol_violation(err)
         finally:
             self._dispatching = False
+            if self._acks_unregistered:
+                self._register_acks()
 
     def dispatch(self, packet: p.Packet) -> None:
-        from relaymq.broker import handle_connect, handle_publish, handle_subscribe
-
-        kind = packet.packet_type
         if not self.connected:
-            if kind == p.CONNECT:
-                handle_connect.handle_connect(self, packet)
+            if packet.packet_type == p.CONNECT:
+                handle_connect(self, packet)
                 return
             raise ProtocolError("the first packet must be CONNECT")
-        if kind == p.PUBLISH:
-            handle_publish.handle_publish(self, packet)
-        elif kind == p.PUBACK:
-            handle_publish.handle_puback(self, packet)
-        elif kind == p.PUBREC:
-            handle_publish.handle_pubrec(self, packet)
-        elif kind == p.PUBREL:
-            handle_publish.handle_pubrel(self, packet)
-        elif kind == p.PUBCOMP:
-            handle_publish.handle_pubcomp(self, packet)
-        elif kind == p.SUBSCRIBE:
-            handle_subscribe.handle_subscribe(self, packet)
-        elif kind == p.UNSUBSCRIBE:
-            handle_subscribe.handle_unsubscribe(self, packet)
-        elif kind == p.PINGREQ:
-            self.send(p.Pingresp())  # mqtt.md item 21; seed 000 l.1021
-        elif kind == p.DISCONNECT:
-            handle_connect.handle_disconnect(self, packet)
-        elif kind == p.CONNECT:
-            raise ProtocolError("a second CONNECT on one connection")
-        elif kind == p.AUTH and self.level == 5:
-            raise ProtocolError("enhanced authentication is not supported")
-        else:
+        handler = HANDLERS.get(packet.packet_type)
+        if handler is None:
+            kind = packet.packet_type
+            if kind == p.CONNECT:
+                raise ProtocolError("a second CONNECT on one connection")
+            if kind == p.AUTH and self.level == 5:
+                raise ProtocolError("enhanced authentication is not supported")
             raise ProtocolError(f"a client may not send packet type {kind}")
+        handler(self, packet)
+
+    def pingreq(self, packet: p.Pingreq) -> None:
+        self.send(p.Pingresp())  # mqtt.md item 21; seed 000 l.1021
 
     # ------------------------------------------------------------------ output
     def send(self, packet: p.Packet) -> None:
@@ -240,22 +235,63 @@ class Connection:
             self.link.resume_reading()
             self.process_buffered()
 
-    def acknowledge_when_durable(self, packet: p.Packet, completes: bool) -> None:
-        """Send ``packet`` (PUBACK, PUBREC, PUBCOMP) once everything stored so far is durable
-        (spec README decision 4). ``completes``: it ends a flow counted by the receive maximum."""
-        self.acks_waiting += 1
-        if self.acks_waiting >= MAX_PENDING_ACKS:
-            self.pause_reading("acks")
+    # ------------------------------------------------------------------ acknowledgements
+    # PUBACK, PUBREC and PUBCOMP leave in the order of the packets they answer (3.1.1 4.6),
+    # each once what it promises is durable (spec README decision 4). One whose message made
+    # no store write promises nothing stored: it leaves at once, unless an earlier one of
+    # this connection still waits for the store, in which case it waits behind it.
 
-        def send() -> None:
+    @property
+    def acks_waiting(self) -> int:
+        """Acknowledgements not sent yet (MAX_PENDING_ACKS)."""
+        return len(self.acks)
+
+    def acknowledge(self, packet_type: int, packet_id: int, reason_code: int, completes: bool,
+                    durable: bool) -> None:
+        """Send an acknowledgement in order: after the store's next commit when ``durable``
+        (something it promises was written), else as soon as those before it went.
+        ``completes``: it ends a flow counted by the receive maximum."""
+        data = encode_ack(packet_type, packet_id, reason_code, self.level)
+        if not durable and not self.acks:
             if completes:
                 self.inbound_unacked -= 1
-            self.acks_waiting -= 1
-            self.send(packet)
-            if self.acks_waiting <= MAX_PENDING_ACKS // 2 and "acks" in self.read_paused_for:
-                self.resume_reading("acks")
+            self.write(data)
+            return
+        entry = [data, completes, not durable]
+        self.acks.append(entry)
+        if durable:
+            self._acks_unregistered.append(entry)
+            if not self._dispatching:
+                self._register_acks()
+        if len(self.acks) >= MAX_PENDING_ACKS:
+            self.pause_reading("acks")
 
-        self.broker.store.on_durable(send)
+    def acknowledge_when_durable(self, packet: p.Packet, completes: bool) -> None:
+        """Send ``packet`` (PUBACK, PUBREC, PUBCOMP without properties) once everything stored
+        so far is durable, in order with the connection's other acknowledgements."""
+        self.acknowledge(packet.packet_type, packet.packet_id, packet.reason_code, completes, True)
+
+    def _register_acks(self) -> None:
+        """One store callback for the durable acknowledgements queued while handling a read:
+        it is registered after all their writes, so it covers them."""
+        entries, self._acks_unregistered = self._acks_unregistered, []
+
+        def durable() -> None:
+            for entry in entries:
+                entry[2] = True
+            self._send_ready_acks()
+
+        self.broker.store.on_durable(durable)
+
+    def _send_ready_acks(self) -> None:
+        acks = self.acks
+        while acks and acks[0][2]:
+            data, completes, _ = acks.popleft()
+            if completes:
+                self.inbound_unacked -= 1
+            self.write(data)
+        if len(acks) <= MAX_PENDING_ACKS // 2 and "acks" in self.read_paused_for:
+            self.resume_reading("acks")
 
     def overflowed(self, hard_limit: int) -> None:
         """More than four times ``max_outbound_buffer`` is waiting for a client that does not
@@ -341,3 +377,16 @@ class Connection:
             from relaymq.broker.delivery import retransmit_due
 
             retransmit_due(self.broker, self.session, now)
+
+
+from relaymq.broker.handle_connect import handle_connect, handle_disconnect  # noqa: E402
+from relaymq.broker.handle_publish import (  # noqa: E402
+    handle_puback, handle_pubcomp, handle_publish, handle_pubrec, handle_pubrel,
+)
+from relaymq.broker.handle_subscribe import handle_subscribe, handle_unsubscribe  # noqa: E402
+
+HANDLERS.update({
+    p.PUBLISH: handle_publish, p.PUBACK: handle_puback, p.PUBREC: handle_pubrec,
+    p.PUBREL: handle_pubrel, p.PUBCOMP: handle_pubcomp, p.SUBSCRIBE: handle_subscribe,
+    p.UNSUBSCRIBE: handle_unsubscribe, p.PINGREQ: Connection.pingreq, p.DISCONNECT: handle_disconnect,
+})

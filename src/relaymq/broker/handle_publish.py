@@ -120,11 +120,16 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
     conn.inbound_unacked += 1
     if qos == 1:
         code = refused
+        store = broker.store
+        submitted = store.submitted
         if message is not None:
             receivers = process_publication(broker, message, session)
             if receivers == 0 and conn.level == 5:
                 code = rc.NO_MATCHING_SUBSCRIBERS
-        conn.acknowledge_when_durable(p.Puback(pid, code), completes=True)
+        # The PUBACK promises what routing stored (deliveries to persistent sessions, the
+        # retained message): it waits for their commit; when nothing was stored it goes now,
+        # in order behind any earlier acknowledgement still waiting.
+        conn.acknowledge(p.PUBACK, pid, code, True, store.submitted != submitted)
         return
     if refused:
         # MQTT 5 4.3.3: a PUBREC with a failure code ends the exchange; no PUBREL follows, so

@@ -7,10 +7,10 @@ types (``wire.py``); this module gathers the names the broker uses, so callers n
 from __future__ import annotations
 
 from relaymq.mqtt.decoder import CLIENT_ONLY, SERVER_ONLY, decode
-from relaymq.mqtt.encoder import encode, encode_publish, patch_publish
+from relaymq.mqtt.encoder import encode, encode_ack, encode_publish, patch_publish
 from relaymq.mqtt.wire import decode_remaining_length, encode_remaining_length
 
 __all__ = [
-    "CLIENT_ONLY", "SERVER_ONLY", "decode", "decode_remaining_length", "encode",
+    "CLIENT_ONLY", "SERVER_ONLY", "decode", "decode_remaining_length", "encode", "encode_ack",
     "encode_publish", "encode_remaining_length", "patch_publish",
 ]

@@ -127,17 +127,30 @@ def _encode_connack(packet: Connack, level: int) -> bytes:
     return _frame(0x20, body)
 
 
-def _encode_ack(packet_type: int, first_byte: int) -> Callable[[Any, int], bytes]:
-    def encode_ack(packet: Any, level: int) -> bytes:
-        packet_id = pack_uint16(packet.packet_id)
-        if level != MQTT_5 or (not packet.reason_code and not packet.properties):
-            return bytes((first_byte, 2)) + packet_id
-        if not packet.properties:
-            return bytes((first_byte, 3)) + packet_id + bytes((packet.reason_code,))
-        return _frame(first_byte, packet_id + bytes((packet.reason_code,))
-                      + encode_properties(packet.properties, packet_type))
+# First byte of each acknowledgement; 0x62 for PUBREL: what 3.1.1 requires and what the v3
+# seed's "x" flag bits allow (mqtt.md).
+_ACK_FIRST_BYTES = {PUBACK: 0x40, PUBREC: 0x50, PUBREL: 0x62, PUBCOMP: 0x70}
 
-    return encode_ack
+
+def encode_ack(packet_type: int, packet_id: int, reason_code: int = 0,
+               protocol_level: int = 4) -> bytes:
+    """PUBACK, PUBREC, PUBREL or PUBCOMP without properties, without building the packet
+    first (the broker acknowledges every QoS 1/2 message): the reason code only at level 5
+    and only when it is not 0 (success)."""
+    first_byte = _ACK_FIRST_BYTES[packet_type]
+    if protocol_level != MQTT_5 or not reason_code:
+        return bytes((first_byte, 2, packet_id >> 8, packet_id & 0xFF))
+    return bytes((first_byte, 3, packet_id >> 8, packet_id & 0xFF, reason_code))
+
+
+def _encode_ack(packet_type: int) -> Callable[[Any, int], bytes]:
+    def encode_ack_packet(packet: Any, level: int) -> bytes:
+        if level != MQTT_5 or not packet.properties:
+            return encode_ack(packet_type, packet.packet_id, packet.reason_code, level)
+        return _frame(_ACK_FIRST_BYTES[packet_type], pack_uint16(packet.packet_id)
+                      + bytes((packet.reason_code,)) + encode_properties(packet.properties, packet_type))
+
+    return encode_ack_packet
 
 
 def _encode_subscribe(packet: Subscribe, level: int) -> bytes:
@@ -205,11 +218,10 @@ _ENCODERS: dict[type, Callable[[Any, int], bytes]] = {
     Connect: _encode_connect,
     Connack: _encode_connack,
     Publish: _encode_publish_packet,
-    Puback: _encode_ack(PUBACK, 0x40),
-    Pubrec: _encode_ack(PUBREC, 0x50),
-    # 0x62: what 3.1.1 requires and what the v3 seed's "x" flag bits allow (mqtt.md).
-    Pubrel: _encode_ack(PUBREL, 0x62),
-    Pubcomp: _encode_ack(PUBCOMP, 0x70),
+    Puback: _encode_ack(PUBACK),
+    Pubrec: _encode_ack(PUBREC),
+    Pubrel: _encode_ack(PUBREL),
+    Pubcomp: _encode_ack(PUBCOMP),
     Subscribe: _encode_subscribe,
     Suback: _encode_suback,
     Unsubscribe: _encode_unsubscribe,

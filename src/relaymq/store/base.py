@@ -108,6 +108,11 @@ class StoreError(Exception):
 
 
 class Store(ABC):
+    #: Write operations (every ``put_*``, ``update_*``, ``delete_*``) submitted so far. The
+    #: broker reads it before and after handling a publication: when it did not move, nothing
+    #: the acknowledgement would promise waits for a commit.
+    submitted: int = 0
+
     @abstractmethod
     def load(self) -> Snapshot: ...
 

@@ -48,6 +48,11 @@ class MemoryStore(Store):
         if self._closed:
             raise StoreError("memory store is closed")
 
+    def _write(self) -> None:
+        """Refuse a write once closed; count it (``submitted``)."""
+        self._check()
+        self.submitted += 1
+
     def load(self) -> Snapshot:
         """Fresh records in the SQLite engine's order (subscriptions and inbound by key, deliveries by seq)."""
         self._check()
@@ -63,48 +68,48 @@ class MemoryStore(Store):
         )
 
     def put_message(self, message: StoredMessage) -> None:
-        self._check()
+        self._write()
         self._messages[message.msg_id] = ser.message_row(message)
         if message.msg_id > self._max_msg_id:
             self._max_msg_id = message.msg_id
 
     def delete_message(self, msg_id: int) -> None:
-        self._check()
+        self._write()
         self._messages.pop(msg_id, None)
 
     def put_session(self, record: SessionRecord) -> None:
-        self._check()
+        self._write()
         self._sessions[record.client_id] = ser.session_row(record)
 
     def delete_session(self, client_id: str) -> None:
-        self._check()
+        self._write()
         self._sessions.pop(client_id, None)
         self._subscriptions.pop(client_id, None)
         self._deliveries.pop(client_id, None)
         self._inbound.pop(client_id, None)
 
     def put_subscription(self, record: SubscriptionRecord) -> None:
-        self._check()
+        self._write()
         self._subscriptions.setdefault(record.client_id, {})[record.topic_filter] = ser.subscription_row(record)
 
     def delete_subscription(self, client_id: str, topic_filter: str) -> None:
-        self._check()
+        self._write()
         _discard(self._subscriptions, client_id, topic_filter)
 
     def put_delivery(self, record: DeliveryRecord) -> None:
-        self._check()
+        self._write()
         self._deliveries.setdefault(record.client_id, {})[record.seq] = ser.delivery_row(record)
         if record.seq > self._max_seq:
             self._max_seq = record.seq
 
     def update_delivery(self, client_id: str, seq: int, packet_id: int | None, state: int) -> None:
-        self._check()
+        self._write()
         rows = self._deliveries.get(client_id)
         if rows is not None and seq in rows:
             rows[seq] = ser.updated_delivery_row(rows[seq], packet_id, state)
 
     def delete_delivery(self, client_id: str, seq: int) -> None:
-        self._check()
+        self._write()
         _discard(self._deliveries, client_id, seq)
 
     def read_deliveries(self, client_id: str, after_seq: int,
@@ -115,19 +120,19 @@ class MemoryStore(Store):
                 for _, row in rows[:limit]]
 
     def put_inbound(self, record: InboundRecord) -> None:
-        self._check()
+        self._write()
         self._inbound.setdefault(record.client_id, {})[record.packet_id] = ser.inbound_row(record)
 
     def delete_inbound(self, client_id: str, packet_id: int) -> None:
-        self._check()
+        self._write()
         _discard(self._inbound, client_id, packet_id)
 
     def put_retained(self, topic: str, msg_id: int) -> None:
-        self._check()
+        self._write()
         self._retained[topic] = msg_id
 
     def delete_retained(self, topic: str) -> None:
-        self._check()
+        self._write()
         self._retained.pop(topic, None)
 
     @property

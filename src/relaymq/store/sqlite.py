@@ -9,9 +9,9 @@ acknowledged, in batches"):
 * One writer thread owns the connection. It sleeps on a ``threading.Condition`` until something
   is pending, takes *everything* pending, applies it in submission order in one transaction,
   commits (one fsync with ``synchronous=FULL``), then hands every ``on_durable`` callback that was
-  registered before it took the batch to ``notify`` (the server passes
-  ``loop.call_soon_threadsafe``). While it commits, the next batch fills up: the more load, the
-  more work each fsync covers (group commit).
+  registered before it took the batch to ``notify`` in one call (the server passes
+  ``loop.call_soon_threadsafe``: one wake-up of the event loop per commit). While it commits,
+  the next batch fills up: the more load, the more work each fsync covers (group commit).
 * Work that is undone before its batch is taken never reaches the database: a QoS 1 subscriber
   online usually acknowledges before the batch commits, so the message and delivery rows it
   created and deleted are dropped from the batch (see :class:`_Batch`).
@@ -34,6 +34,7 @@ import logging
 import sqlite3
 import threading
 import time
+from functools import partial
 from typing import Any, Callable
 
 from . import serialize as ser
@@ -240,11 +241,13 @@ class SQLiteStore(Store):
             raise StoreError(f"store {self.path!r} is closed")
 
     def _ready(self) -> _Batch:
-        """The batch to add to, once the store is known usable; wakes the writer if it was empty.
+        """The batch to add a write to, once the store is known usable; wakes the writer if it
+        was empty, and counts the write (``submitted``).
 
         Call with the lock held, just before adding to the batch.
         """
         self._check()
+        self.submitted += 1
         if not self._batch:
             self._work.notify()
         return self._batch
@@ -352,7 +355,11 @@ class SQLiteStore(Store):
         callbacks always reach ``notify`` in the order they were registered.
         """
         with self._lock:
-            self._ready().callbacks.append(callback)
+            self._check()
+            batch = self._batch
+            if not batch:
+                self._work.notify()
+            batch.callbacks.append(callback)
 
     def flush(self) -> None:
         """Block until everything submitted is committed and its callbacks handed to ``notify``."""
@@ -423,8 +430,7 @@ class SQLiteStore(Store):
                 except BaseException as exc:
                     self._fail(exc, len(batch.callbacks))
                     return
-                for callback in batch.callbacks:
-                    self._hand_over(callback)
+                self._hand_over(batch.callbacks)
                 with self._lock:
                     self._done_no = number
                     self._done.notify_all()
@@ -462,11 +468,15 @@ class SQLiteStore(Store):
         self._commits += 1
         self._written += sum(len(rows) for _, rows in statements)
 
-    def _hand_over(self, callback: Callable[[], None]) -> None:
+    def _hand_over(self, callbacks: list[Callable[[], None]]) -> None:
+        """Give a batch's callbacks to ``notify`` in one call (one wake-up of the event loop
+        for the whole batch, not one per acknowledgement); a single one goes as it is."""
+        if not callbacks:
+            return
         try:
-            self._notify(callback)
+            self._notify(callbacks[0] if len(callbacks) == 1 else partial(_run_in_order, callbacks, self.path))
         except Exception:
-            log.exception("store %r: notify failed to take an on_durable callback", self.path)
+            log.exception("store %r: notify failed to take %d on_durable callback(s)", self.path, len(callbacks))
 
     def _fail(self, exc: BaseException, withheld: int) -> None:
         """Stop for good: no callback of this or any later batch may run (their data is not stored)."""
@@ -479,6 +489,16 @@ class SQLiteStore(Store):
             "store %r: commit failed, %d acknowledgement(s) withheld; the store refuses all further work: %s",
             self.path, withheld, exc, exc_info=exc,
         )
+
+
+def _run_in_order(callbacks: list[Callable[[], None]], path: str) -> None:
+    """Run a batch's on_durable callbacks in registration order (in notify's thread); one
+    that raises is logged and the others still run, as separate loop callbacks would."""
+    for callback in callbacks:
+        try:
+            callback()
+        except Exception:
+            log.exception("store %r: an on_durable callback failed", path)
 
 
 def _open(path: str, synchronous: str) -> sqlite3.Connection:

@@ -96,11 +96,20 @@ class AckGate:
 
 
 class _GatedStore:
-    """The endpoint's store with ``on_durable`` behind the gate (everything else as is)."""
+    """The endpoint's store with ``on_durable`` behind the gate (everything else as is).
+
+    The broker core acknowledges at once, without ``on_durable``, a publication whose routing
+    submitted no write to the store (``Store.submitted`` did not move: nothing stored, nothing
+    promised). Here the promise is the flow's run, so a publication handed to the flow counts
+    as a write: ``submitted`` includes the gate's tickets, and its PUBACK waits for the gate."""
 
     def __init__(self, inner: Any, gate: AckGate) -> None:
         self._inner = inner
         self._gate = gate
+
+    @property
+    def submitted(self) -> int:
+        return int(getattr(self._inner, "submitted", 0)) + self._gate.issued
 
     def on_durable(self, callback: Callable[[], None]) -> None:
         self._gate.after(lambda: self._inner.on_durable(callback))

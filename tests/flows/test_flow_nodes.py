@@ -175,6 +175,30 @@ def test_mq_jms_transform_and_back():
     assert all(f.name != "JMSTransport" for f in back.transport)
 
 
+def test_mqtt_user_properties_enter_the_usr_folder_when_it_can_hold_their_names():
+    """flows-http.md item 10 (user properties in usr): ``trace-id`` is an XML name and kept;
+    a name with a space or a colon cannot be a usr element and is left out; a repeated name
+    keeps its first value."""
+    message = from_mqtt("dev/1", b"x", 1, [("trace-id", "t-1"), ("a b", "no"), ("ns:x", "no"), ("trace-id", "t-2")])
+    usr = message.mq.first_rfh2().folder("usr")
+    assert [(c.name, c.value) for c in usr.children] == [("trace-id", "t-1")]
+
+
+def test_a_changed_property_that_is_no_java_identifier_is_kept():
+    """formats-and-jms.md items 15-19 with an MQTT user property such as ``trace-id`` (not a
+    Java identifier, so JMS cannot set it): a Compute that changes it, or adds another such
+    name, between the transforms gets the new value into the MQRFH2 usr folder instead of a
+    DataTypeError failing the message."""
+    [(_, jms_view)] = evaluate_node(single("MQJMSTransform"), message({"trace-id": "abc"}, body=b"x"))
+    folder = next(f for f in jms_view.transport if f.name == "JMSTransport")
+    assert folder.get("Transport_Folders.Application_Properties.trace-id") == "abc"
+    folder.set("Transport_Folders.Application_Properties.trace-id", "abc-checked")
+    folder.set("Transport_Folders.Application_Properties.hop-count", 2)
+    [(_, back)] = evaluate_node(single("JMSMQTransform"), jms_view)
+    rfh2 = back.mq.first_rfh2()
+    assert (rfh2.get("usr.trace-id"), rfh2.get("usr.hop-count")) == ("abc-checked", 2)
+
+
 def test_reset_content_descriptor_reparses_the_same_bytes():
     """formats-and-jms.md items 6-7: a BLOB that is XML becomes readable as XMLNSC."""
     blob = message(body=b"<a><b>7</b></a>")

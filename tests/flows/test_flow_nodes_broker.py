@@ -46,7 +46,7 @@ EDIT_JMS = ("import json\n"
 
 @pytest.fixture(scope="module")
 def broker():
-    b = FlowBroker(queues=(*ROUTES, "JMS.IN", "JMS.SEEN", "JMS.OUT"))
+    b = FlowBroker(queues=(*ROUTES, "JMS.IN", "JMS.SEEN", "JMS.OUT", "TRACED"))
     b.start()
     yield b
     b.cleanup()
@@ -107,3 +107,42 @@ def test_mq_to_jms_and_back_maps_the_headers(broker):
         assert usr == {"colour": ("blue", "string"), "size": (3, "i4"), "checked": (True, "boolean")}
     finally:
         admin(broker, "DELETE", "/jms")
+
+
+MARK_TRACE = ("def main(c):\n"
+              "    out = c.copy_input()\n"
+              "    folder = [f for f in out.transport if f.name == 'JMSTransport'][0]\n"
+              "    props = folder.find('Transport_Folders.Application_Properties')\n"
+              "    props.set('trace-id', props.get('trace-id') + '/checked')\n"
+              "    return out\n")
+
+
+def test_an_mqtt_user_property_that_is_no_java_identifier_survives_the_transforms(broker):
+    """formats-and-jms.md items 15-19 with a telemetry device's MQTT 5 user property
+    ``trace-id`` (flows-http.md item 10: user properties arrive in the usr folder): the
+    Compute between MQJMSTransform and JMSMQTransform changes it; the message is put with
+    the new value in its usr folder (REST ibm-mq-usr) instead of failing the flow."""
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+
+    port = free_port()
+    flow = (f"flow: traced\nnodes:\n  In: {{type: SCADAInput, port: {port}, host: 127.0.0.1}}\n"
+            f"  ToJms: {{type: MQJMSTransform}}\n  Mark: {{type: Compute, code: {json.dumps(MARK_TRACE)}}}\n"
+            "  ToMq: {type: JMSMQTransform}\n  Out: {type: MQOutput, queue: TRACED}\n"
+            "connections:\n  - In.out -> ToJms\n  - ToJms.out -> Mark\n  - Mark.out -> ToMq\n  - ToMq.out -> Out\n")
+    status, answer = admin(broker, "POST", "", flow.encode())
+    assert status == 201, answer
+    device = Client(port, "v5", "tracer")
+    try:
+        properties = Properties(PacketTypes.PUBLISH)
+        properties.UserProperty = [("trace-id", "t-42")]
+        device.client.publish("meter/1", b"reading", qos=1, properties=properties).wait_for_publish(20)
+        status, headers, body = rest_get(broker, "TRACED")
+        assert (status, body) == (200, b"reading")
+        usr = {name: value for name, value, _ in parse_usr([headers["ibm-mq-usr"]])}
+        assert usr["trace-id"] == "t-42/checked"
+        stats = admin(broker, "GET", "/traced")[1]["stats"]
+        assert stats["completed"] == 1 and stats["backouts"] == 0
+    finally:
+        device.close()
+        admin(broker, "DELETE", "/traced")

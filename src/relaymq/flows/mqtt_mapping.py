@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from relaymq.flows.assembly import body_bytes
 from relaymq.message.constants import MQPER_NOT_PERSISTENT, MQPER_PERSISTENT
+from relaymq.message.folders import is_usr_name
 from relaymq.message.headers import MQMessage
 from relaymq.message.message import Message
 from relaymq.message.mqrfh2 import MQRFH2
@@ -66,7 +67,9 @@ def from_mqtt(topic: str, payload: bytes, qos: int, user_properties: list[tuple[
     """A flow input message for an MQTT publication: MQMD (persistent for QoS > 0;
     UserIdentifier the first 12 characters of ``user_id``, the publisher's user name or
     client id), an MQRFH2 with ``psc.Topic`` and the user properties in ``usr``, then the
-    payload."""
+    payload. A user property whose name the ``usr`` folder cannot hold (not an XML name, or
+    with a colon) is left out, and so are later values of a repeated name (usr holds each
+    name once); ``trace-id`` and the like are kept."""
     rfh2 = MQRFH2(CodedCharSetId=1208, Format=MQFMT_STRING, NameValueCCSID=1208)
     psc = Element("psc")
     psc.add("Topic", topic)
@@ -74,7 +77,7 @@ def from_mqtt(topic: str, payload: bytes, qos: int, user_properties: list[tuple[
     if user_properties:
         usr = Element("usr")
         for name, value in user_properties:
-            if usr.child(name) is None and name.isidentifier():
+            if usr.child(name) is None and is_usr_name(name):
                 usr.add(name, value)
         rfh2.folders.append(usr)
     mq = MQMessage(headers=[rfh2], body=payload)

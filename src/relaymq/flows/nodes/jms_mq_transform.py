@@ -5,7 +5,12 @@ the message's own JMS view is used, so the node is also a normaliser to the JMS 
 
 Properties the provider filled on receipt (``JMS_IBM_MQMD_*``...) that the flow left as they
 were stay "received", so the MQMD is built from the header values (JMSCorrelationID,
-JMSPriority...) a Compute may have changed, not from the input's old MQMD."""
+JMSPriority...) a Compute may have changed, not from the input's old MQMD.
+
+A property whose name is not a Java identifier (``trace-id``, from an MQTT user property or a
+``usr`` folder written by a non-JMS program) cannot be set as a JMS application property, but
+the message had it: it is kept as a received property, with the value the flow gave it, and
+goes into the ``usr`` folder like the others."""
 
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from typing import Any
 from relaymq.flows.assembly import Assembly, transport_folder
 from relaymq.flows.node import Emission, Node
 from relaymq.flows.nodes.mq_jms_transform import HEADER_FIELDS, JMS_FOLDER
-from relaymq.message.jms import JMSMessage, TypedProperties
+from relaymq.message.jms import JMSMessage, TypedProperties, is_identifier
 from relaymq.message.message import Message
 
 
@@ -38,6 +43,8 @@ def jms_from_folder(base: JMSMessage, folder: Any) -> JMSMessage:
             # As the provider filled it on receipt and nobody changed it: it must not
             # override the MQMD (JMS_IBM_MQMD_*, seed 002 note 9), only a changed one does.
             props.set_received(name, child.value, child.dt)
+        elif not is_identifier(name):
+            props.set_received(name, child.value, child.dt)  # no JMS name: kept as received
         else:
             props.set(name, child.value, child.dt)
     return dataclasses.replace(base, properties=props, **changes)

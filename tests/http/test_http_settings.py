@@ -25,6 +25,7 @@ def test_defaults_and_override(tmp_path):
 @pytest.mark.parametrize(("text", "key"), [
     ("[http]\nport = 70000\n", "http.port"),
     ("[http]\nmax_body_bytes = 0\n", "http.max_body_bytes"),
+    ("[http]\nbody_timeout = 0\n", "http.body_timeout"),
     ("[http]\ncolour = 1\n", "http.colour"),
     ('[http]\ntls_cert = "{cert}"\n', "http.tls_key"),
     ('[http]\npassword_file = "missing"\n', "http.password_file"),
@@ -45,12 +46,13 @@ def test_service_listens_registers_and_can_be_disabled(tmp_path):
     from relaymq.server.app import ServiceContext
 
     async def scenario():
-        config = _load(tmp_path, '[http]\nhost = "127.0.0.1"\nport = 0\n')
+        config = _load(tmp_path, '[http]\nhost = "127.0.0.1"\nport = 0\nbody_timeout = 7\n')
+        assert _load(tmp_path, "").section("http").body_timeout == 120  # the default
         context = ServiceContext(config, broker=None)
         running = await service.start(context)
         try:
             server = context.services["http"]
-            assert server.port > 0
+            assert server.port > 0 and server.body_timeout == 7.0
             from relaymq.http.client import request
 
             response = await request("GET", f"http://127.0.0.1:{server.port}/ibmmq/rest/v3/admin/qmgr", timeout=5)

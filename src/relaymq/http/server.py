@@ -12,7 +12,8 @@ read when Content-Length says so), malformed HTTP 400; each of these closes that
 only. An idle keep-alive connection is closed after ``idle_timeout`` seconds; once a request
 has begun, its whole head (request line and headers) must arrive within ``header_timeout``
 seconds or it is answered 408 and closed, so a client that trickles bytes (slow loris) cannot
-hold a connection; the body is read with ``idle_timeout`` between its pieces.
+hold a connection; likewise its whole body must arrive within ``body_timeout`` seconds of the
+end of the head (408 and closed), and ``idle_timeout`` bounds each wait between its pieces.
 
 A request in HTTP/1.0 (the seed's SOAP request line) is answered with an ``HTTP/1.0`` status
 line; h11 writes 1.1 and closes such a connection after the response, as 1.0 wants. Every
@@ -43,6 +44,8 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_IDLE_TIMEOUT = 60.0
 #: Seconds from the first byte of a request to the end of its head.
 DEFAULT_HEADER_TIMEOUT = 20.0
+#: Seconds from the end of a request's head to the end of its body.
+DEFAULT_BODY_TIMEOUT = 120.0
 _READ_SIZE = 65536
 SERVER_NAME = b"relaymq"
 
@@ -219,12 +222,14 @@ class HttpServer:
     def __init__(self, *, max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
                  max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                  idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
-                 header_timeout: float = DEFAULT_HEADER_TIMEOUT) -> None:
+                 header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+                 body_timeout: float = DEFAULT_BODY_TIMEOUT) -> None:
         self.router = Router()
         self.max_header_bytes = max_header_bytes
         self.max_body_bytes = max_body_bytes
         self.idle_timeout = idle_timeout
         self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self.host = ""
@@ -289,6 +294,10 @@ class _HeadTooSlow(Exception):
     pass
 
 
+class _BodyTooSlow(Exception):
+    pass
+
+
 class _Connection:
     """One client connection: read requests with h11, dispatch, write responses."""
 
@@ -300,15 +309,25 @@ class _Connection:
         peer = writer.get_extra_info("peername")
         self.remote: tuple[Any, ...] = tuple(peer) if isinstance(peer, (tuple, list)) else ()
 
-    async def _next_event(self) -> Any:
-        """The next h11 event, reading as needed with ``idle_timeout`` per read."""
+    async def _next_event(self, deadline: float) -> Any:
+        """The next h11 event of a request's body, reading as needed: ``idle_timeout`` per
+        read (TimeoutError), and all of them by ``deadline`` (loop time; _BodyTooSlow)."""
+        loop = asyncio.get_running_loop()
         while True:
             event = self.h11.next_event()
             if event is not h11.NEED_DATA:
                 return event
             if self.h11.they_are_waiting_for_100_continue:
                 await self._send(h11.InformationalResponse(status_code=100, headers=[]))
-            data = await asyncio.wait_for(self.reader.read(_READ_SIZE), self.server.idle_timeout)
+            left = deadline - loop.time()
+            if left <= 0:
+                raise _BodyTooSlow()
+            try:
+                data = await asyncio.wait_for(self.reader.read(_READ_SIZE), min(self.server.idle_timeout, left))
+            except TimeoutError:
+                if self.server.idle_timeout < left:
+                    raise
+                raise _BodyTooSlow() from None
             self.h11.receive_data(data)
 
     async def _next_request(self) -> Any:
@@ -368,6 +387,9 @@ class _Connection:
             except _BodyTooLarge:
                 await self._fail(413, f"request body larger than {self.server.max_body_bytes} bytes")
                 return
+            except _BodyTooSlow:
+                await self._fail(408, f"request body not complete within {self.server.body_timeout:g} seconds")
+                return
             except h11.RemoteProtocolError as error:
                 await self._fail(error.error_status_hint, f"bad request: {error}")
                 return
@@ -401,8 +423,9 @@ class _Connection:
                 raise _BodyTooLarge()
         chunks: list[bytes] = []
         size = 0
+        deadline = asyncio.get_running_loop().time() + self.server.body_timeout
         while True:
-            part = await self._next_event()
+            part = await self._next_event(deadline)
             if isinstance(part, h11.Data):
                 size += len(part.data)
                 if size > self.server.max_body_bytes:

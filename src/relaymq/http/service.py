@@ -49,7 +49,8 @@ async def start(context: Any) -> HttpService:
     if not settings.enabled:
         return HttpService(None)
     server = HttpServer(max_header_bytes=settings.max_header_bytes, max_body_bytes=settings.max_body_bytes,
-                        idle_timeout=float(settings.idle_timeout), header_timeout=float(settings.header_timeout))
+                        idle_timeout=float(settings.idle_timeout), header_timeout=float(settings.header_timeout),
+                        body_timeout=float(settings.body_timeout))
     server.auth = BasicAuth(_password_file(context.config, settings), settings.allow_anonymous)
     ssl_context = None
     if settings.tls_cert:

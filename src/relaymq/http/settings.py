@@ -26,6 +26,7 @@ class HttpSettings:
     max_body_bytes: int = key_field(4_194_304, int_range(1, 1_073_741_824))
     idle_timeout: int = key_field(60, int_range(1, 86400))
     header_timeout: int = key_field(20, int_range(1, 3600))
+    body_timeout: int = key_field(120, int_range(1, 86400))
     password_file: str = key_field("", text, path="file")
     allow_anonymous: bool = key_field(False, boolean)
     tls_cert: str = key_field("", text, path="file")

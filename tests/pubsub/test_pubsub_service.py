@@ -403,3 +403,30 @@ def test_perform_returns_when_the_default_point_copies_are_on_the_queues(tmp_pat
         finally:
             await stack.stop()
     run(scenario())
+
+
+def test_item_35_mqtt_user_properties_the_usr_folder_cannot_hold(tmp_path):
+    """pubsub.md item 35 (an MQTT publication reaches a psc subscriber with its user
+    properties in usr) with what MQTT 5 allows and usr does not (seed 003 l.5266-5281: each
+    name once, XML names): a repeated name keeps its first value, a name with a space or a
+    colon is left out - the subscriber's copy is a readable MQRFH2 (it was not: decoding it
+    failed), and the MQTT subscriber still gets every user property."""
+    from relaymq.message.message import Message
+
+    async def scenario():
+        stack = await Stack(tmp_path).start()
+        try:
+            watcher = stack.mqtt("watcher")
+            watcher.subscribe("meter/#")
+            assert await stack.command("RegSub", Topic="meter/#", QName="SUBS") == ("ok", [])
+            props = [("unit", "7"), ("unit", "8"), ("a b", "x"), ("ns:tag", "y"), ("trace-id", "t-1")]
+            stack.mqtt("meter").publish("meter/7", b"r", qos=1, properties={"user_property": props})
+            (copy,) = await stack.messages("SUBS", 1)
+            again = Message.from_bytes(copy.to_bytes())  # what a reader of the queue decodes
+            usr = again.mq.first_rfh2().folder("usr")
+            assert [(c.name, c.value) for c in usr.children] == [("unit", "7"), ("trace-id", "t-1")]
+            (live,) = watcher.publishes()
+            assert live.properties["user_property"] == props
+        finally:
+            await stack.stop()
+    run(scenario())

@@ -30,6 +30,7 @@ from relaymq.message.constants import (
     MQPER_PERSISTENCE_AS_Q_DEF,
     MQPER_PERSISTENT,
 )
+from relaymq.message.folders import is_usr_name
 from relaymq.message.headers import MQMessage
 from relaymq.message.jms_mq import put_date_time
 from relaymq.message.message import Message
@@ -134,10 +135,16 @@ def publication_folders(pub: Publication, *, retained_inform: bool = False) -> l
         mcd.add("Msd", pub.domain.lower())
         folders.append(mcd)
     if pub.usr:
+        # MQTT 5 user properties may repeat a name or use one no XML element can have; the
+        # usr folder holds each name once (seed 003 l.5266-5281) as an XML name: the first
+        # value of a name is kept, names it cannot hold are left out (else the subscriber's
+        # copy would be an RFH2 nobody can read).
         usr = Element("usr")
         for name, value in pub.usr:
-            usr.add(name, value)
-        folders.append(usr)
+            if is_usr_name(name) and usr.child(name) is None:
+                usr.add(name, value)
+        if usr.children:
+            folders.append(usr)
     return folders
 
 

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from relaymq.mqtt import packets as p
 from relaymq.mqtt.codec import SERVER_ONLY, decode, decode_remaining_length, encode
+from relaymq.mqtt.decoder import decode_in
 from relaymq.mqtt.errors import MQTTError
 from relaymq.mqtt.packets import Packet
 from relaymq.mqtt.properties import ALLOWED, BY_NAME, WILL, DataType
@@ -212,3 +213,36 @@ def test_mutated_packets_raise_only_mqtt_errors(data: st.DataObject, level: int,
             else:
                 del wire[index]
     feed_all(level, bytes(wire), sent_by_client(packet))
+
+
+def _outcome(fn: Any) -> Any:
+    """A decode's result, or the class, reason code and message of the MQTTError it raised."""
+    try:
+        return fn()
+    except MQTTError as err:
+        return (type(err), err.reason_code, err.message)
+
+
+@FUZZ
+@given(data=st.data(), level=st.sampled_from([0, 3, 4, 5]), flips=st.lists(
+    st.tuples(st.integers(0, 10_000), st.integers(1, 255)), max_size=2),
+    before=st.binary(max_size=8), after=st.binary(max_size=8))
+def test_decode_in_place_is_decode(data: st.DataObject, level: int, flips: list[tuple[int, int]],
+                                   before: bytes, after: bytes) -> None:
+    """The reader decodes PUBLISH and acknowledgements where they lie in its buffer
+    (decoder.decode_in): for valid and damaged bodies alike, with other bytes around them,
+    it answers exactly what decode() answers for the body alone, error and reason code
+    included (mqtt.md item 32, strict validation; issue 8 hot path)."""
+    packet = data.draw(packets(level or 4))
+    wire = encode(packet, level or 4)
+    header = decode_remaining_length(wire, 1)
+    assert header is not None
+    body = bytearray(wire[header[1]:])
+    for where, byte in flips:
+        if body:
+            body[where % len(body)] ^= byte
+    buf = bytearray(before) + body + bytearray(after)
+    start, end = len(before), len(before) + len(body)
+    from_client = sent_by_client(packet)
+    assert _outcome(lambda: decode_in(wire[0], buf, start, end, level, from_client=from_client)) \
+        == _outcome(lambda: decode(wire[0], bytes(body), level, from_client=from_client))

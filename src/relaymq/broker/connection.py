@@ -68,6 +68,7 @@ class Connection:
         self.client_max_packet = 0  # 0: no limit announced by the client
         self.client_alias_max = 0  # topic aliases the client accepts from us
         self.aliases_in: dict[int, str] = {}  # topic aliases the client set up
+        self.last_topic = ""  # the topic name of the last PUBLISH, valid (levels 3 and 4)
         self.aliases_out: dict[str, int] = {}
         # Receive maximum (MQTT 5 4.9): QoS 1 until its PUBACK, QoS 2 until its PUBCOMP (or a
         # failing PUBREC), on this connection; inbound_qos2 holds the QoS 2 ids counted here.
@@ -169,6 +170,11 @@ class Connection:
     def send_publish(self, message: StoredMessage, qos: int, retain: bool, packet_id: int | None,
                      dup: bool = False, subscription_ids: list[int] | None = None) -> bool:
         """Encode and write one PUBLISH; False when it cannot be sent (too large for the client)."""
+        if self.level != 5:  # no properties, no aliases, no maximum packet size below MQTT 5
+            self.broker.stats.messages_sent += 1
+            self.write(encode_publish(message.topic, message.payload, qos, retain, dup, packet_id,
+                                      None, self.level))
+            return True
         props: dict = {}
         if self.level == 5:
             if message.properties:

@@ -38,15 +38,25 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
         return
     limits = broker.limits
     size = len(message.payload)
-    if session.spilled or len(session.queue) >= limits.max_queued_messages or (
+    queue = session.queue
+    if session.spilled or len(queue) >= limits.max_queued_messages or (
             limits.max_queued_bytes and session.queued_bytes + size > limits.max_queued_bytes):
         overflow(broker, session, message, qos, retain, subscription_ids)
         return
-    d = Delivery(broker.new_seq(), message, qos, retain, list(subscription_ids or ()))
+    d = Delivery(broker.new_seq(), message, qos, retain, list(subscription_ids) if subscription_ids else [])
+    session.queued_bytes += size
+    if (not queue and conn is not None and conn.connected and not conn.closed
+            and len(session.inflight) < conn.send_quota and not conn.outbound_congested()):
+        # Nothing waits before it and the window has room: straight into flight, so a
+        # persistent session stores it once, already in its in-flight state.
+        if message.expiry_at is not None and message.expiry_at <= broker.clock.wall():
+            release(broker, session, d)  # MQTT 5 message expiry: never delivered late
+        else:
+            start(broker, session, conn, d)
+        return
     if session.persistent:
         persist_delivery(broker, session, d)
-    session.queue.append(d)
-    session.queued_bytes += size
+    queue.append(d)
     if conn is not None and conn.connected:
         pump(broker, session)
 
@@ -103,8 +113,9 @@ def pump(broker: Broker, session: Session) -> None:
     if conn is None or not conn.connected or conn.closed:
         return
     queue = session.queue
+    if not queue and not session.spilled:
+        return
     inflight = session.inflight
-    now = broker.clock.monotonic()
     wall = broker.clock.wall()
     while len(inflight) < conn.send_quota and not conn.outbound_congested():
         if not queue:
@@ -118,18 +129,27 @@ def pump(broker: Broker, session: Session) -> None:
         if msg.expiry_at is not None and msg.expiry_at <= wall:
             release(broker, session, d)  # MQTT 5 message expiry: never delivered late
             continue
-        d.packet_id = session.next_packet_id()
-        d.state = SENT
-        d.sent_at = now
-        inflight[d.packet_id] = d
+        start(broker, session, conn, d)
+
+
+def start(broker: Broker, session: Session, conn: Connection, d: Delivery) -> None:
+    """Put a delivery in flight: a packet id, SENT, stored so (a persistent session's first
+    write of it when it comes straight from routing), then the first transmission."""
+    d.packet_id = pid = session.next_packet_id()
+    d.state = SENT
+    d.sent_at = broker.clock.monotonic()
+    session.inflight[pid] = d
+    if d.persisted:
         update_delivery(broker, session, d)
-        if d.qos == 2 and d.persisted:
-            # Exactly once across a crash: the packet id must be in the store before the client
-            # sees it, or a restarted broker would send the message again under a new id and a
-            # receiver that already released the first would deliver it twice.
-            broker.store.on_durable(partial(send_when_durable, broker, session, conn, d))
-            continue
-        send_first(broker, session, conn, d)
+    elif session.persistent:
+        persist_delivery(broker, session, d)
+    if d.qos == 2 and d.persisted:
+        # Exactly once across a crash: the packet id must be in the store before the client
+        # sees it, or a restarted broker would send the message again under a new id and a
+        # receiver that already released the first would deliver it twice.
+        broker.store.on_durable(partial(send_when_durable, broker, session, conn, d))
+        return
+    send_first(broker, session, conn, d)
 
 
 def send_first(broker: Broker, session: Session, conn: Connection, d: Delivery) -> None:
@@ -217,5 +237,5 @@ def received(broker: Broker, session: Session, packet_id: int) -> Delivery | Non
     return d
 
 
-__all__ = ["deliver", "overflow", "refill", "pump", "resend_inflight", "retransmit_due", "release", "discard",
+__all__ = ["deliver", "overflow", "refill", "pump", "start", "resend_inflight", "retransmit_due", "release", "discard",
            "acknowledged", "received", "QUEUED"]

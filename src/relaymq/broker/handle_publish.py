@@ -35,6 +35,8 @@ FORWARDED = ("payload_format_indicator", "content_type", "response_topic", "corr
 
 def resolve_topic(conn: Connection, pkt: p.Publish) -> str:
     topic = pkt.topic
+    if conn.level != 5 and topic == conn.last_topic:
+        return topic  # the topic of the previous PUBLISH, already found valid
     if conn.level == 5:
         alias = pkt.properties.get("topic_alias")
         if alias is not None:
@@ -58,6 +60,7 @@ def resolve_topic(conn: Connection, pkt: p.Publish) -> str:
             validate_topic_name(response_topic, conn.broker.limits.max_topic_length)
         except TopicError as err:
             raise ProtocolError(f"invalid response topic: {err.reason}") from None
+    conn.last_topic = topic
     return topic
 
 
@@ -93,7 +96,7 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
 
     allowed = broker.acl is None or broker.acl.can_publish(conn.username, conn.client_id, topic)
     why = "the ACL refuses it"
-    if reserved_for_broker(topic):
+    if topic[0] == "$" and reserved_for_broker(topic):
         # $SYS and $ISYS are the broker's own (statistics); clients may only publish the
         # listener control topics, and only administrators may (mqtt.md item 5). Stream topics
         # ($SYS/STREAM/...) are left to the ACLs (pubsub.md items 6, 38).

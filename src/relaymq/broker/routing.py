@@ -47,9 +47,13 @@ def route(broker: Broker, message: StoredMessage, origin: Session | None) -> int
     sessions = broker.sessions
     acl = broker.acl
     origin_id = origin.client_id if origin is not None else None
-    targets: dict[str, list] = {}  # client id -> [qos, retain, subscription ids]
+    matches = broker.subscriptions.match(topic)
+    if not matches:
+        return 0
+    # One delivery per client: with a single match there is nothing to merge.
+    targets: dict[str, list] | None = {} if len(matches) > 1 else None  # client id -> [qos, retain, sub ids]
     view: LazyView | None = None
-    for key, value in broker.subscriptions.match(topic):
+    for key, value in matches:
         if isinstance(value, SharedGroup):
             chosen = value.choose(sessions)
             if chosen is None:
@@ -72,6 +76,9 @@ def route(broker: Broker, message: StoredMessage, origin: Session | None) -> int
         qos = sub.qos if sub.qos < message.qos else message.qos  # mqtt.md item 12
         # 3.1.1 sets RETAIN 0 on live messages; MQTT 5 keeps it with retain-as-published
         retain = message.retain and sub.retain_as_published
+        if targets is None:
+            deliver(broker, session, message, qos, retain, [sub.subscription_id] if sub.subscription_id else None)
+            return 1
         t = targets.get(client_id)
         if t is None:
             targets[client_id] = [qos, retain, [sub.subscription_id] if sub.subscription_id else []]
@@ -81,6 +88,8 @@ def route(broker: Broker, message: StoredMessage, origin: Session | None) -> int
             t[1] = t[1] or retain
             if sub.subscription_id:
                 t[2].append(sub.subscription_id)
+    if not targets:
+        return 0
     for client_id, (qos, retain, sub_ids) in targets.items():
         deliver(broker, sessions[client_id], message, qos, retain, sub_ids)
     return len(targets)

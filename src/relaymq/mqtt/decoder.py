@@ -85,11 +85,39 @@ def decode(first_byte: int, body: Buffer, protocol_level: int, *,
     if packet_type == CONNECT:
         return _decode_connect(flags, body)
     if packet_type == PUBLISH:
-        return _decode_publish(flags, body, level, from_client)
+        return _decode_publish(flags, body, 0, len(body), level, from_client)
     _check_flags(packet_type, flags, level)
     if packet_type == AUTH and level != MQTT_5:
         raise ProtocolError("AUTH exists only in MQTT 5")
     return _DECODERS[packet_type](body, level, from_client)
+
+
+_ACK_CLASSES = {PUBACK: Puback, PUBREC: Pubrec, PUBREL: Pubrel, PUBCOMP: Pubcomp}
+
+
+def decode_in(first_byte: int, buf: bytearray, start: int, end: int, protocol_level: int, *,
+              from_client: bool = True) -> Packet:
+    """:func:`decode` of the body ``buf[start:end]`` (a stream buffer), by the same rules.
+
+    Most of the traffic, PUBLISH without properties (levels 3 and 4) and acknowledgements of
+    just a packet id, is read in place; anything else goes to :func:`decode` as a zero-copy
+    memoryview slice (a property block is read to the end of the buffer it is given)."""
+    packet_type = first_byte >> 4
+    if protocol_level == MQTT_311 or protocol_level == MQISDP_3:
+        if packet_type == PUBLISH:
+            return _decode_publish(first_byte & 0x0F, buf, start, end, protocol_level, from_client)
+        if PUBACK <= packet_type <= PUBCOMP and end - start == 2:
+            _check_flags(packet_type, first_byte & 0x0F, protocol_level)
+            packet_id = buf[start] << 8 | buf[start + 1]
+            if not packet_id:
+                raise ProtocolError("packet identifier 0")
+            return _ACK_CLASSES[packet_type](packet_id)
+    with memoryview(buf) as view:
+        body = view[start:end]
+        try:
+            return decode(first_byte, body, protocol_level, from_client=from_client)
+        finally:
+            body.release()
 
 
 def _check_flags(packet_type: int, flags: int, level: int) -> None:
@@ -162,15 +190,17 @@ def _decode_connect(flags: int, body: Buffer) -> Connect:
 
 # --- PUBLISH (seed 000 l.1420-1500; 3.1.1 §3.3; 5.0 §3.3) -----------------------------------
 
-def _decode_publish(flags: int, body: Buffer, level: int, from_client: bool) -> Publish:
+def _decode_publish(flags: int, body: Buffer, start: int, end: int, level: int,
+                    from_client: bool) -> Publish:
+    """PUBLISH from ``body[start:end]``; at level 5 ``end`` must be the end of ``body`` (the
+    property block is bounded by it)."""
     qos = (flags >> 1) & 0x03
     if qos == 3:
         raise MalformedPacket("PUBLISH with QoS 3")
     dup = bool(flags & 0x08)
     if dup and not qos and level != MQISDP_3:
         raise MalformedPacket("DUP set on a QoS 0 PUBLISH")
-    end = len(body)
-    topic, pos = read_string(body, 0, end, level != MQISDP_3)
+    topic, pos = read_string(body, start, end, level != MQISDP_3)
     packet_id = None
     if qos:
         packet_id, pos = read_uint16(body, pos, end)
@@ -187,7 +217,7 @@ def _decode_publish(flags: int, body: Buffer, level: int, from_client: bool) -> 
             raise MalformedPacket("empty topic name without a topic alias")
     elif not topic:
         raise MalformedPacket("empty topic name")
-    return Publish(topic, bytes(body[pos:]), qos, bool(flags & 0x01), dup, packet_id, properties)
+    return Publish(topic, bytes(body[pos:end]), qos, bool(flags & 0x01), dup, packet_id, properties)
 
 
 # --- PUBACK, PUBREC, PUBREL, PUBCOMP (seed 000 l.1313-1608; 5.0 §3.4-3.7) ---------------------

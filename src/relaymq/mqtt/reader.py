@@ -3,12 +3,12 @@
 The connection feeds whatever the transport delivered and then takes packets until none is
 complete. Bytes are appended to one bytearray and consumed by moving an offset; consumed bytes
 are dropped only when the reader runs out of complete packets, so a feed holding many packets
-costs no quadratic copying. Bodies go to the decoder as zero-copy memoryview slices.
+costs no quadratic copying. The decoder reads each body where it lies (``decode_in``).
 """
 
 from __future__ import annotations
 
-from relaymq.mqtt.decoder import decode
+from relaymq.mqtt.decoder import decode_in
 from relaymq.mqtt.errors import PacketTooLarge
 from relaymq.mqtt.packets import CONNECT, Connect, Packet
 from relaymq.mqtt.wire import decode_remaining_length
@@ -78,13 +78,8 @@ class PacketReader:
             self._compact()
             return None
         self._pos = body_end
-        with memoryview(buf) as view:
-            body = view[body_start:body_end]
-            try:
-                packet = decode(first_byte, body, self.protocol_level,
-                                from_client=self.from_client)
-            finally:
-                body.release()
+        packet = decode_in(first_byte, buf, body_start, body_end, self.protocol_level,
+                           from_client=self.from_client)
         if first_byte >> 4 == CONNECT and not self.protocol_level:
             assert isinstance(packet, Connect)
             self.protocol_level = packet.protocol_level

@@ -34,6 +34,8 @@ from typing import Any
 
 import h11
 
+from relaymq.http.tcp_server import TcpServer
+
 log = logging.getLogger("relaymq.http")
 
 #: Largest request line plus headers accepted by default (bytes).
@@ -230,10 +232,7 @@ class HttpServer:
         self.idle_timeout = idle_timeout
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
-        self._server: asyncio.base_events.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
-        self.host = ""
-        self.port = 0
+        self._tcp = TcpServer(self._serve)
         #: Optional relaymq.http.auth.BasicAuth the service sets; routes that need callers to
         #: log in wrap their handler with it.
         self.auth: Any = None
@@ -245,28 +244,22 @@ class HttpServer:
     def remove_route(self, method: str, pattern: str) -> None:
         self.router.remove_route(method, pattern)
 
+    @property
+    def host(self) -> str:
+        return self._tcp.host
+
+    @property
+    def port(self) -> int:
+        return self._tcp.port
+
     async def start(self, host: str = "127.0.0.1", port: int = 0,
                     ssl_context: ssl.SSLContext | None = None) -> None:
-        self._server = await asyncio.start_server(self._serve, host, port, ssl=ssl_context,
-                                                  limit=_READ_SIZE)
-        self.host = host
-        self.port = self._server.sockets[0].getsockname()[1]
+        await self._tcp.start(host, port, ssl_context, limit=_READ_SIZE)
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._connections):
-            task.cancel()
-        if self._connections:
-            await asyncio.gather(*self._connections, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
+        await self._tcp.stop()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
         try:
             await _Connection(self, reader, writer).run()
         except (asyncio.CancelledError, ConnectionError, TimeoutError, ssl.SSLError):
@@ -274,7 +267,6 @@ class HttpServer:
         except Exception:  # a bug here must not take the server down
             log.exception("HTTP connection failed")
         finally:
-            self._connections.discard(task)
             writer.close()
             try:
                 await writer.wait_closed()

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from relaymq.http.client import HttpClientError
 from relaymq.http.client import request as http_request
 from relaymq.http.server import HttpRequest, HttpResponse
+from relaymq.http.tcp_server import TcpServer
 from relaymq.qmgr.channel import (
     ChannelIdentities,
     ChannelReceiver,
@@ -233,6 +234,30 @@ def handle_frames(receiver: ChannelReceiver, frames: list[Frame]) -> bytes:
 MAX_HELD_ROUNDS = 5
 
 
+class BatchAnswers:
+    """What the receiver answered to one batch so far: the UIDs it confirmed, the first
+    refusal, whether it held any back."""
+
+    __slots__ = ("done", "refused", "held")
+
+    def __init__(self) -> None:
+        self.done: list[str] = []
+        self.refused: Refused | None = None
+        self.held = False
+
+    def receive(self, sender: ChannelSender, frame: Frame) -> bytes:
+        """Give ``frame`` to ``sender``, note its events, and return what to send next."""
+        events, out = sender.receive(frame)
+        for event in events:
+            if isinstance(event, Delivered):
+                self.done.append(event.uid)
+            elif isinstance(event, Refused) and self.refused is None:
+                self.refused = event
+            elif isinstance(event, Held):
+                self.held = True
+        return out
+
+
 async def push_pending(conversation: Conversation, sender: ChannelSender, qm: Any, target: str, *,
                        pull: bool, batch: int, attempted: set[str],
                        store_queue: str | None = None) -> tuple[int, Refused | None]:
@@ -253,22 +278,13 @@ async def push_pending(conversation: Conversation, sender: ChannelSender, qm: An
                  for p in pending]
         attempted.update(item.uid for item in items)
         out = sender.send_batch(items)
-        done: list[str] = []
-        refused: Refused | None = None
-        held = False
+        answers = BatchAnswers()
         while not sender.batch_done:
             await conversation.send(out)
             out = b""
             for frame in await conversation.receive():
-                events, more = sender.receive(frame)
-                out += more
-                for event in events:
-                    if isinstance(event, Delivered):
-                        done.append(event.uid)
-                    elif isinstance(event, Refused) and refused is None:
-                        refused = event
-                    elif isinstance(event, Held):
-                        held = True
+                out += answers.receive(sender, frame)
+        done, refused, held = answers.done, answers.refused, answers.held
         if done:
             await run_in_thread(_transmitted, qm, done)
             delivered += len(done)
@@ -590,30 +606,20 @@ class ChannelListener:
         self.identities = identities
         self.batch = batch
         self.idle_timeout = idle_timeout
-        self.port = 0
-        self._server: asyncio.base_events.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tcp = TcpServer(self._serve)
         self._attempted: dict[str, set[str]] = {}
 
+    @property
+    def port(self) -> int:
+        return self._tcp.port
+
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> None:
-        self._server = await asyncio.start_server(self._serve, host, port, ssl=ssl_context)
-        self.port = self._server.sockets[0].getsockname()[1]
+        await self._tcp.start(host, port, ssl_context)
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
+        await self._tcp.stop()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
         conversation = StreamConversation(reader, writer, self.idle_timeout)
         authorize = None
         if self.identities is not None:
@@ -650,7 +656,6 @@ class ChannelListener:
         except QueueError as exc:
             log.warning("channel connection from %s closed: %s", writer.get_extra_info("peername"), exc)
         finally:
-            self._tasks.discard(task)
             await conversation.close()
 
 
@@ -694,20 +699,9 @@ class HttpPull:
 
     async def answer(self, frames: list[Frame]) -> tuple[bytes, bool]:
         """The server's reply to the client's answers: CONFIRMs, then the next batch."""
-        out = b""
-        done: list[str] = []
-        refused: Refused | None = None
-        held = False
-        for frame in frames:
-            events, more = self.sender.receive(frame)
-            out += more
-            for event in events:
-                if isinstance(event, Delivered):
-                    done.append(event.uid)
-                elif isinstance(event, Refused) and refused is None:
-                    refused = event
-                elif isinstance(event, Held):
-                    held = True
+        answers = BatchAnswers()
+        out = b"".join([answers.receive(self.sender, frame) for frame in frames])
+        done, refused, held = answers.done, answers.refused, answers.held
         if done:
             await run_in_thread(_transmitted, self.qm, done)
             self.count += len(done)

@@ -212,7 +212,7 @@ def test_item_44_statistics_report(tmp_path):
     on $SYS/Broker/<broker>/ExecutionGroup/<eg>/Statistics: the Broker section (name, execution
     group, client, neighbour and subscription counts - every subscription: MQTT, the default
     point's and a named point's queue subscriptions - and a time stamp), the Client section
-    (totals, and per connected client what the broker counts; nothing it cannot count is
+    (totals, and per connected client its queue and what its connection moved; nothing it cannot count is
     reported) and an empty Neighbor section."""
     topic = "$SYS/Broker/B1/ExecutionGroup/eg1/Statistics"
     settings = {"broker_name": "B1", "execution_group": "eg1", "stats_interval_ms": 30,
@@ -250,7 +250,17 @@ def test_item_44_statistics_report(tmp_path):
             assert sorted(connections) == ["sensor", "watcher"]
             assert connections["sensor"]["UserId"] == "alice"
             assert set(connections["sensor"]) == {"ClientId", "UserId", "BytesQueued", "MessagesQueued",
-                                                  "MessagesDropped"}
+                                                  "MessagesDropped", "MessagesSent", "BytesSent",
+                                                  "MessagesReceived", "BytesReceived"}
+            # per connection, what it moved: the sensor published its 3 and got them back
+            # (plant/# and the shared subscription); the watcher published nothing
+            sensor_counts = connections["sensor"]
+            assert sensor_counts["MessagesReceived"] == "3"
+            assert int(sensor_counts["MessagesSent"]) >= 3
+            assert int(sensor_counts["BytesReceived"]) >= 3 * len(b"plant/0/t21.5")
+            assert int(sensor_counts["BytesSent"]) >= 3 * len(b"plant/0/t21.5")
+            assert connections["watcher"]["MessagesReceived"] == "0"
+            assert int(client.get("MessagesReceived")) >= int(sensor_counts["MessagesReceived"])
             assert report.find("Neighbor").attrib == {} and list(report.find("Neighbor")) == []
         finally:
             await stack.stop()

@@ -62,6 +62,12 @@ class Connection:
         self.closed = False
         self.keep_alive = 0
         self.last_received = broker.clock.monotonic()
+        # What this connection moved (pubsub.md item 44's per-connection statistics);
+        # broker.stats holds the same over all connections.
+        self.messages_received = 0  # PUBLISH packets
+        self.messages_sent = 0
+        self.bytes_received = 0  # bytes of every MQTT packet
+        self.bytes_sent = 0
         self.will: StoredMessage | None = None
         self.will_delay = 0
         self.send_quota = broker.limits.max_inflight  # outbound in-flight window
@@ -103,6 +109,7 @@ class Connection:
         if self.closed:
             return
         self.broker.stats.bytes_received += len(data)
+        self.bytes_received += len(data)
         self.last_received = self.broker.clock.monotonic()
         self.reader.feed(data)
         self.process_buffered()
@@ -155,6 +162,7 @@ class Connection:
         if self.closed:
             return
         self.broker.stats.bytes_sent += len(data)
+        self.bytes_sent += len(data)
         if self.paused:
             held = self.held
             held += data
@@ -172,6 +180,7 @@ class Connection:
         """Encode and write one PUBLISH; False when it cannot be sent (too large for the client)."""
         if self.level != 5:  # no properties, no aliases, no maximum packet size below MQTT 5
             self.broker.stats.messages_sent += 1
+            self.messages_sent += 1
             self.write(encode_publish(message.topic, message.payload, qos, retain, dup, packet_id,
                                       None, self.level))
             return True
@@ -203,6 +212,7 @@ class Connection:
         if new_alias:
             self.aliases_out[topic] = new_alias  # only once the client is told it
         self.broker.stats.messages_sent += 1
+        self.messages_sent += 1
         self.write(data)
         return True
 

@@ -68,6 +68,7 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
     broker = conn.broker
     session = conn.session
     broker.stats.messages_received += 1
+    conn.messages_received += 1
     topic = resolve_topic(conn, pkt)
     qos = pkt.qos
     limits = broker.limits

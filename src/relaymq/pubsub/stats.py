@@ -14,7 +14,8 @@ section with the seed's field names as attributes::
       <Client BytesQueued="0" MessagesSent="12" BytesSent="480" MessagesReceived="5"
               BytesReceived="310" MessagesDropped="0">
         <Connection ClientId="sensor-1" UserId="alice" BytesQueued="0" MessagesQueued="0"
-                    MessagesDropped="0"/>
+                    MessagesDropped="0" MessagesSent="4" BytesSent="160" MessagesReceived="5"
+                    BytesReceived="310"/>
       </Client>
       <Neighbor/>
     </Statistics>
@@ -28,9 +29,10 @@ What is counted and what is not (nothing is reported as a made-up 0):
 * Client, the totals over all clients since start: messages and bytes sent and received (the
   bytes of every MQTT packet), messages dropped (queue overflow, limits), bytes queued now.
 * Client/Connection, per connected client: what the broker keeps per session (bytes and
-  messages queued, messages dropped). The broker does not count per connection the messages
-  and bytes sent and received, bytes dropped, bytes cut through, nor drops followed by a
-  disconnection, so those attributes are absent rather than 0 (docs/pubsub.md).
+  messages queued, messages dropped) and what the current connection moved (messages and
+  bytes sent and received; a client that reconnected starts again from 0). The broker does
+  not count bytes dropped, bytes cut through, nor drops followed by a disconnection, so those
+  attributes are absent rather than 0 (docs/pubsub.md).
 """
 
 from __future__ import annotations
@@ -79,12 +81,17 @@ def build_statistics(broker: Any, *, broker_name: str, execution_group: str, que
         "MessagesDropped": str(stats.publish_dropped),
     })
     for session in sorted(connected, key=lambda s: s.client_id):
+        conn = session.connection
         ET.SubElement(client, "Connection", {
             "ClientId": session.client_id,
             "UserId": session.username or "",
             "BytesQueued": str(session.queued_bytes),
             "MessagesQueued": str(len(session.queue) + len(session.inflight)),
             "MessagesDropped": str(session.dropped),
+            "MessagesSent": str(conn.messages_sent),
+            "BytesSent": str(conn.bytes_sent),
+            "MessagesReceived": str(conn.messages_received),
+            "BytesReceived": str(conn.bytes_received),
         })
     ET.SubElement(root, "Neighbor")
     return root

@@ -174,3 +174,27 @@ def test_puback_waits_for_the_commit(broker_factory) -> None:
     assert _read_packet(sock) == b"\x70\x02\x00\x08"
     sock.close()
     sub.close()
+
+
+def test_puback_goes_once_every_stored_copy_is_acknowledged(broker_factory) -> None:
+    """Spec README decision 4, as relaymq keeps it (src/relaymq/broker/ack_watch.py): a QoS 1
+    PUBACK promises the message is not lost. When routing stored it only for persistent
+    sessions, and each of their subscribers has acknowledged its copy, nothing is left to lose:
+    the PUBACK goes then, before the commit (commit_delay_ms = 1500 here). A retained message
+    is also stored for later subscribers, so its PUBACK still waits for the commit."""
+    broker = broker_factory(config={"broker": {"commit_delay_ms": 1500}})
+    sub, _ = _raw_connect(broker, 4, unique("acksub"), clean=False)
+    sub.sendall(_packet(0x82, b"\x00\x01" + _string("early/t") + b"\x01"))
+    assert _read_packet(sub) == b"\x90\x03\x00\x01\x01"
+    pub, _ = _raw_connect(broker, 4, unique("earlypub"), clean=False)
+    for retain, packet_id, soonest, latest in ((0, 7, 0.0, 1.0), (1, 8, 1.4, 30.0)):
+        started = time.monotonic()
+        pub.sendall(_packet(0x32 | retain, _string("early/t") + packet_id.to_bytes(2, "big") + b"x"))
+        publish = _read_packet(sub)  # the subscriber's copy, acknowledged at once
+        assert publish[0] & 0xF6 == 0x32, publish
+        sub.sendall(_packet(0x40, publish[-3:-1]))  # PUBACK with the copy's packet id
+        assert _read_packet(pub) == b"\x40\x02" + packet_id.to_bytes(2, "big")
+        waited = time.monotonic() - started
+        assert soonest <= waited < latest, f"retain={retain}: PUBACK after {waited:.2f}s"
+    pub.close()
+    sub.close()

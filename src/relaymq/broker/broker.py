@@ -20,6 +20,7 @@ from relaymq.pubsub.topictree import SubscriptionTree
 from relaymq.store.base import NEVER_EXPIRES, QUEUED, Snapshot, Store, StoredMessage
 
 if TYPE_CHECKING:
+    from relaymq.broker.ack_watch import AckWatch
     from relaymq.broker.connection import Connection
 
 log = logging.getLogger("relaymq.broker")
@@ -58,6 +59,8 @@ class Broker:
         # Called with every publication once it is routed (the message log, flows that listen
         # to topics): fn(message). A tap must not block; one that raises is logged and skipped.
         self.publication_taps: list[Callable[[StoredMessage], None]] = []
+        # Set while a client's QoS 1 publication is routed: the deliveries it stores (ack_watch.py).
+        self.ack_watch: AckWatch | None = None
 
     # ------------------------------------------------------------------ identifiers
     def new_msg_id(self) -> int:

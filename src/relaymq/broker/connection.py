@@ -263,16 +263,17 @@ class Connection:
         return len(self.acks)
 
     def acknowledge(self, packet_type: int, packet_id: int, reason_code: int, completes: bool,
-                    durable: bool) -> None:
+                    durable: bool) -> list[Any] | None:
         """Send an acknowledgement in order: after the store's next commit when ``durable``
         (something it promises was written), else as soon as those before it went.
-        ``completes``: it ends a flow counted by the receive maximum."""
+        ``completes``: it ends a flow counted by the receive maximum. Returns the queued entry
+        (``[data, completes, ready]``), None when it was sent at once."""
         data = encode_ack(packet_type, packet_id, reason_code, self.level)
         if not durable and not self.acks:
             if completes:
                 self.inbound_unacked -= 1
             self.write(data)
-            return
+            return None
         entry = [data, completes, not durable]
         self.acks.append(entry)
         if durable:
@@ -281,6 +282,7 @@ class Connection:
                 self._register_acks()
         if len(self.acks) >= MAX_PENDING_ACKS:
             self.pause_reading("acks")
+        return entry
 
     def acknowledge_when_durable(self, packet: p.Packet, completes: bool) -> None:
         """Send ``packet`` (PUBACK, PUBREC, PUBCOMP without properties) once everything stored
@@ -295,11 +297,12 @@ class Connection:
         def durable() -> None:
             for entry in entries:
                 entry[2] = True
-            self._send_ready_acks()
+            self.send_ready_acks()
 
         self.broker.store.on_durable(durable)
 
-    def _send_ready_acks(self) -> None:
+    def send_ready_acks(self) -> None:
+        """Send the acknowledgements at the head of the queue that are ready."""
         acks = self.acks
         while acks and acks[0][2]:
             data, completes, _ = acks.popleft()

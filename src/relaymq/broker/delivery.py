@@ -222,6 +222,10 @@ def acknowledged(broker: Broker, session: Session, packet_id: int, expected_stat
         return None
     del session.inflight[packet_id]
     release(broker, session, d)
+    watch = d.watch
+    if watch is not None:
+        d.watch = None
+        watch.delivered()
     pump(broker, session)
     return d
 

@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from relaymq.broker import delivery
+from relaymq.broker.ack_watch import AckWatch
 from relaymq.broker.listener_control import LISTENER_CONTROL_PREFIX, handle_listener_control
 from relaymq.broker.persistence import forget_inbound, persist_inbound
 from relaymq.broker.routing import process_publication
@@ -126,14 +127,24 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
         code = refused
         store = broker.store
         submitted = store.submitted
+        watch = None
         if message is not None:
-            receivers = process_publication(broker, message, session)
+            watch = broker.ack_watch = AckWatch()
+            try:
+                receivers = process_publication(broker, message, session)
+            finally:
+                broker.ack_watch = None
             if receivers == 0 and conn.level == 5:
                 code = rc.NO_MATCHING_SUBSCRIBERS
         # The PUBACK promises what routing stored (deliveries to persistent sessions, the
-        # retained message): it waits for their commit; when nothing was stored it goes now,
-        # in order behind any earlier acknowledgement still waiting.
-        conn.acknowledge(p.PUBACK, pid, code, True, store.submitted != submitted)
+        # retained message): it waits for their commit, or (when those deliveries were all it
+        # stored) until their subscribers acknowledged them, whichever comes first
+        # (ack_watch.py); when nothing was stored it goes now, in order behind any earlier
+        # acknowledgement still waiting.
+        writes = store.submitted - submitted
+        entry = conn.acknowledge(p.PUBACK, pid, code, True, writes != 0)
+        if entry is not None and watch is not None and watch.waiting and watch.writes == writes:
+            watch.arm(conn, entry)
         return
     if refused:
         # MQTT 5 4.3.3: a PUBREC with a failure code ends the exchange; no PUBREL follows, so

@@ -78,11 +78,17 @@ def save_session(broker: Broker, session: Session) -> None:
 
 
 def persist_delivery(broker: Broker, session: Session, delivery: Delivery) -> None:
+    store = broker.store
+    before = store.submitted
     broker.refs.acquire(delivery.message)
-    broker.store.put_delivery(DeliveryRecord(
+    store.put_delivery(DeliveryRecord(
         session.client_id, delivery.seq, delivery.message.msg_id, delivery.qos, delivery.retain,
         delivery.packet_id, delivery.state, list(delivery.subscription_ids)))
     delivery.persisted = True
+    watch = broker.ack_watch
+    if watch is not None:  # routing a QoS 1 publication whose PUBACK may go early (ack_watch.py)
+        watch.watch(store.submitted - before)
+        delivery.watch = watch
 
 
 def update_delivery(broker: Broker, session: Session, delivery: Delivery) -> None:

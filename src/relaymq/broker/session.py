@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from relaymq.store.base import NEVER_EXPIRES, QUEUED, StoredMessage, SubscriptionRecord
 
 if TYPE_CHECKING:
+    from relaymq.broker.ack_watch import AckWatch
     from relaymq.broker.connection import Connection
 
 
@@ -30,6 +31,7 @@ class Delivery:
     state: int = QUEUED
     persisted: bool = False
     sent_at: float = 0.0  # monotonic time of the last (re)transmission
+    watch: AckWatch | None = None  # the publisher's PUBACK waiting for this one (ack_watch.py)
 
 
 class Session:

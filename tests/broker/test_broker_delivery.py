@@ -442,3 +442,33 @@ def test_topic_aliases_start_afresh_on_a_new_connection():
     [resent] = again.publishes()
     assert (first.topic, first.properties["topic_alias"]) == ("t", 1)
     assert (resent.topic, resent.properties["topic_alias"], resent.dup) == ("t", 1, True)
+
+
+def test_qos1_puback_goes_when_the_stored_copy_is_acknowledged_before_the_commit(tmp_path):
+    """Spec README decision 4 as kept by relaymq/broker/ack_watch.py: the PUBACK of a QoS 1
+    message stored only for a persistent session leaves at the first of the commit and that
+    subscriber's PUBACK. A copy queued for an offline session is not watched (its backlog must
+    not hold the publisher's connection): that PUBACK waits for the commit."""
+    store = SQLiteStore(str(tmp_path / "w.db"), notify=Callbacks())  # commits wait for settle()
+    broker = make_broker(store=store)
+    online, offline = TestClient(broker), TestClient(broker)
+    online.connect("online", clean=False)
+    online.subscribe("t/on", qos=1)
+    offline.connect("offline", clean=False)
+    offline.subscribe("t/off", qos=1)
+    offline.send(p.Disconnect())
+    pub = TestClient(broker)
+    pub.connect("pub")
+    pub.received()
+    before = len(pub.link.data)
+    pub.send(p.Publish("t/on", b"x", 1, False, False, 1))
+    assert bytes(pub.link.data[before:]) == b""  # stored for "online": waits
+    online.send(p.Puback(1))  # its copy went out as packet 1; acknowledged before any commit
+    assert bytes(pub.link.data[before:]) == b"\x40\x02\x00\x01"
+    before = len(pub.link.data)
+    pub.send(p.Publish("t/off", b"y", 1, False, False, 2))
+    assert broker.sessions["offline"].queue[0].watch is None
+    assert bytes(pub.link.data[before:]) == b""
+    # received() settles (the commit): the second PUBACK follows the first, already written
+    assert [(type(x), x.packet_id) for x in pub.received()] == [(p.Puback, 1), (p.Puback, 2)]
+    store.close()

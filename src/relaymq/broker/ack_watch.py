@@ -10,8 +10,10 @@ the connection's earlier acknowledgements.
 
 Only a publication whose every store write was one of those deliveries is watched. One that
 stored anything else (a retained message, a copy for a queue subscriber or a flow through a
-publication tap) waits for the commit as before, as does a delivery that left memory (kept
-in the store only, past the queue limit) or ended otherwise (expired, session discarded).
+publication tap) waits for the commit as before, and so does one with a delivery that did not
+go straight into flight (queued behind others: it will rarely be acknowledged before the
+commit, and a queued backlog must not hold the publisher's connection) or that ended otherwise
+(expired, session discarded).
 
 Why it matters: with a subscriber that keeps up, its PUBACK arrives within a round trip,
 sooner than a commit; the publisher's next messages then come while the writer still commits,
@@ -53,5 +55,7 @@ class AckWatch:
         """A watched delivery was acknowledged by its subscriber."""
         self.waiting -= 1
         if self.waiting == 0 and self.entry is not None and self.conn is not None:
+            conn, self.conn = self.conn, None
             self.entry[2] = True
-            self.conn.send_ready_acks()
+            self.entry = None
+            conn.send_ready_acks()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from relaymq.store.base import DeliveryRecord, InboundRecord, SessionRecord, StoredMessage
+from relaymq.store.base import QUEUED, DeliveryRecord, InboundRecord, SessionRecord, StoredMessage
 
 if TYPE_CHECKING:
     from relaymq.broker.broker import Broker
@@ -86,7 +86,11 @@ def persist_delivery(broker: Broker, session: Session, delivery: Delivery) -> No
         delivery.packet_id, delivery.state, list(delivery.subscription_ids)))
     delivery.persisted = True
     watch = broker.ack_watch
-    if watch is not None:  # routing a QoS 1 publication whose PUBACK may go early (ack_watch.py)
+    if watch is not None and delivery.state != QUEUED:
+        # routing a QoS 1 publication whose PUBACK may go early (ack_watch.py); only a delivery
+        # going straight into flight is watched, so a watch (and the publisher's connection it
+        # names) is held by at most a window of in-flight deliveries per session, never by a
+        # queued backlog. A queued one's writes are not counted: that PUBACK waits for the commit.
         watch.watch(store.submitted - before)
         delivery.watch = watch
 

@@ -58,4 +58,4 @@ class AckWatch:
             conn, self.conn = self.conn, None
             self.entry[2] = True
             self.entry = None
-            conn.send_ready_acks()
+            conn.send_ready_acks(resume=False)  # called inside the subscriber's PUBACK

@@ -301,15 +301,18 @@ class Connection:
 
         self.broker.store.on_durable(durable)
 
-    def send_ready_acks(self) -> None:
-        """Send the acknowledgements at the head of the queue that are ready."""
+    def send_ready_acks(self, resume: bool = True) -> None:
+        """Send the acknowledgements at the head of the queue that are ready. ``resume=False``
+        when called while another connection's packet is handled (ack_watch.py): reading, if
+        paused for too many waiting acknowledgements, resumes at the next commit instead, so
+        this connection's packets are never handled inside another's."""
         acks = self.acks
         while acks and acks[0][2]:
             data, completes, _ = acks.popleft()
             if completes:
                 self.inbound_unacked -= 1
             self.write(data)
-        if len(acks) <= MAX_PENDING_ACKS // 2 and "acks" in self.read_paused_for:
+        if resume and len(acks) <= MAX_PENDING_ACKS // 2 and "acks" in self.read_paused_for:
             self.resume_reading("acks")
 
     def overflowed(self, hard_limit: int) -> None:

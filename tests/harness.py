@@ -68,11 +68,23 @@ def default_kind() -> BrokerKind:
     return kind  # type: ignore[return-value]
 
 
+#: Ports free_port() has handed out in this process.
+_handed_out: set[int] = set()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free a moment ago (the OS picks it, so parallel runs rarely clash)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    """A TCP port that was free a moment ago (the OS picks it, so parallel runs rarely clash)
+    and that this process has not handed out before: the probe socket is closed before the
+    port is used, so the OS may offer the same port to the next call, and a broker given it
+    for two of its listeners fails to start (seen: HTTP and channel listener on one port)."""
+    for _ in range(1000):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
+    raise RuntimeError(f"no free TCP port on {host} that was not handed out already")
 
 
 def port_accepts(host: str, port: int, timeout: float = 0.5) -> bool:

@@ -13,22 +13,9 @@ import pytest
 from harness import BrokerProcess
 
 from .clients import PahoClient, paho_client, unique
+from .raw import packet, string
 
 pytestmark = pytest.mark.interop
-
-
-def _packet(first: int, body: bytes) -> bytes:
-    n, length = len(body), bytearray()
-    while True:
-        digit, n = n % 128, n // 128
-        length.append(digit | (0x80 if n else 0))
-        if not n:
-            return bytes([first]) + bytes(length) + body
-
-
-def _string(text: str | bytes) -> bytes:
-    data = text.encode() if isinstance(text, str) else text
-    return len(data).to_bytes(2, "big") + data
 
 
 def _raw_connect(broker: BrokerProcess, level: int, client_id: str, keep_alive: int = 60,
@@ -37,8 +24,8 @@ def _raw_connect(broker: BrokerProcess, level: int, client_id: str, keep_alive: 
     sock = socket.create_connection(broker.address, timeout=15)
     props = b"\x00" if level == 5 else b""
     flags = b"\x02" if clean else b"\x00"
-    sock.sendall(_packet(0x10, _string("MQTT") + bytes([level]) + flags + keep_alive.to_bytes(2, "big")
-                         + props + _string(client_id)))
+    sock.sendall(packet(0x10, string("MQTT") + bytes([level]) + flags + keep_alive.to_bytes(2, "big")
+                         + props + string(client_id)))
     return sock, _read_packet(sock)
 
 
@@ -91,12 +78,12 @@ def test_max_packet_size_is_announced_and_a_larger_packet_closes_the_connection(
         assert client.connack_properties.MaximumPacketSize == 1024
     finally:
         client.disconnect()
-    big = _packet(0x30, _string("t") + b"\x00" + b"x" * 2000)  # QoS 0, v5 property length 0
+    big = packet(0x30, string("t") + b"\x00" + b"x" * 2000)  # QoS 0, v5 property length 0
     v5, _ = _raw_connect(limited, 5, unique("big5"))
     v5.sendall(big)
     assert _closed(v5)[:3] == b"\xe0\x01\x95"  # DISCONNECT, reason 0x95
     v4, _ = _raw_connect(limited, 4, unique("big4"))
-    v4.sendall(_packet(0x30, _string("t") + b"x" * 2000))
+    v4.sendall(packet(0x30, string("t") + b"x" * 2000))
     assert _closed(v4) == b""  # 3.1.1: closed without a word
 
 
@@ -122,15 +109,15 @@ def test_max_topic_length(limited: BrokerProcess) -> None:
     with DISCONNECT 0x90 (Topic Name invalid); a longer filter gets SUBACK 0x8F (Topic Filter
     invalid) in MQTT 5, and closes a 3.1.1 connection (no failure code for it there)."""
     v5, _ = _raw_connect(limited, 5, unique("t5"))
-    v5.sendall(_packet(0x82, b"\x00\x01\x00" + _string("a/" + "x" * 20) + b"\x01"))
+    v5.sendall(packet(0x82, b"\x00\x01\x00" + string("a/" + "x" * 20) + b"\x01"))
     assert _read_packet(v5) == b"\x90\x04\x00\x01\x00\x8f"
-    v5.sendall(_packet(0x30, _string("b/" + "y" * 20) + b"\x00hello"))
+    v5.sendall(packet(0x30, string("b/" + "y" * 20) + b"\x00hello"))
     assert _closed(v5)[:3] == b"\xe0\x01\x90"
     v4, _ = _raw_connect(limited, 4, unique("t4"))
-    v4.sendall(_packet(0x82, b"\x00\x01" + _string("a/" + "x" * 20) + b"\x01"))
+    v4.sendall(packet(0x82, b"\x00\x01" + string("a/" + "x" * 20) + b"\x01"))
     assert _closed(v4) == b""
     ok, _ = _raw_connect(limited, 4, unique("ok"))
-    ok.sendall(_packet(0x82, b"\x00\x02" + _string("a/" + "x" * 14) + b"\x01"))  # exactly 16
+    ok.sendall(packet(0x82, b"\x00\x02" + string("a/" + "x" * 14) + b"\x01"))  # exactly 16
     assert _read_packet(ok) == b"\x90\x03\x00\x02\x01"
     ok.close()
 
@@ -158,19 +145,19 @@ def test_puback_waits_for_the_commit(broker_factory) -> None:
     message only clean sessions receive stores nothing, and is acknowledged at once)."""
     broker = broker_factory(config={"broker": {"commit_delay_ms": 1500}})
     sub, _ = _raw_connect(broker, 4, unique("slowsub"), clean=False)
-    sub.sendall(_packet(0x82, b"\x00\x01" + _string("durable/t") + b"\x01"))
+    sub.sendall(packet(0x82, b"\x00\x01" + string("durable/t") + b"\x01"))
     assert _read_packet(sub) == b"\x90\x03\x00\x01\x01"  # SUBACK, after the commit too
     sock, _ = _raw_connect(broker, 4, unique("slowack"), clean=False)
     started = time.monotonic()
-    sock.sendall(_packet(0x32, _string("nobody/t") + b"\x00\x06x"))  # stores nothing
+    sock.sendall(packet(0x32, string("nobody/t") + b"\x00\x06x"))  # stores nothing
     assert _read_packet(sock) == b"\x40\x02\x00\x06"
     assert time.monotonic() - started < 1.0, "a PUBACK that promises nothing waited for the commit"
     for qos, expected in ((1, b"\x40\x02\x00\x07"), (2, b"\x50\x02\x00\x08")):
         started = time.monotonic()
-        sock.sendall(_packet(0x30 | qos << 1, _string("durable/t") + (6 + qos).to_bytes(2, "big") + b"x"))
+        sock.sendall(packet(0x30 | qos << 1, string("durable/t") + (6 + qos).to_bytes(2, "big") + b"x"))
         assert _read_packet(sock) == expected
         assert time.monotonic() - started >= 1.4, f"QoS {qos} acknowledged before the commit"
-    sock.sendall(_packet(0x62, b"\x00\x08"))  # PUBREL
+    sock.sendall(packet(0x62, b"\x00\x08"))  # PUBREL
     assert _read_packet(sock) == b"\x70\x02\x00\x08"
     sock.close()
     sub.close()
@@ -184,15 +171,15 @@ def test_puback_goes_once_every_stored_copy_is_acknowledged(broker_factory) -> N
     is also stored for later subscribers, so its PUBACK still waits for the commit."""
     broker = broker_factory(config={"broker": {"commit_delay_ms": 1500}})
     sub, _ = _raw_connect(broker, 4, unique("acksub"), clean=False)
-    sub.sendall(_packet(0x82, b"\x00\x01" + _string("early/t") + b"\x01"))
+    sub.sendall(packet(0x82, b"\x00\x01" + string("early/t") + b"\x01"))
     assert _read_packet(sub) == b"\x90\x03\x00\x01\x01"
     pub, _ = _raw_connect(broker, 4, unique("earlypub"), clean=False)
     for retain, packet_id, soonest, latest in ((0, 7, 0.0, 1.0), (1, 8, 1.4, 30.0)):
         started = time.monotonic()
-        pub.sendall(_packet(0x32 | retain, _string("early/t") + packet_id.to_bytes(2, "big") + b"x"))
+        pub.sendall(packet(0x32 | retain, string("early/t") + packet_id.to_bytes(2, "big") + b"x"))
         publish = _read_packet(sub)  # the subscriber's copy, acknowledged at once
         assert publish[0] & 0xF6 == 0x32, publish
-        sub.sendall(_packet(0x40, publish[-3:-1]))  # PUBACK with the copy's packet id
+        sub.sendall(packet(0x40, publish[-3:-1]))  # PUBACK with the copy's packet id
         assert _read_packet(pub) == b"\x40\x02" + packet_id.to_bytes(2, "big")
         waited = time.monotonic() - started
         assert soonest <= waited < latest, f"retain={retain}: PUBACK after {waited:.2f}s"

@@ -19,6 +19,7 @@ import pytest
 from harness import BrokerProcess
 
 from .clients import paho_client, unique
+from .raw import packet
 
 pytestmark = pytest.mark.interop
 
@@ -61,22 +62,13 @@ class Sampler:
         self.samples.append(rss_mb(self.pid))
 
 
-def _packet(first: int, body: bytes) -> bytes:
-    n, length = len(body), bytearray()
-    while True:
-        digit, n = n % 128, n // 128
-        length.append(digit | (0x80 if n else 0))
-        if not n:
-            return bytes([first]) + bytes(length) + body
-
-
 def _raw_client(broker: BrokerProcess, client_id: bytes, clean: bool = True) -> socket.socket:
     """A 3.1.1 client on a raw socket with a tiny receive buffer (it will stop reading)."""
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.connect(broker.address)
     flags = b"\x02" if clean else b"\x00"
-    sock.sendall(_packet(0x10, b"\x00\x04MQTT\x04" + flags + b"\x00\x00"
+    sock.sendall(packet(0x10, b"\x00\x04MQTT\x04" + flags + b"\x00\x00"
                          + len(client_id).to_bytes(2, "big") + client_id))
     assert sock.recv(4)[:1] == b"\x20"
     return sock
@@ -91,7 +83,7 @@ def test_stuck_qos1_subscriber_does_not_grow_memory_past_the_queue_limit(broker_
     topic = unique("stuck")
     sub = _raw_client(broker, b"stuck-" + unique("s").encode()[-8:], clean=clean)
     body = b"\x00\x01" + len(topic + "/#").to_bytes(2, "big") + (topic + "/#").encode() + b"\x01"
-    sub.sendall(_packet(0x82, body))
+    sub.sendall(packet(0x82, body))
     assert sub.recv(5)[:1] == b"\x90"
     time.sleep(0.5)
     before = rss_mb(broker.proc.pid)
@@ -117,7 +109,7 @@ def test_publisher_that_never_reads_its_pubacks_is_slowed_not_buffered(broker: B
     publisher blocks and the broker's memory stays flat instead of holding every PUBACK."""
     sock = _raw_client(broker, b"never-reads")
     body = b"\x00\x01z\x00\x01" + b"p" * 60  # topic "z", packet id 1, a 60-byte payload
-    chunk = memoryview(_packet(0x32, body) * 1000)
+    chunk = memoryview(packet(0x32, body) * 1000)
     time.sleep(0.5)
     before = rss_mb(broker.proc.pid)
     sock.setblocking(False)

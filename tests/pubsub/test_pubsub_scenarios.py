@@ -12,6 +12,7 @@ queue manager connected to the broker's QM1), MQTT 5 clients (paho) on the same 
 from __future__ import annotations
 
 import asyncio
+import xml.etree.ElementTree as ET
 
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
@@ -292,6 +293,32 @@ def test_mqtt_user_properties_reach_queue_subscribers_and_back(tmp_path):
         assert wait_for(lambda: got)
         assert got[0].topic == "Plant/press/temp" and got[0].payload == b"88"
         assert ("unit", "F") in got[0].properties.UserProperty
+        sensor.disconnect()
+        watcher.disconnect()
+    finally:
+        broker.cleanup()
+
+
+def test_item_44_statistics_count_each_connection_through_a_broker_process(tmp_path):
+    """pubsub.md item 44; seed 003 l.3199-3370: the Client section's Connection entries carry
+    what each connection moved (messages and bytes sent and received), read by a paho client
+    from the report the broker process publishes every statsInterval."""
+    broker = start(tmp_path, {"pubsub": {"broker_name": "B1", "stats_interval_ms": 200}})
+    try:
+        sensor = paho_client(broker, "v5", "stats-sensor")
+        sensor.subscribe("plant/#", 1)
+        for n in range(3):
+            sensor.publish(f"plant/{n}", b"21.5", 1)
+        _received(sensor, 3)
+        watcher = paho_client(broker, "v5", "stats-watcher")
+        watcher.subscribe("$SYS/Broker/B1/ExecutionGroup/+/Statistics", 0)
+        report = ET.fromstring(_received(watcher, 1)[-1].payload)
+        counts = {c.get("ClientId"): c.attrib for c in report.find("Client").findall("Connection")}
+        assert counts["stats-sensor"]["MessagesReceived"] == "3"
+        assert counts["stats-sensor"]["MessagesSent"] == "3"
+        assert int(counts["stats-sensor"]["BytesReceived"]) >= 3 * len(b"plant/021.5")
+        assert int(counts["stats-sensor"]["BytesSent"]) >= 3 * len(b"plant/021.5")
+        assert counts["stats-watcher"]["MessagesReceived"] == "0"
         sensor.disconnect()
         watcher.disconnect()
     finally:

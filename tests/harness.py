@@ -87,6 +87,18 @@ def free_port(host: str = "127.0.0.1") -> int:
     raise RuntimeError(f"no free TCP port on {host} that was not handed out already")
 
 
+def outside_address() -> str | None:
+    """A non-loopback address of this machine (None when it has none): what a request from
+    another host would come from, for tests of loopback-only routes."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("10.255.255.255", 1))
+            address = probe.getsockname()[0]
+    except OSError:
+        return None
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
 def port_accepts(host: str, port: int, timeout: float = 0.5) -> bool:
     """True when something accepts a TCP connection on host:port; readiness means exactly that."""
     try:

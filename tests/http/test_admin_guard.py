@@ -10,28 +10,17 @@ import asyncio
 import base64
 import http.client
 import json
-import socket
 import threading
 from pathlib import Path
 
 import pytest
 
+from harness import outside_address
 from relaymq.auth.passwords import PasswordFile
 from relaymq.http import admin_guard
 from relaymq.http.admin_guard import AdminPolicy
 from relaymq.http.auth import BasicAuth
 from relaymq.http.server import HttpRequest, HttpResponse, HttpServer
-
-
-def _outside_address() -> str | None:
-    """A non-loopback address of this machine (None when it has none)."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.connect(("10.255.255.255", 1))
-            address = probe.getsockname()[0]
-    except OSError:
-        return None
-    return None if address.startswith("127.") or address == "0.0.0.0" else address
 
 
 async def _ok(request: HttpRequest) -> HttpResponse:
@@ -106,7 +95,7 @@ def test_empty_administrators_lets_every_authenticated_user_through(guarded_serv
 def test_loopback_only_unless_admin_remote(guarded_server):
     """From another address of this machine an administrator gets 403 naming the setting,
     until the policy (asked per request) allows remote callers; loopback is always served."""
-    address = _outside_address()
+    address = outside_address()
     if address is None:
         pytest.skip("this machine has no non-loopback address")
     remote = {"allowed": False}

@@ -6,28 +6,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
 
 import pytest
-from harness import free_port, port_accepts
+from harness import free_port, outside_address, port_accepts
 
 from relaymq.cli.main import main
 
 from .test_rest_api import BASE, QueueBroker, Rest
-
-
-def _outside_address() -> str | None:
-    """A non-loopback address of this machine (None when it has none)."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.connect(("10.255.255.255", 1))
-            address = probe.getsockname()[0]
-    except OSError:
-        return None
-    return None if address.startswith("127.") or address == "0.0.0.0" else address
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +94,7 @@ def test_admin_writes_only_from_the_loopback_interface(admin_broker) -> None:
     """Like the flow and subscription admin routes: a define from another address is 403
     unless [qmgr] admin_remote = true; reads are answered."""
     broker, port = admin_broker
-    address = _outside_address()
+    address = outside_address()
     if address is None:
         pytest.skip("this machine has no non-loopback address")
     import base64

@@ -255,3 +255,92 @@ def test_partial_packet_is_kept_between_receive_calls() -> None:
         server.close()
 
     asyncio.run(main())
+
+
+def _scripted_peer(packets: list[bytes], gap: float, acks: list[float] | None = None):
+    """A broker stand-in on a real socket: CONNACK, then ``packets`` one write each, ``gap``
+    seconds apart; for QoS 1 ones it waits for the PUBACK first (its arrival time goes to
+    ``acks``)."""
+    async def peer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1024)                       # CONNECT
+        writer.write(b"\x20\x02\x00\x00")
+        for packet in packets:
+            writer.write(packet)
+            await writer.drain()
+            if acks is not None:
+                assert (await reader.readexactly(4))[0] == 0x40
+                acks.append(time.monotonic())
+            await asyncio.sleep(gap)
+        await reader.read(1024)
+    return peer
+
+
+@pytest.mark.timeout(60)
+def test_qos0_reads_pause_after_small_reads() -> None:
+    """Issue 8 (the generator must not be the bottleneck): a QoS 0 subscriber with a read
+    pause reads at most once per pause while the broker trickles packets one write each, so
+    one read takes several; every message is still counted once."""
+    messages = PublishTemplates(["bench/trickle"], 64, 0, 4).batch(0, 0, 60,
+                                                                   time.monotonic_ns())
+    size = len(messages) // 60
+    packets = [messages[i:i + size] for i in range(0, len(messages), size)]
+    pause = 0.05
+
+    async def main() -> None:
+        server = await asyncio.start_server(_scripted_peer(packets, 0.002), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        conn = await Connection.open("127.0.0.1", port, "bench-trickle", 4)
+        reads: list[float] = []
+        tally = await conn.receive(ReceiveTally(), lambda t: t.unique >= 60, idle_timeout=5,
+                                   progress=lambda n: reads.append(time.monotonic()),
+                                   read_pause=pause)
+        assert (tally.received, tally.unique, tally.duplicates) == (60, 60, 0)
+        # reads[0] may be a packet that came with the CONNACK (no read of receive's own);
+        # from the first read on, each next read waits out the pause. 60 packets 2 ms apart
+        # (>= 120 ms): without the pause, about one read each, 2 ms apart
+        gaps = [b - a for a, b in zip(reads[1:], reads[2:])]
+        assert len(reads) < 60 and gaps and min(gaps) >= pause * 0.8
+        await conn.close()
+        await asyncio.sleep(0.05)                     # the peer sees the DISCONNECT
+        server.close()
+
+    asyncio.run(main())
+
+
+@pytest.mark.timeout(60)
+def test_qos1_reads_are_answered_without_pause() -> None:
+    """A read that carries QoS 1 messages is acknowledged and followed at once, whatever the
+    read pause: a publisher waiting for its PUBACKs (window 1) is never held by the
+    subscriber's pause (20 round trips with a 100 ms pause would take about 2 s)."""
+    messages = PublishTemplates(["bench/acked"], 64, 1, 4).batch(0, 0, 20, time.monotonic_ns())
+    size = len(messages) // 20
+    packets = [messages[i:i + size] for i in range(0, len(messages), size)]
+
+    async def main() -> None:
+        acks: list[float] = []
+        server = await asyncio.start_server(_scripted_peer(packets, 0, acks), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        conn = await Connection.open("127.0.0.1", port, "bench-acked", 4)
+        started = time.monotonic()
+        tally = await conn.receive(ReceiveTally(), lambda t: t.unique >= 20, idle_timeout=5,
+                                   read_pause=0.1)
+        await asyncio.sleep(0.05)                     # the last PUBACK reaches the peer
+        assert tally.unique == 20 and len(acks) == 20
+        assert acks[-1] - started < 1.0
+        await conn.close()
+        await asyncio.sleep(0.05)
+        server.close()
+
+    asyncio.run(main())
+
+
+def test_read_pause_option() -> None:
+    """``--read-pause MS`` becomes the spec's seconds; out of range is a usage error."""
+    from relaymq.cli.main import build_parser
+    from relaymq.cli.bench import spec_from_args
+    args = build_parser().parse_args(["bench", "--read-pause", "0"])
+    assert spec_from_args(args).read_pause == 0
+    args = build_parser().parse_args(["bench"])
+    assert spec_from_args(args).resolved().read_pause == 0.001
+    with pytest.raises(ValueError, match="read pause"):
+        BenchSpec(read_pause=0.5).resolved()

@@ -28,6 +28,10 @@ READ_SIZE = 1 << 18
 MAX_BATCH = 256
 #: Seconds between a subscriber's checks of its stop condition and idle time.
 WATCH_INTERVAL = 0.05
+#: A QoS 0 read smaller than this is "keeping up": the subscriber may pause before the next.
+SMALL_READ = 1 << 14
+#: Default pause (s) after a small read that needed no acks (``relaymq bench --read-pause``).
+DEFAULT_READ_PAUSE = 0.001
 #: Session Expiry Interval (s) a persistent session asks for at MQTT 5 unless told otherwise:
 #: long enough for any run, short enough that a crashed run does not leave sessions for ever.
 DEFAULT_SESSION_EXPIRY = 3600
@@ -280,7 +284,8 @@ class Connection:
     async def receive(self, tally: ReceiveTally, done: Callable[[ReceiveTally], bool],
                       *, idle_timeout: float | None = None,
                       progress: Callable[[int], None] | None = None,
-                      stop: Callable[[], bool] | None = None) -> ReceiveTally:
+                      stop: Callable[[], bool] | None = None,
+                      read_pause: float = 0.0) -> ReceiveTally:
         """Receive, acknowledge and tally PUBLISH packets until ``done(tally)`` is true.
 
         Stops also when nothing arrives for ``idle_timeout`` seconds (the caller reports the
@@ -291,7 +296,18 @@ class Connection:
         Why a watchdog and not ``asyncio.wait_for`` around each read: that creates a task and
         a timer per chunk, and while a subscriber keeps up with a broker its chunks are a few
         packets each, so it cost more CPU than the scan itself (audit of issue 8: on a 2-core
-        machine every CPU cycle of the generator is taken from the broker it measures)."""
+        machine every CPU cycle of the generator is taken from the broker it measures).
+
+        ``read_pause`` (seconds, 0 = off): after a read of less than :data:`SMALL_READ` bytes
+        that needed no acknowledgement (QoS 0 traffic), stop reading the socket for that long,
+        so the next read takes what arrived meanwhile in one chunk. A broker that writes each
+        packet on its own (Mosquitto does) otherwise costs the subscriber one wake-up, one
+        read and one scan per message: measured against Mosquitto, 200,000 QoS 0 messages
+        took the generator 1.7-1.9 CPU s reading as data came and 0.33-0.43 s with a 1 ms
+        pause. Nothing waits on a QoS 0 subscriber's reads, so the pause costs the broker
+        nothing; it adds up to ``read_pause`` to the measured latency of those messages, and
+        the stream's last arrival is seen up to that much late (which lowers the rate, never
+        raises it). Reads that carry QoS 1/2 messages are answered and followed at once."""
         level = self.level
         writer = self.writer
         reader = self.reader
@@ -317,6 +333,8 @@ class Connection:
                     me.cancel()      # interrupts the read below: the one place it waits
 
         guard = asyncio.create_task(watchdog())
+        transport = writer.transport
+        paused = pause_next = False
         try:
             while not done(tally):
                 if buf:
@@ -326,11 +344,18 @@ class Connection:
                         del buf[:used]
                     if acks:
                         writer.write(acks)
+                        pause_next = False
                     if progress is not None and tally.received != before:
                         progress(tally.received - before)
                     if done(tally):
                         break
                 try:
+                    if pause_next:
+                        transport.pause_reading()
+                        paused = True
+                        await asyncio.sleep(read_pause)
+                        transport.resume_reading()
+                        paused = False
                     chunk = await reader.read(READ_SIZE)
                 except asyncio.CancelledError:
                     if not ended[0]:
@@ -340,11 +365,14 @@ class Connection:
                 if not chunk:
                     break
                 last_data[0] = time.monotonic()
+                pause_next = read_pause > 0 and len(chunk) < SMALL_READ
                 buf += chunk
         finally:
             if not ended[0]:
                 ended[0] = True
             guard.cancel()
+            if paused and not transport.is_closing():
+                transport.resume_reading()
         if buf:
             self.buffer[:0] = buf    # a partial packet stays for the next call
         return tally

@@ -21,7 +21,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from relaymq.bench.client import BenchError, Connection
+from relaymq.bench.client import DEFAULT_READ_PAUSE, BenchError, Connection
 from relaymq.bench.report import RunReport
 from relaymq.bench.wire import STAMP_SIZE, PublishTemplates, ReceiveTally
 
@@ -52,6 +52,7 @@ class BenchSpec:
     retain: bool = False
     processes: int = 0                # 0: one per core, at most one per client
     drain_timeout: float = 5.0        # stop waiting after this long without a delivery
+    read_pause: float = DEFAULT_READ_PAUSE  # s a QoS 0 subscriber waits after a small read
     connect_timeout: float = 30.0
     client_prefix: str = ""           # client ids PREFIX-s0.., PREFIX-p0..; "" = bench-<random>
     persistent: str = ""              # persistent sessions for: "" none, "sub", "pub" or "all"
@@ -76,6 +77,8 @@ class BenchSpec:
             raise ValueError("count must be >= 0")
         if spec.inflight < 1 or spec.topics < 1:
             raise ValueError("inflight and topics must be >= 1")
+        if not 0 <= spec.read_pause <= 0.1:
+            raise ValueError("read pause must be between 0 and 100 ms")
         if spec.persistent not in PERSISTENT_CHOICES:
             raise ValueError(f"persistent must be one of {', '.join(PERSISTENT_CHOICES[1:])}")
         if spec.session_expiry is not None and not 0 < spec.session_expiry <= 0xFFFFFFFF:
@@ -224,7 +227,8 @@ async def _worker(spec: BenchSpec, worker: int, pubs: list[int], subs: list[int]
         return expected > 0 and tally.unique >= expected
 
     async def run_subscriber(conn: Connection, tally: ReceiveTally) -> None:
-        await conn.receive(tally, done, progress=recv_progress, stop=shared.stop.is_set)
+        await conn.receive(tally, done, progress=recv_progress, stop=shared.stop.is_set,
+                           read_pause=spec.read_pause)
 
     sub_tasks = [asyncio.create_task(run_subscriber(c, t)) for c, t in zip(sub_conns, tallies)]
     await asyncio.gather(*(run_publisher(i, c) for i, c in zip(pubs, pub_conns)))

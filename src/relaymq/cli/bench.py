@@ -13,6 +13,7 @@ import json
 import sys
 
 from relaymq.bench import BenchError, BenchSpec, run as run_bench
+from relaymq.bench.client import DEFAULT_READ_PAUSE
 
 _EPILOG = """\
 examples:
@@ -78,6 +79,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="worker processes (default: one per core)")
     parser.add_argument("--drain-timeout", type=float, default=5.0, metavar="SECONDS",
                         help="stop waiting for deliveries after this long without one (default 5)")
+    parser.add_argument("--read-pause", type=float, default=DEFAULT_READ_PAUSE * 1000,
+                        metavar="MS",
+                        help="QoS 0 subscribers: after a read of less than 16 KiB, wait this "
+                             "long before the next, so one read takes what arrived meanwhile "
+                             "(less generator CPU against brokers that write each packet on "
+                             "its own; adds up to MS to QoS 0 latencies). 0: read as data "
+                             "arrives, for latency runs (default %(default)g)")
     parser.add_argument("--persistent", choices=("sub", "pub", "all"), default="",
                         help="persistent sessions for the subscribers, the publishers or all "
                              "(3.1.1: clean session 0; 5.0: session expiry), so QoS 1/2 "
@@ -102,7 +110,8 @@ def spec_from_args(args: argparse.Namespace) -> BenchSpec:
         qos=args.qos, sub_qos=args.sub_qos, protocol=args.protocol, payload_size=args.size,
         inflight=args.inflight, rate=args.rate, count=count, duration=args.duration,
         topic=args.topic, topics=args.topics, retain=args.retain, processes=args.processes,
-        drain_timeout=args.drain_timeout, client_prefix=args.client_prefix,
+        drain_timeout=args.drain_timeout, read_pause=args.read_pause / 1000,
+        client_prefix=args.client_prefix,
         persistent=args.persistent, session_expiry=args.session_expiry,
         username=args.username, password=args.password,
     )

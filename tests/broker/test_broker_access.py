@@ -8,7 +8,10 @@ from relaymq.auth.passwords import PasswordFile
 from relaymq.mqtt import packets as p
 from relaymq.mqtt.codec import encode
 
-from .driver import TestClient, make_broker
+from relaymq.broker.sys_tree import stats_values
+from relaymq.store.sqlite import SQLiteStore
+
+from .driver import Callbacks, TestClient, make_broker
 
 
 def acl_file(tmp_path, text: str) -> Acl:
@@ -96,6 +99,47 @@ def test_sys_statistics_are_published():
     assert got["$SYS/broker/version"].startswith(b"relaymq")
     assert "$SYS/broker/messages/received" in got and "$SYS/broker/uptime" in got
     assert plain.publishes() == []
+
+
+def test_sys_statistics_show_the_store_group_commit(tmp_path):
+    """Issue 2 ($SYS statistics) and issue 8 (the durable path measured): with the SQLite store,
+    $SYS/broker/store/commits, .../statements/written and .../statements/coalesced count its
+    commits and statements; a statement undone before its batch was taken (a message its
+    subscriber acknowledged before the commit) counts as coalesced instead of written."""
+    store = SQLiteStore(str(tmp_path / "s.db"), notify=Callbacks())
+    broker = make_broker(store=store, sys_interval=10)
+    sub = TestClient(broker)
+    sub.connect("s", clean=False)
+    sub.subscribe("t", qos=1)
+    store.flush()
+    pub = TestClient(broker)
+    pub.connect("p")
+    pub.send(p.Publish("t", b"kept", qos=1, packet_id=1))
+    [m] = sub.publishes()
+    store.flush()                                  # committed before the subscriber's PUBACK
+    sub.send(p.Puback(m.packet_id))
+    store.flush()
+    before = store.written_count
+    pub.send(p.Publish("t", b"acked at once", qos=1, packet_id=2))
+    [m] = sub.publishes()
+    sub.send(p.Puback(m.packet_id))                # maybe before the writer took the puts
+    store.flush()
+    watcher = TestClient(broker)
+    watcher.connect("w")
+    watcher.subscribe("$SYS/broker/store/#")
+    broker.tick()
+    got = {m.topic: int(m.payload) for m in watcher.publishes()}
+    # the first message: a message row and a delivery row put, then deleted (4 written); the
+    # second: its 2 puts and 2 deletes written, or cancelled out in the batch (coalesced),
+    # depending on whether the writer took the puts before the PUBACK came
+    assert got["$SYS/broker/store/commits"] == store.commit_count >= 3
+    assert got["$SYS/broker/store/statements/written"] == store.written_count >= before >= 4
+    second = store.written_count - before + store.coalesced_count
+    assert got["$SYS/broker/store/statements/coalesced"] == store.coalesced_count
+    assert second >= 4
+    store.close()
+    # a store that keeps no such figures publishes none
+    assert "store/commits" not in stats_values(make_broker())
 
 
 def test_refused_qos2_publish_does_not_keep_its_packet_id(tmp_path):

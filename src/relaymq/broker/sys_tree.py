@@ -14,9 +14,20 @@ if TYPE_CHECKING:
     from relaymq.broker.broker import Broker
 
 
+#: The store's group-commit figures, when it keeps them (the SQLite store does): how many
+#: commits (one fsync each with synchronous=FULL), statements written, and statements that never
+#: reached the disk because a later one in the same batch undid them (a QoS 1 message whose
+#: subscriber acknowledged it before the commit).
+STORE_COUNTERS = (("store/commits", "commit_count"),
+                  ("store/statements/written", "written_count"),
+                  ("store/statements/coalesced", "coalesced_count"))
+
+
 def stats_values(broker: Broker) -> dict[str, str]:
     s = broker.stats
     connected = sum(1 for c in broker.connections if c.connected)
+    store = {name: str(getattr(broker.store, attr)) for name, attr in STORE_COUNTERS
+             if hasattr(broker.store, attr)}
     return {
         "version": f"relaymq {__version__}",
         "uptime": f"{int(broker.clock.monotonic() - broker.started_at)} seconds",
@@ -34,6 +45,7 @@ def stats_values(broker: Broker) -> dict[str, str]:
         "subscriptions/count": str(len(broker.subscriptions)),
         "retained messages/count": str(len(broker.retained)),
         "store/messages": str(len(broker.refs.counts)),
+        **store,
     }
 
 

@@ -79,8 +79,9 @@ def test_losses_are_counted(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(120)
 def test_command_line_json(tmp_path: Path) -> None:
-    """The ``relaymq bench`` command (issue 8): JSON output with the figures, exit status 0;
-    a payload too small for the stamp is a usage error (2)."""
+    """The ``relaymq bench`` command (issue 8): JSON output with the figures (and the read
+    pause that QoS 0 latencies include), exit status 0; a payload too small for the stamp is a
+    usage error (2)."""
     with BrokerProcess("relaymq", config=CONFIG, workdir=tmp_path) as broker:
         base = [sys.executable, "-m", "relaymq", "bench", "-p", str(broker.port)]
         done = subprocess.run(base + ["-q", "1", "-n", "300", "--sub", "2", "--json", "-"],
@@ -89,6 +90,14 @@ def test_command_line_json(tmp_path: Path) -> None:
         figures = json.loads(done.stdout)
         assert (figures["sent"], figures["expected"], figures["unique"], figures["lost"]) == \
             (300, 600, 600, 0)
+        assert (figures["delivered_qos"], figures["read_pause_ms"]) == (1, 1)
+        # QoS 0: the summary says its latencies include the read pause, and how to avoid it
+        zero = subprocess.run(base + ["-n", "200", "--progress"], capture_output=True,
+                              text=True, timeout=90)
+        assert zero.returncode == 0 and "1 ms of read pause included" in zero.stdout
+        latency = subprocess.run(base + ["-n", "200", "--read-pause", "0", "--json", "-"],
+                                 capture_output=True, text=True, timeout=90)
+        assert json.loads(latency.stdout)["read_pause_ms"] == 0
         bad = subprocess.run(base + ["-s", "8"], capture_output=True, text=True, timeout=60)
         assert bad.returncode == 2 and "payload size" in bad.stderr
 

@@ -34,6 +34,8 @@ class RunReport:
     protocol: int
     payload_size: int
     persistent: str = ""          # who had persistent sessions: "", "sub", "pub", "all"
+    delivered_qos: int = 0        # min(publication QoS, subscription QoS)
+    read_pause_ms: float = 0.0    # a QoS 0 subscriber's pause after a small read (client.py)
     sent: int = 0                 # PUBLISH packets written by all publishers
     completed: int = 0            # of those, acknowledged (QoS 1/2) or written (QoS 0)
     refused: int = 0              # acknowledged with a failure reason code (MQTT 5)
@@ -89,5 +91,13 @@ class RunReport:
             f"{self.receive_rate:,.0f} msg/s",
             f"expected   {self.expected:,}, unique {self.unique:,}, lost {self.lost:,}, "
             f"duplicates {self.duplicates:,}",
-            "latency ms " + ", ".join(f"{k} {fmt(v)}" for k, v in lat.items()),
+            "latency ms " + ", ".join(f"{k} {fmt(v)}" for k, v in lat.items())
+            + (f" (QoS 0: up to {self.read_pause_ms:g} ms of read pause included; "
+               "--read-pause 0 for latency runs)" if self.read_pause_ms and self.sub_qos_zero
+               else ""),
         ])
+
+    @property
+    def sub_qos_zero(self) -> bool:
+        """Whether the subscribers received at QoS 0 (the read pause applies only then)."""
+        return self.delivered_qos == 0

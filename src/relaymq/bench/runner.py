@@ -336,8 +336,11 @@ def run(spec: BenchSpec, *, progress: bool | None = None, stream: TextIO | None 
     errors = [r.error for r in results if r.error]
     if errors:
         raise BenchError("; ".join(dict.fromkeys(errors)))
+    sub_qos = spec.qos if spec.sub_qos is None else spec.sub_qos
     report = RunReport(spec.publishers, spec.subscribers, spec.qos, spec.protocol,
-                       spec.payload_size, persistent=spec.persistent)
+                       spec.payload_size, persistent=spec.persistent,
+                       delivered_qos=min(spec.qos, sub_qos),
+                       read_pause_ms=round(spec.read_pause * 1000, 3))
     latencies = array("q")
     pub_end = recv_end = start_ns
     recv_start = 0

@@ -157,6 +157,46 @@ def test_qos2_packet_id_is_durable_before_the_publish_is_sent(tmp_path):
     store.close()
 
 
+def test_qos2_pubrel_waits_until_released_is_durable(tmp_path):
+    """mqtt.md item 9 (QoS 2 exactly once), MQTT 3.1.1 4.3.3 (once the sender has sent PUBREL
+    it must not resend the PUBLISH) with spec README decision 4: a restarted broker resends what
+    its store says, so the PUBREL for a persistent session's delivery leaves only once its
+    RELEASED state is committed. A later PUBREL (here for an unknown id) waits behind it, since
+    PUBRELs keep the order of their PUBRECs (4.6). After a restart the session gets the PUBREL,
+    not the PUBLISH again."""
+    path = str(tmp_path / "rel.db")
+    store = SQLiteStore(path, notify=Callbacks())
+    broker = make_broker(store=store)
+    s = TestClient(broker)
+    s.connect("exact", clean=False)
+    s.subscribe("a", qos=2)
+    s.received()
+    broker.publish("a", b"one", qos=2)
+    broker.publish("a", b"two", qos=2)
+    one, two = s.publishes()
+    sent_before = len(s.link.data)
+    s.send(p.Pubrec(one.packet_id))
+    s.send(p.Pubrec(999))
+    assert len(s.link.data) == sent_before    # nothing on the wire while RELEASED is not durable
+    rel_one, rel_unknown = s.received()       # received() lets the store commit, runs callbacks
+    assert (rel_one.packet_id, rel_unknown.packet_id) == (one.packet_id, 999)
+    assert isinstance(rel_one, p.Pubrel) and isinstance(rel_unknown, p.Pubrel)
+    assert s.conn.pubrels_waiting == 0
+    store.close()
+
+    store2 = SQLiteStore(path, notify=Callbacks())
+    broker2 = make_broker(store=store2)
+    broker2.restore(store2.load())
+    back = TestClient(broker2)
+    assert back.connect("exact", clean=False).session_present
+    again = back.received()   # (a PUBREL and a PUBLISH are not ordered against each other)
+    assert len(again) == 2 and {(type(x), x.packet_id) for x in again} == {
+        (p.Pubrel, one.packet_id), (p.Publish, two.packet_id)}
+    [resent] = [x for x in again if isinstance(x, p.Publish)]
+    assert resent.payload == b"two" and resent.dup
+    store2.close()
+
+
 def test_congested_link_pauses_reading_holds_acknowledgements_and_flushes_them_on_resume(tmp_path):
     """Issue 2 limits (a publisher that never reads its PUBACKs must not grow the broker's
     memory): past the link's high-water mark the connection stops reading (what arrives waits

@@ -91,6 +91,8 @@ class Connection:
         # reason holds, received packets wait in the reader too.
         self.read_paused_for: set[str] = set()
         self._dispatching = False
+        # PUBRELs waiting for the store's commit (delivery.send_pubrel): later ones queue behind
+        self.pubrels_waiting = 0
         self.created_at = broker.clock.monotonic()
         broker.stats.connections_total += 1
         max_conn = broker.limits.max_connections

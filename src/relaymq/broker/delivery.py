@@ -177,7 +177,7 @@ def resend_inflight(broker: Broker, session: Session) -> None:
     for pid, d in list(session.inflight.items()):
         d.sent_at = now
         if d.state == RELEASED:
-            conn.send(p.Pubrel(pid))
+            send_pubrel(broker, session, conn, pid, d.persisted)
         else:
             conn.send_publish(d.message, d.qos, d.retain, pid, True, d.subscription_ids)
 
@@ -192,7 +192,7 @@ def retransmit_due(broker: Broker, session: Session, now: float) -> None:
         if now - d.sent_at >= interval:
             d.sent_at = now
             if d.state == RELEASED:
-                conn.send(p.Pubrel(pid))
+                send_pubrel(broker, session, conn, pid, d.persisted)
             else:
                 conn.send_publish(d.message, d.qos, d.retain, pid, True, d.subscription_ids)
 
@@ -241,5 +241,26 @@ def received(broker: Broker, session: Session, packet_id: int) -> Delivery | Non
     return d
 
 
+def send_pubrel(broker: Broker, session: Session, conn: Connection, packet_id: int,
+                stored: bool) -> None:
+    """PUBREL for an outbound QoS 2 message (``stored``: its RELEASED state was written).
+
+    Once a PUBREL has gone, the PUBLISH must never be sent again (MQTT 3.1.1 4.3.3; a receiver
+    that has completed the exchange would take it as a new message). A broker restarted after
+    a crash resends what its store says, so a stored delivery's PUBREL waits until RELEASED is
+    durable. PUBRELs leave in the order of their PUBRECs (4.6): while one waits, the
+    connection's later ones wait behind it."""
+    if stored or conn.pubrels_waiting:
+        conn.pubrels_waiting += 1
+        broker.store.on_durable(partial(_pubrel_now_durable, conn, packet_id))
+        return
+    conn.send(p.Pubrel(packet_id))
+
+
+def _pubrel_now_durable(conn: Connection, packet_id: int) -> None:
+    conn.pubrels_waiting -= 1
+    conn.send(p.Pubrel(packet_id))  # nothing when the connection is closed: a reconnect resends
+
+
 __all__ = ["deliver", "overflow", "refill", "pump", "start", "resend_inflight", "retransmit_due", "release", "discard",
-           "acknowledged", "received", "QUEUED"]
+           "acknowledged", "received", "send_pubrel", "QUEUED"]

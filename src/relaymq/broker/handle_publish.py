@@ -204,8 +204,8 @@ def handle_pubrec(conn: Connection, pkt: p.Pubrec) -> None:
         delivery.acknowledged(broker, session, pid, SENT, 2)
         return
     # unknown ids get a plain PUBREL too (as Mosquitto answers; the conformance cases expect it)
-    delivery.received(broker, session, pid)
-    conn.send(p.Pubrel(pid))
+    d = delivery.received(broker, session, pid)
+    delivery.send_pubrel(broker, session, conn, pid, d is not None and d.persisted)
 
 
 def handle_pubcomp(conn: Connection, pkt: p.Pubcomp) -> None:

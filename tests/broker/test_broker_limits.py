@@ -399,3 +399,34 @@ def test_released_qos2_no_longer_counts():
         c.send(p.Pubrel(pid))
         assert isinstance(c.received()[0], p.Pubcomp)
     assert broker.sessions["rel"].inbound_bytes == 0 and not c.link.closed
+
+
+def test_idle_sessions_and_connections_hold_no_empty_queues():
+    """Issue 8 scenario 6 (idle connections: broker memory; measured in bench/compare, not
+    here): a session's queue and spill list and a connection's acknowledgement queue are one
+    shared empty placeholder until something waits in them (an empty deque costs about 760
+    bytes), and a connection keeps no per-instance __dict__. Queueing, draining and ending the
+    session work the same through the placeholder."""
+    from relaymq.broker.session import NOTHING_QUEUED
+
+    broker = make_broker()
+    s = TestClient(broker)
+    s.connect("idle", clean=False)
+    s.subscribe("a", qos=1)
+    session = broker.sessions["idle"]
+    assert session.queue is NOTHING_QUEUED and session.spilled is NOTHING_QUEUED
+    assert s.conn.acks is NOTHING_QUEUED and not hasattr(s.conn, "__dict__")
+    s.send(p.Disconnect())
+    broker.publish("a", b"one", qos=1)
+    broker.publish("a", b"two", qos=1)
+    assert [d.message.payload for d in session.queue] == [b"one", b"two"]
+    back = TestClient(broker)
+    assert back.connect("idle", clean=False).session_present
+    got = back.publishes()
+    assert [m.payload for m in got] == [b"one", b"two"]
+    for m in got:
+        back.send(p.Puback(m.packet_id))
+    assert not session.queue and not session.inflight
+    back.send(p.Disconnect())
+    assert TestClient(broker).connect("idle", clean=True).session_present is False
+    assert "idle" not in broker.sessions or broker.sessions["idle"].queue is NOTHING_QUEUED

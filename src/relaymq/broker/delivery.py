@@ -13,7 +13,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from relaymq.broker.persistence import forget_delivery, persist_delivery, update_delivery
-from relaymq.broker.session import Delivery
+from relaymq.broker.session import Delivery, grown
 from relaymq.mqtt import packets as p
 from relaymq.mqtt.reason_codes import QUOTA_EXCEEDED
 from relaymq.store.base import QUEUED, RELEASED, SENT, StoredMessage
@@ -56,6 +56,7 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
         return
     if session.persistent:
         persist_delivery(broker, session, d)
+    session.queue = queue = grown(queue)
     queue.append(d)
     if conn is not None and conn.connected:
         pump(broker, session)
@@ -72,6 +73,7 @@ def overflow(broker: Broker, session: Session, message: StoredMessage, qos: int,
     if session.persistent and backlog < limits.max_stored_messages:
         d = Delivery(broker.new_seq(), message, qos, retain, list(subscription_ids or ()))
         persist_delivery(broker, session, d)
+        session.spilled = grown(session.spilled)
         session.spilled.append((d.seq, message.msg_id))
         return
     broker.stats.publish_dropped += 1
@@ -102,6 +104,7 @@ def refill(broker: Broker, session: Session) -> None:
         if max_bytes and session.queue and session.queued_bytes + len(msg.payload) > max_bytes:
             break  # the byte limit holds too (one message always fits an empty queue)
         session.spilled.popleft()
+        session.queue = grown(session.queue)
         session.queue.append(Delivery(rec.seq, msg, rec.qos, rec.retain, list(rec.subscription_ids),
                                       persisted=True))
         session.queued_bytes += len(msg.payload)

@@ -17,6 +17,17 @@ if TYPE_CHECKING:
     from relaymq.broker.ack_watch import AckWatch
     from relaymq.broker.connection import Connection
 
+#: What a queue holds until its first item: an empty deque costs about 760 bytes, and most
+#: sessions of idle devices never queue anything (issue 8, scenario 6: 10,000 idle
+#: connections). Reading works on it as on an empty deque; ``grown`` makes the deque before an
+#: append.
+NOTHING_QUEUED: tuple = ()
+
+
+def grown(queue: deque | tuple) -> deque:
+    """``queue`` as a deque that can be appended to (a new one for :data:`NOTHING_QUEUED`)."""
+    return deque() if queue is NOTHING_QUEUED else queue  # type: ignore[return-value]
+
 
 @dataclass(slots=True)
 class Delivery:
@@ -49,10 +60,11 @@ class Session:
         self.username = username
         # full topic filter as subscribed (incl. $share/...) -> options
         self.subscriptions: dict[str, SubscriptionRecord] = {}
-        self.queue: deque[Delivery] = deque()  # QoS 1/2 waiting for an in-flight slot
+        # QoS 1/2 waiting for an in-flight slot (a deque once something waited: ``grown``)
+        self.queue: deque[Delivery] = NOTHING_QUEUED  # type: ignore[assignment]
         # Deliveries past the in-memory queue limit, kept only in the store: (seq, msg_id) in
         # seq order, all after every delivery in ``queue`` (persistent sessions only).
-        self.spilled: deque[tuple[int, int]] = deque()
+        self.spilled: deque[tuple[int, int]] = NOTHING_QUEUED  # type: ignore[assignment]
         self.inflight: OrderedDict[int, Delivery] = OrderedDict()  # packet id -> delivery
         self.inbound: dict[int, StoredMessage | None] = {}  # QoS 2 received, awaiting PUBREL
         self.inbound_bytes = 0  # payload bytes of the messages in ``inbound``

@@ -37,6 +37,8 @@ def certificate_user(transport: asyncio.BaseTransport) -> str | None:
 
 
 class MQTTProtocol(asyncio.Protocol):
+    __slots__ = ("listener", "broker", "transport", "connection")  # one per connection
+
     def __init__(self, listener: Listener) -> None:
         self.listener = listener
         self.broker = listener.broker

@@ -125,6 +125,7 @@ def pump(broker: Broker, session: Session) -> None:
             if not session.spilled:
                 break
             refill(broker, session)
+            queue = session.queue  # refill may have made the deque (session.grown)
             if not queue:
                 break
         d = queue.popleft()

@@ -14,6 +14,7 @@ from relaymq.mqtt import packets as p
 from relaymq.mqtt.codec import encode
 from relaymq.mqtt.reader import PacketReader
 from relaymq.store.memory import MemoryStore
+from relaymq.store.sqlite import SQLiteStore
 
 
 class Link:
@@ -85,6 +86,15 @@ def make_broker(store=None, acl=None, passwords=None, **settings) -> Broker:
     clock = ManualClock()
     return Broker(make_config(**settings), store or MemoryStore(), clock,
                   passwords=passwords, acl=acl)
+
+
+def sqlite_broker(path: str, **settings) -> tuple[Broker, SQLiteStore]:
+    """A broker on the SQLite store at ``path`` with what the store holds restored: nothing
+    for a new file, what a restart finds otherwise. The caller closes the store."""
+    store = SQLiteStore(path, notify=Callbacks())
+    broker = make_broker(store=store, **settings)
+    broker.restore(store.load())
+    return broker, store
 
 
 class TestClient:

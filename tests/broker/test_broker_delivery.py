@@ -7,7 +7,7 @@ from relaymq.mqtt.codec import encode
 from relaymq.store.memory import MemoryStore
 from relaymq.store.sqlite import SQLiteStore
 
-from .driver import Callbacks, TestClient, make_broker
+from .driver import Callbacks, TestClient, make_broker, sqlite_broker
 
 
 def test_delivered_qos_is_min_of_published_and_granted():
@@ -264,8 +264,7 @@ def test_restart_from_sqlite_restores_sessions_queues_and_retained(tmp_path):
     """Issue 2 durable store: persistent sessions, subscriptions, queued QoS 1/2 and retained
     messages survive a restart (spec README decision 4)."""
     path = str(tmp_path / "r.db")
-    store = SQLiteStore(path, notify=Callbacks())
-    broker = make_broker(store=store)
+    broker, store = sqlite_broker(path)
     s = TestClient(broker)
     s.connect("s", clean=False)
     s.subscribe("q/#", qos=2)
@@ -276,9 +275,7 @@ def test_restart_from_sqlite_restores_sessions_queues_and_retained(tmp_path):
     pub.publish("keep", b"retained", qos=1, retain=True, packet_id=2)
     store.close()
 
-    store2 = SQLiteStore(path, notify=Callbacks())
-    broker2 = make_broker(store=store2)
-    broker2.restore(store2.load())
+    broker2, store2 = sqlite_broker(path)
     back = TestClient(broker2)
     assert back.connect("s", clean=False).session_present
     [m] = back.publishes()

@@ -11,7 +11,7 @@ from relaymq.mqtt.reason_codes import QUOTA_EXCEEDED
 from relaymq.store.memory import MemoryStore
 from relaymq.store.sqlite import SQLiteStore
 
-from .driver import Callbacks, TestClient, make_broker, settle
+from .driver import Callbacks, TestClient, make_broker, sqlite_broker, settle
 
 
 def _publish_many(broker, count: int, topic: str = "a") -> None:
@@ -72,9 +72,7 @@ def test_offline_persistent_backlog_survives_restart_and_is_not_all_loaded_into_
     _publish_many(broker, 30)
     store.close()
 
-    store2 = SQLiteStore(path, notify=Callbacks())
-    broker2 = make_broker(store=store2, max_queued_messages=4, max_inflight=2)
-    broker2.restore(store2.load())
+    broker2, store2 = sqlite_broker(path, max_queued_messages=4, max_inflight=2)
     session = broker2.sessions["off"]
     assert (len(session.queue), len(session.spilled)) == (4, 26)
     back = TestClient(broker2)
@@ -165,8 +163,7 @@ def test_qos2_pubrel_waits_until_released_is_durable(tmp_path):
     PUBRELs keep the order of their PUBRECs (4.6). After a restart the session gets the PUBREL,
     not the PUBLISH again."""
     path = str(tmp_path / "rel.db")
-    store = SQLiteStore(path, notify=Callbacks())
-    broker = make_broker(store=store)
+    broker, store = sqlite_broker(path)
     s = TestClient(broker)
     s.connect("exact", clean=False)
     s.subscribe("a", qos=2)
@@ -184,9 +181,7 @@ def test_qos2_pubrel_waits_until_released_is_durable(tmp_path):
     assert s.conn.pubrels_waiting == 0
     store.close()
 
-    store2 = SQLiteStore(path, notify=Callbacks())
-    broker2 = make_broker(store=store2)
-    broker2.restore(store2.load())
+    broker2, store2 = sqlite_broker(path)
     back = TestClient(broker2)
     assert back.connect("exact", clean=False).session_present
     again = back.received()   # (a PUBREL and a PUBLISH are not ordered against each other)
@@ -331,9 +326,7 @@ def test_max_queued_bytes_holds_for_a_persistent_session_live_and_after_restart(
     assert (len(session.queue), len(session.spilled), session.queued_bytes) == (3, 7, 300)
     store.close()
 
-    store2 = SQLiteStore(path, notify=Callbacks())
-    broker2 = make_broker(store=store2, max_queued_bytes=350, max_inflight=1)
-    broker2.restore(store2.load())
+    broker2, store2 = sqlite_broker(path, max_queued_bytes=350, max_inflight=1)
     session = broker2.sessions["bytes"]
     assert (len(session.queue), len(session.spilled), session.queued_bytes) == (3, 7, 300)
     back = TestClient(broker2)

@@ -93,11 +93,6 @@ class RunReport:
             f"duplicates {self.duplicates:,}",
             "latency ms " + ", ".join(f"{k} {fmt(v)}" for k, v in lat.items())
             + (f" (QoS 0: up to {self.read_pause_ms:g} ms of read pause included; "
-               "--read-pause 0 for latency runs)" if self.read_pause_ms and self.sub_qos_zero
-               else ""),
+               "--read-pause 0 for latency runs)"
+               if self.read_pause_ms and self.delivered_qos == 0 else ""),  # QoS 0 only
         ])
-
-    @property
-    def sub_qos_zero(self) -> bool:
-        """Whether the subscribers received at QoS 0 (the read pause applies only then)."""
-        return self.delivered_qos == 0

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from relaymq.broker import delivery as delivery_mod
 from relaymq.broker.clock import Clock
 from relaymq.broker.persistence import MessageRefs, save_session
-from relaymq.broker.session import NOTHING_QUEUED, Delivery, Session, grown
+from relaymq.broker.session import Delivery, Session
 from relaymq.broker.shared import SharedGroup
 from relaymq.broker.stats import BrokerStats
 from relaymq.pubsub.retained import RetainedTree
@@ -106,7 +106,7 @@ class Broker:
         for d in list(session.inflight.values()) + list(session.queue):
             delivery_mod.discard(self, session, d, persist=False)
         session.inflight.clear()
-        session.queue = NOTHING_QUEUED  # type: ignore[assignment]
+        session.clear_queue()
         while session.spilled:
             self.refs.release_id(session.spilled.popleft()[1])
         for msg in session.inbound.values():
@@ -204,8 +204,7 @@ class Broker:
             inflight = rec.state != QUEUED and rec.packet_id is not None and rec.packet_id not in s.inflight
             if not inflight and (s.spilled or len(s.queue) >= max_queued or (
                     max_bytes and s.queue and s.queued_bytes + len(msg.payload) > max_bytes)):
-                s.spilled = grown(s.spilled)
-                s.spilled.append((rec.seq, msg.msg_id))  # stays in the store until there is room
+                s.spill(rec.seq, msg.msg_id)  # stays in the store until there is room
                 continue
             d = Delivery(rec.seq, msg, rec.qos, rec.retain, list(rec.subscription_ids),
                          rec.packet_id, rec.state, persisted=True)
@@ -213,8 +212,7 @@ class Broker:
                 s.inflight[rec.packet_id] = d
             else:
                 d.state, d.packet_id = QUEUED, None
-                s.queue = grown(s.queue)
-                s.queue.append(d)
+                s.enqueue(d)
             s.queued_bytes += len(msg.payload)
         for rec in snap.inbound:
             s = self.sessions.get(rec.client_id)

@@ -13,7 +13,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from relaymq.broker.persistence import forget_delivery, persist_delivery, update_delivery
-from relaymq.broker.session import Delivery, grown
+from relaymq.broker.session import Delivery
 from relaymq.mqtt import packets as p
 from relaymq.mqtt.reason_codes import QUOTA_EXCEEDED
 from relaymq.store.base import QUEUED, RELEASED, SENT, StoredMessage
@@ -56,8 +56,7 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
         return
     if session.persistent:
         persist_delivery(broker, session, d)
-    session.queue = queue = grown(queue)
-    queue.append(d)
+    session.enqueue(d)
     if conn is not None and conn.connected:
         pump(broker, session)
 
@@ -73,8 +72,7 @@ def overflow(broker: Broker, session: Session, message: StoredMessage, qos: int,
     if session.persistent and backlog < limits.max_stored_messages:
         d = Delivery(broker.new_seq(), message, qos, retain, list(subscription_ids or ()))
         persist_delivery(broker, session, d)
-        session.spilled = grown(session.spilled)
-        session.spilled.append((d.seq, message.msg_id))
+        session.spill(d.seq, message.msg_id)
         return
     broker.stats.publish_dropped += 1
     session.dropped += 1
@@ -104,9 +102,8 @@ def refill(broker: Broker, session: Session) -> None:
         if max_bytes and session.queue and session.queued_bytes + len(msg.payload) > max_bytes:
             break  # the byte limit holds too (one message always fits an empty queue)
         session.spilled.popleft()
-        session.queue = grown(session.queue)
-        session.queue.append(Delivery(rec.seq, msg, rec.qos, rec.retain, list(rec.subscription_ids),
-                                      persisted=True))
+        session.enqueue(Delivery(rec.seq, msg, rec.qos, rec.retain, list(rec.subscription_ids),
+                                 persisted=True))
         session.queued_bytes += len(msg.payload)
 
 
@@ -125,7 +122,7 @@ def pump(broker: Broker, session: Session) -> None:
             if not session.spilled:
                 break
             refill(broker, session)
-            queue = session.queue  # refill may have made the deque (session.grown)
+            queue = session.queue  # refill may have made the deque (Session.enqueue)
             if not queue:
                 break
         d = queue.popleft()
@@ -181,7 +178,7 @@ def resend_inflight(broker: Broker, session: Session) -> None:
     for pid, d in list(session.inflight.items()):
         d.sent_at = now
         if d.state == RELEASED:
-            send_pubrel(broker, session, conn, pid, d.persisted)
+            send_pubrel(broker, conn, pid, d.persisted)
         else:
             conn.send_publish(d.message, d.qos, d.retain, pid, True, d.subscription_ids)
 
@@ -196,7 +193,7 @@ def retransmit_due(broker: Broker, session: Session, now: float) -> None:
         if now - d.sent_at >= interval:
             d.sent_at = now
             if d.state == RELEASED:
-                send_pubrel(broker, session, conn, pid, d.persisted)
+                send_pubrel(broker, conn, pid, d.persisted)
             else:
                 conn.send_publish(d.message, d.qos, d.retain, pid, True, d.subscription_ids)
 
@@ -245,8 +242,7 @@ def received(broker: Broker, session: Session, packet_id: int) -> Delivery | Non
     return d
 
 
-def send_pubrel(broker: Broker, session: Session, conn: Connection, packet_id: int,
-                stored: bool) -> None:
+def send_pubrel(broker: Broker, conn: Connection, packet_id: int, stored: bool) -> None:
     """PUBREL for an outbound QoS 2 message (``stored``: its RELEASED state was written).
 
     Once a PUBREL has gone, the PUBLISH must never be sent again (MQTT 3.1.1 4.3.3; a receiver

@@ -205,7 +205,7 @@ def handle_pubrec(conn: Connection, pkt: p.Pubrec) -> None:
         return
     # unknown ids get a plain PUBREL too (as Mosquitto answers; the conformance cases expect it)
     d = delivery.received(broker, session, pid)
-    delivery.send_pubrel(broker, session, conn, pid, d is not None and d.persisted)
+    delivery.send_pubrel(broker, conn, pid, d is not None and d.persisted)
 
 
 def handle_pubcomp(conn: Connection, pkt: p.Pubcomp) -> None:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 #: What a queue holds until its first item: an empty deque costs about 760 bytes, and most
 #: sessions of idle devices never queue anything (issue 8, scenario 6: 10,000 idle
 #: connections). Reading works on it as on an empty deque; ``grown`` makes the deque before an
-#: append.
+#: append (``Session.enqueue``/``spill``, ``Connection.acknowledge``).
 NOTHING_QUEUED: tuple = ()
 
 
@@ -60,7 +60,7 @@ class Session:
         self.username = username
         # full topic filter as subscribed (incl. $share/...) -> options
         self.subscriptions: dict[str, SubscriptionRecord] = {}
-        # QoS 1/2 waiting for an in-flight slot (a deque once something waited: ``grown``)
+        # QoS 1/2 waiting for an in-flight slot (a deque once something waited: ``enqueue``)
         self.queue: deque[Delivery] = NOTHING_QUEUED  # type: ignore[assignment]
         # Deliveries past the in-memory queue limit, kept only in the store: (seq, msg_id) in
         # seq order, all after every delivery in ``queue`` (persistent sessions only).
@@ -74,6 +74,20 @@ class Session:
         self.queued_bytes = 0
         self.dropped = 0
         self.persisted = False  # a SessionRecord is in the store
+
+    def enqueue(self, d: Delivery) -> None:
+        """Append to ``queue`` (made a deque on first use)."""
+        self.queue = queue = grown(self.queue)
+        queue.append(d)
+
+    def spill(self, seq: int, msg_id: int) -> None:
+        """Append to ``spilled`` (made a deque on first use)."""
+        self.spilled = spilled = grown(self.spilled)
+        spilled.append((seq, msg_id))
+
+    def clear_queue(self) -> None:
+        """Forget what is queued (the caller released it), back to the shared empty placeholder."""
+        self.queue = NOTHING_QUEUED  # type: ignore[assignment]
 
     @property
     def persistent(self) -> bool:

@@ -13,7 +13,7 @@ import json
 import sys
 
 from relaymq.bench import BenchError, BenchSpec, run as run_bench
-from relaymq.bench.client import DEFAULT_READ_PAUSE
+from relaymq.bench.client import DEFAULT_READ_PAUSE, SMALL_READ
 
 _EPILOG = """\
 examples:
@@ -81,8 +81,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="stop waiting for deliveries after this long without one (default 5)")
     parser.add_argument("--read-pause", type=float, default=DEFAULT_READ_PAUSE * 1000,
                         metavar="MS",
-                        help="QoS 0 subscribers: after a read of less than 16 KiB, wait this "
-                             "long before the next, so one read takes what arrived meanwhile "
+                        help=f"QoS 0 subscribers: after a read of less than {SMALL_READ // 1024} "
+                             "KiB, wait this long before the next, so one read takes what arrived meanwhile "
                              "(less generator CPU against brokers that write each packet on "
                              "its own; adds up to MS to QoS 0 latencies). 0: read as data "
                              "arrives, for latency runs (default %(default)g)")

@@ -4,6 +4,7 @@ mqttv311, mqttv5): what an operator would type against the broker.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,28 @@ def test_persistent_session_survives_restart(broker: BrokerProcess, level: str) 
         assert (got.topic, got.payload, got.qos) == (topic, b"queued across a restart", 1)
     finally:
         again.stop()
+
+
+def test_store_group_commit_statistics_reach_mosquitto_sub(tmp_path: Path) -> None:
+    """Issue 2 ($SYS statistics) and issue 8: an operator with mosquitto_sub sees the SQLite
+    store's group commit under $SYS/broker/store/: commits, statements written and statements
+    coalesced, as decimal counts that grow once a persistent session stores a QoS 1 message."""
+    config = {"broker": {"sys_interval": 1}, "http": {"port": 0}, "qmgr": {"channel_port": 0}}
+    with BrokerProcess("relaymq", config=config, workdir=tmp_path) as broker:
+        keeper = MosquittoSub(broker, "v311", "stored/t", 1, clean=False).start()
+        keeper.stop()                         # offline: the next message is queued and stored
+        mosquitto_pub(broker, "v311", "stored/t", b"kept", 1)
+        names = ("commits", "statements/written", "statements/coalesced")
+        sys_sub = MosquittoSub(broker, "v311", "$SYS/broker/store/#", 0).start()
+        try:
+            figures: dict[str, int] = {}
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not (
+                    figures.get("commits", 0) >= 1 and figures.get("statements/written", 0) >= 2):
+                for m in sys_sub.inbox.wait_for(len(sys_sub.inbox.messages) + 1):
+                    figures[m.topic.removeprefix("$SYS/broker/store/")] = int(m.payload)
+        finally:
+            sys_sub.stop()
+        assert set(names) <= set(figures)
+        assert figures["commits"] >= 1 and figures["statements/written"] >= 2
+        assert figures["statements/coalesced"] >= 0

@@ -20,7 +20,8 @@ How, and why it cannot deadlock:
   window or keeps the connection alive: PUBACK, PUBREC and PUBCOMP for messages the broker sent
   it, PINGREQ, DISCONNECT, and QoS 0 PUBLISH (never held: QoS 0 may be dropped under pressure
   anyway, and MQTT orders messages per topic *and QoS*, 3.1.1 4.6). Everything else (QoS 1/2
-  PUBLISH, PUBREL, SUBSCRIBE, UNSUBSCRIBE) waits behind the held publication in arrival order,
+  PUBLISH, a retained QoS 0 one, which must not be overwritten by the older held one, PUBREL,
+  SUBSCRIBE, UNSUBSCRIBE) waits behind the held publication in arrival order,
   so acknowledgements keep the order of the packets they answer (4.6, ``Connection.acks``);
   the topic aliases of waiting PUBLISH packets are resolved as they arrive, in order. So a
   client that is both a held publisher and a subscriber still frees its own window, and every
@@ -174,8 +175,8 @@ def must_wait(conn: Connection, held: Held, packet: Any) -> bool:
     if kind not in WAITING_TYPES:
         return False
     if kind == p.PUBLISH:
-        if packet.qos == 0:
-            return False
+        if packet.qos == 0 and not packet.retain:
+            return False  # (a retained one waits: it must not be replaced by an older one)
         from relaymq.broker.handle_publish import resolve_topic
 
         packet.topic = resolve_topic(conn, packet)

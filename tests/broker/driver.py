@@ -70,7 +70,7 @@ def settle(broker: Broker) -> None:
         if isinstance(notify, Callbacks):
             broker.store.flush()
             notify.run()
-        if not broker.deferred:
+        if not getattr(broker, "deferred", None):
             break
         broker.run_deferred()
 

@@ -391,3 +391,18 @@ def test_a_retained_qos0_publication_waits_behind_a_held_one():
     # (live, QoS 0 bypasses the subscriber's QoS 1 queue, as it always does: ordering is per QoS)
     assert sorted(got) == [b"m000", b"m001", b"m002", b"newer", b"older"]
     assert broker.retained.get("a").payload == b"newer"
+
+
+def test_a_publication_larger_than_max_queued_bytes_is_delivered_not_dropped():
+    """Issue 14 with docs/configuration.md max_queued_bytes: a client's QoS 1 publication that
+    alone exceeds a clean session's byte limit fills the session (its publisher's next one is
+    held back) but is delivered, not dropped after its PUBACK (before: dropped and counted)."""
+    broker = make_broker(max_queued_bytes=100, max_inflight=1)
+    s = _stuck_subscriber(broker)
+    pub = TestClient(broker)
+    pub.connect("fast")
+    assert _acked(pub.publish("a", b"x" * 300, qos=1, packet_id=1)) == [1]
+    assert _acked(pub.publish("a", b"small", qos=1, packet_id=2)) == []  # held: the session is full
+    got, answered = _drain(s, 2, also=pub)
+    assert got == [b"x" * 300, b"small"] and _acked(answered) == [2]
+    assert broker.stats.publish_dropped == 0

@@ -89,13 +89,16 @@ def overflow(broker: Broker, session: Session, message: StoredMessage, qos: int,
     policy = session.overflow
     size = len(message.payload)
     if policy == BLOCK:
-        if session.blocking is None:
+        # The first message that finds the session full is always taken: it may come from a
+        # client, whose publication was routed before the session blocked (however large it is).
+        first = session.blocking is None
+        if first:
             backpressure.start_blocking(broker, session)
         if persistent:
-            if backlog < 2 * limits.max_stored_messages:
+            if first or backlog < 2 * limits.max_stored_messages:
                 _spill(broker, session, message, qos, retain, subscription_ids)
                 return
-        elif len(session.queue) < 2 * limits.max_queued_messages and (
+        elif first or len(session.queue) < 2 * limits.max_queued_messages and (
                 not limits.max_queued_bytes or session.queued_bytes + size <= 2 * limits.max_queued_bytes):
             d = Delivery(broker.new_seq(), message, qos, retain, list(subscription_ids or ()))
             session.queued_bytes += size

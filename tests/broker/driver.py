@@ -70,7 +70,8 @@ def settle(broker: Broker) -> None:
         if isinstance(notify, Callbacks):
             broker.store.flush()
             notify.run()
-        if not getattr(broker, "deferred", None):
+        state = getattr(broker, "backpressure", None)
+        if state is None or not state.deferred:
             break
         broker.run_deferred()
 

@@ -80,7 +80,7 @@ def test_full_clean_session_holds_the_publisher_back_and_loses_nothing():
     assert got == [f"m{i:03d}".encode() for i in range(10)]
     assert _acked(answered) == [7, 8, 9, 10]
     assert broker.stats.publish_dropped == 0 and session.dropped == 0
-    assert not broker.blocking and pub.conn.held_back is None
+    assert not broker.backpressure.blocking and pub.conn.held_back is None
 
 
 def test_a_held_client_still_handles_the_acknowledgements_of_what_it_receives():
@@ -253,7 +253,7 @@ def test_ending_or_unsubscribing_the_full_session_releases_its_publishers():
     assert _acked(_publish(pub, 4, first=4)) == [5, 6, 7]
     s2.drop()  # a clean session ends with its connection
     assert _acked(pub.received()) == [8]
-    assert list(broker.blocking) == [broker.sessions["slow"]]  # still full, holding nobody
+    assert list(broker.backpressure.blocking) == [broker.sessions["slow"]]  # still full, holding nobody
     assert broker.sessions["slow"].blocking == []
 
 
@@ -359,7 +359,7 @@ def test_the_subscribers_listener_decides(tmp_path):
     """Issue 14: ``overflow`` belongs to the listener the *subscriber* connected through: a
     publisher on a "drop-new" listener is still held back by a subscriber of a "block" one."""
     broker = make_broker(max_queued_messages=1, max_inflight=1)
-    broker.overflow_policies["lossy"] = "drop-new"
+    broker.backpressure.policies["lossy"] = "drop-new"
     s = _stuck_subscriber(broker)
     pub = TestClient(broker)
     pub.conn.listener = "lossy"

@@ -9,7 +9,8 @@ the clients that publish to that session until it has room again.
 How, and why it cannot deadlock:
 
 * A full session is *blocking*: ``Session.blocking`` is the list of connections it holds
-  back, ``Broker.blocking`` has every blocking session with the time it filled up. The message
+  back, ``Broker.backpressure.blocking`` has every blocking session with the time it filled
+  up. The message
   that filled it is still taken (delivery.overflow).
 * A client's QoS 1 PUBLISH, and the PUBREL of a QoS 2 one, is routed with ``hold=True``: when
   one of the sessions it would reach at QoS 1/2 is blocking, routing returns :data:`HELD`
@@ -89,8 +90,32 @@ class Held:
         self.session: Session | None = None
 
 
+class Backpressure:
+    """The broker's backpressure state (``Broker.backpressure``)."""
+
+    __slots__ = ("blocking", "held_on", "policies", "default_overflow", "call_soon", "deferred")
+
+    def __init__(self, listeners: Any) -> None:
+        self.blocking: dict[Session, Blocking] = {}  # the blocking sessions
+        self.held_on: Session | None = None  # the session that made routing return HELD last
+        # What a full session does, by the name of its client's listener; a session restored
+        # from the store (or of a listener not configured) takes what every listener says,
+        # else "block".
+        self.policies: dict[str, str] = {listener.name: listener.overflow for listener in listeners}
+        values = set(self.policies.values())
+        self.default_overflow = values.pop() if len(values) == 1 else "block"
+        # Set by the server: loop.call_soon (Broker.defer); None: calls wait in ``deferred``
+        # for Broker.run_deferred (the tick, tests).
+        self.call_soon: Callable[[Callable[[], None]], Any] | None = None
+        self.deferred: list[Callable[[], None]] = []
+
+    def policy(self, listener: str) -> str:
+        """The ``overflow`` of the listener named ``listener``."""
+        return self.policies.get(listener, self.default_overflow)
+
+
 class Blocking:
-    """A blocking session's entry in ``Broker.blocking``."""
+    """A blocking session's entry in ``Backpressure.blocking``."""
 
     __slots__ = ("since", "stalled", "logged_at")
 
@@ -103,7 +128,7 @@ class Blocking:
 def start_blocking(broker: Broker, session: Session) -> None:
     """The session is full (policy ``block``): from now on it holds its publishers back."""
     session.blocking = []
-    broker.blocking[session] = Blocking(broker.clock.monotonic())
+    broker.backpressure.blocking[session] = Blocking(broker.clock.monotonic())
     log.debug("session %s is full: holding back its publishers", session.client_id)
 
 
@@ -130,7 +155,7 @@ def unblock(broker: Broker, session: Session) -> None:
     if waiters is None:
         return
     session.blocking = None
-    entry = broker.blocking.pop(session, None)
+    entry = broker.backpressure.blocking.pop(session, None)
     if entry is not None and entry.stalled:
         log.warning("session %s takes messages again after holding publishers back for %.0f s",
                     session.client_id, broker.clock.monotonic() - entry.since)
@@ -220,7 +245,7 @@ def forget(conn: Connection) -> None:
 def check(broker: Broker, now: float) -> None:
     """The periodic tick: release a session that drained by other means than an acknowledgement
     (expired messages), and log and count those that held publishers back too long."""
-    for session, entry in list(broker.blocking.items()):
+    for session, entry in list(broker.backpressure.blocking.items()):
         if below_low_water(broker, session):
             unblock(broker, session)
             continue
@@ -242,9 +267,9 @@ def check(broker: Broker, now: float) -> None:
 
 def held_connections(broker: Broker) -> int:
     """Connections held back now."""
-    return sum(len(session.blocking or ()) for session in broker.blocking)
+    return sum(len(session.blocking or ()) for session in broker.backpressure.blocking)
 
 
 def stalled_sessions(broker: Broker) -> int:
     """Sessions stalled now (holding publishers back for longer than STALLED_AFTER)."""
-    return sum(1 for entry in broker.blocking.values() if entry.stalled)
+    return sum(1 for entry in broker.backpressure.blocking.values() if entry.stalled)

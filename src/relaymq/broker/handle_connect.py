@@ -166,7 +166,7 @@ def connect_session(conn: Connection, pkt: p.Connect, client_id: str, assigned: 
     session.disconnected_at = None
     conn.session = session
     # A full queue does what the listener the client came through says (issue 14)
-    session.overflow = broker.overflow_policy(conn.listener)
+    session.overflow = broker.backpressure.policy(conn.listener)
     if session.blocking is not None and session.overflow != BLOCK:
         unblock(broker, session)
     save_session(broker, session)

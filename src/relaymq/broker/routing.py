@@ -34,7 +34,7 @@ def process_publication(broker: Broker, message: StoredMessage, origin: Session 
                         hold: bool = False) -> int:
     """Route and retain (if flagged) a publication. Returns the number of receiving clients,
     or HELD when ``hold`` (a client's QoS 1/2 publication, whose acknowledgement can wait) and
-    a session it goes to at QoS 1/2 is full and blocking (``broker.held_on``): then nothing was
+    a session it goes to at QoS 1/2 is full and blocking (``broker.backpressure.held_on``): then nothing was
     delivered nor retained (backpressure.py)."""
     receivers = route(broker, message, origin, hold)
     if receivers < 0:
@@ -85,7 +85,7 @@ def route(broker: Broker, message: StoredMessage, origin: Session | None, hold: 
         retain = message.retain and sub.retain_as_published
         if targets is None:
             if hold and qos and session.blocking is not None:
-                broker.held_on = session
+                broker.backpressure.held_on = session
                 return HELD
             deliver(broker, session, message, qos, retain, [sub.subscription_id] if sub.subscription_id else None)
             return 1
@@ -100,11 +100,11 @@ def route(broker: Broker, message: StoredMessage, origin: Session | None, hold: 
                 t[2].append(sub.subscription_id)
     if not targets:
         return 0
-    if hold and broker.blocking:
+    if hold and broker.backpressure.blocking:
         for client_id, target in targets.items():
             session = sessions[client_id]
             if target[0] and session.blocking is not None:
-                broker.held_on = session
+                broker.backpressure.held_on = session
                 return HELD
     for client_id, (qos, retain, sub_ids) in targets.items():
         deliver(broker, sessions[client_id], message, qos, retain, sub_ids)

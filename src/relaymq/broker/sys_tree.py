@@ -45,7 +45,7 @@ def stats_values(broker: Broker) -> dict[str, str]:
         "publish/messages/dropped": str(s.publish_dropped),
         "publish/messages/dropped/overflow": str(s.overflow_dropped),
         "publish/messages/held": str(s.publications_held),
-        "clients/blocking": str(len(broker.blocking)),
+        "clients/blocking": str(len(broker.backpressure.blocking)),
         "clients/held": str(held_connections(broker)),
         "clients/stalled": str(stalled_sessions(broker)),
         "clients/stalled/total": str(s.stalls),

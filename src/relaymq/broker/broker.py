@@ -58,7 +58,7 @@ class Broker:
         self.authenticator: Callable[[str, bytes | None, str, Callable[[bool], None]], None] | None = None
         # Called with every publication once it is routed (the message log, flows that listen
         # to topics): fn(message). A tap must not block; one that raises is logged and skipped.
-        self.publication_taps: list[Callable[[StoredMessage], None]] = []
+        self.publication_taps: list[Callable[[StoredMessage], int | None]] = []
         # Set while a client's QoS 1 publication is routed: the deliveries it stores (ack_watch.py).
         self.ack_watch: AckWatch | None = None
 
@@ -129,8 +129,9 @@ class Broker:
         valid: callers check names they did not make themselves (relaymq.pubsub.topics)."""
         from relaymq.broker.routing import process_publication
 
-        return process_publication(self, self.new_message(topic, payload, qos, retain, properties,
-                                                          expiry_interval), origin=None)
+        with self.store.unit():  # every copy commits together
+            return process_publication(self, self.new_message(topic, payload, qos, retain, properties,
+                                                              expiry_interval), origin=None)
 
     def publish_will(self, message: StoredMessage) -> None:
         from relaymq.broker.routing import process_publication

@@ -134,18 +134,22 @@ class Connection:
         if self._dispatching:
             return  # called from inside the loop below: it carries on by itself
         self._dispatching = True
-        try:
-            while not self.closed and not self.read_paused_for:
-                packet = self.reader.next_packet()
-                if packet is None:
-                    break
-                self.dispatch(packet)
-        except MQTTError as err:
-            self.protocol_violation(err)
-        finally:
-            self._dispatching = False
-            if self._acks_unregistered:
-                self._register_acks()
+        # One unit of work of the store for everything this read does: every copy of a
+        # publication (deliveries, retained, queue puts, archive entries) and the state change
+        # its acknowledgement waits for commit together, or not at all.
+        with self.broker.store.unit():
+            try:
+                while not self.closed and not self.read_paused_for:
+                    packet = self.reader.next_packet()
+                    if packet is None:
+                        break
+                    self.dispatch(packet)
+            except MQTTError as err:
+                self.protocol_violation(err)
+            finally:
+                self._dispatching = False
+                if self._acks_unregistered:
+                    self._register_acks()
 
     def dispatch(self, packet: p.Packet) -> None:
         if not self.connected:

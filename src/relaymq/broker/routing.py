@@ -30,15 +30,20 @@ if TYPE_CHECKING:
 
 
 def process_publication(broker: Broker, message: StoredMessage, origin: Session | None) -> int:
-    """Retain (if flagged) and route a publication. Returns the number of receiving clients."""
+    """Retain (if flagged) and route a publication. Returns the number of receivers: clients, and
+    the copies the taps made (queue subscribers), so an MQTT 5 PUBACK says 0x10 No matching
+    subscribers only when nobody at all took it."""
     if message.retain:
         store_retained(broker, message)
     receivers = route(broker, message, origin)
     for tap in broker.publication_taps:
         try:
-            tap(message)
+            taken = tap(message)  # the copies it made (queue subscribers), or None
         except Exception:  # a faulty tap must not stop delivery to the others
             log.exception("publication tap %r failed on %s", tap, message.topic)
+            continue
+        if taken:
+            receivers += taken
     return receivers
 
 

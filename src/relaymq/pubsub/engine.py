@@ -225,6 +225,9 @@ class PubSubEngine:
         #: copy carries them (item 23). Stale once the topic's retained message changes.
         self.retained_psc: dict[str, dict[str, Any]] = {}
         self.changed = False  # set by every change the service must make durable
+        #: Subscriptions changed since the service last saved (``take_dirty``): key -> the
+        #: subscription, or None when it was removed.
+        self.dirty: dict[tuple[Any, ...], QueueSubscription | None] = {}
 
     # ================================================================ commands
     def handle_message(self, message: Message, queue: str, now: float) -> list[Action]:
@@ -733,6 +736,7 @@ class PubSubEngine:
         for sub in targets:
             if identity is not None:
                 sub.identities.pop(identity, None)
+                self.dirty[sub.key] = sub
                 self.changed = True
                 if sub.identities or "LeaveOnly" in options:
                     continue  # others remain, or LeaveOnly keeps it even when empty (5695-5712)
@@ -800,7 +804,13 @@ class PubSubEngine:
     def _of_subscriber(self, subscriber: SubscriberId) -> list[QueueSubscription]:
         return [self.subscriptions[k] for k in self.by_subscriber.get(subscriber, ())]
 
+    def take_dirty(self) -> dict[tuple[Any, ...], QueueSubscription | None]:
+        """The subscriptions changed since the last call (key -> subscription, None: removed)."""
+        dirty, self.dirty = self.dirty, {}
+        return dirty
+
     def _index(self, sub: QueueSubscription) -> None:
+        self.dirty[sub.key] = sub
         self.subscriptions[sub.key] = sub
         self.by_subscriber.setdefault(sub.subscriber, set()).add(sub.key)
         if sub.sub_name:
@@ -808,7 +818,8 @@ class PubSubEngine:
         self.trees.setdefault(sub.sub_point, SubscriptionTree()).insert(sub.topic, sub.tree_key, sub)
 
     def _unindex(self, sub: QueueSubscription) -> None:
-        self.subscriptions.pop(sub.key, None)
+        if self.subscriptions.pop(sub.key, None) is not None:
+            self.dirty[sub.key] = None
         keys = self.by_subscriber.get(sub.subscriber)
         if keys is not None:
             keys.discard(sub.key)

@@ -90,8 +90,6 @@ class ArchiveService:
         """Hook into the broker, the HTTP server and the queue manager (those that run)."""
         self._broker = broker
         broker.publication_taps.append(self.tap)
-        if any(rule.retention_seconds or rule.retention_entries for rule in self.config.rules):
-            self._housekeeping = asyncio.get_running_loop().create_task(self._retention())
         self._http = services.get("http")
         if self._http is not None:
             self._endpoint = FetchEndpoint(self.log)
@@ -155,6 +153,8 @@ async def start(context: Any) -> Any:
     except Exception as error:  # noqa: BLE001 - one line for the operator
         raise ServiceError(f"archive: cannot open the message log in {directory}: {error}") from None
     service.attach(context.broker, context.services)
+    if any(rule.retention_seconds or rule.retention_entries for rule in config.rules):
+        service._housekeeping = asyncio.get_running_loop().create_task(service._retention())
     context.services[SERVICE_NAME] = service
     log.info("archive: %d rule(s), log in %s", len(config.rules),
              service.log.engine.path if service.log.engine is not None else directory)

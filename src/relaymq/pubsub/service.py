@@ -60,7 +60,9 @@ from relaymq.pubsub.stats import CONTENT_TYPE as STATS_CONTENT_TYPE
 from relaymq.pubsub.stats import statistics_payload, statistics_topic
 from relaymq.pubsub.topicacl import CombinedAcl
 from relaymq.qmgr.definitions import SYSTEM_DEAD_LETTER_QUEUE
+from relaymq.qmgr.resolution import SYNCHRONOUS_ROUTES
 from relaymq.qmgr.errors import BadName, QueueError, UnknownQueue, UnknownQueueManager
+from relaymq.store.base import StoreError
 
 log = logging.getLogger("relaymq.pubsub")
 
@@ -114,6 +116,9 @@ class PubSubService:
         self._administrators = tuple(context.config.access.administrators)
         #: Copies for queue subscribers that neither their queue nor the dead-letter queue took.
         self.put_failures = 0
+        self._attempts = 0  # puts tried in the current perform, for its PutFailed
+        #: Puts over synchronous routes still being made (``_remote_put``).
+        self._remote: set[asyncio.Future[bytes]] = set()
 
     # ---------------------------------------------------------------- life cycle
     async def start(self) -> None:
@@ -178,9 +183,12 @@ class PubSubService:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        with self.unit():
-            self._save()
-        await self.durable()
+        try:
+            with self.unit():
+                self._save()
+            await self.durable()
+        except StoreError as error:  # the store failed earlier and said so; nothing more to keep
+            log.error("pub/sub: the last state changes are not stored: %s", error)
 
     # ---------------------------------------------------------------- the storage engine
     def unit(self) -> contextlib.AbstractContextManager[None]:
@@ -188,12 +196,24 @@ class PubSubService:
         return self.store_engine.unit() if self.store_engine is not None else contextlib.nullcontext()
 
     async def durable(self) -> None:
-        """Return once everything submitted so far is committed (at once without a store)."""
+        """Return once everything submitted so far is committed (at once without a store) and
+        the puts over synchronous routes made so far are done; raise StoreError when the commit
+        cannot be (the store failed: nothing of it is acknowledged)."""
         if self.store_engine is None:
+            if self._remote:
+                await asyncio.gather(*list(self._remote), return_exceptions=True)
             return
-        done = self._loop.create_future()
-        self.store_engine.on_durable(lambda: done.done() or done.set_result(None))
+        loop = self._loop
+        done = loop.create_future()
+
+        def committed(error: BaseException | None) -> None:  # the writer thread, or this one
+            loop.call_soon_threadsafe(_settle, done, error)
+
+        remote = list(self._remote)
+        self.store_engine.on_commit(committed)
         await done
+        if remote:
+            await asyncio.gather(*remote, return_exceptions=True)
 
     def _save(self) -> None:
         """Submit the engine's changed state (inside the caller's unit of work)."""
@@ -344,6 +364,7 @@ class PubSubService:
         decides (a flow's commit fails, so its run is backed out)."""
         errors: list[BaseException] = []
         outer, self._errors = self._errors, errors
+        self._attempts = 0
         try:
             with self.unit():
                 for action in actions:
@@ -353,7 +374,7 @@ class PubSubService:
             self._errors = outer
         await self.durable()
         if errors:
-            raise PutFailed(f"{len(errors)} put(s) to queue subscribers failed, "
+            raise PutFailed(f"{len(errors)} of {self._attempts} put(s) to queue subscribers failed, "
                             f"the first: {errors[0]}") from errors[0]
 
     def _perform(self, action: Any) -> None:
@@ -374,14 +395,22 @@ class PubSubService:
     def _put(self, action: Put) -> None:
         """One put, submitted in the current unit of work. A copy that its queue refuses goes to
         the dead-letter queue (MQDLH with the reason); a failed response is logged."""
+        self._attempts += 1
         if self.qm is None:
             self._failed(RuntimeError("no queue manager is running"), action)
             return
         qmgr = None if action.qmgr == self.qm.name else action.qmgr
         try:
+            if qmgr is not None and self.qm.resolve(action.queue, qmgr).kind in SYNCHRONOUS_ROUTES:
+                # a synchronous route puts at the destination at once, over the channel: not
+                # on the loop, and its durability is the destination's own commit
+                self._remote_put(action, qmgr)
+                return
             self.qm.put(action.queue, action.message, qmgr=qmgr, wait=False)
         except QueueError as error:
-            if action.purpose == "publication" and self._dead_letter(
+            # from a publisher inside the broker (perform: a flow) the refusal goes back to it,
+            # which backs its run out; from an MQTT publisher the copy goes to the dead-letter queue
+            if action.purpose == "publication" and self._errors is None and self._dead_letter(
                     DeadLetter(action.message, getattr(error, "reason", MQRC_Q_FULL) or MQRC_Q_FULL,
                                action.queue), quiet=True):
                 log.warning("pub/sub: %s/%s refused a publication (%s): it went to %s", action.qmgr, action.queue,
@@ -390,6 +419,23 @@ class PubSubService:
             self._failed(error, action)
         except Exception as error:  # noqa: BLE001 - logged and counted, the others are still made
             self._failed(error, action)
+
+    def _remote_put(self, action: Put, qmgr: str) -> None:
+        """A put over a synchronous route, on a worker thread; ``durable`` waits for it too."""
+        errors = self._errors
+        future = self._loop.run_in_executor(None, lambda: self.qm.put(action.queue, action.message, qmgr=qmgr))
+
+        def done(finished: asyncio.Future[bytes]) -> None:
+            self._remote.discard(finished)
+            error = finished.exception() if not finished.cancelled() else None
+            if error is not None:
+                self.put_failures += 1
+                log.error("pub/sub %s to %s/%s failed: %s", action.purpose, action.qmgr, action.queue, error)
+                if errors is not None:
+                    errors.append(error)
+
+        self._remote.add(future)
+        future.add_done_callback(done)
 
     def _failed(self, error: BaseException, action: Put) -> None:
         self.put_failures += 1
@@ -457,6 +503,15 @@ class PubSubService:
                                          now=self.broker.clock.wall())
             self.broker.publish(topic, payload, properties={"content_type": STATS_CONTENT_TYPE})
 
+
+
+def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
+    if done.done():
+        return
+    if error is None:
+        done.set_result(None)
+    else:
+        done.set_exception(StoreError(f"the store could not commit: {error}"))
 
 
 def queue_checker(qm: Any) -> Any:

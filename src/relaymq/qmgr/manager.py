@@ -471,14 +471,17 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             if index is None:
                 raise UnknownQueue(f"queue {definition.name!r} was deleted")
             entry, ops = self._new_entry(index, resolved, message, confirm_id, uid, resend, expire_time)
-            if not wait and hasattr(self.store, "submit_nowait"):
-                self.store.submit_nowait(ops)
-                index.pending += 1  # counts toward max_depth until it is added
-                self.store.after_submit(partial(self._added, index, entry))
-                return entry.msg_id
-            index.add(entry)
-            self._by_uid[entry.uid] = entry
-            ticket = self.store.submit(ops)
+            with self.store.unit():  # the put listeners' submissions (the archive) commit with it
+                if not wait and hasattr(self.store, "submit_nowait"):
+                    self.store.submit_nowait(ops)
+                    self._heard_put(index, entry)
+                    index.pending += 1  # counts toward max_depth until it is added
+                    self.store.after_submit(partial(self._added, index, entry))
+                    return entry.msg_id
+                index.add(entry)
+                self._by_uid[entry.uid] = entry
+                ticket = self.store.submit(ops)
+                self._heard_put(index, entry)
         if wait:
             self._finish(ticket, [entry])
         if entry.state == UNLOCKED:
@@ -640,7 +643,9 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             index.show(entry)
             ops: list[Op] = [("entry", entry), ("meta", "seq", self._seq)]
             self._remember(uid, ops)
-            ticket = self.store.submit(ops)
+            with self.store.unit():
+                ticket = self.store.submit(ops)
+                self._heard_put(index, entry)
         self._finish(ticket, [])
         self._announce(index, [entry], put=True)
         return True

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import sqlite3
+from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any
 
@@ -165,6 +166,9 @@ class SqliteQueueStore(QueueStore):
 
     def after_submit(self, callback: Any) -> None:
         self.engine.after_submit(callback)
+
+    def unit(self) -> AbstractContextManager[None]:
+        return self.engine.unit()
 
     def close(self) -> None:
         """Write what is pending; stop the engine when it is this store's own."""

@@ -21,6 +21,7 @@ Operations:
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +82,10 @@ class QueueStore:
 
     def submit(self, ops: list[Op]) -> Ticket:
         raise NotImplementedError
+
+    def unit(self) -> AbstractContextManager[None]:
+        """A unit of work of the storage engine (what is submitted inside commits together)."""
+        return nullcontext()
 
     def close(self) -> None:
         raise NotImplementedError

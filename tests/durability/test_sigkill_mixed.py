@@ -25,10 +25,16 @@ that reached the publisher.
   acknowledged is dropped. So every copy of a QoS 1 publication the broker made more than once
   is the broker's own doing: duplicates are allowed only where MQTT allows the broker to
   resend, in the persistent sessions' QoS 1 deliveries (counted and reported).
-* The QoS 2 streams are persistent sessions (clean session 0) that paho reconnects and resends
-  (PUBLISH with DUP, or PUBREL) after each restart, as a real QoS 2 publisher does; after the
-  last restart every one of their publications must complete, and each must be in every place
-  exactly once.
+* The QoS 2 streams are persistent sessions (clean session 0) that reconnect after each
+  restart with the same paho client, which resends (PUBLISH with DUP, or PUBREL), as a real
+  QoS 2 publisher does; after the last restart every one of their publications must complete,
+  and each must be in every place exactly once.
+
+Each stream keeps at most WINDOW publications unacknowledged and publishes at most RATE a
+second (the broker's QoS 1 path is ten times faster than a flow's QoS 2 path; unpaced, one
+stream would make the run all its own). A round ends with its kill once a random number of
+acknowledgements came in (ROUND_ACKS) and every stream had some, so each kill falls while
+every stream is publishing.
 
 Queues (the psc subscriber's, the flow's output), the archive and QoS 2 deliveries must hold
 each acknowledged publication exactly once. On the code before the storage rework this test
@@ -76,6 +82,7 @@ KILLS = 20                  # SIGKILLs during the stream (each followed by a res
 ROUND_ACKS = (150, 600)     # a round ends with its kill once this many acks (random) came in all ...
 ROUND_MIN_EACH = 5          # ... and every stream had at least this many in the round
 WINDOW = 16                 # unacknowledged publications per stream (below max_inflight 20)
+RATE = 200.0                # most publications a second per stream, so that no stream floods the rest
 ACK_WAIT = 120.0            # for one round's acknowledgements: a slow shared machine, not a speed test
 START_WAIT = 60.0           # for a restarted broker's services (its "started" line, the flow's port)
 FINISH_WAIT = 120.0         # for the QoS 2 publishers to complete what they had in flight
@@ -199,7 +206,13 @@ def parse(body: bytes) -> tuple[str, int] | None:
 
 class Stream:
     """One publisher's sequence-numbered stream at one QoS to one listener, kept going across
-    the broker's restarts (see the module docstring for how QoS 1 and QoS 2 reconnect).
+    the broker's restarts, at most ``RATE`` publications a second and ``WINDOW`` unacknowledged.
+
+    paho's own reconnecting is off (``reconnect_on_failure=False``): it waits a second or more
+    before retrying, so a stream would miss the short rounds. After a kill the stream waits
+    for the test's "broker up" and reconnects at once: QoS 1 with a new clean-session client
+    (what the old one had not had acknowledged is never resent), QoS 2 with the same
+    persistent-session client (paho resends its PUBLISHes with DUP, or PUBRELs).
 
     All streams share one Condition (``progress``): acknowledgements, connects and disconnects
     notify it, and the test waits on it. paho is never called while it is held (paho's network
@@ -209,18 +222,22 @@ class Stream:
         self.name, self.host, self.port, self.qos = name, host, port, qos
         self.persistent = qos == 2
         self.progress = progress
-        self.infos: list[mqtt.MQTTMessageInfo] = []   # index = sequence number
+        self.published = 0            # sequence numbers handed to paho: 0 .. published-1
         self.acks = 0                 # PUBACKs/PUBCOMPs received, all connections
+        self._acked: set[int] = set()   # their sequence numbers
+        self._mids: dict[int, int] = {}  # packet id -> sequence number, of the current client
+        self._early: set[int] = set()    # packet ids acknowledged before publish() returned
         self.connections = 0
         self.error: BaseException | None = None
         self._client: mqtt.Client | None = None
         self._generation = 0
         self._connected = False
-        self._lost = False            # QoS 1: this connection is gone, make a new client
+        self._lost = False            # the connection is gone: reconnect once the broker is up
         self._inflight = 0
         self._stopping = False
         self._up = threading.Event()  # the broker accepts (cleared around a kill)
         self._up.set()
+        self._wake = threading.Event()  # set when stopping: ends a pacing wait early
         self._thread = threading.Thread(target=self._run, name=f"stream-{name}", daemon=True)
 
     # paho's network thread
@@ -235,33 +252,51 @@ class Stream:
         with self.progress:
             if generation == self._generation:
                 self._connected = False
-                self._lost = not self.persistent
+                self._lost = True
             self.progress.notify_all()
 
-    def _on_publish(self, generation: int) -> None:
+    def _on_publish(self, generation: int, mid: int) -> None:
+        # Tracked here, not with MQTTMessageInfo.is_published(): a message published in the
+        # instant its connection dropped keeps rc "not connected" even once paho resent it and
+        # it completed, and is_published() then raises.
         with self.progress:
-            self.acks += 1
             if generation == self._generation:
+                self.acks += 1
                 self._inflight -= 1
+                seq = self._mids.pop(mid, None)
+                if seq is None:
+                    self._early.add(mid)
+                else:
+                    self._acked.add(seq)
             self.progress.notify_all()
 
     # the stream's thread
     def _connect(self) -> None:
+        """Connect (raises OSError when the broker does not accept) and start paho's loop."""
         with self.progress:
             self._generation += 1
             generation = self._generation
             self._connected = self._lost = False
-            self._inflight = 0
-        client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"ho-pub-{self.name}",
-                             protocol=mqtt.MQTTv311, clean_session=not self.persistent)
-        client.max_inflight_messages_set(WINDOW)
-        # QoS 2: paho reconnects and resends by itself; QoS 1: never (a new client instead).
-        client.reconnect_delay_set(1, 2) if self.persistent else client.reconnect_delay_set(600, 600)
+            if not self.persistent:  # a new client: nothing in flight, packet ids anew
+                self._inflight = 0
+                self._mids.clear()
+                self._early.clear()
+        if self._client is None or not self.persistent:
+            client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"ho-pub-{self.name}",
+                                 protocol=mqtt.MQTTv311, clean_session=not self.persistent,
+                                 reconnect_on_failure=False)
+            client.max_inflight_messages_set(WINDOW)
+            self._client = client
+            first = True
+        else:
+            client, first = self._client, False
         client.on_connect = lambda c, u, flags, reason, props: self._on_connect(generation, reason)
         client.on_disconnect = lambda c, u, flags, reason, props: self._on_disconnect(generation)
-        client.on_publish = lambda c, u, mid, reason, props: self._on_publish(generation)
-        self._client = client
-        client.connect(self.host, self.port, keepalive=60)
+        client.on_publish = lambda c, u, mid, reason, props: self._on_publish(generation, mid)
+        if first:
+            client.connect(self.host, self.port, keepalive=60)
+        else:
+            client.reconnect()  # keeps the session's messages in flight, resent after the CONNACK
         client.loop_start()
 
     def start(self) -> Stream:
@@ -271,6 +306,7 @@ class Stream:
 
     def _run(self) -> None:
         failures = 0
+        next_at = time.monotonic()
         try:
             while True:
                 with self.progress:
@@ -284,7 +320,7 @@ class Stream:
                         self._inflight += 1
                 if lost:
                     assert self._client is not None
-                    self._client.loop_stop()  # dropped with what it had not had acknowledged
+                    self._client.loop_stop()  # its thread ends by itself: no reconnect by paho
                     if not self._up.wait(START_WAIT + 30):
                         raise TimeoutError(f"{self.name}: the broker did not come back")
                     if self._stopping:
@@ -298,12 +334,23 @@ class Stream:
                             raise
                         with self.progress:
                             self._lost = True
-                            self.progress.wait(0.1)
+                        self._wake.wait(0.1)
                     continue
                 if ready:
                     assert self._client is not None
-                    seq = len(self.infos)
-                    self.infos.append(self._client.publish(f"ho/{seq % 8}", payload(self.name, seq), self.qos))
+                    now = time.monotonic()
+                    if next_at > now:
+                        self._wake.wait(next_at - now)  # pacing (RATE), not waiting for a condition
+                    next_at = max(next_at, now) + 1 / RATE
+                    seq = self.published
+                    info = self._client.publish(f"ho/{seq % 8}", payload(self.name, seq), self.qos)
+                    with self.progress:
+                        self.published += 1
+                        if info.mid in self._early:
+                            self._early.discard(info.mid)
+                            self._acked.add(seq)
+                        else:
+                            self._mids[info.mid] = seq
         except BaseException as error:  # noqa: BLE001 - reported by the test
             self.error = error
             with self.progress:
@@ -317,25 +364,40 @@ class Stream:
         self._up.set()
 
     def stop_publishing(self) -> None:
+        """No new publications. A QoS 2 stream still reconnects once after a kill, in
+        ``finish``, to complete what it has in flight."""
         with self.progress:
             self._stopping = True
             self.progress.notify_all()
+        self._wake.set()
         self._up.set()
         self._thread.join(30)
 
     def finish(self) -> None:
-        """QoS 2: wait until every publication completed (paho resends after the restart);
-        then, any QoS, disconnect."""
-        if self.persistent:
+        """QoS 2: reconnect if the last kill cut the connection and wait until every
+        publication completed (paho resends); then, any QoS, disconnect."""
+        if self.persistent and self.error is None:
             with self.progress:
-                self.progress.wait_for(lambda: all(i.is_published() for i in self.infos), FINISH_WAIT)
+                lost = self._lost or not self._connected
+            if lost:
+                assert self._client is not None
+                self._client.loop_stop()
+                self._connect()
+            with self.progress:
+                self.progress.wait_for(lambda: len(self._acked) >= self.published, FINISH_WAIT)
+        self.close()
+
+    def close(self) -> None:
+        """Disconnect (first: paho's loop_stop waits for unfinished QoS 2 messages otherwise)."""
+        self.stop_publishing()
         if self._client is not None:
             self._client.disconnect()
             self._client.loop_stop()
 
     @property
     def acked(self) -> set[int]:
-        return {seq for seq, info in enumerate(self.infos) if info.is_published()}
+        with self.progress:
+            return set(self._acked)
 
 
 # -- judging what arrived -------------------------------------------------------------------------
@@ -427,7 +489,6 @@ def covers(streams: tuple[str, ...], acked: dict[str, set[int]]) -> Callable[[It
 class KillPoint:
     round: int
     acks: dict[str, int]        # acknowledgements in this round before its kill, per stream
-    published: dict[str, int]   # sequence numbers handed to paho so far, per stream
 
     def describe(self) -> str:
         return f"#{self.round}: " + "/".join(str(self.acks[s]) for s in self.acks)
@@ -492,8 +553,7 @@ def test_mixed_traffic_nothing_acknowledged_is_lost_across_sigkills(broker_facto
             for stream in streams:
                 stream.broker_down()
             broker.kill()
-            kills.append(KillPoint(round_no, {s.name: s.acks - base[s.name] for s in streams},
-                                   {s.name: len(s.infos) for s in streams}))
+            kills.append(KillPoint(round_no, {s.name: s.acks - base[s.name] for s in streams}))
             if round_no == KILLS:
                 for stream in streams:  # the last kill: no new publications after the restart
                     stream.stop_publishing()
@@ -505,7 +565,7 @@ def test_mixed_traffic_nothing_acknowledged_is_lost_across_sigkills(broker_facto
             stream.finish()  # the QoS 2 publishers complete what they had in flight
     finally:
         for stream in streams:
-            stream.stop_publishing()
+            stream.close()
     streamed = time.monotonic() - started
 
     acked = {s.name: s.acked for s in streams}
@@ -519,6 +579,7 @@ def test_mixed_traffic_nothing_acknowledged_is_lost_across_sigkills(broker_facto
     }
 
     # Collect: both sessions reconnect at once (the second drains while the first is judged).
+    collecting = time.monotonic()
     backs = {qos: PahoClient(broker, "v311", client_id, clean=False).connect()
              for qos, client_id in subscribers.items()}
     try:
@@ -534,19 +595,21 @@ def test_mixed_traffic_nothing_acknowledged_is_lost_across_sigkills(broker_facto
     count_into(places["flow"], [b for _, b in drain(broker, FLOW_QUEUE, covers(flow_streams, acked))])
     archived = collect_archive(broker, lambda entries: covers(mqtt_streams, acked)([b for _, b in entries]))
     count_into(places["archive"], [body for _, body in archived])
+    collected = time.monotonic() - collecting
 
-    lines = [f"seed {SEED} (RELAYMQ_KILL_SEED), {len(kills)} SIGKILLs in {streamed:.0f}s of streaming; "
+    lines = [f"seed {SEED} (RELAYMQ_KILL_SEED), {len(kills)} SIGKILLs in {streamed:.0f}s of streaming, "
+             f"{collected:.0f}s collecting; "
              f"acknowledgements per round before its kill ({'/'.join(s.name for s in streams)}): "
              + ", ".join(k.describe() for k in kills)]
     for stream in streams:
-        incomplete = len(stream.infos) - len(acked[stream.name])
-        lines.append(f"stream {stream.name} (QoS {stream.qos}): {len(stream.infos)} published, "
+        incomplete = stream.published - len(acked[stream.name])
+        lines.append(f"stream {stream.name} (QoS {stream.qos}): {stream.published} published, "
                      f"{len(acked[stream.name])} acknowledged, {stream.connections} connections"
                      + (f", {incomplete} never completed" if stream.persistent and incomplete else ""))
     problems: list[str] = []
     for stream in streams:
-        if stream.persistent and len(stream.infos) > len(acked[stream.name]):
-            problems.append(f"stream {stream.name}: {len(stream.infos) - len(acked[stream.name])} QoS 2 "
+        if stream.persistent and stream.published > len(acked[stream.name]):
+            problems.append(f"stream {stream.name}: {stream.published - len(acked[stream.name])} QoS 2 "
                             f"publication(s) never completed within {FINISH_WAIT:.0f}s after the last restart")
     for place in places.values():
         line, found = place.judge(acked)

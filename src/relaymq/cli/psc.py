@@ -10,8 +10,8 @@ seed's administrator does that in the workbench. Two ways to reach them, as ``re
   (relaymq.pubsub.admin): the removal is made durable by the broker and announced with the
   Removed event (cause ``administrator``, item 45);
 * a local data directory (``--data-dir``, or the ``--config`` file's), while the broker that
-  owns it is stopped: the state file ``pubsub-state.json`` is read and rewritten (no event is
-  published: nobody is connected).
+  owns it is stopped: the broker's database ``relaymq.db`` is read and changed (no event is
+  published: nobody is connected; the database's lock refuses a running broker's).
 
 Output is JSON, one subscription per line.
 """

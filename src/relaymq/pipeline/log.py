@@ -1,4 +1,4 @@
-"""The message log: partitioned, append-only, in one SQLite file (``<dir>/archive.sqlite3``).
+"""The message log: partitioned, append-only, in SQLite (the broker's database, or ``<dir>/archive.sqlite3``).
 
 Why SQLite rather than segment files: a batch of appends across partitions commits in one
 transaction, so "only committed entries are visible" is what SQLite's isolation already gives
@@ -35,6 +35,7 @@ see only committed entries (WAL).
 from __future__ import annotations
 
 import json
+import operator
 import os
 import sqlite3
 import threading
@@ -278,9 +279,13 @@ def _last_stamp_us(db: sqlite3.Connection) -> int:
     return -1 if row[0] is None else round(row[0] * 1_000_000)
 
 
+_ROW = operator.attrgetter(*COLUMNS)
+
+
 def _to_sql(record: LogRecord) -> tuple[object, ...]:
-    row = [getattr(record, name) for name in COLUMNS]
-    row[_USR] = json.dumps(record.usr, ensure_ascii=False, separators=(",", ":"))
+    row = list(_ROW(record))
+    usr = row[_USR]
+    row[_USR] = json.dumps(usr, ensure_ascii=False, separators=(",", ":")) if usr else "{}"
     return tuple(row)
 
 

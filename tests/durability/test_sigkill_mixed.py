@@ -44,8 +44,9 @@ acknowledged publications in the subscriber queue and 69 missing from the archiv
 failure lists, per place, the kill points, acknowledged, found, missing and duplicates.
 
 The second test kills the broker while it works through a batch of psc RegSub commands on the
-control queue; after the restart every command must have been processed exactly once: its
-registration there once, exactly one reply to it on the reply queue.
+control queue (put there while the broker is stopped, so that the kill, once part of them is
+answered, finds the rest still waiting); after the restart every command must have been
+processed exactly once: its registration there once, exactly one reply to it on the reply queue.
 
 Waits are conditions with deadlines (acknowledgements counted, the broker's "started" line,
 queue depths), never fixed sleeps; all addresses are loopback.
@@ -629,8 +630,8 @@ def test_mixed_traffic_nothing_acknowledged_is_lost_across_sigkills(broker_facto
 
 CMD_SUBS = "CMD.SUBS"
 CMD_REPLY = "CMD.REPLY"
-CMD_ROUNDS = 5            # kills, each in the middle of a batch
-CMD_BATCH = 120           # RegSub commands put per round before its kill
+CMD_ROUNDS = 5            # kills, each in the middle of the drain of a batch
+CMD_BATCH = 120           # RegSub commands put on the stopped broker's control queue per round
 CMD_WAIT = 120.0          # for the broker to work through the control queue
 
 COMMAND_CONFIG: dict[str, Any] = {"qmgr": {"queue": [{"name": CMD_SUBS}, {"name": CMD_REPLY}]}}
@@ -647,64 +648,128 @@ def _wait(predicate: Callable[[], Any], timeout: float, what: str, broker: Broke
         time.sleep(0.02)  # polling queue depths over REST, bounded by the deadline
 
 
-def test_psc_commands_killed_mid_processing_are_processed_exactly_once(broker_factory, report) -> None:
-    """Issue 14, the control queue: a batch of RegSub commands is put over REST and the broker
-    is SIGKILLed while it works through them (part of the batch answered, part still on the
-    control queue), ``CMD_ROUNDS`` times. After the last restart every command put (201) has
-    been processed exactly once: its registration exists once and exactly one reply to it (the
-    reply's CorrelId is the command's MsgId) is on the reply queue.
+def _started_lines(broker: BrokerProcess) -> int:
+    return broker.log_path.read_text(errors="replace").count(" started (store: ")
 
-    docs/pubsub.md, "Not there yet": "A command is taken off the control queue before it is
-    processed: a crash in between loses it."; the response leaves through the service's outbox
-    after the state file is saved, so a crash in between loses the reply."""
+
+@dataclass
+class CommandRound:
+    round: int
+    waiting: int              # on the control queue when the broker started: left by the last kill + batch
+    target: int               # kill once this many replies since the start were seen over REST
+    seen: int = 0             # ... replies seen over REST just before the kill
+    left: int = 0             # commands still on the control queue after the kill (from the database)
+    replies: int = 0          # replies committed between the start and the kill (from the database)
+
+    @property
+    def mid_drain(self) -> bool:
+        return self.left > 0 and self.replies > 0
+
+    def describe(self) -> str:
+        return (f"#{self.round}: {self.waiting} waiting at start, kill at >= {self.target} replies "
+                f"(saw {self.seen}), killed with {self.left} still waiting and {self.replies} replies")
+
+
+def test_psc_commands_killed_mid_processing_are_processed_exactly_once(broker_factory, report) -> None:
+    """Issue 14, the control queue: ``CMD_ROUNDS`` times, a batch of ``CMD_BATCH`` RegSub
+    commands is put on the control queue of the stopped broker (its queue manager opened from
+    the data directory), the broker is started and SIGKILLed once a random number of the
+    round's replies (1 .. CMD_BATCH-1) are on the reply queue, so each kill falls while the
+    broker works through the queue: part answered, part still waiting. (Put over REST to a
+    running broker, the commands were answered as fast as they arrived and no kill fell
+    mid-drain.) After the last restart every command put has been processed exactly once: its
+    registration exists once and exactly one reply to it (CorrelId = the command's MsgId) is on
+    the reply queue, and it says ok.
+
+    docs/architecture.md, "Durability", psc commands: a command is taken off the control queue,
+    processed and its registration and reply submitted in one unit of work; a crash before the
+    commit leaves the command on its queue, to be processed once after the restart.
+
+    How many commands were still waiting at each kill is read from the database after the kill
+    and reported; most kills must have left some (else the test tested nothing)."""
     rng = random.Random(SEED + 1)
     broker = broker_factory(kind="relaymq", config=COMMAND_CONFIG)
     wait_started(broker)
-    commands: dict[str, str] = {}      # command MsgId -> its topic
-    kill_points: list[str] = []
-    for round_no in range(1, CMD_ROUNDS + 1):
-        rest = Rest(broker)
+    broker.stop()  # the commands go straight into the stopped broker's database
+
+    from relaymq.pubsub.psc import command_message, reply_reasons
+    from relaymq.qmgr import QueueManager
+
+    def open_qm() -> QueueManager:
+        assert not broker.running
+        return QueueManager.open("QM1", str(broker.data_dir))
+
+    commands: dict[bytes, str] = {}      # command MsgId -> its topic
+    rounds: list[CommandRound] = []
+    replies_at_start = 0
+    started = time.monotonic()
+    for round_no in range(1, CMD_ROUNDS + 2):
+        qm = open_qm()
         try:
-            _wait(lambda: rest.depth(CONTROL) == 0, CMD_WAIT, "the control queue emptied", broker)
-            replies_before = rest.depth(CMD_REPLY)
+            left, replies_now = qm.depth(CONTROL), qm.depth(CMD_REPLY)
+            if rounds:  # what the previous round's kill left
+                rounds[-1].left = left
+                rounds[-1].replies = replies_now - replies_at_start
+            if round_no > CMD_ROUNDS:
+                break
             for index in range(CMD_BATCH):
                 topic = f"cmd/{round_no}/{index}"
-                msg_id = rest.psc(f"<Command>RegSub</Command><Topic>{topic}</Topic><QName>{CMD_SUBS}</QName>",
-                                  reply_to=CMD_REPLY)
+                msg_id = qm.put(CONTROL, command_message("RegSub", reply_to=CMD_REPLY, persistence=1,
+                                                         Topic=topic, QName=CMD_SUBS))
+                assert msg_id not in commands, f"MsgId {msg_id.hex()} given twice"
                 commands[msg_id] = topic
-            waiting = rest.depth(CONTROL)
-            # Kill when a random part of what is still waiting has been taken off the queue.
-            target = rng.randint(1, waiting - 1) if waiting >= 2 else 0
-            _wait(lambda: rest.depth(CONTROL) <= target, CMD_WAIT, f"control queue depth <= {target}", broker)
-            at_kill = rest.depth(CONTROL), rest.depth(CMD_REPLY) - replies_before
+            waiting = qm.depth(CONTROL)
+        finally:
+            qm.close()
+        replies_at_start = replies_now
+        this = CommandRound(round_no, waiting, rng.randint(1, CMD_BATCH - 1))
+        rounds.append(this)
+        broker.start()
+        _wait(lambda: port_accepts(broker.host, broker.http_port), START_WAIT, "the REST port", broker)
+        rest = Rest(broker)
+        try:
+            this.seen = _wait(lambda: (n := rest.depth(CMD_REPLY) - replies_at_start) >= this.target and n,
+                              CMD_WAIT, f"round {round_no}: {this.target} replies", broker)
         finally:
             rest.close()
         broker.kill()
-        kill_points.append(f"#{round_no}: {waiting} of {CMD_BATCH} waiting after the puts, killed at depth "
-                           f"{at_kill[0]} with {at_kill[1]} replies to the round")
-        broker.start()
-        wait_started(broker)
+    killed = time.monotonic() - started
 
+    # The last restart: the broker works through what the last kill left, and is stopped
+    # gracefully once the control queue is empty and every reply is in (the registration and
+    # the reply of a command commit together).
+    starts_logged = _started_lines(broker)
+    broker.start()
+    _wait(lambda: _started_lines(broker) > starts_logged, START_WAIT, "the last restart's \"started\" line", broker)
     rest = Rest(broker)
     try:
         _wait(lambda: rest.depth(CONTROL) == 0, CMD_WAIT, "the control queue emptied after the last restart", broker)
-    finally:
-        rest.close()
-    replies: Counter[str] = Counter()
-    completions: Counter[str] = Counter()
-    # The last command may still be between its get and its reply (the state file is saved
-    # before the reply is put): drain() waits for the replies, and the registrations are read
-    # after them.
-    for headers, reply in drain(broker, CMD_REPLY, lambda got: len(got) >= len(commands)):
-        replies[headers.get("ibm-mq-md-correlationid", "")] += 1
-        completions[reply.decode("utf-8", "replace")] += 1
-    rest = Rest(broker)
-    try:
+        deadline = time.monotonic() + IDLE_WAIT  # commands lost show up as missing replies below
+        while rest.depth(CMD_REPLY) < len(commands) and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling the reply queue's depth, bounded by the deadline
         status, _, body = rest.call("GET", "/relaymq/pubsub/subscriptions?" + urlencode({"queue": CMD_SUBS}))
     finally:
         rest.close()
     assert status == 200, f"subscriptions: {status} {body[:200]!r}"
     registered = Counter(s["topic"] for s in json.loads(body)["subscriptions"])
+    broker.stop()
+
+    # The replies carry their pscr in an MQRFH2, which REST does not show: read them from the
+    # stopped broker's queue manager.
+    replies: Counter[bytes] = Counter()
+    completions: Counter[str] = Counter()
+    qm = open_qm()
+    try:
+        still_waiting = qm.depth(CONTROL)
+        for reply in qm.browse(CMD_REPLY):
+            replies[reply.mq.md.CorrelId] += 1
+            try:
+                completion, reasons = reply_reasons(reply)
+            except ValueError:
+                completion, reasons = "no pscr", []
+            completions[completion if not reasons or reasons == [0] else f"{completion} {reasons}"] += 1
+    finally:
+        qm.close()
 
     topics = Counter(commands.values())
     no_reply = [t for m, t in commands.items() if replies[m] == 0]
@@ -713,11 +778,15 @@ def test_psc_commands_killed_mid_processing_are_processed_exactly_once(broker_fa
     unregistered = sorted(t for t in topics if registered[t] == 0)
     registered_twice = sorted(f"{t} x{n}" for t, n in registered.items() if n > 1)
     strangers = sorted(t for t in registered if t not in topics)
-    lines = [f"seed {SEED + 1}: {CMD_ROUNDS} SIGKILLs mid-batch: " + "; ".join(kill_points),
-             f"{len(commands)} RegSub commands put (201); {len(registered)} registrations "
+    not_ok = sum(n for c, n in completions.items() if c != "ok")
+    mid_drain = [r for r in rounds if r.mid_drain]
+    lines = [f"seed {SEED + 1}: {CMD_ROUNDS} SIGKILLs in {killed:.0f}s, {len(mid_drain)} of them mid-drain: "
+             + "; ".join(r.describe() for r in rounds),
+             f"{len(commands)} RegSub commands put; {len(registered)} registrations "
              f"({len(unregistered)} missing, {len(registered_twice)} more than once, {len(strangers)} unasked); "
              f"{sum(replies.values())} replies ({len(no_reply)} commands without one, {len(two_replies)} with more "
-             f"than one, {unknown_replies} to no command put); completions {dict(completions)}"]
+             f"than one, {unknown_replies} to no command put); completions {dict(completions)}; "
+             f"{still_waiting} left on the control queue"]
     for line in lines:
         report(line)
     problems = []
@@ -729,5 +798,15 @@ def test_psc_commands_killed_mid_processing_are_processed_exactly_once(broker_fa
         problems.append(f"{len(no_reply)} command(s) without a reply, first {no_reply[:12]}")
     if two_replies or unknown_replies:
         problems.append(f"commands answered more than once {two_replies[:12]}, {unknown_replies} replies to none")
+    if not_ok:
+        problems.append(f"{not_ok} replies not ok: {dict(completions)}")
+    if still_waiting:
+        problems.append(f"{still_waiting} command(s) still on the control queue after the last restart")
     assert not problems, "\n".join(["psc commands not processed exactly once across SIGKILLs:", *problems,
                                     "--- figures ---", *lines])
+    # The check above means something only if the kills fell while commands were waiting.
+    assert mid_drain, (f"no SIGKILL fell mid-drain (every kill left the control queue empty or had no reply "
+                       f"in its round), so exactly-once was not tested: {lines[0]}")
+    assert len(mid_drain) > CMD_ROUNDS // 2, (
+        f"only {len(mid_drain)} of {CMD_ROUNDS} SIGKILLs fell mid-drain (commands still waiting and some "
+        f"answered); most must: {lines[0]}")

@@ -8,10 +8,14 @@
   second = N / the time until the last callback ran (every entry committed). Also the same N
   records appended in chunks of 5,000 through ``MessageLog.append`` (a tool's bulk load).
 * ``put+get``: persistent put+get pairs on one queue of a queue manager on its own engine
-  (``synchronous=FULL``: an fsync per commit), 1, 8 and 32 threads, each pair a put that
-  returns once durable and a destructive get that returns once its removal is durable. With
-  several threads one commit covers many threads' work (group commit), and a get that takes a
-  message before its put was committed cancels the put's row out of the batch.
+  (``synchronous=FULL``: an fsync per commit), each pair a put that returns once durable and a
+  destructive get that returns once its removal is durable. Two kinds of concurrent clients:
+  asyncio tasks on ``AsyncQueueManager`` (how the broker's REST interface and pub/sub engine
+  call it: the change is made on the loop and the task awaits the commit, 1, 8, 64 and 256
+  clients), and threads on the blocking ``QueueManager`` (1, 8, 32; each waiting client holds
+  a thread, and the threads' GIL handoffs, not the disk, bound it). With several clients one
+  commit covers many clients' work (group commit), and a get that takes a message before its
+  put was committed cancels the put's row out of the batch.
 
 The directory must be on the disk you care about (a tmpfs makes fsync free and the figures
 meaningless). Asserts nothing about speed; checks that every record and message is accounted for.
@@ -106,6 +110,42 @@ def put_get(directory: str, seconds: float, threads: int) -> tuple[float, int]:
     return sum(counts) / elapsed, commits
 
 
+def put_get_async(directory: str, seconds: float, clients: int) -> tuple[float, int]:
+    import asyncio
+
+    from relaymq.qmgr.aio import AsyncQueueManager
+
+    path = os.path.join(directory, f"async-pairs-{clients}")
+    os.makedirs(path, exist_ok=True)
+    qm = QueueManager.open("BENCH", path, synchronous="FULL")
+    qm.define_queue("Q")
+    aio = AsyncQueueManager(qm)
+    commits0 = qm.store.commits
+
+    async def run() -> float:
+        stop = time.perf_counter() + seconds
+        counts = [0] * clients
+
+        async def client(n: int) -> None:
+            message = Message()
+            message.mq.md.Format = "MQSTR"
+            message.mq.body = b"x" * 256
+            while time.perf_counter() < stop:
+                await aio.put("Q", message)
+                assert await aio.get("Q") is not None
+                counts[n] += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(client(n) for n in range(clients)))
+        return sum(counts) / (time.perf_counter() - started)
+
+    rate = asyncio.run(run())
+    assert qm.depth("Q") == 0
+    commits = qm.store.commits - commits0
+    qm.close()
+    return rate, commits
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="per put+get run")
@@ -117,6 +157,10 @@ def main() -> None:
         print(f"log append, {args.records:,} publications each in its own unit with its PUBACK callback: "
               f"{figures['per publication (msg/s)']:,.0f} msg/s durable ({figures['commits']:,.0f} commits); "
               f"bulk MessageLog.append in chunks of 5,000: {figures['bulk append (msg/s)']:,.0f} msg/s")
+        for clients in (1, 8, 64, 256):
+            rate, commits = put_get_async(directory, args.seconds, clients)
+            print(f"persistent put+get on one queue, SQLite FULL, {clients} asyncio client(s): {rate:,.0f} pairs/s "
+                  f"({commits:,} commits)")
         for threads in (1, 8, 32):
             rate, commits = put_get(directory, args.seconds, threads)
             print(f"persistent put+get on one queue, SQLite FULL, {threads} thread(s): {rate:,.0f} pairs/s "

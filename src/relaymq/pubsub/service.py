@@ -61,7 +61,8 @@ from relaymq.pubsub.stats import statistics_payload, statistics_topic
 from relaymq.pubsub.topicacl import CombinedAcl
 from relaymq.qmgr.definitions import SYSTEM_DEAD_LETTER_QUEUE
 from relaymq.qmgr.resolution import SYNCHRONOUS_ROUTES
-from relaymq.qmgr.errors import BadName, QueueError, UnknownQueue, UnknownQueueManager
+from relaymq.qmgr.aio import committed
+from relaymq.qmgr.errors import BadName, QueueError, StoreFailed, UnknownQueue, UnknownQueueManager
 from relaymq.store.base import StoreError
 
 log = logging.getLogger("relaymq.pubsub")
@@ -203,15 +204,11 @@ class PubSubService:
             if self._remote:
                 await asyncio.gather(*list(self._remote), return_exceptions=True)
             return
-        loop = self._loop
-        done = loop.create_future()
-
-        def committed(error: BaseException | None) -> None:  # the writer thread, or this one
-            loop.call_soon_threadsafe(_settle, done, error)
-
         remote = list(self._remote)
-        self.store_engine.on_commit(committed)
-        await done
+        try:
+            await committed(self.store_engine)
+        except StoreFailed as error:
+            raise StoreError(str(error)) from error
         if remote:
             await asyncio.gather(*remote, return_exceptions=True)
 
@@ -503,15 +500,6 @@ class PubSubService:
                                          now=self.broker.clock.wall())
             self.broker.publish(topic, payload, properties={"content_type": STATS_CONTENT_TYPE})
 
-
-
-def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
-    if done.done():
-        return
-    if error is None:
-        done.set_result(None)
-    else:
-        done.set_exception(StoreError(f"the store could not commit: {error}"))
 
 
 def queue_checker(qm: Any) -> Any:

@@ -225,24 +225,28 @@ def test_item_36_psc_without_command_and_unknown_mcd_element():
 def test_item_36_no_ok_before_the_change_is_durable_and_the_command_waits_for_the_restart(tmp_path):
     """pubsub.md item 36 (seed 7020-7034), README decision 4 and issue 14: a command's removal
     from the control queue, its registration and its reply are one unit of work. When the
-    store cannot commit it (here the subscriptions' table is gone), no ok is ever taken from
+    store cannot commit it (here the subscriptions' table refuses writes), no ok is ever taken from
     the reply queue and the command is not lost: after a restart on the repaired database it
     is processed once, the registration exists once and one ok is put."""
     import sqlite3
 
     from relaymq.qmgr.errors import StoreFailed
-    from relaymq.store.engine import MIGRATIONS
 
     database = tmp_path / "relaymq.db"
 
     async def failing():
-        stack = await Stack(tmp_path, store="sqlite").start()
+        stack = Stack(tmp_path, store="sqlite")
         stack.ensure_queue("REPLY.Q")
         stack.ensure_queue("SUBQ")
+        stack.ensure_queue(CONTROL)
+        stack.ensure_queue(STREAM)  # every queue the service listens on exists: it defines none
+        # the command is on its queue (durable) before the fault and before the engine starts
+        stack.qm.put(CONTROL, psc.command_message("RegSub", reply_to="REPLY.Q", Topic="T", QName="SUBQ"))
         broken = sqlite3.connect(database, isolation_level=None)
-        broken.execute("DROP TABLE ps_subscriptions")
+        broken.execute("CREATE TRIGGER refuse BEFORE INSERT ON ps_subscriptions BEGIN"
+                       " SELECT RAISE(FAIL, 'the disk says no'); END")
         broken.close()
-        await stack.aio.put(CONTROL, psc.command_message("RegSub", reply_to="REPLY.Q", Topic="T", QName="SUBQ"))
+        await stack.start()
         try:
             reply = await stack.aio.get("REPLY.Q", wait=5.0)
         except StoreFailed:
@@ -256,7 +260,7 @@ def test_item_36_no_ok_before_the_change_is_durable_and_the_command_waits_for_th
 
     async def restarted():
         repair = sqlite3.connect(database, isolation_level=None)
-        repair.execute(next(st for st in MIGRATIONS[3] if "ps_subscriptions" in st))
+        repair.execute("DROP TRIGGER refuse")
         repair.close()
         stack = await Stack(tmp_path, store="sqlite").start()
         try:

@@ -17,6 +17,7 @@ the broker's (``RetainedTree`` of ``StoredMessage``), so MQTT and ``psc`` see th
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import logging
 import os
@@ -213,7 +214,7 @@ class PubSubEngine:
         self.queue_check = queue_check
         self.known_qmgrs = {qmgr_name, *known_qmgrs}
         self.events = events
-        self.new_id = new_id or (lambda: os.urandom(24))
+        self.new_id = new_id or unique_ids()
         self.trees: dict[str, SubscriptionTree] = {DEFAULT_SUBPOINT: default_tree if default_tree is not None else SubscriptionTree()}
         self.retained: dict[str, RetainedTree] = {DEFAULT_SUBPOINT: default_retained if default_retained is not None else RetainedTree()}
         self.subscriptions: dict[tuple, QueueSubscription] = {}
@@ -956,6 +957,15 @@ class PubSubEngine:
 
 
 # ==================================================================== helpers
+def unique_ids() -> Callable[[], bytes]:
+    """24-byte ids, unique across processes and restarts: 16 random bytes drawn once, then a
+    counter (an MsgId per copy for a queue subscriber; a system call for each cost more than
+    the rest of making the copy's header)."""
+    prefix = os.urandom(16)
+    counter = itertools.count(1)
+    return lambda: prefix + next(counter).to_bytes(8, "big")
+
+
 def _loose_command(message: Message) -> wire.Command | None:
     """Enough of a malformed command to address its error response."""
     rfh2 = message.mq.first_rfh2()

@@ -19,7 +19,7 @@ import os
 from functools import partial
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from relaymq.message.message import Message
@@ -77,6 +77,25 @@ MQAT_QMGR = 7
 DEAD_LETTER_REASONS = frozenset({2085, 2030})
 #: How long a confirmed UID is remembered for duplicate removal (spec decision), seconds.
 DEFAULT_CONFIRM_WINDOW = 24 * 3600.0
+
+
+class _Definitions(Mapping[tuple[str, str], QueueDefinition]):
+    """The definitions of a queue manager's queues, read through (resolution looks up one or
+    two keys per put: copying every definition each time cost more than the put itself)."""
+
+    __slots__ = ("_queues",)
+
+    def __init__(self, queues: dict[tuple[str, str], QueueIndex]) -> None:
+        self._queues = queues
+
+    def __getitem__(self, key: tuple[str, str]) -> QueueDefinition:
+        return self._queues[key].definition
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._queues)
+
+    def __len__(self) -> int:
+        return len(self._queues)
 
 
 class SyncRemote(Protocol):
@@ -435,8 +454,7 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
     def resolve(self, queue: str, qmgr: str | None = None) -> res.Resolution:
         """Which queue a put to (qmgr, queue) lands on; see :mod:`relaymq.qmgr.resolution`."""
         with self._lock:
-            definitions = {key: index.definition for key, index in self._queues.items()}
-            return res.resolve(self.name, qmgr or self.name, queue, definitions=definitions,
+            return res.resolve(self.name, qmgr or self.name, queue, definitions=_Definitions(self._queues),
                                queue_aliases=self._queue_aliases, qmgr_aliases=self._qmgr_aliases,
                                reachable=self.remote.reachable if self.remote is not None else None)
 

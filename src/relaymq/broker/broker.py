@@ -96,6 +96,18 @@ class Broker:
         else:
             done(self.passwords is not None and self.passwords.check(user, password))
 
+    @property
+    def names_are_verified(self) -> bool:
+        """Is a user name proven rather than claimed? With a password file it is (a name comes
+        with its password), and when every listener requires a client certificate (the name is
+        the certificate's). Only then does a name tell principals apart: a session belongs to
+        its user (``handle_connect.owner_refusal``). The same condition as for administrators
+        (``config._check_administrators``)."""
+        if self.passwords is not None:
+            return True
+        listeners = getattr(self.config, "listeners", ())
+        return bool(listeners) and all(listener.require_certificate for listener in listeners)
+
     # ------------------------------------------------------------------ sessions
     def end_session(self, session: Session) -> None:
         """Discard a session: its subscriptions, queued and in-flight messages (mqtt.md item 20)."""

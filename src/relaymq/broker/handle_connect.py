@@ -1,5 +1,10 @@
 """CONNECT and DISCONNECT: client ids, authentication, take-over, clean start, session expiry,
-keep alive and the will (mqtt.md items 19-26 and the decisions below them; MQTT 5 3.1/3.14)."""
+keep alive and the will (mqtt.md items 19-26 and the decisions below them; MQTT 5 3.1/3.14).
+
+Authorization comes after authentication and before anything changes (MQTT 3.1.4 item 2,
+before item 3, the take-over; issue 15 finding 4, docs/security.md): a session belongs to the
+user who made it.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from relaymq.mqtt.errors import MQTTError, ProtocolError
 from relaymq.pubsub.topics import TopicError, validate_topic_name
 
 if TYPE_CHECKING:
+    from relaymq.broker.broker import Broker
     from relaymq.broker.connection import Connection
 
 log = logging.getLogger("relaymq.connect")
@@ -124,12 +130,37 @@ def check_password(conn: Connection, pkt: p.Connect, client_id: str, assigned: b
     conn.broker.authenticate(username, pkt.password, conn.peer, done)
 
 
+def owner_refusal(broker: Broker, session: Session | None, username: str | None) -> str | None:
+    """Why a client authenticated as ``username`` may not have ``session``; None if it may.
+
+    A session belongs to the principal that made it: a user name, or "anonymous" (None).
+    Another principal is refused, whether the session is connected or not and whatever its
+    Clean Start says, rather than handed the session (its queued messages, subscriptions and
+    in-flight state) or allowed to discard it or to close its connection. An expired session
+    belongs to nobody. Without verified names (no password file) a name is a claim anyone
+    can make, so take-over stays as it was (docs/security.md)."""
+    if session is None or session.username == username or not broker.names_are_verified:
+        return None
+    if session.expired(broker.clock.monotonic()):
+        return None  # gone, even if the tick has not removed it yet (connect_session ends it)
+    owner = "an anonymous client" if session.username is None else f"user {session.username!r}"
+    return f"client id {session.client_id!r} is the session of {owner}, not of " + (
+        "an anonymous client" if username is None else f"user {username!r}")
+
+
 def connect_session(conn: Connection, pkt: p.Connect, client_id: str, assigned: bool,
                     username: str | None) -> None:
-    """The client is who it says: take over or start its session and send CONNACK."""
+    """The client is who it says: check what it may have, take over or start its session and
+    send CONNACK."""
     broker = conn.broker
     level = conn.level
     props = pkt.properties
+
+    # -- authorization, before anything changes (issue 15 finding 4)
+    why = owner_refusal(broker, broker.sessions.get(client_id), username)
+    if why is not None:
+        refuse(conn, rc.NOT_AUTHORIZED, why)
+        return
     conn.username = username
 
     # -- take over a connected client id (mqtt.md decision: the old connection is closed)

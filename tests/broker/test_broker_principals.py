@@ -137,3 +137,111 @@ def test_without_a_password_file_user_names_do_not_own_sessions():
     bob, ack = connect(broker, 4, "dev", "bob")
     assert ack.reason_code == 0 and ack.session_present and alice.link.closed
     assert broker.sessions["dev"].username == "bob"
+
+
+def test_will_on_a_topic_the_acl_refuses_is_refused_at_connect(tmp_path):
+    """Issue 15 finding 5: alice's will on bob/will was accepted and published to bob. A will
+    is a publication by its client: MQTT 3.1.4 item 2 / [MQTT-3.1.4-2] (authorization checks
+    on CONNECT) refuse a will topic the ACL does not let the user write, CONNACK 0x87 (5.0) /
+    5 (3.1.1) / 2 (MQIsdp); nothing is published when the refused connection closes. The
+    same will on her own topic is accepted."""
+    for level in (3, 4, 5):
+        broker = make_broker(passwords=passwords(), acl=acl(tmp_path), allow_anonymous=False)
+        w = watcher(broker)
+        alice, ack = connect(broker, level, "alice-dev", "alice", will=p.Will("bob/will", b"x", 1))
+        assert ack.reason_code == NOT_AUTHORIZED[level] and alice.link.closed
+        assert "alice-dev" not in broker.sessions
+        alice.drop()
+        ok, ack = connect(broker, level, "alice-dev", "alice", will=p.Will("alice/will", b"bye", 1))
+        assert ack.reason_code == 0
+        ok.drop()  # a socket failure: the will goes out at every level (mqtt.md item 25)
+        assert [(m.topic, m.payload) for m in w.publishes()] == [("alice/will", b"bye")]
+
+
+def test_will_on_sys_is_refused_at_connect():
+    """Issue 15 finding 5, $SYS: clients may not publish to $SYS/ (handle_publish,
+    reserved_for_broker; MQTT 3.1.1/5 4.7.2: $-topics are the Server's), and neither may their
+    wills - even with no ACL at all and for administrators. CONNACK 0x87 / 5."""
+    broker = make_broker(administrators=("admin",), sys_interval=10)
+    broker.tick()
+    version = broker.retained.get("$SYS/broker/version").payload
+    for level, user in ((5, None), (4, None), (5, "admin")):
+        c, ack = connect(broker, level, f"sys{level}{user}", user,
+                         will=p.Will("$SYS/broker/version", b"fake", 0, True))
+        assert ack.reason_code == NOT_AUTHORIZED[level] and c.link.closed
+    stream, ack = connect(broker, 5, "stream", None, will=p.Will("$SYS/STREAM/s1", b"ok"))
+    assert ack.reason_code == 0  # stream topics are left to the ACLs, as for PUBLISH
+    assert broker.retained.get("$SYS/broker/version").payload == version
+
+
+def test_will_no_longer_allowed_when_it_fires_is_not_published(tmp_path, caplog):
+    """Issue 15 finding 5, publication time: the ACL may change between CONNECT and the will
+    (the [pubsub] topic ACLs reload while the broker runs; a test swaps broker.acl). MQTT 5
+    3.1.2.5 ([MQTT-3.1.2-8]: the will is published when the connection closes or its delay
+    ends) with 3.1.4 item 2: a will that the ACL no longer allows is not published - on a
+    dropped connection, after the MQTT 5 Will Delay Interval, and when its session ends
+    first - and each is logged."""
+    broker = make_broker(passwords=passwords(), acl=acl(tmp_path), allow_anonymous=False)
+    w = watcher(broker)
+    now_it, _ = connect(broker, 4, "now", "alice", will=p.Will("alice/now", b"1"))
+    later, _ = connect(broker, 5, "later", "alice",
+                       will=p.Will("alice/later", b"2", properties={"will_delay_interval": 30}))
+    ending = TestClient(broker, 5)
+    assert ending.connect("ending", clean=True, properties={"session_expiry_interval": 10},
+                          username="alice", password=b"alice-pw",
+                          will=p.Will("alice/ending", b"3", properties={"will_delay_interval": 60})
+                          ).reason_code == 0
+    broker.acl = acl(tmp_path, ACL.replace("topic readwrite alice/#", "topic read alice/#"))
+    with caplog.at_level("INFO", logger="relaymq.broker"):
+        now_it.drop()
+        later.drop()
+        ending.drop()
+        broker.clock.advance(31)  # the delayed will is due
+        broker.tick()
+        broker.clock.advance(10)  # the session of "ending" expires before its will delay
+        broker.tick()
+    assert "ending" not in broker.sessions and broker.pending_wills == {}
+    assert w.publishes() == []
+    refused = [r.getMessage() for r in caplog.records
+               if r.name == "relaymq.broker" and "not published" in r.getMessage()]
+    assert len(refused) == 3, refused
+
+
+def test_stored_will_checked_against_the_acl_after_a_restart(tmp_path):
+    """Issue 15 finding 5, publication time across a restart: a delayed will kept with its
+    persistent session (MQTT 5 3.1.3.2.2) is checked against the ACL of the broker that
+    publishes it, with the user stored in the session; it is dropped from the store."""
+    path = str(tmp_path / "b.db")
+    broker, store = sqlite_broker(path, passwords=passwords(), acl=acl(tmp_path))
+    c, ack = connect(broker, 5, "dev", "alice",
+                     will=p.Will("alice/will", b"x", 1, False, {"will_delay_interval": 5}))
+    assert ack.reason_code == 0
+    c.drop()
+    store.close()
+    narrower = acl(tmp_path, ACL.replace("topic readwrite alice/#", "topic read alice/#"))
+    broker2, store2 = sqlite_broker(path, passwords=passwords(), acl=narrower)
+    assert set(broker2.pending_wills) == {"dev"}
+    w = watcher(broker2)
+    broker2.clock.advance(6)
+    broker2.tick()
+    assert w.publishes() == [] and broker2.pending_wills == {}
+    store2.flush()
+    assert all(r.will_msg_id is None for r in store2.load().sessions.values())
+    store2.close()
+
+
+def test_the_will_of_a_connection_never_accepted_is_not_published():
+    """Issue 15 finding 5, found on the way: a client that sent CONNECT with a will and a user
+    name, then closed the socket while its password was being checked, had its will published
+    - unauthenticated, as nobody. MQTT 3.1.1 [MQTT-3.1.2-8] / MQTT 5 3.1.2.5: the will is
+    stored only "if the Connect request is accepted"."""
+    pw = passwords()
+    broker = make_broker(passwords=pw, allow_anonymous=False)
+    w = watcher(broker)
+    pending = []
+    broker.authenticator = lambda user, password, peer, done: pending.append(done)
+    c = TestClient(broker)
+    c.send(p.Connect("MQTT", 4, True, 60, "guess", p.Will("alice/status", b"forged"), "alice", b"wrong"))
+    c.drop()
+    pending[0](False)
+    assert w.publishes() == []

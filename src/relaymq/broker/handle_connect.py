@@ -2,8 +2,8 @@
 keep alive and the will (mqtt.md items 19-26 and the decisions below them; MQTT 5 3.1/3.14).
 
 Authorization comes after authentication and before anything changes (MQTT 3.1.4 item 2,
-before item 3, the take-over; issue 15 finding 4, docs/security.md): a session belongs to the
-user who made it.
+before item 3, the take-over; issue 15 findings 4 and 5, docs/security.md): a session belongs
+to the user who made it, and the will must be a publication its client may make.
 """
 
 from __future__ import annotations
@@ -156,8 +156,12 @@ def connect_session(conn: Connection, pkt: p.Connect, client_id: str, assigned: 
     level = conn.level
     props = pkt.properties
 
-    # -- authorization, before anything changes (issue 15 finding 4)
+    # -- authorization, before anything changes (issue 15 findings 4 and 5)
     why = owner_refusal(broker, broker.sessions.get(client_id), username)
+    if why is None and conn.will is not None:
+        why = broker.will_refusal(username, client_id, conn.will.topic)
+        if why is not None:
+            why = f"will on {conn.will.topic!r} for user {username!r}: {why}"
     if why is not None:
         refuse(conn, rc.NOT_AUTHORIZED, why)
         return
@@ -265,10 +269,15 @@ def session_disconnected(conn: Connection, publish_will: bool) -> None:
     session = conn.session
     will = conn.will
     conn.will = None
+    if not conn.connected:
+        # the CONNECT was never accepted (refused, or the client left during the password
+        # check): there is no will to publish (3.1.1 [MQTT-3.1.2-8]: stored "if the Connect
+        # request is accepted"); publishing it would publish as nobody, unauthenticated
+        return
     if session is None or session.connection is not conn:
-        # never connected, or taken over (the new connection owns the session now)
+        # taken over (the new connection owns the session now)
         if will is not None and publish_will:
-            broker.publish_will(will)
+            broker.publish_will(will, conn.username, conn.client_id)
         return
     session.connection = None
     session.disconnected_at = broker.clock.monotonic()
@@ -276,7 +285,7 @@ def session_disconnected(conn: Connection, publish_will: bool) -> None:
         if conn.level == 5 and conn.will_delay and session.persistent:
             broker.schedule_will(session, session.disconnected_at + conn.will_delay, will)
         else:
-            broker.publish_will(will)
+            broker.publish_will(will, conn.username, conn.client_id)
     if not session.persistent:
         broker.end_session(session)
     else:

@@ -245,3 +245,30 @@ def test_the_will_of_a_connection_never_accepted_is_not_published():
     c.drop()
     pending[0](False)
     assert w.publishes() == []
+
+
+def test_a_telemetry_will_carries_its_own_device_user():
+    """Issue 15 finding 5, knock-on: a telemetry endpoint (flows/scada.py) notes who publishes
+    from the ACL's ``can_publish`` call right before the message is made; the will check now
+    calls it too, so the will message is made right after its check. Each device's will reaches
+    the flow as that device's (flows-http.md item 3: MQMD UserIdentifier), not as the last
+    device whose will was checked on the same topic, nor as nobody."""
+    from types import SimpleNamespace
+
+    from relaymq.broker.clock import ManualClock
+    from relaymq.flows.scada import _Access, _ScadaBroker
+    from relaymq.store.memory import MemoryStore
+
+    from .driver import make_config
+
+    endpoint = SimpleNamespace(broker=None, main_broker=None)
+    broker = _ScadaBroker(make_config(), MemoryStore(), ManualClock(), acl=_Access(endpoint))
+    endpoint.broker = broker
+    senders: list[tuple[str, str]] = []
+    broker.publication_taps.append(
+        lambda m: senders.append((m.topic, broker.origins.pop(m.msg_id, ""))))
+    first, _ = connect(broker, 4, "dev-a", "meter-a", clean=True, will=p.Will("meters/lost", b"a"))
+    second, _ = connect(broker, 4, "dev-b", "meter-b", clean=True, will=p.Will("meters/lost", b"b"))
+    second.drop()
+    first.drop()
+    assert senders == [("meters/lost", "meter-b"), ("meters/lost", "meter-a")]

@@ -77,10 +77,7 @@ def handle_connect(conn: Connection, pkt: p.Connect) -> None:
         if will.retain and not broker.limits.retain_available:
             refuse(conn, rc.RETAIN_NOT_SUPPORTED, "retained wills are not available")
             return
-        wprops = dict(will.properties)
-        conn.will_delay = wprops.pop("will_delay_interval", 0)
-        expiry = wprops.pop("message_expiry_interval", None)
-        conn.will = broker.new_message(will.topic, will.payload, will.qos, will.retain, wprops, expiry)
+        # the message itself is made once the will is authorised (connect_session)
 
     # -- authentication
     username = pkt.username
@@ -157,15 +154,23 @@ def connect_session(conn: Connection, pkt: p.Connect, client_id: str, assigned: 
     props = pkt.properties
 
     # -- authorization, before anything changes (issue 15 findings 4 and 5)
+    will = pkt.will
     why = owner_refusal(broker, broker.sessions.get(client_id), username)
-    if why is None and conn.will is not None:
-        why = broker.will_refusal(username, client_id, conn.will.topic)
+    if why is None and will is not None:
+        why = broker.will_refusal(username, client_id, will.topic)
         if why is not None:
-            why = f"will on {conn.will.topic!r} for user {username!r}: {why}"
+            why = f"will on {will.topic!r} for user {username!r}: {why}"
     if why is not None:
         refuse(conn, rc.NOT_AUTHORIZED, why)
         return
     conn.username = username
+    if will is not None:
+        # made right after its ACL check, as handle_publish makes a PUBLISH's message (a
+        # telemetry endpoint notes the publishing user in that call: flows/scada.py)
+        wprops = dict(will.properties)
+        conn.will_delay = wprops.pop("will_delay_interval", 0)
+        expiry = wprops.pop("message_expiry_interval", None)
+        conn.will = broker.new_message(will.topic, will.payload, will.qos, will.retain, wprops, expiry)
 
     # -- take over a connected client id (mqtt.md decision: the old connection is closed)
     existing = broker.sessions.get(client_id)

@@ -53,6 +53,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -494,7 +495,7 @@ class Engine:
         try:
             conn.execute("BEGIN")
             for sql, rows in statements:
-                conn.executemany(sql, rows)
+                _execute(conn, sql, rows)
             conn.execute("COMMIT")
         except BaseException:
             try:
@@ -534,6 +535,50 @@ class Engine:
         fd, self._lock_fd = self._lock_fd, -1
         if fd >= 0:
             os.close(fd)  # closing the descriptor releases the flock
+
+
+#: Most rows one combined statement carries (and the sizes its statements are prepared for).
+_COMBINE_MAX = 64
+_INSERT_RE = re.compile(r"^(INSERT(?: OR REPLACE)? INTO \w+(?: \([\w, ]*\))?) VALUES (\(\?(?:,\s*\?)*\))$")
+_DELETE_RE = re.compile(r"^(DELETE FROM \w+ WHERE \w+) = \?$")
+_combined: dict[tuple[str, int], str | None] = {}
+
+
+def _combine(sql: str, count: int) -> str | None:
+    """``sql`` for ``count`` rows in one statement (a multi-row INSERT, a DELETE ... IN), or None
+    when it cannot be combined. Why: the sqlite3 module releases the GIL for every step of a
+    statement; a batch of many one-row steps hands the GIL back and forth with the event loop
+    once per row, which costs more than the rows themselves."""
+    key = (sql, count)
+    found = _combined.get(key, "")
+    if found != "":
+        return found
+    combined: str | None = None
+    match = _INSERT_RE.match(sql)
+    if match:
+        combined = f"{match.group(1)} VALUES {','.join([match.group(2)] * count)}"
+    else:
+        match = _DELETE_RE.match(sql)
+        if match:
+            combined = f"{match.group(1)} IN ({','.join('?' * count)})"
+    _combined[key] = combined
+    return combined
+
+
+def _execute(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
+    """Run ``sql`` for each row, in order: as few combined statements as possible."""
+    if len(rows) == 1:
+        conn.execute(sql, rows[0])
+        return
+    if _combine(sql, 2) is None:
+        conn.executemany(sql, rows)
+        return
+    for start in range(0, len(rows), _COMBINE_MAX):
+        chunk = rows[start:start + _COMBINE_MAX]
+        if len(chunk) == 1:
+            conn.execute(sql, chunk[0])
+        else:
+            conn.execute(_combine(sql, len(chunk)), [value for row in chunk for value in row])  # type: ignore[arg-type]
 
 
 def _call(callback: Callable[[], None]) -> None:
@@ -594,7 +639,8 @@ def open_engine_file(path: str, synchronous: str, what: str = "relaymq database"
     schema up to date in ONE transaction (a process killed meanwhile leaves the old file or
     the complete new one)."""
     try:
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        # room for the combined statements (_combine) of every table beside the usual ones
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, cached_statements=1024)
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open {what} {path!r}: {exc}") from exc
     try:

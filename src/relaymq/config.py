@@ -39,6 +39,8 @@ _UNKNOWN_KEY = "unknown key"
 
 #: Largest MQTT packet: 268,435,455 bytes of Remaining Length + 1 type byte + 4 length bytes.
 MAX_PACKET_SIZE_LIMIT = 268_435_460
+#: The values of a listener's ``overflow`` key (relaymq.broker.delivery), the default first.
+OVERFLOW_POLICIES = ("block", "drop-new", "drop-oldest")
 #: Largest MQTT 5 Session Expiry Interval (a four-byte integer; this value means "never").
 SESSION_EXPIRY_LIMIT = 4_294_967_295
 
@@ -198,6 +200,10 @@ class ListenerConfig:
     tls_key: str = _key("", text, path="file")
     tls_ca: str = _key("", text, path="file")
     require_certificate: bool = _key(False, boolean)
+    #: What a QoS 1/2 message for a session of this listener's clients meets when the
+    #: session's queue is full: "block" holds back the publishers that feed it (nothing they
+    #: were acknowledged for is lost); "drop-new" / "drop-oldest" drop a message and count it.
+    overflow: str = _key("block", one_of(*OVERFLOW_POLICIES))
 
     @property
     def tls(self) -> bool:

@@ -62,15 +62,27 @@ class Callbacks:
 
 
 def settle(broker: Broker) -> None:
-    """Let every submitted write become durable and run the acknowledgements waiting on it."""
+    """Let every submitted write become durable and run the acknowledgements waiting on it,
+    and what the broker deferred to a later loop turn (a held publisher resuming), until
+    neither leaves anything to do."""
     notify = getattr(broker.store, "notify", None)
-    if isinstance(notify, Callbacks):
-        broker.store.flush()
-        notify.run()
+    while True:
+        if isinstance(notify, Callbacks):
+            broker.store.flush()
+            notify.run()
+        if not getattr(broker, "deferred", None):
+            break
+        broker.run_deferred()
 
 
 def make_config(**limits) -> Config:
+    """The default configuration with [broker], [limits] and [access] keys replaced, and
+    ``overflow`` for the default listener (the one TestClient connections come through)."""
     base = default_config()
+    overflow = limits.pop("overflow", None)
+    if overflow is not None:
+        base = dataclasses.replace(base, listeners=tuple(
+            dataclasses.replace(listener, overflow=overflow) for listener in base.listeners))
     broker_keys = {"sys_interval": 0}  # no $SYS traffic unless a test asks for it
     broker_keys.update({k: limits.pop(k) for k in list(limits) if hasattr(base.broker, k)})
     access_keys = {k: limits.pop(k) for k in list(limits) if hasattr(base.access, k)}

@@ -81,12 +81,12 @@ def test_offline_persistent_backlog_survives_restart_and_is_not_all_loaded_into_
     store2.close()
 
 
-def test_clean_session_overflow_is_dropped_and_counted():
-    """A clean session has no store to keep its overflow in: past max_queued_messages QoS 1/2
-    are dropped and counted, so a stuck subscriber cannot grow the broker's memory.
-    Spec: issue 2 Limits ("count and drop"), docs/configuration.md max_queued_messages; mqtt.md
-    item 20 (a clean session keeps nothing)."""
-    broker = make_broker(max_queued_messages=3, max_inflight=1)
+def test_clean_session_overflow_is_dropped_and_counted_when_the_listener_opts_in():
+    """With ``overflow = "drop-new"`` on its listener, a clean session that has no room drops
+    QoS 1/2 and counts it, so a stuck subscriber cannot grow the broker's memory.
+    Spec: issue 2 Limits ("count and drop"); issue 14 (dropping only as an explicit opt-in),
+    docs/configuration.md max_queued_messages and [[listener]] overflow; mqtt.md item 20."""
+    broker = make_broker(max_queued_messages=3, max_inflight=1, overflow="drop-new")
     s = TestClient(broker)
     s.connect("clean")
     s.subscribe("a", qos=1)
@@ -94,12 +94,14 @@ def test_clean_session_overflow_is_dropped_and_counted():
     session = broker.sessions["clean"]
     assert (len(session.inflight), len(session.queue), len(session.spilled)) == (1, 3, 0)
     assert broker.stats.publish_dropped == 6 and session.dropped == 6
+    assert broker.stats.overflow_dropped == 6 and broker.stats.publications_held == 0
 
 
 def test_hard_limit_drops_counts_and_disconnects_a_client_that_does_not_keep_up():
-    """Past max_stored_messages the message is dropped and counted and the connected client
-    is disconnected with reason 0x97 (quota exceeded) at MQTT 5."""
-    broker = make_broker(max_queued_messages=2, max_inflight=1, max_stored_messages=5)
+    """With ``overflow = "drop-new"`` (issue 14: an explicit opt-in), past max_stored_messages
+    the message is dropped and counted and the connected client is disconnected with reason
+    0x97 (quota exceeded) at MQTT 5. docs/configuration.md [[listener]] overflow."""
+    broker = make_broker(max_queued_messages=2, max_inflight=1, max_stored_messages=5, overflow="drop-new")
     s = TestClient(broker, level=5)
     s.connect("stuck", clean=False, properties={"session_expiry_interval": 3600})
     s.subscribe("a", qos=1)
@@ -342,9 +344,10 @@ def test_max_queued_bytes_holds_for_a_persistent_session_live_and_after_restart(
 
 
 def test_max_queued_bytes_drops_and_counts_for_a_clean_session():
-    """docs/configuration.md [limits] max_queued_bytes: a clean session has no store to keep
-    its overflow in; past the byte limit QoS 1/2 messages are dropped and counted."""
-    broker = make_broker(max_queued_bytes=250, max_inflight=1)
+    """docs/configuration.md [limits] max_queued_bytes and [[listener]] overflow = "drop-new"
+    (issue 14: dropping is an opt-in): past the byte limit a clean session's QoS 1/2 messages
+    are dropped and counted."""
+    broker = make_broker(max_queued_bytes=250, max_inflight=1, overflow="drop-new")
     s = TestClient(broker)
     s.connect("clean")
     s.subscribe("a", qos=1)

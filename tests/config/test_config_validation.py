@@ -173,6 +173,8 @@ def test_wrong_type_names_the_key_and_value(tmp_path: Path) -> None:
         ("[[listener]]\npath = 'mqtt'\n", "listener[0].path"),
         ("[[listener]]\nhost = ''\n", "listener[0].host"),
         ("[[listener]]\nrequire_certificate = 'yes'\n", "listener[0].require_certificate"),
+        ("[[listener]]\noverflow = 'drop'\n", "listener[0].overflow"),
+        ("[[listener]]\nport = 1884\n[[listener]]\nport = 1885\noverflow = 'Block'\n", "listener[1].overflow"),
     ],
 )
 def test_each_bad_value_names_its_key(tmp_path: Path, text: str, key: str) -> None:
@@ -348,3 +350,14 @@ def test_administrators_need_a_password_file_or_client_certificates(tmp_path: Pa
     with pytest.raises(ConfigError) as caught:
         load_config(str(path))
     assert caught.value.key == "access.administrators"
+
+
+def test_bad_overflow_policy_names_the_key_and_the_choices(tmp_path: Path) -> None:
+    """Issue 14: a listener's ``overflow`` is "block" (the default), "drop-new" or
+    "drop-oldest"; anything else stops start-up with one line naming the key."""
+    error = _error(tmp_path, "[[listener]]\noverflow = 'drop'\n")
+    assert str(error) == ('config error: listener[0].overflow: expected one of "block", "drop-new", '
+                          '"drop-oldest", got "drop"')
+    ok = tmp_path / "ok.toml"
+    ok.write_text("[[listener]]\noverflow = 'drop-oldest'\n[[listener]]\nport = 1884\n")
+    assert [listener.overflow for listener in load_config(str(ok)).listeners] == ["drop-oldest", "block"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
+from relaymq.broker import backpressure
 from relaymq.broker import delivery as delivery_mod
 from relaymq.broker.clock import Clock
 from relaymq.broker.persistence import MessageRefs, save_session
@@ -22,6 +23,7 @@ from relaymq.store.base import NEVER_EXPIRES, QUEUED, Snapshot, Store, StoredMes
 
 if TYPE_CHECKING:
     from relaymq.broker.ack_watch import AckWatch
+    from relaymq.broker.backpressure import Blocking
     from relaymq.broker.connection import Connection
 
 log = logging.getLogger("relaymq.broker")
@@ -71,6 +73,20 @@ class Broker:
         self.publication_taps: list[Callable[[StoredMessage], int | None]] = []
         # Set while a client's QoS 1 publication is routed: the deliveries it stores (ack_watch.py).
         self.ack_watch: AckWatch | None = None
+        # Backpressure (backpressure.py): the full sessions holding publishers back, and the
+        # one that made routing return HELD last.
+        self.blocking: dict[Session, Blocking] = {}
+        self.held_on: Session | None = None
+        # What a full session does, by the name of its client's listener (delivery.BLOCK, ...);
+        # a session restored from the store takes what every listener says, else BLOCK.
+        self.overflow_policies: dict[str, str] = {
+            listener.name: listener.overflow for listener in getattr(config, "listeners", ())}
+        policies = set(self.overflow_policies.values())
+        self.default_overflow = policies.pop() if len(policies) == 1 else delivery_mod.BLOCK
+        # Set by the server: run fn() on a later turn of the event loop (loop.call_soon). None:
+        # deferred calls wait in ``deferred`` for ``run_deferred`` (the tick, tests).
+        self.call_soon: Callable[[Callable[[], None]], Any] | None = None
+        self.deferred: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ identifiers
     def new_msg_id(self) -> int:
@@ -129,6 +145,22 @@ class Broker:
             return "the ACL refuses it"
         return None
 
+    def defer(self, fn: Callable[[], None]) -> None:
+        """Run ``fn()`` soon, outside the packet being handled (a held publisher resumes so)."""
+        if self.call_soon is not None:
+            self.call_soon(fn)
+        else:
+            self.deferred.append(fn)
+
+    def run_deferred(self) -> None:
+        """Run what ``defer`` kept (no event loop given), including what those calls defer."""
+        while self.deferred:
+            self.deferred.pop(0)()
+
+    def overflow_policy(self, listener: str) -> str:
+        """The ``overflow`` of the listener named ``listener`` (the default for another name)."""
+        return self.overflow_policies.get(listener, self.default_overflow)
+
     # ------------------------------------------------------------------ sessions
     def end_session(self, session: Session) -> None:
         """Discard a session: its subscriptions, queued and in-flight messages (mqtt.md item 20)."""
@@ -147,6 +179,7 @@ class Broker:
                 self.refs.release(msg)
         session.inbound.clear()
         session.inbound_bytes = 0
+        backpressure.unblock(self, session)  # its publishers go on without it
         if session.persisted:
             self.store.delete_session(session.client_id)
             session.persisted = False
@@ -220,6 +253,7 @@ class Broker:
         for rec in snap.sessions.values():
             s = Session(rec.client_id, rec.protocol_level, rec.expiry_interval, rec.username)
             s.persisted = True
+            s.overflow = self.default_overflow
             # The expiry clock runs on from the stored disconnect time, so the time the broker
             # was down counts; a session still connected when it stopped (a crash) counts from
             # now, the first moment it is known to be disconnected.
@@ -289,8 +323,11 @@ class Broker:
         from relaymq.broker import sys_tree
 
         now = self.clock.monotonic()
+        self.run_deferred()
         for conn in list(self.connections):
             conn.check_timers(now)
+        if self.blocking:
+            backpressure.check(self, now)
         for cid, entry in list(self.pending_wills.items()):
             if now >= entry.due:
                 self.fire_will(cid)

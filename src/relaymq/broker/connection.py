@@ -26,6 +26,8 @@ from relaymq.mqtt import reason_codes as rc
 from relaymq.mqtt.codec import encode, encode_ack, encode_publish
 from relaymq.mqtt.errors import MQTTError, ProtocolError
 from relaymq.mqtt.reader import PacketReader
+from relaymq.broker.backpressure import Held, must_wait
+from relaymq.broker.backpressure import forget as forget_held
 from relaymq.broker.session import NOTHING_QUEUED, grown
 
 if TYPE_CHECKING:
@@ -52,7 +54,7 @@ class Connection:
     __slots__ = (
         "_acks_unregistered", "_dispatching", "acks", "aliases_in", "aliases_out", "broker",
         "bytes_received", "bytes_sent", "certificate_user", "client_alias_max", "client_id",
-        "client_max_packet", "closed", "connected", "created_at", "held", "inbound_qos2",
+        "client_max_packet", "closed", "connected", "created_at", "held", "held_back", "inbound_qos2",
         "inbound_unacked", "keep_alive", "last_received", "last_topic", "level", "link",
         "listener", "messages_received", "messages_sent", "paused", "peer", "pubrels_waiting",
         "read_paused_for", "reader", "send_quota", "session", "username", "will", "will_delay",
@@ -105,6 +107,8 @@ class Connection:
         self._dispatching = False
         # PUBRELs waiting for the store's commit (delivery.send_pubrel): later ones queue behind
         self.pubrels_waiting = 0
+        # A publication held back by a full session, and the packets behind it (backpressure.py)
+        self.held_back: Held | None = None
         self.created_at = broker.clock.monotonic()
         broker.stats.connections_total += 1
         max_conn = broker.limits.max_connections
@@ -157,6 +161,9 @@ class Connection:
                 handle_connect(self, packet)
                 return
             raise ProtocolError("the first packet must be CONNECT")
+        held = self.held_back
+        if held is not None and must_wait(self, held, packet):
+            return  # behind a publication held back by a full session, in arrival order
         handler = HANDLERS.get(packet.packet_type)
         if handler is None:
             kind = packet.packet_type
@@ -166,6 +173,40 @@ class Connection:
                 raise ProtocolError("enhanced authentication is not supported")
             raise ProtocolError(f"a client may not send packet type {kind}")
         handler(self, packet)
+
+    def resume_held(self) -> None:
+        """The full session this connection's publication waited for has room (called on a
+        turn of its own, ``Broker.defer``): route the publication, which may be held again by
+        another full session, then handle the packets that waited behind it (backpressure.py)."""
+        held = self.held_back
+        if held is None or held.session is not None or held.retry is None or self.closed:
+            return  # gone, or already waiting again
+        self._dispatching = True  # as in process_buffered: durable acks registered once, below
+        with self.broker.store.unit():  # as in process_buffered: every copy commits together
+            try:
+                if not held.retry():
+                    return
+                held.retry = None
+                packets = held.packets
+                while packets and not self.closed:
+                    packet, size = packets.popleft()
+                    held.bytes -= size
+                    HANDLERS[packet.packet_type](self, packet)
+                    if held.retry is not None:
+                        return  # that one is held back in turn; the rest wait behind it
+                self.held_back = None
+            except MQTTError as err:
+                self.protocol_violation(err)
+                return
+            except Exception:  # a bug must cost one connection, never the broker (as data_received)
+                log.exception("internal error on connection %s; closing it", self.peer)
+                self.close(publish_will=False)
+                return
+            finally:
+                self._dispatching = False
+                if self._acks_unregistered:
+                    self._register_acks()
+        self.process_buffered()  # what arrived while reading was paused for another reason
 
     def pingreq(self, packet: p.Pingreq) -> None:
         self.send(p.Pingresp())  # mqtt.md item 21; seed 000 l.1021
@@ -397,6 +438,8 @@ class Connection:
         from relaymq.broker.handle_connect import session_disconnected
 
         self.broker.connections.discard(self)
+        if self.held_back is not None:
+            forget_held(self)
         session_disconnected(self, publish_will)
 
     # ------------------------------------------------------------------ timers

@@ -12,6 +12,7 @@ import logging
 from functools import partial
 from typing import TYPE_CHECKING
 
+from relaymq.broker import backpressure
 from relaymq.broker.persistence import forget_delivery, persist_delivery, update_delivery
 from relaymq.broker.session import Delivery
 from relaymq.mqtt import packets as p
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
     from relaymq.broker.session import Session
 
 log = logging.getLogger("relaymq.delivery")
+
+#: A listener's ``overflow`` policies (config.OVERFLOW_POLICIES): what a QoS 1/2 message for a
+#: full session meets (``overflow``).
+BLOCK, DROP_NEW, DROP_OLDEST = "block", "drop-new", "drop-oldest"
 
 
 def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, retain: bool,
@@ -64,25 +69,93 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
 def overflow(broker: Broker, session: Session, message: StoredMessage, qos: int, retain: bool,
              subscription_ids: list[int] | None) -> None:
     """The in-memory queue is full (issue 2, limits). A persistent session keeps the message in
-    the store only, up to ``max_stored_messages``; past that hard limit, or for a clean session,
-    the message is dropped and counted, and a connected client that let its persistent backlog
-    reach the hard limit is disconnected (MQTT 5 reason 0x97, quota exceeded)."""
+    the store only, up to ``max_stored_messages``. Past that, or past the in-memory limits for a
+    clean session, the session's ``overflow`` policy (its client's listener) decides (issue 14):
+
+    * ``block``: the session holds back the clients that publish to it (backpressure.py) until
+      it drains; this message is still taken (it was routed before the session was full, or it
+      comes from inside the broker and cannot be held back), up to twice the limit;
+    * ``drop-oldest``: the oldest queued messages make room for this one;
+    * ``drop-new``: this one is dropped; a connected client that let its persistent backlog
+      reach the hard limit is disconnected (MQTT 5 reason 0x97, quota exceeded).
+
+    Drops are counted (``publish_dropped``, ``overflow_dropped``, the session's ``dropped``)."""
     limits = broker.limits
     backlog = len(session.queue) + len(session.spilled) + len(session.inflight)
-    if session.persistent and backlog < limits.max_stored_messages:
-        d = Delivery(broker.new_seq(), message, qos, retain, list(subscription_ids or ()))
-        persist_delivery(broker, session, d)
-        session.spill(d.seq, message.msg_id)
+    persistent = session.persistent
+    if persistent and backlog < limits.max_stored_messages:
+        _spill(broker, session, message, qos, retain, subscription_ids)
         return
-    broker.stats.publish_dropped += 1
+    policy = session.overflow
+    size = len(message.payload)
+    if policy == BLOCK:
+        # The first message that finds the session full is always taken: it may come from a
+        # client, whose publication was routed before the session blocked (however large it is).
+        first = session.blocking is None
+        if first:
+            backpressure.start_blocking(broker, session)
+        if persistent:
+            if first or backlog < 2 * limits.max_stored_messages:
+                _spill(broker, session, message, qos, retain, subscription_ids)
+                return
+        elif first or len(session.queue) < 2 * limits.max_queued_messages and (
+                not limits.max_queued_bytes or session.queued_bytes + size <= 2 * limits.max_queued_bytes):
+            d = Delivery(broker.new_seq(), message, qos, retain, list(subscription_ids or ()))
+            session.queued_bytes += size
+            session.enqueue(d)
+            pump(broker, session)
+            return
+    elif policy == DROP_OLDEST:
+        while _full(broker, session, size) and (session.queue or session.spilled):
+            _drop_oldest(broker, session)
+        if not _full(broker, session, size):
+            deliver(broker, session, message, qos, retain, subscription_ids)
+            return
+    _count_drop(broker, session, "dropped")
+    conn = session.connection
+    if (policy == DROP_NEW and persistent and conn is not None and conn.connected
+            and not conn.closed):
+        conn.disconnect_with(QUOTA_EXCEEDED, f"{backlog} messages waiting: max_stored_messages reached")
+
+
+def _spill(broker: Broker, session: Session, message: StoredMessage, qos: int, retain: bool,
+           subscription_ids: list[int] | None) -> None:
+    """Keep a persistent session's delivery in the store only (read back by ``refill``)."""
+    d = Delivery(broker.new_seq(), message, qos, retain, list(subscription_ids or ()))
+    persist_delivery(broker, session, d)
+    session.spill(d.seq, message.msg_id)
+
+
+def _full(broker: Broker, session: Session, size: int) -> bool:
+    """Would a message of ``size`` bytes overflow the session (the test ``deliver`` and
+    ``overflow`` make)?"""
+    limits = broker.limits
+    if session.persistent:
+        return len(session.queue) + len(session.spilled) + len(session.inflight) >= limits.max_stored_messages
+    return len(session.queue) >= limits.max_queued_messages or bool(
+        limits.max_queued_bytes and session.queued_bytes + size > limits.max_queued_bytes)
+
+
+def _drop_oldest(broker: Broker, session: Session) -> None:
+    """Drop the oldest message waiting for an in-flight slot (``drop-oldest``)."""
+    if session.queue:
+        release(broker, session, session.queue.popleft())
+    else:
+        seq, msg_id = session.spilled.popleft()
+        broker.store.delete_delivery(session.client_id, seq)
+        broker.refs.release_id(msg_id)
+    _count_drop(broker, session, "dropped the oldest")
+
+
+def _count_drop(broker: Broker, session: Session, what: str) -> None:
+    stats = broker.stats
+    stats.publish_dropped += 1
+    stats.overflow_dropped += 1
     session.dropped += 1
     if session.dropped == 1 or session.dropped % 1000 == 0:
-        log.warning("session %s: queue full (%d in memory, %d in the store only, %d bytes); %d messages dropped",
-                    session.client_id, len(session.queue), len(session.spilled), session.queued_bytes,
-                    session.dropped)
-    conn = session.connection
-    if session.persistent and conn is not None and conn.connected and not conn.closed:
-        conn.disconnect_with(QUOTA_EXCEEDED, f"{backlog} messages waiting: max_stored_messages reached")
+        log.warning("session %s: queue full (%d in memory, %d in the store only, %d bytes; overflow = %s): "
+                    "%s, %d messages dropped in all", session.client_id, len(session.queue), len(session.spilled),
+                    session.queued_bytes, session.overflow, what, session.dropped)
 
 
 def refill(broker: Broker, session: Session) -> None:
@@ -228,6 +301,8 @@ def acknowledged(broker: Broker, session: Session, packet_id: int, expected_stat
         d.watch = None
         watch.delivered()
     pump(broker, session)
+    if session.blocking is not None:
+        backpressure.relieve(broker, session)  # publishers wait for room in this session
     return d
 
 
@@ -262,5 +337,5 @@ def _pubrel_now_durable(conn: Connection, packet_id: int) -> None:
     conn.send(p.Pubrel(packet_id))  # nothing when the connection is closed: a reconnect resends
 
 
-__all__ = ["deliver", "overflow", "refill", "pump", "start", "resend_inflight", "retransmit_due", "release", "discard",
-           "acknowledged", "received", "send_pubrel", "QUEUED"]
+__all__ = ["BLOCK", "DROP_NEW", "DROP_OLDEST", "deliver", "overflow", "refill", "pump", "start", "resend_inflight",
+           "retransmit_due", "release", "discard", "acknowledged", "received", "send_pubrel", "QUEUED"]

@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from relaymq.broker.delivery import pump, resend_inflight
+from relaymq.broker.backpressure import unblock
+from relaymq.broker.delivery import BLOCK, pump, resend_inflight
 from relaymq.broker.persistence import save_session
 from relaymq.broker.session import Session
 from relaymq.mqtt import packets as p
@@ -204,6 +205,10 @@ def connect_session(conn: Connection, pkt: p.Connect, client_id: str, assigned: 
     session.connection = conn
     session.disconnected_at = None
     conn.session = session
+    # A full queue does what the listener the client came through says (issue 14)
+    session.overflow = broker.overflow_policy(conn.listener)
+    if session.blocking is not None and session.overflow != BLOCK:
+        unblock(broker, session)
     save_session(broker, session)
 
     # -- connection parameters

@@ -9,10 +9,12 @@ Inbound QoS 2: store on PUBLISH and PUBREC once durable; route on PUBREL, then P
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import TYPE_CHECKING
 
 from relaymq.broker import delivery
 from relaymq.broker.ack_watch import AckWatch
+from relaymq.broker.backpressure import hold
 from relaymq.broker.listener_control import LISTENER_CONTROL_PREFIX, handle_listener_control
 from relaymq.broker.persistence import forget_inbound, persist_inbound
 from relaymq.broker.routing import process_publication
@@ -25,6 +27,7 @@ from relaymq.store.base import RELEASED, SENT
 
 if TYPE_CHECKING:
     from relaymq.broker.connection import Connection
+    from relaymq.store.base import StoredMessage
 
 log = logging.getLogger("relaymq.publish")
 
@@ -124,27 +127,10 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
     pid = pkt.packet_id
     conn.inbound_unacked += 1
     if qos == 1:
-        code = refused
-        store = broker.store
-        submitted = store.submitted
-        watch = None
-        if message is not None:
-            watch = broker.ack_watch = AckWatch()
-            try:
-                receivers = process_publication(broker, message, session)
-            finally:
-                broker.ack_watch = None
-            if receivers == 0 and conn.level == 5:
-                code = rc.NO_MATCHING_SUBSCRIBERS
-        # The PUBACK promises what routing stored (deliveries to persistent sessions, the
-        # retained message): it waits for their commit, or (when those deliveries were all it
-        # stored) until their subscribers acknowledged them, whichever comes first
-        # (ack_watch.py); when nothing was stored it goes now, in order behind any earlier
-        # acknowledgement still waiting.
-        writes = store.submitted - submitted
-        entry = conn.acknowledge(p.PUBACK, pid, code, True, writes != 0)
-        if entry is not None and watch is not None and watch.waiting and watch.writes == writes:
-            watch.arm(conn, entry)
+        if message is None:
+            conn.acknowledge(p.PUBACK, pid, refused, True, False)  # nothing stored: at once, in order
+        else:
+            publish_qos1(conn, message, pid)
         return
     if refused:
         # MQTT 5 4.3.3: a PUBREC with a failure code ends the exchange; no PUBREL follows, so
@@ -160,10 +146,48 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
     conn.acknowledge_when_durable(p.Pubrec(pid), completes=False)
 
 
+def publish_qos1(conn: Connection, message: StoredMessage, pid: int) -> bool:
+    """Route a client's QoS 1 publication and acknowledge it; or, when a session it goes to is
+    full, hold it back unacknowledged (backpressure.py) and return False: it comes here again
+    once that session has room."""
+    broker = conn.broker
+    store = broker.store
+    submitted = store.submitted
+    watch = broker.ack_watch = AckWatch()
+    try:
+        receivers = process_publication(broker, message, conn.session, True)
+    finally:
+        broker.ack_watch = None
+    if receivers < 0:
+        hold(conn, partial(publish_qos1, conn, message, pid), broker.held_on)
+        return False
+    code = rc.NO_MATCHING_SUBSCRIBERS if receivers == 0 and conn.level == 5 else rc.SUCCESS
+    # The PUBACK promises what routing stored (deliveries to persistent sessions, the
+    # retained message): it waits for their commit, or (when those deliveries were all it
+    # stored) until their subscribers acknowledged them, whichever comes first
+    # (ack_watch.py); when nothing was stored it goes now, in order behind any earlier
+    # acknowledgement still waiting.
+    writes = store.submitted - submitted
+    entry = conn.acknowledge(p.PUBACK, pid, code, True, writes != 0)
+    if entry is not None and watch.waiting and watch.writes == writes:
+        watch.arm(conn, entry)
+    return True
+
+
 def handle_pubrel(conn: Connection, pkt: p.Pubrel) -> None:
+    release_qos2(conn, pkt.packet_id)
+
+
+def release_qos2(conn: Connection, pid: int) -> bool:
+    """PUBREL: route the QoS 2 message received with ``pid`` and complete the exchange; or,
+    when a session it goes to is full, hold the release back (PUBREC was sent: the message is
+    kept, in the store for a persistent session, until it has room) and return False."""
     broker = conn.broker
     session = conn.session
-    pid = pkt.packet_id
+    message = session.inbound.get(pid)
+    if message is not None and process_publication(broker, message, session, True) < 0:
+        hold(conn, partial(release_qos2, conn, pid), broker.held_on)
+        return False
     # Only a message received on this connection was counted here; one received before a
     # reconnect (resumed session) is released without touching this connection's count.
     counted = pid in conn.inbound_qos2
@@ -172,11 +196,11 @@ def handle_pubrel(conn: Connection, pkt: p.Pubrel) -> None:
         message = session.inbound.pop(pid)
         if message is not None:
             session.inbound_bytes -= len(message.payload)
-            process_publication(broker, message, session)
         if session.persistent:
             forget_inbound(broker, session, pid, message)
     # (an id already released is completed again) PUBCOMP once the release is durable
     conn.acknowledge_when_durable(p.Pubcomp(pid), completes=counted)
+    return True
 
 
 def expect_inflight(conn: Connection, packet_id: int, qos: int, states: tuple[int, ...],

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from relaymq.broker.backpressure import wake
 from relaymq.broker.retain import send_retained
 from relaymq.broker.shared import SharedGroup
 from relaymq.mqtt import packets as p
@@ -70,6 +71,8 @@ def remove_subscription(broker: Broker, session: Session, full_filter: str, pers
                 broker.subscriptions.remove(topic_filter, ("$share", group))
     if persist and session.persisted:
         broker.store.delete_subscription(session.client_id, full_filter)
+    if session.blocking:
+        wake(broker, session)  # what it held back may no longer be for it
     return True
 
 

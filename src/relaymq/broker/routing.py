@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from relaymq.broker.backpressure import HELD
 from relaymq.broker.delivery import deliver
 from relaymq.broker.retain import store_retained
 from relaymq.broker.shared import SharedGroup
@@ -29,13 +30,18 @@ if TYPE_CHECKING:
     from relaymq.store.base import StoredMessage
 
 
-def process_publication(broker: Broker, message: StoredMessage, origin: Session | None) -> int:
-    """Retain (if flagged) and route a publication. Returns the number of receivers: clients, and
-    the copies the taps made (queue subscribers), so an MQTT 5 PUBACK says 0x10 No matching
-    subscribers only when nobody at all took it."""
+def process_publication(broker: Broker, message: StoredMessage, origin: Session | None,
+                        hold: bool = False) -> int:
+    """Route and retain (if flagged) a publication. Returns the number of receivers: clients,
+    and the copies the taps made (queue subscribers), so an MQTT 5 PUBACK says 0x10 No matching
+    subscribers only when nobody at all took it; or HELD when ``hold`` (a client's QoS 1/2
+    publication, whose acknowledgement can wait) and a session it goes to at QoS 1/2 is full
+    and blocking (``broker.held_on``): then nothing was delivered nor retained (backpressure.py)."""
+    receivers = route(broker, message, origin, hold)
+    if receivers < 0:
+        return receivers
     if message.retain:
         store_retained(broker, message)
-    receivers = route(broker, message, origin)
     for tap in broker.publication_taps:
         try:
             taken = tap(message)  # the copies it made (queue subscribers), or None
@@ -47,7 +53,7 @@ def process_publication(broker: Broker, message: StoredMessage, origin: Session 
     return receivers
 
 
-def route(broker: Broker, message: StoredMessage, origin: Session | None) -> int:
+def route(broker: Broker, message: StoredMessage, origin: Session | None, hold: bool = False) -> int:
     topic = message.topic
     sessions = broker.sessions
     acl = broker.acl
@@ -82,6 +88,9 @@ def route(broker: Broker, message: StoredMessage, origin: Session | None) -> int
         # 3.1.1 sets RETAIN 0 on live messages; MQTT 5 keeps it with retain-as-published
         retain = message.retain and sub.retain_as_published
         if targets is None:
+            if hold and qos and session.blocking is not None:
+                broker.held_on = session
+                return HELD
             deliver(broker, session, message, qos, retain, [sub.subscription_id] if sub.subscription_id else None)
             return 1
         t = targets.get(client_id)
@@ -95,6 +104,12 @@ def route(broker: Broker, message: StoredMessage, origin: Session | None) -> int
                 t[2].append(sub.subscription_id)
     if not targets:
         return 0
+    if hold and broker.blocking:
+        for client_id, target in targets.items():
+            session = sessions[client_id]
+            if target[0] and session.blocking is not None:
+                broker.held_on = session
+                return HELD
     for client_id, (qos, retain, sub_ids) in targets.items():
         deliver(broker, sessions[client_id], message, qos, retain, sub_ids)
     return len(targets)

@@ -49,7 +49,7 @@ class Session:
     __slots__ = (
         "client_id", "protocol_level", "expiry_interval", "username", "subscriptions",
         "queue", "inflight", "inbound", "connection", "disconnected_at", "_next_packet_id",
-        "queued_bytes", "dropped", "persisted", "spilled", "inbound_bytes",
+        "queued_bytes", "dropped", "persisted", "spilled", "inbound_bytes", "overflow", "blocking",
     )
 
     def __init__(self, client_id: str, protocol_level: int, expiry_interval: int,
@@ -74,6 +74,12 @@ class Session:
         self.queued_bytes = 0
         self.dropped = 0
         self.persisted = False  # a SessionRecord is in the store
+        # What a full queue does (the listener's ``overflow``: delivery.BLOCK, DROP_NEW,
+        # DROP_OLDEST), set when the client connects
+        self.overflow = "block"
+        # None, or (policy "block", queue full) the connections held back until it drains
+        # below its low-water mark (backpressure.py)
+        self.blocking: list[Connection] | None = None
 
     def enqueue(self, d: Delivery) -> None:
         """Append to ``queue`` (made a deque on first use)."""

@@ -16,11 +16,18 @@ class SharedGroup:
         self._turn = 0
 
     def choose(self, sessions: dict) -> tuple[str, SubscriptionRecord] | None:
-        """The next member in turn, a connected one if any is connected."""
+        """The next member in turn, a connected one if any is connected; one whose queue is
+        full (blocking, backpressure.py) only when every connected member's is."""
         ids = list(self.members)
         if not ids:
             return None
         n = len(ids)
+        for i in range(n):
+            cid = ids[(self._turn + i) % n]
+            s = sessions.get(cid)
+            if s is not None and s.connection is not None and s.blocking is None:
+                self._turn = (self._turn + i + 1) % n
+                return cid, self.members[cid]
         for i in range(n):
             cid = ids[(self._turn + i) % n]
             s = sessions.get(cid)

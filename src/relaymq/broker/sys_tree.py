@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from relaymq import __version__
+from relaymq.broker.backpressure import held_connections, stalled_sessions
 from relaymq.broker.retain import store_retained
 from relaymq.broker.routing import route
 
@@ -42,6 +43,12 @@ def stats_values(broker: Broker) -> dict[str, str]:
         "bytes/received": str(s.bytes_received),
         "bytes/sent": str(s.bytes_sent),
         "publish/messages/dropped": str(s.publish_dropped),
+        "publish/messages/dropped/overflow": str(s.overflow_dropped),
+        "publish/messages/held": str(s.publications_held),
+        "clients/blocking": str(len(broker.blocking)),
+        "clients/held": str(held_connections(broker)),
+        "clients/stalled": str(stalled_sessions(broker)),
+        "clients/stalled/total": str(s.stalls),
         "subscriptions/count": str(len(broker.subscriptions)),
         "retained messages/count": str(len(broker.retained)),
         "store/messages": str(len(broker.refs.counts)),

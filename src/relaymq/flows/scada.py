@@ -214,6 +214,7 @@ class ScadaEndpoint:
         passwords = getattr(self.main_broker, "passwords", None)
         self.broker = _ScadaBroker(self.config, _GatedStore(self._store, self.gate), passwords=passwords,
                                    acl=_Access(self))
+        self.broker.call_soon = loop.call_soon  # held publishers resume on their own turn
         # The main broker's password checks off the event loop, when the server installed one.
         self.broker.authenticator = getattr(self.main_broker, "authenticator", None)
         self.broker.restore(self._store.load())

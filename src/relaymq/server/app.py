@@ -131,6 +131,7 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
     try:
         passwords, acl = load_access(config)
         broker = Broker(config, store, passwords=passwords, acl=acl)
+        broker.call_soon = loop.call_soon  # a held publisher resumes on a turn of its own
         if passwords is not None:
             checker = PasswordChecker(passwords, loop)
             broker.authenticator = checker

@@ -80,34 +80,11 @@ def log_append(directory: str, records: int) -> dict[str, float]:
 
 
 def put_get(directory: str, seconds: float, threads: int) -> tuple[float, int]:
-    path = os.path.join(directory, f"pairs-{threads}")
-    os.makedirs(path, exist_ok=True)
-    qm = QueueManager.open("BENCH", path, synchronous="FULL")
-    qm.define_queue("Q")
-    commits0 = qm.store.commits
-    stop = time.perf_counter() + seconds
-    counts = [0] * threads
+    """bench_qmgr.py's threads (blocking calls), in a directory of this run."""
+    import bench_qmgr
 
-    def worker(n: int) -> None:
-        message = Message()
-        message.mq.md.Format = "MQSTR"
-        message.mq.body = b"x" * 256
-        while time.perf_counter() < stop:
-            qm.put("Q", message)
-            assert qm.get("Q") is not None
-            counts[n] += 1
-
-    started = time.perf_counter()
-    pool = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
-    elapsed = time.perf_counter() - started
-    assert qm.depth("Q") == 0
-    commits = qm.store.commits - commits0
-    qm.close()
-    return sum(counts) / elapsed, commits
+    pairs, elapsed, commits = bench_qmgr.run(seconds, threads, os.path.join(directory, f"pairs-{threads}"))
+    return pairs / elapsed, commits
 
 
 def put_get_async(directory: str, seconds: float, clients: int) -> tuple[float, int]:

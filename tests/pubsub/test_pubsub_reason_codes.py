@@ -6,7 +6,6 @@ come from real queue resolution; 3008 comes from a real failure in the broker pr
 
 from __future__ import annotations
 
-import os
 
 import pytest
 

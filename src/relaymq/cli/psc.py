@@ -144,6 +144,7 @@ def _local(args: argparse.Namespace, query: dict[str, str]) -> list[dict[str, An
 def run(args: argparse.Namespace) -> int:
     from relaymq.config import ConfigError
     from relaymq.pubsub.admin import AdminError
+    from relaymq.store.base import StoreError
 
     command = args.psc_command
     query = _criteria(args)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from relaymq.pubsub.topics import TopicError, validate_topic_filter
-from relaymq.config import ConfigError, build_section, int_range, key_field, text, text_list
+from relaymq.config import ConfigError, build_section, int_range, key_field, text_list
 
 _RULE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 

@@ -63,7 +63,7 @@ from functools import partial
 from typing import Any
 
 from .base import StoreError
-from .sqlite_file import SYNCHRONOUS_MODES
+from .sqlite_file import SYNCHRONOUS_MODES, DatabaseFileError, open_database
 
 log = logging.getLogger("relaymq.store")
 
@@ -634,49 +634,18 @@ def _take_lock(path: str, what: str) -> int:
     return fd
 
 
+def _adopt_queue_manager_file(conn: sqlite3.Connection) -> None:
+    """A qmgr-<NAME>.db of an earlier version: its tables take this schema's names."""
+    for table in _LEGACY_QMGR_TABLES:
+        conn.execute(f"ALTER TABLE {table} RENAME TO qm_{table}")
+
+
 def open_engine_file(path: str, synchronous: str, what: str = "relaymq database") -> sqlite3.Connection:
-    """Connect in autocommit mode with WAL, check the marks, adopt a legacy file, bring the
-    schema up to date in ONE transaction (a process killed meanwhile leaves the old file or
-    the complete new one)."""
+    """The database file with every part's schema up to date (legacy files adopted in place),
+    in ONE transaction: a process killed meanwhile leaves the old file or the complete new one."""
     try:
-        # room for the combined statements (_combine) of every table beside the usual ones
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, cached_statements=1024)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot open {what} {path!r}: {exc}") from exc
-    try:
-        found_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        legacy = found_id in (LEGACY_QMGR_ID, LEGACY_LOG_ID)
-        if (found_id not in (0, APPLICATION_ID) and not legacy) or (version == 0 and tables):
-            raise StoreError(f"{path!r} is an SQLite database but not a {what}")
-        if not legacy and version > SCHEMA_VERSION:
-            raise StoreError(f"{what} {path!r} has schema version {version}, newer than this relaymq knows"
-                             f" ({SCHEMA_VERSION}); use a newer relaymq")
-        if legacy and version > 1:
-            raise StoreError(f"{path!r} was written by a newer relaymq (schema {version}); use a newer relaymq")
-        conn.execute("PRAGMA busy_timeout = 5000")
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if mode.lower() != "wal":
-            raise StoreError(f"{what} {path!r}: cannot use write-ahead logging (journal mode stays {mode!r})")
-        conn.execute(f"PRAGMA synchronous = {synchronous}")
-        conn.execute("PRAGMA journal_size_limit = 67108864")  # shrink the WAL back after a burst
-        if legacy or version < SCHEMA_VERSION:
-            conn.execute("BEGIN IMMEDIATE")
-            if found_id == LEGACY_QMGR_ID:
-                for table in _LEGACY_QMGR_TABLES:
-                    conn.execute(f"ALTER TABLE {table} RENAME TO qm_{table}")
-            first = 1 if legacy else version + 1
-            for step in range(first, SCHEMA_VERSION + 1):
-                for statement in MIGRATIONS[step]:
-                    conn.execute(statement)
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            conn.execute("COMMIT")
-        return conn
-    except StoreError:
-        conn.close()
-        raise
-    except sqlite3.Error as exc:
-        conn.close()
-        raise StoreError(f"cannot open {what} {path!r}: {exc}") from exc
+        return open_database(path, application_id=APPLICATION_ID, schema_version=SCHEMA_VERSION,
+                             migrations=MIGRATIONS, synchronous=synchronous, what=what,
+                             legacy={LEGACY_QMGR_ID: _adopt_queue_manager_file, LEGACY_LOG_ID: lambda conn: None})
+    except DatabaseFileError as exc:
+        raise StoreError(str(exc)) from exc

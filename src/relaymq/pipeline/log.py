@@ -42,7 +42,6 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 
 from relaymq.pipeline.record import COLUMNS, LogRecord
 from relaymq.store.base import StoreError
@@ -149,7 +148,7 @@ class MessageLog:
         if self._engine is None:
             raise LogError("the log is open read-only")
         stamp = time.time() if now is None else now
-        self._engine.submit(partial(self._place, list(records), stamp, None), len(records))
+        self._engine.submit(self._place, list(records), stamp, None, writes=len(records))
 
     def append(self, records: Sequence[LogRecord], now: float | None = None) -> list[tuple[str, int]]:
         """Append records (each with its ``partition`` set) and wait for the commit, giving each
@@ -159,14 +158,14 @@ class MessageLog:
         stamp = time.time() if now is None else now
         placed: list[tuple[str, int]] = []
         try:
-            self._engine.submit(partial(self._place, list(records), stamp, placed), len(records))
+            self._engine.submit(self._place, list(records), stamp, placed, writes=len(records))
             self._engine.ticket().wait()
         except StoreError as exc:
             raise LogError(f"cannot append to the message log: {exc}") from exc
         return placed
 
-    def _place(self, records: list[LogRecord], stamp: float, placed: list[tuple[str, int]] | None,
-               batch: Batch) -> None:
+    def _place(self, batch: Batch, records: list[LogRecord], stamp: float,
+               placed: list[tuple[str, int]] | None) -> None:
         """Number and stamp the records as they join the batch (the engine's lock is held)."""
         next_seq = self._next_seq
         last_us = self._last_us

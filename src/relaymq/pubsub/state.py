@@ -89,7 +89,7 @@ class PubSubState:
                     ops.append((_STATE, (name, value)))
             engine.changed = False
         if ops:
-            self.engine.submit(lambda batch: _coalesce(ops, batch), len(ops))
+            self.engine.submit(_coalesce, ops, writes=len(ops))
         return len(ops)
 
     def save_all(self, engine: PubSubEngine) -> None:
@@ -105,7 +105,7 @@ def _record(sub: QueueSubscription) -> dict[str, Any]:
     return sub.to_record()
 
 
-def _coalesce(ops: list[tuple[str, tuple[Any, ...]]], batch: Batch) -> None:
+def _coalesce(batch: Batch, ops: list[tuple[str, tuple[Any, ...]]]) -> None:
     for sql, row in ops:
         key = ("ps", row[0])
         if sql is _DELETE:

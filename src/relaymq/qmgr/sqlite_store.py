@@ -61,7 +61,7 @@ def _fold_state(state: int, confirm_id: int, lock_id: int, row: tuple[Any, ...])
     return row[:_ROW_STATE] + (state, confirm_id, lock_id) + row[_ROW_LOCK + 1:]
 
 
-def _apply(ops: list[Op], batch: Batch) -> None:
+def _apply(batch: Batch, ops: list[Op]) -> None:
     """The queue manager's operations (relaymq.qmgr.store) as statements, coalesced by key."""
     for op in ops:
         kind = op[0]
@@ -150,7 +150,7 @@ class SqliteQueueStore(QueueStore):
     def submit(self, ops: list[Op]) -> Ticket:
         ticket = Ticket()
         try:
-            self.engine.submit(partial(_apply, ops), len(ops))
+            self.engine.submit(_apply, ops, writes=len(ops))
         except StoreError as exc:
             ticket.finish(exc)
             return ticket
@@ -160,7 +160,7 @@ class SqliteQueueStore(QueueStore):
     def submit_nowait(self, ops: list[Op]) -> None:
         """Submit without a ticket: whoever acknowledges waits for the engine (``on_durable``)."""
         try:
-            self.engine.submit(partial(_apply, ops), len(ops))
+            self.engine.submit(_apply, ops, writes=len(ops))
         except StoreError as exc:
             raise StoreFailed(f"store write failed: {exc}") from exc
 

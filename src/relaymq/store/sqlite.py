@@ -141,22 +141,22 @@ class SQLiteStore(Store):
         fresh = message.msg_id > self._max_msg_id
         if fresh:
             self._max_msg_id = message.msg_id
-        self.engine.submit(partial(Batch.put, key=("m", message.msg_id), op=(_PUT_MESSAGE, row), fresh=fresh))
+        self.engine.submit(Batch.put, ("m", message.msg_id), (_PUT_MESSAGE, row), fresh)
 
     def delete_message(self, msg_id: int) -> None:
-        self.engine.submit(partial(Batch.delete, key=("m", msg_id), op=(_DELETE_MESSAGE, (msg_id,))))
+        self.engine.submit(Batch.delete, ("m", msg_id), (_DELETE_MESSAGE, (msg_id,)))
 
     def put_session(self, record: SessionRecord) -> None:
         self.engine.append([(_PUT_SESSION, ser.session_row(record))])
 
     def delete_session(self, client_id: str) -> None:
         key = (client_id,)
-        self.engine.submit(partial(Batch.barrier, ops=[
+        self.engine.submit(Batch.barrier, [
             (_DELETE_SESSION, key),
             (_DELETE_CLIENT_SUBSCRIPTIONS, key),
             (_DELETE_CLIENT_DELIVERIES, key),
             (_DELETE_CLIENT_INBOUND, key),
-        ]))
+        ])
 
     def put_subscription(self, record: SubscriptionRecord) -> None:
         self.engine.append([(_PUT_SUBSCRIPTION, ser.subscription_row(record))])
@@ -169,17 +169,14 @@ class SQLiteStore(Store):
         fresh = record.seq > self._max_seq
         if fresh:
             self._max_seq = record.seq
-        self.engine.submit(partial(Batch.put, key=("d", record.client_id, record.seq), op=(_PUT_DELIVERY, row),
-                                   fresh=fresh))
+        self.engine.submit(Batch.put, ("d", record.client_id, record.seq), (_PUT_DELIVERY, row), fresh)
 
     def update_delivery(self, client_id: str, seq: int, packet_id: int | None, state: int) -> None:
-        self.engine.submit(partial(
-            Batch.update, key=("d", client_id, seq), op=(_UPDATE_DELIVERY, (packet_id, state, client_id, seq)),
-            fold=partial(_fold_delivery, packet_id, state)))
+        self.engine.submit(Batch.update, ("d", client_id, seq), (_UPDATE_DELIVERY, (packet_id, state, client_id, seq)),
+                           partial(_fold_delivery, packet_id, state))
 
     def delete_delivery(self, client_id: str, seq: int) -> None:
-        self.engine.submit(partial(Batch.delete, key=("d", client_id, seq),
-                                   op=(_DELETE_DELIVERY, (client_id, seq))))
+        self.engine.submit(Batch.delete, ("d", client_id, seq), (_DELETE_DELIVERY, (client_id, seq)))
 
     def read_deliveries(self, client_id: str, after_seq: int,
                         limit: int) -> list[tuple[DeliveryRecord, StoredMessage]]:

@@ -4,11 +4,13 @@ wildcards and content filters mixed, MQTT sessions and queue subscribers togethe
 
 Everything is the real code of a broker process, without sockets: the broker core with MQTT 5
 sessions (each PUBLISH encoded and written to the client's transport), a real queue manager
-(in memory, or SQLite with ``--qmgr-store sqlite``: every put durable before it counts), and
-the pub/sub service started as ``relaymq serve`` starts it, whose queue subscribers share the
-broker's subscription tree. A publication counts once it has been matched against all 10,000
-subscriptions, filtered, written to every matching MQTT client and put (committed) on every
-matching subscriber queue.
+and the pub/sub service started as ``relaymq serve`` starts them: with ``--store sqlite`` (the
+default) the broker's SQLite store and the queue manager share one storage engine, so the
+copies for queue subscribers commit with the publication (``synchronous=FULL``, an fsync per
+commit), as in the broker; ``--store memory`` keeps everything in memory. The queue
+subscribers share the broker's subscription tree. A publication counts once it has been
+matched against all 10,000 subscriptions, filtered, written to every matching MQTT client and
+put on every matching subscriber queue, and that put is committed.
 
 Subscriptions: ``--mqtt-share`` of them (default 60%) in 120+ MQTT sessions of 50, the rest
 queue subscriptions (psc RegSub) on 200 queues; shapes 70% literal, 15% ``+``, 10% ``#``, 5%
@@ -20,7 +22,7 @@ Three runs: MQTT publications (through the broker, its tap feeding queue subscri
 Publish commands (through the engine, then the broker), and MQTT with no filters.
 
     .venv/bin/python bench/bench_pubsub.py [--subscriptions N] [--filtered 0.2] [--seconds S]
-                                           [--mqtt-share 0.6] [--qmgr-store memory|sqlite]
+                                           [--mqtt-share 0.6] [--store sqlite|memory]
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from relaymq.qmgr import QueueManager
 from relaymq.qmgr.aio import AsyncQueueManager
 from relaymq.server.app import ServiceContext
 from relaymq.store.memory import MemoryStore
+from relaymq.store.sqlite import SQLiteStore
 
 SITES = 50
 DEVICES = 5000
@@ -113,11 +116,16 @@ class Setup:
 
     async def start(self) -> Setup:
         base = default_config()
-        config = dataclasses.replace(base, broker=dataclasses.replace(base.broker, data_dir=self.tmp.name, store="memory"),
+        store_kind = self.args.store
+        config = dataclasses.replace(base, broker=dataclasses.replace(base.broker, data_dir=self.tmp.name, store=store_kind),
                                      extra={"pubsub": build({"events": False}, "pubsub", self.tmp.name)})
-        self.broker = Broker(config, MemoryStore(), Clock())
-        data_dir = self.tmp.name if self.args.qmgr_store == "sqlite" else None
-        self.qm = QueueManager.open("QM1", data_dir)
+        if store_kind == "sqlite":
+            self.store = SQLiteStore(f"{self.tmp.name}/relaymq.db", asyncio.get_running_loop().call_soon_threadsafe)
+            self.qm = QueueManager.open("QM1", self.tmp.name, engine=self.store.engine)
+        else:
+            self.store = MemoryStore()
+            self.qm = QueueManager.open("QM1", None)
+        self.broker = Broker(config, self.store, Clock())
         for q in range(QUEUES):
             self.qm.define_queue(f"SUBS.{q}")
         self.service = await pubsub_service.start(
@@ -149,12 +157,13 @@ class Setup:
         return sum(self.qm.depth(f"SUBS.{q}") for q in range(QUEUES))
 
     async def drained(self) -> None:
-        while not self.service._outbox.empty() or self.service.busy:
-            await asyncio.sleep(0.001)
+        """Every put made so far is committed (the copies are made at once, in the routing)."""
+        await self.service.durable()
 
     async def stop(self) -> None:
         await self.service.stop()
         self.qm.close()
+        self.store.close()
         self.tmp.cleanup()
 
 
@@ -181,7 +190,7 @@ async def run(args: argparse.Namespace, kind: str, filtered: float) -> None:
     mqtt = setup.broker.stats.messages_sent - sent_before
     queued = setup.depth() - depth_before
     print(f"{kind:4} {args.subscriptions:,} subscriptions ({setup.mqtt_subscriptions:,} MQTT, "
-          f"{setup.queue_subscriptions:,} queue; {filtered:.0%} filtered; queue manager {args.qmgr_store}): "
+          f"{setup.queue_subscriptions:,} queue; {filtered:.0%} filtered; store {args.store}): "
           f"{done / elapsed:,.0f} publications/s matched and delivered; "
           f"{(mqtt + queued) / elapsed:,.0f} deliveries/s ({mqtt / elapsed:,.0f} MQTT, {queued / elapsed:,.0f} into queues; "
           f"{(mqtt + queued) / done:.1f} per publication), "
@@ -194,7 +203,8 @@ def main() -> None:
     parser.add_argument("--subscriptions", type=int, default=10_000)
     parser.add_argument("--filtered", type=float, default=0.2, help="share of subscriptions with a content filter")
     parser.add_argument("--mqtt-share", type=float, default=0.6, help="share of subscriptions held by MQTT sessions")
-    parser.add_argument("--qmgr-store", choices=("memory", "sqlite"), default="memory")
+    parser.add_argument("--store", choices=("sqlite", "memory"), default="sqlite",
+                        help="the broker's store, shared by the queue manager (default sqlite, FULL)")
     parser.add_argument("--seconds", type=float, default=5.0)
     args = parser.parse_args()
     asyncio.run(run(args, "mqtt", args.filtered))

@@ -11,6 +11,7 @@ directory (the disk under /tmp decides the fsync cost).
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import threading
@@ -27,8 +28,9 @@ def _message() -> Message:
     return message
 
 
-def run(seconds: float, threads: int) -> tuple[int, float, int]:
-    with tempfile.TemporaryDirectory() as data_dir:
+def run(seconds: float, threads: int, directory: str | None = None) -> tuple[int, float, int]:
+    os.makedirs(directory, exist_ok=True) if directory else None
+    with tempfile.TemporaryDirectory(dir=directory) as data_dir:
         qm = QueueManager.open("BENCH", data_dir, synchronous="FULL")
         qm.define_queue("Q")
         commits0 = qm.store.commits

@@ -20,7 +20,7 @@ def test_publications_are_archived_in_order_and_fetched_over_http(archive_broker
     """issue 7: archive rules choose topics; per-partition order and seq; HTTP fetch as Arrow IPC
     equals the direct SQLite read (entries and their timestamps); topics outside the rules are
     not archived."""
-    broker = archive_broker_factory([{"name": "tel", "topics": ["LCUnit/#"], "partitions": 2}], commit_delay_ms=2)
+    broker = archive_broker_factory([{"name": "tel", "topics": ["LCUnit/#"], "partitions": 2}])
     sent = [(f"LCUnit/{i % 3}/Heartbeat", f"m{i}".encode(), [("n", str(i))]) for i in range(30)]
     publish_all(broker.port, sent + [("other/topic", b"skip", [])])
     http = HttpAccess(broker.http_url)
@@ -79,7 +79,7 @@ def test_queue_puts_are_archived(tmp_path) -> None:
     rfh2 = MQRFH2(CodedCharSetId=1208)
     rfh2.ensure_folder("usr").add("colour", "red")
     msg_id = qm.put("ORDERS", Message(MQMessage(md=MQMD(Format="MQHRF2", Priority=3), headers=[rfh2], body=b"o1")))
-    service.writer.flush(WAIT)
+    service.log.flush()
     (record,) = service.log.read("q-0", 0)
     assert (record.queue, record.body, record.usr, record.priority) == ("ORDERS", b"o1", {"colour": "red"}, 3)
     assert record.msg_id == msg_id
@@ -126,7 +126,7 @@ def test_a_message_taken_at_once_is_still_archived(tmp_path) -> None:
         qm.put("ORDERS", Message(MQMessage(body=body)))
     getter.join(WAIT)
     assert taken == sent and qm.depth("ORDERS") == 0
-    service.writer.flush(WAIT)
+    service.log.flush()
     assert [r.body for r in service.log.read("q-0", 0)] == sent
     import asyncio
 
@@ -143,7 +143,7 @@ def test_queue_consumed_over_rest_is_archived(archive_broker_factory) -> None:
     import urllib.request
 
     rules = [{"name": "orders", "queues": ["ORDERS"]}]
-    broker = archive_broker_factory(rules, commit_delay_ms=2)
+    broker = archive_broker_factory(rules)
     define = urllib.request.Request(f"{broker.http_url}/ibmmq/rest/v3/admin/qmgr/QM1/queue", method="POST",
                                     data=json.dumps({"name": "ORDERS"}).encode(),
                                     headers={"Content-Type": "application/json"})

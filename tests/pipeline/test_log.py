@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from relaymq.pipeline.log import LogError, LogWriter, MessageLog, RetentionError, log_path
+from relaymq.pipeline.log import LogError, MessageLog, RetentionError, log_path
 from relaymq.pipeline.record import LogRecord
 
 
@@ -53,6 +53,7 @@ def test_archive_timestamps_increase_in_append_order_across_partitions(tmp_path)
     assert by_time == [b"a", b"b", b"c", b"d", b"e"]
     assert log.timestamps("x-0", 0, 3) == [1000.0, 1000.000002, 1000.5]
     assert log.timestamps("x-1", 0, 2) == [1000.000001, 1000.000003]
+    log.close()  # one writer at a time (the engine's lock)
     reopened = MessageLog(str(tmp_path))  # the next writer continues after the newest entry
     reopened.append([rec("x-1", b"f")], now=1.0)
     assert reopened.timestamps("x-1", 2, 3) == [1000.500001]
@@ -99,59 +100,41 @@ def test_unknown_partition_and_missing_log(tmp_path) -> None:
         MessageLog(str(tmp_path / "b"), readonly=True)
 
 
-def test_writer_thread_group_commits_in_order(tmp_path) -> None:
-    """issue 7 "never block the loop": submit returns at once; flush sees every record, in order."""
+def test_submissions_from_threads_commit_in_order_without_gaps(tmp_path) -> None:
+    """issue 7 "never block the loop" and issue 14: ``submit`` returns at once (the storage
+    engine commits); entries from several threads are numbered as they join the batch, so each
+    partition is gapless and in each producer's order."""
     log = MessageLog(str(tmp_path))
-    writer = LogWriter(log, commit_delay=0.001, max_batch=7)
-    producers = [threading.Thread(target=lambda p=p: writer.submit(rec(f"x-{p}", str(i).encode()) for i in range(50)))
-                 for p in range(3)]
+    producers = [threading.Thread(target=lambda p=p: [log.submit([rec(f"x-{p % 2}", f"{p}:{i}".encode())])
+                                                      for i in range(50)]) for p in range(4)]
     for t in producers:
         t.start()
     for t in producers:
         t.join()
-    assert writer.flush(30)
-    for p in range(3):
-        assert [r.body for r in log.read(f"x-{p}", 0)] == [str(i).encode() for i in range(50)]
-    writer.close()
-    assert writer.appended == 150 and writer.dropped == 0
+    log.flush()
+    for partition in ("x-0", "x-1"):
+        entries = log.read(partition, 0)
+        assert [r.seq for r in entries] == list(range(100))
+        for p in (0, 1, 2, 3):
+            mine = [int(r.body.split(b":")[1]) for r in entries if r.body.startswith(f"{p}:".encode())]
+            assert mine in ([], list(range(50)))
+    log.close()
 
 
-def test_writer_applies_retention_on_an_idle_log(tmp_path) -> None:
-    """issue 7 retention policy: housekeeping runs even when no message arrives."""
+def test_entries_submitted_in_a_unit_commit_with_it(tmp_path) -> None:
+    """issue 14: an archive entry submitted inside a unit of work (the broker routing a
+    publication) joins the batch only when the unit ends, with the publication's other copies:
+    a commit meanwhile does not take it, and no later entry can be numbered before it."""
     log = MessageLog(str(tmp_path))
-    log.append([rec("x-0", b"a"), rec("x-0", b"b"), rec("x-0", b"c")])
-    ran = threading.Event()
-
-    def housekeeping() -> None:
-        log.apply_retention("x-0", max_entries=1)
-        ran.set()
-
-    writer = LogWriter(log, housekeeping=housekeeping, housekeeping_every=0.05)
-    assert ran.wait(30)
-    writer.close()
-    assert log.partitions()["x-0"].first_seq == 2
-
-
-def test_writer_queue_is_bounded_drops_are_counted_and_reported(tmp_path) -> None:
-    """audit item 8: records waiting for the writer are bounded (max_pending); beyond that submit
-    drops them without waiting, counts them and reports the total (at most once a second);
-    the slots come back once a batch is committed."""
-    log = MessageLog(str(tmp_path))
-    gate = threading.Event()
-    reports: list[int] = []
-
-    class SlowLog:  # the writer's view of a disk that does not keep up
-        def append(self, records):
-            gate.wait(30)
-            return log.append(records)
-
-    writer = LogWriter(SlowLog(), commit_delay=0, max_batch=2, max_pending=5, on_overflow=reports.append)  # type: ignore[arg-type]
-    writer.submit(rec("x-0", bytes([i])) for i in range(12))
-    assert writer.overflowed == 7 and reports == [1]
-    gate.set()
-    assert writer.flush(30)
-    writer.submit([rec("x-0", b"after")])
-    assert writer.flush(30)
-    writer.close()
-    assert [r.body for r in log.read("x-0", 0)] == [bytes([i]) for i in range(5)] + [b"after"]
-    assert writer.appended == 6 and writer.overflowed == 7
+    engine = log.engine
+    assert engine is not None
+    with engine.unit():
+        log.submit([rec("x-0", b"in the unit")])
+        other = threading.Thread(target=lambda: log.append([rec("x-1", b"outside")]))
+        other.start()
+        other.join(30)
+        assert [r.body for r in log.read("x-1", 0)] == [b"outside"]  # committed meanwhile
+        assert "x-0" not in log.partitions()  # not taken before the unit ends
+    log.flush()
+    assert [(r.seq, r.body) for r in log.read("x-0", 0)] == [(0, b"in the unit")]
+    log.close()

@@ -11,6 +11,14 @@ from relaymq.pipeline.partitioning import Router, partition_index
 from relaymq.pipeline.settings import build
 
 
+@pytest.mark.parametrize("key", ["dir", "commit_delay_ms", "max_batch", "max_pending"])
+def test_the_log_writers_own_keys_are_refused_with_the_reason(key: str) -> None:
+    """issue 14: the log commits with the publications in the broker's database, so the keys
+    of its former writer thread stop start-up with a message naming the key and why."""
+    with pytest.raises(ConfigError, match=rf"archive\.{key}: no longer used: the message log now lives in"):
+        build({key: 1, "rule": [{"topics": ["a"]}]}, "archive", None)
+
+
 def test_defaults_mean_no_archive() -> None:
     """issue 7: without rules nothing is archived."""
     assert not build(None, "archive", None).enabled
@@ -18,9 +26,9 @@ def test_defaults_mean_no_archive() -> None:
 
 def test_rules_are_built_with_exact_error_keys() -> None:
     """issue 7 archive rules; lead brief: ConfigError names the exact key (archive.rule[1].partitions)."""
-    config = build({"commit_delay_ms": 2, "rule": [{"name": "t", "topics": ["LCUnit/#"], "partitions": 4,
-                                                    "retention_seconds": 60}]}, "archive", None)
-    assert config.commit_delay_ms == 2 and config.rules[0].partition_names() == [f"t-{i}" for i in range(4)]
+    config = build({"retention_check_seconds": 2, "rule": [{"name": "t", "topics": ["LCUnit/#"], "partitions": 4,
+                                                            "retention_seconds": 60}]}, "archive", None)
+    assert config.retention_check_seconds == 2 and config.rules[0].partition_names() == [f"t-{i}" for i in range(4)]
     with pytest.raises(ConfigError, match=r"archive\.rule\[1\]\.partitions"):
         build({"rule": [{"topics": ["a"]}, {"topics": ["b"], "partitions": 0}]}, "archive", None)
     with pytest.raises(ConfigError, match=r"archive\.rule\[0\]\.topics.*'a/b#'"):

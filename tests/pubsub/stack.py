@@ -17,6 +17,7 @@ from relaymq.qmgr import QueueManager
 from relaymq.qmgr.aio import AsyncQueueManager
 from relaymq.server.app import ServiceContext
 from relaymq.store.memory import MemoryStore
+from relaymq.store.sqlite import SQLiteStore
 
 from broker.driver import TestClient, make_config
 
@@ -27,17 +28,26 @@ STREAM = psc.DEFAULT_STREAM
 class Stack:
     def __init__(self, data_dir: Path, pubsub: dict | None = None, *, store: str = "memory",
                  qm: QueueManager | None = None, broker_store: MemoryStore | None = None) -> None:
-        """``store`` is the broker's store setting (``sqlite`` gives the pub/sub state file);
-        ``broker_store``, the previous stack's MQTT store, restores its retained messages and
+        """``store`` is the broker's store setting: ``sqlite`` gives the broker a real SQLite
+        store in ``data_dir`` with the queue manager and the pub/sub state on its engine (as
+        ``relaymq serve`` has them), so a new Stack on the same directory is a restart;
+        ``broker_store``, the previous stack's memory store, restores its retained messages and
         sessions as a restarted broker would."""
         base = make_config()
         self.config = dataclasses.replace(
             base, broker=dataclasses.replace(base.broker, data_dir=str(data_dir), store=store),
             extra={"pubsub": build(pubsub, "pubsub", str(data_dir))})
-        self.broker = Broker(self.config, broker_store or MemoryStore())
-        if broker_store is not None:
-            self.broker.restore(broker_store.load())
-        self.qm = qm or QueueManager.open("QM1", None)
+        self.store: SQLiteStore | None = None
+        if store == "sqlite":
+            self.store = SQLiteStore(str(Path(data_dir) / "relaymq.db"), asyncio.get_running_loop().call_soon_threadsafe)
+            self.broker = Broker(self.config, self.store)
+            self.broker.restore(self.store.load())
+            self.qm = qm or QueueManager.open("QM1", str(data_dir), engine=self.store.engine)
+        else:
+            self.broker = Broker(self.config, broker_store or MemoryStore())
+            if broker_store is not None:
+                self.broker.restore(broker_store.load())
+            self.qm = qm or QueueManager.open("QM1", None)
         self.aio = AsyncQueueManager(self.qm)
         self.service: pubsub_service.PubSubService | None = None
 
@@ -48,8 +58,16 @@ class Stack:
         return self
 
     async def stop(self) -> None:
-        if self.service is not None:
-            await self.service.stop()
+        try:
+            if self.service is not None:
+                await self.service.stop()
+        finally:
+            if self.store is not None:
+                try:
+                    self.broker.shutdown()
+                    await asyncio.to_thread(self.qm.close)
+                finally:
+                    await asyncio.to_thread(self.store.close)
 
     def mqtt(self, client_id: str, username: str | None = None) -> TestClient:
         client = TestClient(self.broker, level=5)
@@ -89,11 +107,10 @@ class Stack:
         return out
 
     async def settle(self) -> None:
-        """Let the outbox put what the engine produced so far."""
+        """Let what the engine produced so far commit (its puts are made at once, in the
+        publication's unit of work; the store's commit makes them durable)."""
         assert self.service is not None
-        while not self.service._outbox.empty():
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.05)
+        await self.service.durable()
 
 
 def run(coro):

@@ -6,7 +6,6 @@ come from real queue resolution; 3008 comes from a real failure in the broker pr
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -15,14 +14,15 @@ from relaymq.message.message import Message
 from relaymq.message.mqmd import MQMD
 from relaymq.message.mqrfh2 import MQRFH2
 from relaymq.message.tree import Element
+from relaymq.pubsub import psc
 from relaymq.pubsub import reasons as r
 from relaymq.pubsub.engine import CONTROL_QUEUE
-from relaymq.pubsub.service import STATE_FILE, queue_checker
+from relaymq.pubsub.service import queue_checker
 from relaymq.pubsub.topicacl import AclEntry, TopicAcl
 from relaymq.qmgr import QueueManager
 
 from psc_helpers import STREAM, make_engine, send, send_message
-from stack import Stack, run
+from stack import CONTROL, Stack, run
 
 
 def _registered(e):
@@ -221,25 +221,61 @@ def test_item_36_psc_without_command_and_unknown_mcd_element():
     assert (res.completion, res.reasons) == ("error", [r.RFH_PARM_ERROR])
 
 
-def test_item_36_reason_3008_when_the_change_cannot_be_made_durable(tmp_path):
-    """pubsub.md item 36 (3008 COMMAND_FAILED, seed 7020-7034) and README decision 4: the
-    broker's pub/sub state cannot be written (here its file's path is taken by a directory),
-    so the RegSub is undone and answered 3008; reissued once the fault is gone, it succeeds."""
-    async def scenario():
+def test_item_36_no_ok_before_the_change_is_durable_and_the_command_waits_for_the_restart(tmp_path):
+    """pubsub.md item 36 (seed 7020-7034), README decision 4 and issue 14: a command's removal
+    from the control queue, its registration and its reply are one unit of work. When the
+    store cannot commit it (here the subscriptions' table refuses writes), no ok is ever taken from
+    the reply queue and the command is not lost: after a restart on the repaired database it
+    is processed once, the registration exists once and one ok is put."""
+    import sqlite3
+
+    from relaymq.qmgr.errors import StoreFailed
+
+    database = tmp_path / "relaymq.db"
+
+    async def failing():
+        stack = Stack(tmp_path, store="sqlite")
+        stack.ensure_queue("REPLY.Q")
+        stack.ensure_queue("SUBQ")
+        stack.ensure_queue(CONTROL)
+        stack.ensure_queue(STREAM)  # every queue the service listens on exists: it defines none
+        # the command is on its queue (durable) before the fault and before the engine starts
+        stack.qm.put(CONTROL, psc.command_message("RegSub", reply_to="REPLY.Q", Topic="T", QName="SUBQ"))
+        broken = sqlite3.connect(database, isolation_level=None)
+        broken.execute("CREATE TRIGGER refuse BEFORE INSERT ON ps_subscriptions BEGIN"
+                       " SELECT RAISE(FAIL, 'the disk says no'); END")
+        broken.close()
+        await stack.start()
+        try:
+            reply = await stack.aio.get("REPLY.Q", wait=5.0)
+        except StoreFailed:
+            reply = None  # the reply was never durable: taking it fails too
+        assert reply is None, psc.reply_reasons(reply)
+        assert stack.store is not None and stack.store.failed is not None
+        try:
+            await stack.stop()
+        except Exception:  # noqa: BLE001 - the failed store says so when it closes
+            pass
+
+    async def restarted():
+        repair = sqlite3.connect(database, isolation_level=None)
+        repair.execute("DROP TRIGGER refuse")
+        repair.close()
         stack = await Stack(tmp_path, store="sqlite").start()
         try:
-            os.mkdir(tmp_path / STATE_FILE)  # os.replace onto a directory fails
-            assert await stack.command("RegSub", Topic="T", QName="SUBQ") == ("error", [r.COMMAND_FAILED])
-            assert stack.service.engine.subscriptions == {}
-            assert await stack.command("Publish", Topic="T", body=b"x") == ("ok", [])
+            reply = await stack.aio.get("REPLY.Q", wait=10.0)
+            assert reply is not None and psc.reply_reasons(reply) == ("ok", [])
             await stack.settle()
-            assert await stack.aio.get("SUBQ") is None  # the failed registration left nothing
-            os.rmdir(tmp_path / STATE_FILE)
-            assert await stack.command("RegSub", Topic="T", QName="SUBQ") == ("ok", [])
-            assert (tmp_path / STATE_FILE).is_file()
+            assert await stack.aio.get("REPLY.Q") is None  # one reply
+            assert [s.topic for s in stack.service.engine.subscriptions.values()] == ["T"]
+            assert await stack.command("Publish", Topic="T", body=b"x") == ("ok", [])
+            (copy,) = await stack.messages("SUBQ", 1)
+            assert copy.mq.body == b"x"
         finally:
             await stack.stop()
-    run(scenario())
+
+    run(failing())
+    run(restarted())
 
 
 def test_item_32_partial_authority_is_a_warning_per_topic():

@@ -157,7 +157,7 @@ def test_item_23_retained_psc_publication_keeps_its_psc_attributes_at_the_defaul
                                 "PubTime": "2026112312000000", "SeqNum": "42"}
         assert (copy.mq.md.Priority, copy.mq.md.Persistence, copy.mq.body) == (7, 1, b"2-1")
         await first.stop()
-        second = await Stack(tmp_path, store="sqlite", qm=first.qm, broker_store=first.broker.store).start()
+        second = await Stack(tmp_path, store="sqlite").start()  # a restart on the same database
         try:
             assert await second.command("RegSub", Topic="Sport/Score", QName="LATE", RegOpt="PubOnReqOnly") == ("ok", [])
             assert await second.command("ReqUpdate", Topic="Sport/Score", QName="LATE") == ("ok", [])
@@ -182,7 +182,7 @@ def test_item_22_subscriptions_and_retained_survive_restart(tmp_path):
         assert await first.command("RegSub", Topic="T", QName="SUBQ") == ("ok", [])
         assert await first.command("Publish", Topic="T", body=b"kept", PubOpt="RetainPub", queue="P.IN") == ("ok", [])
         await first.stop()
-        second = await Stack(tmp_path, settings, store="sqlite", qm=first.qm).start()
+        second = await Stack(tmp_path, settings, store="sqlite").start()  # a restart on the same database
         try:
             assert await second.command("Publish", Topic="T", body=b"after") == ("ok", [])
             (after,) = await second.messages("SUBQ", 1)

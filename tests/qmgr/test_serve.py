@@ -50,7 +50,8 @@ def test_second_broker_on_the_same_data_directory_stops_with_one_line(tmp_path) 
             time.sleep(0.05)
         assert not second.running, "the second broker kept running on a store in use"
         log = second.log_path.read_text()
-        assert f"QMSERVE's store is in use by another process (pid {first.proc.pid})" in log, log[-2000:]
+        # the queue manager lives in the broker's database (issue 14): the second broker stops there
+        assert f"relaymq.db is in use by another process (pid {first.proc.pid})" in log, log[-2000:]
         assert first.running
     finally:
         second.stop()
@@ -58,11 +59,12 @@ def test_second_broker_on_the_same_data_directory_stops_with_one_line(tmp_path) 
 
 
 def test_serve_opens_named_qmgr_in_data_dir_and_closes_it(tmp_path) -> None:
-    """issue 5 step 7: the broker opens <data_dir>/qmgr-<NAME>.db with the system queues and
-    closes it at a graceful stop (the file is then usable by another process)."""
+    """issue 5 step 7: the broker opens queue manager <NAME> with the system queues and closes
+    it at a graceful stop (the file is then usable by another process). Since issue 14 its
+    queues are in the broker's database, <data_dir>/relaymq.db, and no qmgr-<NAME>.db is made."""
     broker = _start(tmp_path)
     assert broker.stop() == 0, broker.log_tail()
-    assert (broker.data_dir / "qmgr-QMSERVE.db").exists()
+    assert not (broker.data_dir / "qmgr-QMSERVE.db").exists()
     with QueueManager.open("QMSERVE", str(broker.data_dir)) as qm:
         assert "SYSTEM.BROKER.CONTROL.QUEUE" in qm.queue_names()
 

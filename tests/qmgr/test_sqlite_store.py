@@ -100,7 +100,11 @@ def test_failed_store_acknowledges_nothing(tmp_path) -> None:
     and the message is not left in memory as if stored."""
     qm = QueueManager.open("QMF", str(tmp_path), synchronous="NORMAL")
     qm.define_queue("Q")
-    qm.store._db.execute("DROP TABLE messages")  # simulate a broken database
+    import sqlite3
+
+    broken = sqlite3.connect(qm.store.path, isolation_level=None)
+    broken.execute("DROP TABLE qm_messages")  # simulate a broken database
+    broken.close()
     with pytest.raises(StoreFailed) as err:
         qm.put("Q", text_message("lost?"))
     assert err.value.reason == 2102

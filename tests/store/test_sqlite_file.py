@@ -63,25 +63,141 @@ def test_foreign_and_newer_files_are_refused(tmp_path: Path) -> None:
         _open(tmp_path / "new.db", migrations={}, version=0)
 
 
-@pytest.mark.parametrize("kind", ["broker", "qmgr", "log"])
-def test_each_store_refuses_another_ones_file(tmp_path: Path, kind: str) -> None:
-    """Each kind of file carries its own mark, so pointing one at another's file is an error."""
-    SqliteQueueStore(str(tmp_path / "qm.db")).close()
-    foreign = tmp_path / "qm.db"
-    if kind == "broker":
-        with pytest.raises(StoreError, match="not a relaymq store"):
-            SQLiteStore(str(foreign), lambda callback: callback())
-    elif kind == "qmgr":
-        store = SQLiteStore(str(tmp_path / "broker.db"), lambda callback: callback())
-        store.close()
-        with pytest.raises(StoreFailed, match="not a relaymq queue manager store"):
-            SqliteQueueStore(str(tmp_path / "broker.db"))
-    else:
-        log_dir = tmp_path / "log"
-        log_dir.mkdir()
-        (log_dir / "archive.sqlite3").write_bytes(foreign.read_bytes())
-        with pytest.raises(LogError, match="not a relaymq message log"):
-            MessageLog(str(log_dir))
+# The schemas of the files that earlier relaymq versions kept apart (issue 14 put every part in
+# one database); a file written by them must open, with its data, under the one schema.
+LEGACY_QMGR = (
+    "CREATE TABLE queues (owner TEXT, name TEXT, definition TEXT, PRIMARY KEY (owner, name))",
+    "CREATE TABLE messages (uid TEXT PRIMARY KEY, qmgr TEXT, queue TEXT, seq INTEGER,"
+    " priority INTEGER, state INTEGER, confirm_id INTEGER, lock_id INTEGER, created_ms INTEGER,"
+    " expire_at INTEGER, target_qmgr TEXT, target_queue TEXT, msg_id BLOB, correl_id BLOB, data BLOB)",
+    "CREATE TABLE confirmed (uid TEXT PRIMARY KEY, at_ms INTEGER)",
+    "CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER)",
+)
+
+
+def _legacy_qmgr_file(path: Path) -> None:
+    """A queue manager store as relaymq wrote it before issue 14, holding one queue and message."""
+    import json
+
+    from relaymq.qmgr.definitions import make_definition
+
+    definition = make_definition("APP.Q", "local", "QM1")
+    conn = sqlite3.connect(path)
+    for statement in LEGACY_QMGR:
+        conn.execute(statement)
+    conn.execute("INSERT INTO queues VALUES ('QM1', 'APP.Q', ?)", (json.dumps(definition.to_dict()),))
+    conn.execute("INSERT INTO messages VALUES ('QM1:1:7', 'QM1', 'APP.Q', 7, 0, 0, 0, 0, 1, NULL, '', '',"
+                 " x'00', x'00', ?)", (_message_bytes(b"kept"),))
+    conn.execute("INSERT INTO meta VALUES ('seq', 7)")
+    conn.execute(f"PRAGMA application_id = {0x524D5151}")  # "RMQQ"
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+
+
+def _message_bytes(body: bytes) -> bytes:
+    from relaymq.message import Message
+
+    message = Message()
+    message.mq.body = body
+    return message.to_bytes()
+
+
+def test_a_foreign_file_is_refused(tmp_path: Path) -> None:
+    other = sqlite3.connect(tmp_path / "other.db")
+    other.execute("CREATE TABLE t (x)")
+    other.commit()
+    other.close()
+    with pytest.raises(StoreError, match="not a relaymq store"):
+        SQLiteStore(str(tmp_path / "other.db"), lambda callback: callback())
+    with pytest.raises(StoreFailed, match="not a relaymq queue manager store"):
+        SqliteQueueStore(str(tmp_path / "other.db"))
+    (tmp_path / "log").mkdir()
+    (tmp_path / "log" / "archive.sqlite3").write_bytes((tmp_path / "other.db").read_bytes())
+    with pytest.raises(LogError, match="not a relaymq message log"):
+        MessageLog(str(tmp_path / "log"))
+
+
+def test_every_part_opens_the_one_database(tmp_path: Path) -> None:
+    """Issue 14: one schema for every part, so the broker's file holds the queue manager's and
+    the log's tables too (one transaction can cover every copy of a publication)."""
+    path = tmp_path / "relaymq.db"
+    SQLiteStore(str(path), lambda callback: callback()).close()
+    tables = {row[0] for row in sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"messages", "deliveries", "qm_messages", "qm_queues", "ps_subscriptions", "partitions",
+            "entries"} <= tables
+    SqliteQueueStore(str(path)).close()
+
+
+def test_log_table_has_the_record_columns() -> None:
+    """The log's table in the engine's schema has every LogRecord column (partition and seq
+    are its key)."""
+    from relaymq.pipeline.record import COLUMNS
+    from relaymq.store.engine import LOG_COLUMNS
+
+    assert LOG_COLUMNS == tuple(c for c in COLUMNS if c not in ("partition", "seq"))
+
+
+def test_a_legacy_queue_manager_store_is_adopted_with_its_messages(tmp_path: Path) -> None:
+    """A qmgr-<NAME>.db written before issue 14 opens under the one schema, messages kept."""
+    from relaymq.qmgr.manager import QueueManager
+
+    _legacy_qmgr_file(tmp_path / "qmgr-QM1.db")
+    qm = QueueManager.open("QM1", str(tmp_path))
+    try:
+        message = qm.get("APP.Q")
+        assert message is not None and message.mq.body == b"kept"
+    finally:
+        qm.close()
+    conn = sqlite3.connect(tmp_path / "qmgr-QM1.db")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert conn.execute("SELECT count(*) FROM qm_messages").fetchone()[0] == 0
+
+
+def test_a_legacy_queue_manager_store_is_imported_into_the_brokers_database(tmp_path: Path) -> None:
+    """Inside the broker the queue manager lives in relaymq.db: an earlier qmgr-<NAME>.db is
+    imported once (then renamed .imported), its messages kept."""
+    from relaymq.qmgr.manager import QueueManager
+    from relaymq.store.engine import Engine
+
+    _legacy_qmgr_file(tmp_path / "qmgr-QM1.db")
+    engine = Engine(str(tmp_path / "relaymq.db"))
+    try:
+        qm = QueueManager.open("QM1", str(tmp_path), engine=engine)
+        assert qm.depth("APP.Q") == 1
+        qm.close()
+        assert not (tmp_path / "qmgr-QM1.db").exists() and (tmp_path / "qmgr-QM1.db.imported").exists()
+        qm = QueueManager.open("QM1", str(tmp_path), engine=engine)  # nothing imported twice
+        message = qm.get("APP.Q")
+        assert message is not None and message.mq.body == b"kept" and qm.get("APP.Q") is None
+        qm.close()
+    finally:
+        engine.close()
+
+
+def test_a_legacy_message_log_is_adopted(tmp_path: Path) -> None:
+    """An archive.sqlite3 written before issue 14 ("RMQL") opens with its entries."""
+    from relaymq.pipeline.record import from_publication
+
+    log_dir = tmp_path / "log"
+    log_dir.mkdir()
+    conn = sqlite3.connect(log_dir / "archive.sqlite3")
+    from relaymq.store.engine import MIGRATIONS
+
+    for statement in MIGRATIONS[3][-2:]:  # the log's two tables, as they were
+        conn.execute(statement.replace("IF NOT EXISTS ", ""))
+    conn.execute(f"PRAGMA application_id = {0x524D514C}")  # "RMQL"
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    log = MessageLog(str(log_dir))
+    try:
+        record = from_publication("a/b", b"x", 1, {}, None)
+        record.partition = "p-0"
+        assert log.append([record]) == [("p-0", 0)]
+        assert [r.body for r in log.read("p-0", 0)] == [b"x"]
+    finally:
+        log.close()
 
 
 def test_a_version_1_store_is_migrated_and_keeps_its_rows(tmp_path) -> None:
@@ -90,11 +206,12 @@ def test_a_version_1_store_is_migrated_and_keeps_its_rows(tmp_path) -> None:
     import sqlite3
 
     from relaymq.store.base import SessionRecord, SubscriptionRecord
-    from relaymq.store.sqlite import _MIGRATIONS, APPLICATION_ID, SQLiteStore
+    from relaymq.store.engine import APPLICATION_ID, MIGRATIONS
+    from relaymq.store.sqlite import SQLiteStore
 
     path = tmp_path / "v1.db"
     conn = sqlite3.connect(path)
-    for statement in _MIGRATIONS[1]:
+    for statement in MIGRATIONS[1]:
         conn.execute(statement)
     conn.execute("INSERT INTO sessions VALUES ('old', 4, 4294967295, 1700000000.0, 'u')")
     conn.execute("INSERT INTO subscriptions VALUES ('old', 'a/#', 1, 0, 0, 0, NULL)")
@@ -109,4 +226,4 @@ def test_a_version_1_store_is_migrated_and_keeps_its_rows(tmp_path) -> None:
         assert snap.subscriptions == [SubscriptionRecord("old", "a/#", 1)]
     finally:
         store.close()
-    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 2
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 3

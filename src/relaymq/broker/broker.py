@@ -7,7 +7,7 @@ handling per packet lives in the handle_*.py modules; fan-out in routing.py and 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from relaymq.broker import backpressure
 from relaymq.broker.backpressure import Backpressure
@@ -18,6 +18,7 @@ from relaymq.broker.session import Delivery, Session
 from relaymq.broker.shared import SharedGroup
 from relaymq.broker.stats import BrokerStats
 from relaymq.pubsub.retained import RetainedTree
+from relaymq.pubsub.topics import reserved_for_broker
 from relaymq.pubsub.topictree import SubscriptionTree
 from relaymq.store.base import NEVER_EXPIRES, QUEUED, Snapshot, Store, StoredMessage
 
@@ -26,6 +27,15 @@ if TYPE_CHECKING:
     from relaymq.broker.connection import Connection
 
 log = logging.getLogger("relaymq.broker")
+
+
+class PendingWill(NamedTuple):
+    """A will waiting for its delay (MQTT 5 Will Delay Interval), with the user it is
+    published as: the ACL judges it again when it fires (issue 15, finding 5)."""
+
+    due: float  # monotonic
+    message: StoredMessage
+    username: str | None
 
 
 class Broker:
@@ -51,8 +61,8 @@ class Broker:
         self._next_sys = 0.0
         # Set by the server: start/stop a listener ("1883" or "all", on/off).
         self.listener_control: Callable[[str, bool], bool] | None = None
-        # Wills waiting for their delay (MQTT 5 will delay interval): client id -> (due, message)
-        self.pending_wills: dict[str, tuple[float, StoredMessage]] = {}
+        # Wills waiting for their delay (MQTT 5 will delay interval): client id -> PendingWill
+        self.pending_wills: dict[str, PendingWill] = {}
         # Client ids whose pending will is kept in the store with their session (persistent)
         self.stored_wills: set[str] = set()
         # Set by the server: check a password off the event loop (bcrypt is slow on purpose):
@@ -60,7 +70,7 @@ class Broker:
         self.authenticator: Callable[[str, bytes | None, str, Callable[[bool], None]], None] | None = None
         # Called with every publication once it is routed (the message log, flows that listen
         # to topics): fn(message). A tap must not block; one that raises is logged and skipped.
-        self.publication_taps: list[Callable[[StoredMessage], None]] = []
+        self.publication_taps: list[Callable[[StoredMessage], int | None]] = []
         # Set while a client's QoS 1 publication is routed: the deliveries it stores (ack_watch.py).
         self.ack_watch: AckWatch | None = None
         # Full sessions holding publishers back, the listeners' overflow policies, the server's
@@ -102,6 +112,29 @@ class Broker:
             self.authenticator(user, password, peer, done)
         else:
             done(self.passwords is not None and self.passwords.check(user, password))
+
+    @property
+    def names_are_verified(self) -> bool:
+        """Is a user name proven rather than claimed? With a password file it is (a name comes
+        with its password), and when every listener requires a client certificate (the name is
+        the certificate's). Only then does a name tell principals apart: a session belongs to
+        its user (``handle_connect.owner_refusal``). The same condition as for administrators
+        (``config._check_administrators``)."""
+        if self.passwords is not None:
+            return True
+        listeners = getattr(self.config, "listeners", ())
+        return bool(listeners) and all(listener.require_certificate for listener in listeners)
+
+    def will_refusal(self, username: str | None, client_id: str, topic: str) -> str | None:
+        """Why this client's will may not be published on ``topic``; None if it may. A will is
+        a publication by its client, so it passes the checks of a PUBLISH (handle_publish):
+        ``$SYS``/``$ISYS`` are the broker's, and the ACL must let the user write the topic.
+        Asked at CONNECT and again when the will is published (the ACL may have changed)."""
+        if topic.startswith("$") and reserved_for_broker(topic):
+            return "$SYS and $ISYS are reserved for the broker"
+        if self.acl is not None and not self.acl.can_publish(username, client_id, topic):
+            return "the ACL refuses it"
+        return None
 
     def defer(self, fn: Callable[[], None]) -> None:
         """Run ``fn()`` soon, outside the packet being handled (a held publisher resumes so):
@@ -153,20 +186,31 @@ class Broker:
         valid: callers check names they did not make themselves (relaymq.pubsub.topics)."""
         from relaymq.broker.routing import process_publication
 
-        return process_publication(self, self.new_message(topic, payload, qos, retain, properties,
-                                                          expiry_interval), origin=None)
+        with self.store.unit():  # every copy commits together
+            return process_publication(self, self.new_message(topic, payload, qos, retain, properties,
+                                                              expiry_interval), origin=None)
 
-    def publish_will(self, message: StoredMessage) -> None:
+    def publish_will(self, message: StoredMessage, username: str | None, client_id: str) -> bool:
+        """Publish a client's will as that client, if it is still allowed: the ACL is asked
+        again now, since it may have changed since the CONNECT (issue 15, finding 5). A will
+        that is no longer allowed is dropped with a log line. True if it was published."""
         from relaymq.broker.routing import process_publication
 
+        why = self.will_refusal(username, client_id, message.topic)
+        if why is not None:
+            log.info("will of client %s (user %r) on %r not published: %s", client_id, username,
+                     message.topic, why)
+            return False
         process_publication(self, message, origin=None)
+        return True
 
     # ------------------------------------------------------------------ delayed wills
     def schedule_will(self, session: Session, due: float, message: StoredMessage) -> None:
         """Hold a will until ``due`` (monotonic; MQTT 5 Will Delay Interval). A persistent
         session's will is stored with it, so a restart meanwhile does not lose it."""
         self.cancel_will(session.client_id)
-        self.pending_wills[session.client_id] = (due, message)
+        # the session's user is the will's: connect_session made it the connection's user
+        self.pending_wills[session.client_id] = PendingWill(due, message, session.username)
         if session.persistent:
             self.refs.acquire(message)
             self.stored_wills.add(session.client_id)
@@ -176,17 +220,17 @@ class Broker:
         entry = self.pending_wills.pop(client_id, None)
         if entry is not None and client_id in self.stored_wills:
             self.stored_wills.discard(client_id)
-            self.refs.release(entry[1])
+            self.refs.release(entry.message)
 
     def fire_will(self, client_id: str) -> None:
         """Publish a waiting will now (its delay passed or its session ended)."""
         entry = self.pending_wills.pop(client_id, None)
         if entry is None:
             return
-        self.publish_will(entry[1])
+        self.publish_will(entry.message, entry.username, client_id)
         if client_id in self.stored_wills:
             self.stored_wills.discard(client_id)
-            self.refs.release(entry[1])
+            self.refs.release(entry.message)
 
     # ------------------------------------------------------------------ restore
     def restore(self, snap: Snapshot) -> None:
@@ -209,7 +253,7 @@ class Broker:
             will = snap.messages.get(rec.will_msg_id) if rec.will_msg_id is not None else None
             if will is not None:
                 due = now + max(0.0, (rec.will_at or wall) - wall)
-                self.pending_wills[rec.client_id] = (due, will)
+                self.pending_wills[rec.client_id] = PendingWill(due, will, rec.username)
                 self.stored_wills.add(rec.client_id)
                 self.refs.add(will.msg_id)
         for sub in snap.subscriptions:
@@ -275,8 +319,8 @@ class Broker:
             conn.check_timers(now)
         if self.backpressure.blocking:
             backpressure.check(self, now)
-        for cid, (due, _) in list(self.pending_wills.items()):
-            if now >= due:
+        for cid, entry in list(self.pending_wills.items()):
+            if now >= entry.due:
                 self.fire_will(cid)
                 session = self.sessions.get(cid)
                 if session is not None and session.persisted:

@@ -138,18 +138,22 @@ class Connection:
         if self._dispatching:
             return  # called from inside the loop below: it carries on by itself
         self._dispatching = True
-        try:
-            while not self.closed and not self.read_paused_for:
-                packet = self.reader.next_packet()
-                if packet is None:
-                    break
-                self.dispatch(packet)
-        except MQTTError as err:
-            self.protocol_violation(err)
-        finally:
-            self._dispatching = False
-            if self._acks_unregistered:
-                self._register_acks()
+        # One unit of work of the store for everything this read does: every copy of a
+        # publication (deliveries, retained, queue puts, archive entries) and the state change
+        # its acknowledgement waits for commit together, or not at all.
+        with self.broker.store.unit():
+            try:
+                while not self.closed and not self.read_paused_for:
+                    packet = self.reader.next_packet()
+                    if packet is None:
+                        break
+                    self.dispatch(packet)
+            except MQTTError as err:
+                self.protocol_violation(err)
+            finally:
+                self._dispatching = False
+                if self._acks_unregistered:
+                    self._register_acks()
 
     def dispatch(self, packet: p.Packet) -> None:
         if not self.connected:
@@ -178,29 +182,30 @@ class Connection:
         if held is None or held.session is not None or held.retry is None or self.closed:
             return  # gone, or already waiting again
         self._dispatching = True  # as in process_buffered: durable acks registered once, below
-        try:
-            if not held.retry():
+        with self.broker.store.unit():  # as in process_buffered: every copy commits together
+            try:
+                if not held.retry():
+                    return
+                held.retry = None
+                packets = held.packets
+                while packets and not self.closed:
+                    packet, size = packets.popleft()
+                    held.bytes -= size
+                    HANDLERS[packet.packet_type](self, packet)
+                    if held.retry is not None:
+                        return  # that one is held back in turn; the rest wait behind it
+                self.held_back = None
+            except MQTTError as err:
+                self.protocol_violation(err)
                 return
-            held.retry = None
-            packets = held.packets
-            while packets and not self.closed:
-                packet, size = packets.popleft()
-                held.bytes -= size
-                HANDLERS[packet.packet_type](self, packet)
-                if held.retry is not None:
-                    return  # that one is held back in turn; the rest wait behind it
-            self.held_back = None
-        except MQTTError as err:
-            self.protocol_violation(err)
-            return
-        except Exception:  # a bug must cost one connection, never the broker (as data_received)
-            log.exception("internal error on connection %s; closing it", self.peer)
-            self.close(publish_will=False)
-            return
-        finally:
-            self._dispatching = False
-            if self._acks_unregistered:
-                self._register_acks()
+            except Exception:  # a bug must cost one connection, never the broker (as data_received)
+                log.exception("internal error on connection %s; closing it", self.peer)
+                self.close(publish_will=False)
+                return
+            finally:
+                self._dispatching = False
+                if self._acks_unregistered:
+                    self._register_acks()
         self.process_buffered()  # what arrived while reading was paused for another reason
 
     def pingreq(self, packet: p.Pingreq) -> None:

@@ -1,5 +1,10 @@
 """CONNECT and DISCONNECT: client ids, authentication, take-over, clean start, session expiry,
-keep alive and the will (mqtt.md items 19-26 and the decisions below them; MQTT 5 3.1/3.14)."""
+keep alive and the will (mqtt.md items 19-26 and the decisions below them; MQTT 5 3.1/3.14).
+
+Authorization comes after authentication and before anything changes (MQTT 3.1.4 item 2,
+before item 3, the take-over; issue 15 findings 4 and 5, docs/security.md): a session belongs
+to the user who made it, and the will must be a publication its client may make.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from relaymq.mqtt.errors import MQTTError, ProtocolError
 from relaymq.pubsub.topics import TopicError, validate_topic_name
 
 if TYPE_CHECKING:
+    from relaymq.broker.broker import Broker
     from relaymq.broker.connection import Connection
 
 log = logging.getLogger("relaymq.connect")
@@ -72,10 +78,7 @@ def handle_connect(conn: Connection, pkt: p.Connect) -> None:
         if will.retain and not broker.limits.retain_available:
             refuse(conn, rc.RETAIN_NOT_SUPPORTED, "retained wills are not available")
             return
-        wprops = dict(will.properties)
-        conn.will_delay = wprops.pop("will_delay_interval", 0)
-        expiry = wprops.pop("message_expiry_interval", None)
-        conn.will = broker.new_message(will.topic, will.payload, will.qos, will.retain, wprops, expiry)
+        # the message itself is made once the will is authorised (connect_session)
 
     # -- authentication
     username = pkt.username
@@ -125,13 +128,50 @@ def check_password(conn: Connection, pkt: p.Connect, client_id: str, assigned: b
     conn.broker.authenticate(username, pkt.password, conn.peer, done)
 
 
+def owner_refusal(broker: Broker, session: Session | None, username: str | None) -> str | None:
+    """Why a client authenticated as ``username`` may not have ``session``; None if it may.
+
+    A session belongs to the principal that made it: a user name, or "anonymous" (None).
+    Another principal is refused, whether the session is connected or not and whatever its
+    Clean Start says, rather than handed the session (its queued messages, subscriptions and
+    in-flight state) or allowed to discard it or to close its connection. An expired session
+    belongs to nobody. Without verified names (no password file) a name is a claim anyone
+    can make, so take-over stays as it was (docs/security.md)."""
+    if session is None or session.username == username or not broker.names_are_verified:
+        return None
+    if session.expired(broker.clock.monotonic()):
+        return None  # gone, even if the tick has not removed it yet (connect_session ends it)
+    owner = "an anonymous client" if session.username is None else f"user {session.username!r}"
+    return f"client id {session.client_id!r} is the session of {owner}, not of " + (
+        "an anonymous client" if username is None else f"user {username!r}")
+
+
 def connect_session(conn: Connection, pkt: p.Connect, client_id: str, assigned: bool,
                     username: str | None) -> None:
-    """The client is who it says: take over or start its session and send CONNACK."""
+    """The client is who it says: check what it may have, take over or start its session and
+    send CONNACK."""
     broker = conn.broker
     level = conn.level
     props = pkt.properties
+
+    # -- authorization, before anything changes (issue 15 findings 4 and 5)
+    will = pkt.will
+    why = owner_refusal(broker, broker.sessions.get(client_id), username)
+    if why is None and will is not None:
+        why = broker.will_refusal(username, client_id, will.topic)
+        if why is not None:
+            why = f"will on {will.topic!r} for user {username!r}: {why}"
+    if why is not None:
+        refuse(conn, rc.NOT_AUTHORIZED, why)
+        return
     conn.username = username
+    if will is not None:
+        # made right after its ACL check, as handle_publish makes a PUBLISH's message (a
+        # telemetry endpoint notes the publishing user in that call: flows/scada.py)
+        wprops = dict(will.properties)
+        conn.will_delay = wprops.pop("will_delay_interval", 0)
+        expiry = wprops.pop("message_expiry_interval", None)
+        conn.will = broker.new_message(will.topic, will.payload, will.qos, will.retain, wprops, expiry)
 
     # -- take over a connected client id (mqtt.md decision: the old connection is closed)
     existing = broker.sessions.get(client_id)
@@ -239,10 +279,15 @@ def session_disconnected(conn: Connection, publish_will: bool) -> None:
     session = conn.session
     will = conn.will
     conn.will = None
+    if not conn.connected:
+        # the CONNECT was never accepted (refused, or the client left during the password
+        # check): there is no will to publish (3.1.1 [MQTT-3.1.2-8]: stored "if the Connect
+        # request is accepted"); publishing it would publish as nobody, unauthenticated
+        return
     if session is None or session.connection is not conn:
-        # never connected, or taken over (the new connection owns the session now)
+        # taken over (the new connection owns the session now)
         if will is not None and publish_will:
-            broker.publish_will(will)
+            broker.publish_will(will, conn.username, conn.client_id)
         return
     session.connection = None
     session.disconnected_at = broker.clock.monotonic()
@@ -250,7 +295,7 @@ def session_disconnected(conn: Connection, publish_will: bool) -> None:
         if conn.level == 5 and conn.will_delay and session.persistent:
             broker.schedule_will(session, session.disconnected_at + conn.will_delay, will)
         else:
-            broker.publish_will(will)
+            broker.publish_will(will, conn.username, conn.client_id)
     if not session.persistent:
         broker.end_session(session)
     else:

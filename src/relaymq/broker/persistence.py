@@ -61,7 +61,7 @@ def session_record(broker: Broker, session: Session) -> SessionRecord:
     will_msg_id = will_at = None
     will = broker.pending_wills.get(session.client_id)
     if will is not None and session.client_id in broker.stored_wills:
-        due, message = will
+        due, message, _ = will
         will_msg_id, will_at = message.msg_id, now_wall + (due - now)
     return SessionRecord(session.client_id, session.protocol_level, session.expiry_interval,
                          disconnected, session.username, will_msg_id, will_at)

@@ -32,10 +32,12 @@ if TYPE_CHECKING:
 
 def process_publication(broker: Broker, message: StoredMessage, origin: Session | None,
                         hold: bool = False) -> int:
-    """Route and retain (if flagged) a publication. Returns the number of receiving clients,
-    or HELD when ``hold`` (a client's QoS 1/2 publication, whose acknowledgement can wait) and
-    a session it goes to at QoS 1/2 is full and blocking (``broker.backpressure.held_on``): then nothing was
-    delivered nor retained (backpressure.py)."""
+    """Route and retain (if flagged) a publication. Returns the number of receivers: clients,
+    and the copies the taps made (queue subscribers), so an MQTT 5 PUBACK says 0x10 No matching
+    subscribers only when nobody at all took it; or HELD when ``hold`` (a client's QoS 1/2
+    publication, whose acknowledgement can wait) and a session it goes to at QoS 1/2 is full
+    and blocking (``broker.backpressure.held_on``): then nothing was delivered nor retained
+    (backpressure.py)."""
     receivers = route(broker, message, origin, hold)
     if receivers < 0:
         return receivers
@@ -43,9 +45,12 @@ def process_publication(broker: Broker, message: StoredMessage, origin: Session 
         store_retained(broker, message)
     for tap in broker.publication_taps:
         try:
-            tap(message)
+            taken = tap(message)  # the copies it made (queue subscribers), or None
         except Exception:  # a faulty tap must not stop delivery to the others
             log.exception("publication tap %r failed on %s", tap, message.topic)
+            continue
+        if taken:
+            receivers += taken
     return receivers
 
 

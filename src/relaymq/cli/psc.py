@@ -10,8 +10,8 @@ seed's administrator does that in the workbench. Two ways to reach them, as ``re
   (relaymq.pubsub.admin): the removal is made durable by the broker and announced with the
   Removed event (cause ``administrator``, item 45);
 * a local data directory (``--data-dir``, or the ``--config`` file's), while the broker that
-  owns it is stopped: the state file ``pubsub-state.json`` is read and rewritten (no event is
-  published: nobody is connected).
+  owns it is stopped: the broker's database ``relaymq.db`` is read and changed (no event is
+  published: nobody is connected; the database's lock refuses a running broker's).
 
 Output is JSON, one subscription per line.
 """
@@ -107,35 +107,44 @@ def _remote(args: argparse.Namespace, query: dict[str, str]) -> tuple[int, Any]:
 
 
 def _local(args: argparse.Namespace, query: dict[str, str]) -> list[dict[str, Any]]:
-    """List or remove in the state file of a stopped broker."""
+    """List or remove in the database of a stopped broker (its lock refuses a running one)."""
     from relaymq.config import load_config
     from relaymq.pubsub.admin import criteria_from_query
     from relaymq.pubsub.engine import PubSubEngine
     from relaymq.pubsub.model import REMOVED_ADMIN
-    from relaymq.pubsub.service import STATE_FILE, _read_json, _write_json
+    from relaymq.pubsub.state import PubSubState
+    from relaymq.store.engine import Engine
+    from relaymq.store.factory import DATABASE_FILE
 
     data_dir = args.data_dir
     if data_dir is None:
         data_dir = load_config(args.config).broker.data_dir if args.config else "./data"
-    path = os.path.join(data_dir, STATE_FILE)
+    path = os.path.join(data_dir, DATABASE_FILE)
     if not os.path.isfile(path):
         if not os.path.isdir(data_dir):
             raise OSError(f"no data directory {data_dir!r}")
-        return []  # a broker that never had a queue subscription
-    engine = PubSubEngine("", events=False)
-    engine.restore(_read_json(path))
-    subs = engine.select(**criteria_from_query({k: [v] for k, v in query.items()}))
-    described = [s.describe() for s in subs]
-    if args.psc_command == "remove" and subs:
-        for sub in subs:
-            engine.remove(sub, REMOVED_ADMIN)
-        _write_json(path, engine.snapshot())
+        return []  # a broker that never ran here
+    engine = Engine(path)
+    try:
+        state = PubSubState(engine, data_dir)
+        pubsub = PubSubEngine("", events=False)
+        pubsub.restore(state.load())
+        pubsub.take_dirty()
+        subs = pubsub.select(**criteria_from_query({k: [v] for k, v in query.items()}))
+        described = [s.describe() for s in subs]
+        if args.psc_command == "remove" and subs:
+            for sub in subs:
+                pubsub.remove(sub, REMOVED_ADMIN)
+            state.save(pubsub)
+    finally:
+        engine.close()
     return described
 
 
 def run(args: argparse.Namespace) -> int:
     from relaymq.config import ConfigError
     from relaymq.pubsub.admin import AdminError
+    from relaymq.store.base import StoreError
 
     command = args.psc_command
     query = _criteria(args)
@@ -151,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
             found = value.get("subscriptions" if command == "list" else "removed", [])
         else:
             found = _local(args, query)
-    except (AdminError, ConfigError, OSError, ValueError, KeyError) as err:
+    except (AdminError, ConfigError, OSError, ValueError, KeyError, StoreError) as err:
         return _fail(command, err)
     for item in found:
         print(json.dumps(item, sort_keys=True))

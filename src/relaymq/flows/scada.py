@@ -16,7 +16,10 @@ right after it routed the publication, and PUBREC (QoS 2) after it stored it. Th
 store is wrapped in a gate (:class:`AckGate`): a callback waits until every publication
 handed to the flow before it has *finished* its run - its outputs committed (puts on disk),
 or sent down the failure path, or put to the backout queue. So a device's QoS 1 publication
-is acknowledged only once what the flow made of it survives a crash. With a SQLite broker
+is acknowledged only once what the flow made of it survives a crash. A QoS 2 publication's
+inbound record is removed behind the same gate, so a crash before the flow's outputs commit
+leaves the device's resent PUBREL something to release: the flow runs it again (at least
+once, docs/flows.md), and nothing acknowledged is lost. With a SQLite broker
 store, the endpoint keeps its sessions in ``<data_dir>/scada-<port>/``, so a QoS 2
 publication of a persistent session (clean session 0) is on disk before PUBREC and is run
 after a restart when the device sends PUBREL again.
@@ -113,6 +116,16 @@ class _GatedStore:
 
     def on_durable(self, callback: Callable[[], None]) -> None:
         self._gate.after(lambda: self._inner.on_durable(callback))
+
+    # A QoS 2 publication's inbound record (and its message) may go only once the flow's run
+    # of it has committed: the endpoint's store is not the flow's, so a crash in between would
+    # otherwise leave the device's resent PUBREL nothing to release, and the publication lost.
+    # Deferred, a crash means the PUBREL finds it and the flow runs it again (at least once).
+    def delete_inbound(self, client_id: str, packet_id: int) -> None:
+        self._gate.after(lambda: self._inner.delete_inbound(client_id, packet_id))
+
+    def delete_message(self, msg_id: int) -> None:
+        self._gate.after(lambda: self._inner.delete_message(msg_id))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -29,6 +29,9 @@ _SIMPLE = {
     367: "ascii",
 }
 
+#: Codecs of _SIMPLE whose blank is a single byte (all of them today; checked, not assumed).
+_ONE_BYTE_BLANK = {codec: len(" ".encode(codec)) == 1 for codec in _SIMPLE.values()}
+
 #: Unicode CCSIDs whose byte order follows the integer encoding of the structure.
 UTF16_CCSIDS = frozenset({1200, 13488, 17584})
 
@@ -61,6 +64,13 @@ def is_supported(ccsid: int) -> bool:
 def _utf16(encoding: int) -> str:
     little = (encoding & MQENC_INTEGER_MASK) == MQENC_INTEGER_REVERSED
     return "utf-16-le" if little else "utf-16-be"
+
+
+def single_byte_codec(ccsid: int) -> str | None:
+    """The Python codec of ``ccsid`` when it is one of the simple ones whose blank is one byte
+    (the fast paths of relaymq.message.layout), else None."""
+    codec = _SIMPLE.get(ccsid)
+    return codec if codec is not None and _ONE_BYTE_BLANK.get(codec, False) else None
 
 
 def decode_text(

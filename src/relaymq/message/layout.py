@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from relaymq.message.ccsid import decode_text, encode_text
+from relaymq.message.ccsid import decode_text, encode_text, single_byte_codec
 from relaymq.message.constants import MQENC_INTEGER_MASK, MQENC_INTEGER_NORMAL, MQENC_INTEGER_REVERSED
 from relaymq.message.errors import FormatError, TruncatedError
 
@@ -51,6 +51,8 @@ class Layout:
             offsets.append(pos)
             pos += f.size
         self.offsets = tuple(offsets)
+        # For the fast paths: (name, is text, size) per field.
+        self._plan = tuple((f.name, f.kind, f.size) for f in fields)
 
     def offset_of(self, name: str) -> int:
         for f, off in zip(self.fields, self.offsets):
@@ -74,6 +76,13 @@ class Layout:
     def decode(self, data: bytes, offset: int, order: str, ccsid: int, encoding: int) -> dict[str, object]:
         self.check_room(data, offset)
         raw = self._formats[order].unpack_from(data, offset)
+        codec = single_byte_codec(ccsid)
+        if codec is not None:  # the common case, in one pass; an error takes the path below, which names it
+            try:
+                return {name: value.decode(codec).rstrip(" \x00") if kind == CHAR else value
+                        for (name, kind, _size), value in zip(self._plan, raw)}
+            except UnicodeDecodeError:
+                pass
         values: dict[str, object] = {}
         for f, off, value in zip(self.fields, self.offsets, raw):
             if f.kind == CHAR:
@@ -84,6 +93,11 @@ class Layout:
         return values
 
     def encode(self, values: dict[str, object], order: str, ccsid: int, encoding: int) -> bytes:
+        codec = single_byte_codec(ccsid)
+        if codec is not None:
+            fast = self._encode_single_byte(values, order, codec)
+            if fast is not None:
+                return fast
         packed: list[object] = []
         for f in self.fields:
             value = values[f.name]
@@ -103,4 +117,31 @@ class Layout:
                 if len(raw) > f.size:
                     raise FormatError(where, None, f"{len(raw)} bytes do not fit in {f.size}")
                 packed.append(raw.ljust(f.size, b"\x00"))
+        return self._formats[order].pack(*packed)
+
+    def _encode_single_byte(self, values: dict[str, object], order: str, codec: str) -> bytes | None:
+        """``encode`` for a CCSID whose blank is one byte; None when a value needs the general
+        path (which reports what is wrong with it)."""
+        blank = " ".encode(codec)
+        packed: list[object] = []
+        append = packed.append
+        try:
+            for name, kind, size in self._plan:
+                value = values[name]
+                if kind == LONG:
+                    if type(value) is not int or not -2147483648 <= value < 2147483648:
+                        return None
+                    append(value)
+                elif kind == CHAR:
+                    raw = str(value).encode(codec)
+                    if len(raw) > size:
+                        return None
+                    append(raw.ljust(size, blank))
+                else:
+                    raw = bytes(value)  # type: ignore[arg-type]
+                    if len(raw) > size:
+                        return None
+                    append(raw.ljust(size, b"\x00"))
+        except (UnicodeEncodeError, TypeError, ValueError):
+            return None
         return self._formats[order].pack(*packed)

@@ -124,7 +124,11 @@ class MQMD:
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
+        names = cls.__dict__.get("_field_names")
+        if names is None:
+            names = tuple(f.name for f in fields(cls))
+            cls._field_names = names  # type: ignore[attr-defined]
+        return names
 
 
 def detect_md(data: bytes, offset: int = 0) -> tuple[int, int]:
@@ -161,16 +165,14 @@ def decode_mqmd(
     enc = det_enc if encoding is None else encoding
     cs = det_ccsid if ccsid is None else ccsid
     order = byte_order(enc)
-    head = LAYOUT_V1.decode(data, offset, order, cs, enc)
-    if head["StrucId"] != MQMD_STRUC_ID.rstrip():
-        raise StrucIdError("MQMD.StrucId", offset, f"expected 'MD  ', found {head['StrucId']!r}")
-    version = head["Version"]
-    if version == MQMD_VERSION_1:
-        values, end = head, offset + LAYOUT_V1.size
-    elif version == MQMD_VERSION_2:
-        values, end = LAYOUT_V2.decode(data, offset, order, cs, enc), offset + LAYOUT_V2.size
-    else:
+    version = int.from_bytes(data[offset + 4 : offset + 8], "big" if order == ">" else "little", signed=True)
+    if version not in (MQMD_VERSION_1, MQMD_VERSION_2):
         raise StrucIdError("MQMD.Version", offset + 4, f"unsupported MQMD version {version}")
+    layout = LAYOUT_V2 if version == MQMD_VERSION_2 else LAYOUT_V1
+    values = layout.decode(data, offset, order, cs, enc)  # one layout, read once
+    end = offset + layout.size
+    if values["StrucId"] != MQMD_STRUC_ID.rstrip():
+        raise StrucIdError("MQMD.StrucId", offset, f"expected 'MD  ', found {values['StrucId']!r}")
     values.pop("StrucId")
     return MQMD(**values), end  # type: ignore[arg-type]
 

@@ -30,7 +30,7 @@ import urllib.request
 from typing import Any, Protocol
 
 from relaymq.pipeline.arrowio import ARROW_MEDIA_TYPE, batches_from_ipc, to_batch, to_ipc
-from relaymq.pipeline.log import LOG_FILE, LogError, MessageLog, PartitionInfo, RetentionError
+from relaymq.pipeline.log import BROKER_FILE, LOG_FILE, LogError, has_log, MessageLog, PartitionInfo, RetentionError
 
 ROUTE_PARTITIONS = "/archive/partitions"
 ROUTE_RANGE = "/archive/partitions/{name}"
@@ -158,9 +158,10 @@ def open_access(location: str, username: str | None = None, password: str | None
     if location.startswith(("http://", "https://")):
         return HttpAccess(location, username=username, password=password)
     for candidate in (location, os.path.join(location, "log")):
-        if os.path.exists(os.path.join(candidate, LOG_FILE)):
+        if has_log(candidate):
             return LocalAccess(candidate)
-    raise LogError(f"no message log at {location!r} (expected {LOG_FILE} there or in its log/ directory)")
+    raise LogError(f"no message log at {location!r} (expected a broker's {BROKER_FILE} or a {LOG_FILE} there"
+                   " or in its log/ directory)")
 
 
 # -- the server side ----------------------------------------------------------------------------

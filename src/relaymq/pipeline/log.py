@@ -1,4 +1,4 @@
-"""The message log: partitioned, append-only, in one SQLite file (``<dir>/archive.sqlite3``).
+"""The message log: partitioned, append-only, in SQLite (the broker's database, or ``<dir>/archive.sqlite3``).
 
 Why SQLite rather than segment files: a batch of appends across partitions commits in one
 transaction, so "only committed entries are visible" is what SQLite's isolation already gives
@@ -17,42 +17,42 @@ just before it when that is not later (several entries in one group commit, a cl
 back). So ``(timestamp)`` orders every entry of every partition the way they were appended,
 which is what admission control needs to move all partitions forward together (offsets.admit).
 
-``LogWriter`` is the writer thread: the broker's event loop hands records over without
-waiting, the thread appends them in group commits (one transaction per ``commit_delay``).
+Writing goes through the storage engine (:mod:`relaymq.store.engine`). Inside the broker the
+log's tables live in the broker's database (``<data_dir>/relaymq.db``): an archive rule's entry
+is submitted while the publication is routed, in the same unit of work as its other copies, so
+it commits in the transaction that its PUBACK waits for (issue 14: nothing acknowledged is
+lost, the archive included). A log on its own (``MessageLog(directory)``: tests, benchmarks,
+tools) keeps ``<directory>/archive.sqlite3`` with an engine of its own.
 
-Durability, precisely: the archive is a copy for analysis, not the system of record. The broker
-acknowledges a publication once it is routed (and, for QoS > 0, stored in its own store); its
-log record is then in the writer's memory queue for a few milliseconds (``commit_delay`` plus
-the commit) and is lost if the broker process is killed in that time; a committed entry survives
-a process kill, and with ``synchronous=NORMAL`` an OS crash may lose the last commits. The
-queue is bounded (``max_pending``): a writer that falls behind (a slow disk) drops new records
-and counts them instead of growing without limit or slowing the broker down.
+Sequence numbers and archive timestamps are given when the entries join the engine's batch
+(under the engine's lock, in batch order), so a reader never sees a gap that a later commit
+fills: the partition's ``next_seq`` commits with its entries.
+
+Readers (the fetch endpoint, Spark executors on the same machine) open the file read-only and
+see only committed entries (WAL).
 """
 
 from __future__ import annotations
 
 import json
+import operator
 import os
-import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from relaymq.pipeline.record import COLUMNS, LogRecord
-from relaymq.store.sqlite_file import DatabaseFileError, open_database
+from relaymq.store.base import StoreError
+from relaymq.store.engine import Batch, Engine
 
 LOG_FILE = "archive.sqlite3"
+#: The broker's database, where the log lives when the broker writes it.
+BROKER_FILE = "relaymq.db"
 
-_DATA_COLUMNS = tuple(c for c in COLUMNS if c not in ("partition", "seq"))
-SCHEMA_VERSION = 1
-APPLICATION_ID = 0x524D514C  # "RMQL"
-_SCHEMA = (
-    "CREATE TABLE partitions (name TEXT PRIMARY KEY, first_seq INTEGER NOT NULL, next_seq INTEGER NOT NULL)",
-    f"CREATE TABLE entries (partition TEXT NOT NULL, seq INTEGER NOT NULL, "
-    f"{', '.join(c + ' ANY' for c in _DATA_COLUMNS)}, PRIMARY KEY (partition, seq)) WITHOUT ROWID",
-)
+_INSERT = f"INSERT INTO entries ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+_EXTENT = ("INSERT INTO partitions VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET next_seq = excluded.next_seq")
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM entries"
 _USR = COLUMNS.index("usr")
 
@@ -86,100 +86,138 @@ class PartitionInfo:
 
 
 def log_path(directory: str) -> str:
-    """The SQLite file of the log kept in ``directory``."""
-    return os.path.join(directory, LOG_FILE)
+    """The SQLite file of the log kept in ``directory``: ``archive.sqlite3`` (a log of its own)
+    or, when there is none, the broker's database ``relaymq.db`` of a data directory."""
+    own = os.path.join(directory, LOG_FILE)
+    broker = os.path.join(directory, BROKER_FILE)
+    if not os.path.exists(own) and os.path.exists(broker):
+        return broker
+    return own
+
+
+def has_log(directory: str) -> bool:
+    """Does ``directory`` hold a message log (its own file, or a broker's database)?"""
+    return os.path.exists(log_path(directory))
 
 
 class MessageLog:
-    """The log in one SQLite file. Thread-safe: one connection behind a lock, every write one
-    transaction. ``readonly`` opens an existing log for reading (a Spark executor)."""
+    """The log: read through a connection of its own (thread-safe, behind a lock), written
+    through an engine. ``readonly`` opens an existing log for reading (a Spark executor);
+    ``engine`` writes into that engine's database (the broker's), else the log has an engine of
+    its own on ``<directory>/archive.sqlite3``."""
 
-    def __init__(self, directory: str, *, readonly: bool = False) -> None:
+    def __init__(self, directory: str, *, readonly: bool = False, engine: Engine | None = None) -> None:
         self.directory = directory
-        path = log_path(directory)
+        self.readonly = readonly
+        self._engine: Engine | None = None
+        self._owns_engine = False
         if readonly:
+            path = log_path(directory)
             if not os.path.exists(path):
                 raise LogError(f"no message log at {path}")
             self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False,
                                        isolation_level=None)
         else:
-            os.makedirs(directory, exist_ok=True)
-            try:
-                self._db = open_database(path, application_id=APPLICATION_ID, schema_version=SCHEMA_VERSION,
-                                         migrations={1: _SCHEMA}, synchronous="NORMAL", what="relaymq message log")
-            except DatabaseFileError as exc:
-                raise LogError(str(exc)) from exc
+            if engine is None:
+                try:
+                    engine = Engine(os.path.join(directory, LOG_FILE), None, "NORMAL", what="relaymq message log")
+                except StoreError as exc:
+                    raise LogError(str(exc)) from exc
+                self._owns_engine = True
+            self._engine = engine
+            self._db = engine.connect()
         self._db.execute("PRAGMA busy_timeout=10000")
         self._lock = threading.Lock()
-        self.readonly = readonly
+        # Where appending goes on (read once; then kept here, changed under the engine's lock).
+        self._next_seq: dict[str, int] = {}
+        self._last_us = -1
+        if not readonly:
+            with self._lock:
+                self._next_seq = dict(self._db.execute("SELECT name, next_seq FROM partitions"))
+                self._last_us = _last_stamp_us(self._db)
+        self.appended = 0
+
+    @property
+    def engine(self) -> Engine | None:
+        return self._engine
 
     # -- writing ------------------------------------------------------------------------------
+    def submit(self, records: Sequence[LogRecord], now: float | None = None) -> None:
+        """Hand records (each with its ``partition`` set) to the engine without waiting: they
+        commit with whatever the caller's unit of work holds (the broker: the publication)."""
+        if self._engine is None:
+            raise LogError("the log is open read-only")
+        stamp = time.time() if now is None else now
+        self._engine.submit(self._place, list(records), stamp, None, writes=len(records))
+
     def append(self, records: Sequence[LogRecord], now: float | None = None) -> list[tuple[str, int]]:
-        """Append records (each with its ``partition`` set) in one transaction, giving each the
-        next seq of its partition and the archive timestamp; returns (partition, seq) each."""
+        """Append records (each with its ``partition`` set) and wait for the commit, giving each
+        the next seq of its partition and the archive timestamp; returns (partition, seq) each."""
+        if self._engine is None:
+            raise LogError("the log is open read-only")
         stamp = time.time() if now is None else now
         placed: list[tuple[str, int]] = []
-        with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                last_us = _last_stamp_us(db)
-                next_seq: dict[str, int] = {}
-                rows = []
-                for record in records:
-                    name = record.partition
-                    if name not in next_seq:
-                        found = db.execute("SELECT next_seq FROM partitions WHERE name=?", (name,)).fetchone()
-                        next_seq[name] = found[0] if found else 0
-                        if not found:
-                            db.execute("INSERT INTO partitions VALUES (?, 0, 0)", (name,))
-                    record.seq = next_seq[name]
-                    next_seq[name] += 1
-                    last_us = max(round((record.timestamp or stamp) * 1_000_000), last_us + 1)
-                    record.timestamp = last_us / 1_000_000
-                    rows.append(_to_sql(record))
-                    placed.append((name, record.seq))
-                db.executemany(f"INSERT INTO entries ({', '.join(COLUMNS)}) VALUES "
-                               f"({', '.join('?' * len(COLUMNS))})", rows)
-                db.executemany("UPDATE partitions SET next_seq=? WHERE name=?",
-                               [(seq, name) for name, seq in next_seq.items()])
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+        try:
+            self._engine.submit(self._place, list(records), stamp, placed, writes=len(records))
+            self._engine.ticket().wait()
+        except StoreError as exc:
+            raise LogError(f"cannot append to the message log: {exc}") from exc
         return placed
+
+    def _place(self, batch: Batch, records: list[LogRecord], stamp: float,
+               placed: list[tuple[str, int]] | None) -> None:
+        """Number and stamp the records as they join the batch (the engine's lock is held)."""
+        next_seq = self._next_seq
+        last_us = self._last_us
+        touched: dict[str, int] = {}
+        for record in records:
+            name = record.partition
+            seq = next_seq.get(name, 0)
+            record.seq = seq
+            next_seq[name] = touched[name] = seq + 1
+            last_us = max(round((record.timestamp or stamp) * 1_000_000), last_us + 1)
+            record.timestamp = last_us / 1_000_000
+            batch.append((_INSERT, _to_sql(record)))
+            if placed is not None:
+                placed.append((name, seq))
+        self._last_us = last_us
+        for name, nxt in touched.items():
+            batch.put(("lp", name), (_EXTENT, (name, 0, nxt)))
+        self.appended += len(records)
 
     def apply_retention(self, partition: str, *, max_age: float = 0, max_entries: int = 0,
                         now: float | None = None) -> int:
         """Remove entries older than ``max_age`` seconds or beyond the newest ``max_entries``
         (0: no such limit); returns how many were removed. ``first_seq`` moves up, so a reader
-        asking for a removed offset gets a RetentionError rather than silently less data."""
+        asking for a removed offset gets a RetentionError rather than silently less data.
+        Decided on what is committed, so entries still on their way are never touched."""
+        if self._engine is None:
+            raise LogError("the log is open read-only")
         now = time.time() if now is None else now
         with self._lock:
             db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                found = db.execute("SELECT first_seq, next_seq FROM partitions WHERE name=?", (partition,)).fetchone()
-                if found is None:
-                    db.execute("COMMIT")
-                    return 0
-                first, nxt = found
-                low = first
-                if max_entries:
-                    low = max(low, nxt - max_entries)
-                if max_age:
-                    newer = db.execute("SELECT MIN(seq) FROM entries WHERE partition=? AND timestamp>=?",
-                                       (partition, now - max_age)).fetchone()[0]
-                    low = max(low, nxt if newer is None else newer)
-                removed = 0
-                if low > first:
-                    removed = db.execute("DELETE FROM entries WHERE partition=? AND seq<?", (partition, low)).rowcount
-                    db.execute("UPDATE partitions SET first_seq=? WHERE name=?", (low, partition))
-                db.execute("COMMIT")
-                return removed
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+            found = db.execute("SELECT first_seq, next_seq FROM partitions WHERE name=?", (partition,)).fetchone()
+            if found is None:
+                return 0
+            first, nxt = found
+            low = first
+            if max_entries:
+                low = max(low, nxt - max_entries)
+            if max_age:
+                newer = db.execute("SELECT MIN(seq) FROM entries WHERE partition=? AND timestamp>=?",
+                                   (partition, now - max_age)).fetchone()[0]
+                low = max(low, nxt if newer is None else newer)
+            if low <= first:
+                return 0
+            removed = db.execute("SELECT COUNT(*) FROM entries WHERE partition=? AND seq<?",
+                                 (partition, low)).fetchone()[0]
+        try:
+            self._engine.append([("DELETE FROM entries WHERE partition=? AND seq<?", (partition, low)),
+                                 ("UPDATE partitions SET first_seq=? WHERE name=?", (low, partition))])
+            self._engine.ticket().wait()
+        except StoreError as exc:
+            raise LogError(f"cannot apply retention to {partition}: {exc}") from exc
+        return removed
 
     # -- reading ------------------------------------------------------------------------------
     def partitions(self) -> dict[str, PartitionInfo]:
@@ -220,9 +258,16 @@ class MessageLog:
                                     (partition, start, end)).fetchall()
         return [row[0] for row in rows]
 
+    def flush(self) -> None:
+        """Wait until every submitted entry is committed (tests, shutdown)."""
+        if self._engine is not None:
+            self._engine.flush()
+
     def close(self) -> None:
         with self._lock:
             self._db.close()
+        if self._owns_engine and self._engine is not None:
+            self._engine.close()
 
 
 def _last_stamp_us(db: sqlite3.Connection) -> int:
@@ -233,9 +278,13 @@ def _last_stamp_us(db: sqlite3.Connection) -> int:
     return -1 if row[0] is None else round(row[0] * 1_000_000)
 
 
+_ROW = operator.attrgetter(*COLUMNS)
+
+
 def _to_sql(record: LogRecord) -> tuple[object, ...]:
-    row = [getattr(record, name) for name in COLUMNS]
-    row[_USR] = json.dumps(record.usr, ensure_ascii=False, separators=(",", ":"))
+    row = list(_ROW(record))
+    usr = row[_USR]
+    row[_USR] = json.dumps(usr, ensure_ascii=False, separators=(",", ":")) if usr else "{}"
     return tuple(row)
 
 
@@ -243,105 +292,3 @@ def _from_sql(row: Sequence[object]) -> LogRecord:
     values = dict(zip(COLUMNS, row))
     values["usr"] = json.loads(values["usr"])  # type: ignore[arg-type]
     return LogRecord(**values)  # type: ignore[arg-type]
-
-
-_IDLE = object()  # what the writer thread "receives" when it wakes up for housekeeping only
-
-
-class LogWriter:
-    """The writer thread: ``submit`` never blocks; records are appended in group commits.
-
-    ``on_error`` hears about a batch that could not be written (disk full): the records are
-    dropped and counted, because the log must never stop the broker that feeds it. At most
-    ``max_pending`` records wait for the writer; beyond that ``submit`` drops them, counts them
-    in ``overflowed`` and tells ``on_overflow`` (the total so far) at most once a second.
-    """
-
-    def __init__(self, log: MessageLog, *, commit_delay: float = 0.005, max_batch: int = 5000,
-                 housekeeping: Callable[[], None] | None = None, housekeeping_every: float = 60.0,
-                 on_error: Callable[[BaseException], None] | None = None, max_pending: int = 100_000,
-                 on_overflow: Callable[[int], None] | None = None) -> None:
-        self.log = log
-        self.commit_delay = commit_delay
-        self.max_batch = max_batch
-        self.housekeeping = housekeeping
-        self.housekeeping_every = housekeeping_every
-        self.on_error = on_error
-        self.on_overflow = on_overflow
-        self.appended = 0
-        self.dropped = 0  # could not be written (on_error)
-        self.overflowed = 0  # refused because max_pending records were waiting
-        self._last_overflow_report = 0.0
-        self._slots = threading.BoundedSemaphore(max_pending)
-        self._queue: queue.SimpleQueue[LogRecord | threading.Event | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="relaymq-log-writer", daemon=True)
-        self._thread.start()
-
-    def submit(self, records: Iterable[LogRecord]) -> None:
-        """Hand records over to the writer (each with its partition set); never waits."""
-        for record in records:
-            if not self._slots.acquire(blocking=False):
-                self.overflowed += 1
-                now = time.monotonic()
-                if self.on_overflow is not None and now - self._last_overflow_report >= 1.0:
-                    self._last_overflow_report = now
-                    self.on_overflow(self.overflowed)
-                continue
-            self._queue.put(record)
-
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait until everything submitted so far is committed (tests, shutdown)."""
-        done = threading.Event()
-        self._queue.put(done)
-        return done.wait(timeout)
-
-    def close(self) -> None:
-        """Commit what is pending and stop the thread."""
-        self._queue.put(None)
-        self._thread.join()
-
-    def _run(self) -> None:
-        last_housekeeping = time.monotonic()
-        running = True
-        while running:
-            try:  # wake up for housekeeping even when nothing arrives (retention of an idle log)
-                item: object = self._queue.get(timeout=self.housekeeping_every if self.housekeeping else None)
-            except queue.Empty:
-                item = _IDLE
-            batch: list[LogRecord] = []
-            waiters: list[threading.Event] = []
-            if self.commit_delay and isinstance(item, LogRecord):
-                time.sleep(self.commit_delay)  # let the batch grow: one commit for many records
-            while True:
-                if item is None:
-                    running = False
-                elif isinstance(item, threading.Event):
-                    waiters.append(item)
-                elif isinstance(item, LogRecord):
-                    batch.append(item)
-                if len(batch) >= self.max_batch or not running:
-                    break
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-            if batch:
-                try:
-                    self.log.append(batch)
-                    self.appended += len(batch)
-                except Exception as error:  # noqa: BLE001 - reported, never raised into the broker
-                    self.dropped += len(batch)
-                    if self.on_error is not None:
-                        self.on_error(error)
-                finally:
-                    for _ in batch:
-                        self._slots.release()
-            if self.housekeeping is not None and time.monotonic() - last_housekeeping >= self.housekeeping_every:
-                last_housekeeping = time.monotonic()
-                try:
-                    self.housekeeping()
-                except Exception as error:  # noqa: BLE001
-                    if self.on_error is not None:
-                        self.on_error(error)
-            for waiter in waiters:
-                waiter.set()

@@ -1,10 +1,13 @@
 """The archive service in the broker: taps routed publications (and puts to archived queues)
 into the message log, and serves the log's HTTP fetch endpoint.
 
-Why a tap and a writer thread: the tap runs inside routing on the broker's event loop, so it
-only builds the log record and hands it to ``LogWriter``; the SQLite transaction happens on the
-writer thread in group commits, and the loop never waits for the disk. Registered as
-``context.services["archive"]``.
+Why a tap on the storage engine: the tap runs inside routing on the broker's event loop, in the
+unit of work of the publication, so it builds the log record and submits it to the broker's
+storage engine (the log's tables are in the broker's database): the entry commits in the same
+transaction as the publication's other copies, and the PUBACK that waits for that commit
+promises the archive entry too (issue 14). Nothing is dropped for a slow disk: the publisher's
+acknowledgement waits instead. With ``--store memory`` (nothing durable) the log has a file of
+its own under ``<data_dir>/log``. Registered as ``context.services["archive"]``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import os
 from typing import Any
 
 from relaymq.pipeline.fetch import FetchEndpoint
-from relaymq.pipeline.log import LogWriter, MessageLog
+from relaymq.pipeline.log import MessageLog
 from relaymq.pipeline.partitioning import Router
 from relaymq.pipeline.record import LogRecord, from_message, from_publication
 from relaymq.pipeline.settings import ArchiveConfig
@@ -29,23 +32,16 @@ SERVICE_NAME = "archive"
 class ArchiveService:
     """The running archive: the log, its writer thread, the tap and the endpoint."""
 
-    def __init__(self, config: ArchiveConfig, directory: str) -> None:
+    def __init__(self, config: ArchiveConfig, directory: str, engine: Any = None) -> None:
         self.config = config
         self.directory = directory
         self.router = Router(config.rules)
-        self.log = MessageLog(directory)
-        self.writer = LogWriter(self.log, commit_delay=config.commit_delay_ms / 1000.0, max_batch=config.max_batch,
-                                housekeeping=self.apply_retention, housekeeping_every=config.retention_check_seconds,
-                                on_error=lambda error: log.error("message log: %s", error),
-                                max_pending=config.max_pending, on_overflow=self._overflow)
+        self.log = MessageLog(directory, engine=engine)
         self._broker: Any = None
         self._http: Any = None
         self._endpoint: FetchEndpoint | None = None
         self._qmgr: Any = None
-
-    def _overflow(self, total: int) -> None:
-        log.warning("message log: %d records not archived so far: more than [archive] max_pending = %d were "
-                    "waiting for the writer (a slow disk?)", total, self.config.max_pending)
+        self._housekeeping: asyncio.Task[None] | None = None
 
     # -- publications ---------------------------------------------------------------------------
     def tap(self, message: Any) -> None:
@@ -54,22 +50,34 @@ class ArchiveService:
         if not partitions:
             return
         first = from_publication(message.topic, message.payload, message.qos, message.properties, message.expiry_at)
-        self.writer.submit(_placed(first, partitions))
+        self.log.submit(_placed(first, partitions))
 
     # -- queues ---------------------------------------------------------------------------------
     def _on_put(self, event: Any) -> None:
-        """qmgr put listener (a PutEvent with the stored bytes, in the putting thread, after
-        the put is durable): archive that message - also when a getter has already taken it."""
+        """qmgr put listener (a PutEvent with the stored bytes, in the putting thread, once the
+        put is submitted): archive that message - also when a getter has already taken it."""
         try:
             record = from_message(event.queue, event.message())
         except Exception as error:  # noqa: BLE001 - never break the put that triggered us
             log.warning("archive: a message put to %s could not be read: %s", event.queue, error)
             return
-        self.writer.submit(_placed(record, self.router.for_queue(event.queue)))
+        try:
+            self.log.submit(_placed(record, self.router.for_queue(event.queue)))
+        except Exception as error:  # noqa: BLE001 - the put itself is made; say what is missing
+            log.error("archive: a message put to %s is not archived: %s", event.queue, error)
 
     # -- housekeeping ---------------------------------------------------------------------------
+    async def _retention(self) -> None:
+        every = self.config.retention_check_seconds
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await asyncio.to_thread(self.apply_retention)
+            except Exception as error:  # noqa: BLE001 - retried next time
+                log.error("message log: retention failed: %s", error)
+
     def apply_retention(self) -> int:
-        """Apply each rule's retention to its partitions (runs on the writer thread)."""
+        """Apply each rule's retention to its partitions (a worker thread)."""
         removed = 0
         for name in self.log.partitions():
             rule = self.router.rule_of(name)
@@ -108,7 +116,10 @@ class ArchiveService:
                     self._qmgr.remove_put_listener(queue, self._on_put)
                 except Exception:  # noqa: BLE001
                     pass
-        await asyncio.to_thread(self.writer.close)
+        if self._housekeeping is not None:
+            self._housekeeping.cancel()
+            await asyncio.gather(self._housekeeping, return_exceptions=True)
+        await asyncio.to_thread(self.log.flush)
         self.log.close()
 
 
@@ -132,14 +143,19 @@ async def start(context: Any) -> Any:
     config: ArchiveConfig = context.config.section("archive")
     if config is None or not config.enabled:
         return _Disabled()
-    directory = config.dir or os.path.join(context.config.broker.data_dir, "log")
+    engine = getattr(context.broker.store, "engine", None)
+    data_dir = context.config.broker.data_dir
+    directory = data_dir if engine is not None else os.path.join(data_dir, "log")
     from relaymq.server.app import ServiceError
 
     try:
-        service = ArchiveService(config, directory)
+        service = ArchiveService(config, directory, engine)
     except Exception as error:  # noqa: BLE001 - one line for the operator
         raise ServiceError(f"archive: cannot open the message log in {directory}: {error}") from None
     service.attach(context.broker, context.services)
+    if any(rule.retention_seconds or rule.retention_entries for rule in config.rules):
+        service._housekeeping = asyncio.get_running_loop().create_task(service._retention())
     context.services[SERVICE_NAME] = service
-    log.info("archive: %d rule(s), log in %s", len(config.rules), directory)
+    log.info("archive: %d rule(s), log in %s", len(config.rules),
+             service.log.engine.path if service.log.engine is not None else directory)
     return service

@@ -3,12 +3,11 @@
 Why rules rather than "archive everything": the log is for data someone analyses (device
 telemetry, orders), not for ``$SYS`` chatter; each rule names the topic filters and queues it
 takes, how many partitions spread the load (a topic always lands in the same partition, so its
-order is kept) and the retention that bounds the disk. Example::
+order is kept) and the retention that bounds the disk. The log lives in the broker's database
+and commits with the publications (``relaymq.store.engine``), so it has no file, writer or
+queue of its own to configure. Example::
 
     [archive]
-    dir = ""                      # "" = <broker.data_dir>/log
-    commit_delay_ms = 5           # group commit window of the writer thread
-    max_pending = 100000          # records waiting for the writer; more are dropped and counted
     retention_check_seconds = 60
 
     [[archive.rule]]
@@ -27,7 +26,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from relaymq.pubsub.topics import TopicError, validate_topic_filter
-from relaymq.config import ConfigError, build_section, int_range, key_field, text, text_list
+from relaymq.config import ConfigError, build_section, int_range, key_field, text_list
 
 _RULE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -66,14 +65,22 @@ class ArchiveRule:
         return [f"{self.name}-{index}" for index in range(self.partitions)]
 
 
+#: Keys of the log's own writer thread, which is gone: the log commits with the publications in
+#: the broker's database now (issue 14). A configuration that still sets one is told why.
+_ONE_COMMIT = ("the message log now lives in the broker's database (<data_dir>/relaymq.db) and commits with "
+               "the publication it archives")
+RETIRED_KEYS = {
+    "dir": f"no longer used: {_ONE_COMMIT}; remove the key (pipeline jobs take --log <data_dir>)",
+    "commit_delay_ms": f"no longer used: {_ONE_COMMIT}; remove the key ([broker] commit_delay_ms applies)",
+    "max_batch": f"no longer used: {_ONE_COMMIT}; remove the key",
+    "max_pending": f"no longer used: {_ONE_COMMIT}, so no record waits in memory; remove the key",
+}
+
+
 @dataclass(frozen=True)
 class ArchiveOptions:
     """The scalar keys of ``[archive]`` (rules are built one by one, so errors name the rule)."""
 
-    dir: str = key_field("", text, path="dir")
-    commit_delay_ms: int = key_field(5, int_range(0, 60_000))
-    max_batch: int = key_field(5000, int_range(1))
-    max_pending: int = key_field(100_000, int_range(1))
     retention_check_seconds: int = key_field(60, int_range(1))
 
 
@@ -98,6 +105,9 @@ def build(raw: Any, key: str, base_dir: str | None) -> ArchiveConfig:
     raw_rules = table.pop("rule", [])
     if not isinstance(raw_rules, list):
         raise ConfigError(f"{key}.rule", "expected [[archive.rule]] tables")
+    for retired in RETIRED_KEYS:
+        if retired in table:
+            raise ConfigError(f"{key}.{retired}", RETIRED_KEYS[retired])
     top = build_section(ArchiveOptions, table, key, base_dir)
     rules: list[ArchiveRule] = []
     for index, raw_rule in enumerate(raw_rules):

@@ -17,6 +17,7 @@ the broker's (``RetainedTree`` of ``StoredMessage``), so MQTT and ``psc`` see th
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import logging
 import os
@@ -213,7 +214,7 @@ class PubSubEngine:
         self.queue_check = queue_check
         self.known_qmgrs = {qmgr_name, *known_qmgrs}
         self.events = events
-        self.new_id = new_id or (lambda: os.urandom(24))
+        self.new_id = new_id or unique_ids()
         self.trees: dict[str, SubscriptionTree] = {DEFAULT_SUBPOINT: default_tree if default_tree is not None else SubscriptionTree()}
         self.retained: dict[str, RetainedTree] = {DEFAULT_SUBPOINT: default_retained if default_retained is not None else RetainedTree()}
         self.subscriptions: dict[tuple, QueueSubscription] = {}
@@ -225,6 +226,9 @@ class PubSubEngine:
         #: copy carries them (item 23). Stale once the topic's retained message changes.
         self.retained_psc: dict[str, dict[str, Any]] = {}
         self.changed = False  # set by every change the service must make durable
+        #: Subscriptions changed since the service last saved (``take_dirty``): key -> the
+        #: subscription, or None when it was removed.
+        self.dirty: dict[tuple[Any, ...], QueueSubscription | None] = {}
 
     # ================================================================ commands
     def handle_message(self, message: Message, queue: str, now: float) -> list[Action]:
@@ -733,6 +737,7 @@ class PubSubEngine:
         for sub in targets:
             if identity is not None:
                 sub.identities.pop(identity, None)
+                self.dirty[sub.key] = sub
                 self.changed = True
                 if sub.identities or "LeaveOnly" in options:
                     continue  # others remain, or LeaveOnly keeps it even when empty (5695-5712)
@@ -800,7 +805,13 @@ class PubSubEngine:
     def _of_subscriber(self, subscriber: SubscriberId) -> list[QueueSubscription]:
         return [self.subscriptions[k] for k in self.by_subscriber.get(subscriber, ())]
 
+    def take_dirty(self) -> dict[tuple[Any, ...], QueueSubscription | None]:
+        """The subscriptions changed since the last call (key -> subscription, None: removed)."""
+        dirty, self.dirty = self.dirty, {}
+        return dirty
+
     def _index(self, sub: QueueSubscription) -> None:
+        self.dirty[sub.key] = sub
         self.subscriptions[sub.key] = sub
         self.by_subscriber.setdefault(sub.subscriber, set()).add(sub.key)
         if sub.sub_name:
@@ -808,7 +819,8 @@ class PubSubEngine:
         self.trees.setdefault(sub.sub_point, SubscriptionTree()).insert(sub.topic, sub.tree_key, sub)
 
     def _unindex(self, sub: QueueSubscription) -> None:
-        self.subscriptions.pop(sub.key, None)
+        if self.subscriptions.pop(sub.key, None) is not None:
+            self.dirty[sub.key] = None
         keys = self.by_subscriber.get(sub.subscriber)
         if keys is not None:
             keys.discard(sub.key)
@@ -945,6 +957,15 @@ class PubSubEngine:
 
 
 # ==================================================================== helpers
+def unique_ids() -> Callable[[], bytes]:
+    """24-byte ids, unique across processes and restarts: 16 random bytes drawn once, then a
+    counter (an MsgId per copy for a queue subscriber; a system call for each cost more than
+    the rest of making the copy's header)."""
+    prefix = os.urandom(16)
+    counter = itertools.count(1)
+    return lambda: prefix + next(counter).to_bytes(8, "big")
+
+
 def _loose_command(message: Message) -> wire.Command | None:
     """Enough of a malformed command to address its error response."""
     rfh2 = message.mq.first_rfh2()

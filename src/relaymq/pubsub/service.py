@@ -7,24 +7,30 @@
 input queues. It registers itself as ``context.services["pubsub"]``.
 
 Threads and the loop: the queue manager calls listeners in the putting thread, so a listener
-only wakes the queue's drain task on the loop. Puts leave from a single outbox task in
-batches, one worker thread per destination queue (so each queue gets its messages in the order
-the engine produced them, and puts to different queues share the queue manager's group
-commits). MQTT publications reach queue subscribers through the broker's
-publication tap. Subscriptions and named-point retained publications are kept in
-``<data_dir>/pubsub-state.json``, written (off the loop) before the response that confirms the
-change is put (README decision 4).
+only wakes the queue's drain task on the loop.
+
+One commit for every copy (issue 14): the engine's puts are made synchronously, on the loop,
+without waiting (``QueueManager.put(wait=False)``), so a publication's copies for queue
+subscribers join the unit of work of the MQTT packet that published it and commit in the
+transaction its PUBACK waits for. A psc command is taken off its queue, processed, its state
+changes and its replies submitted in one unit of work, and nothing of it is durable until all
+of it is (a crash before the commit leaves the command on its queue, to be processed after the
+restart, exactly once). Subscriptions and named-point retained publications are rows of the
+broker's database (:mod:`relaymq.pubsub.state`); with ``--store memory`` nothing is kept.
+
+A copy that its subscriber queue refuses (full, put-inhibited) goes to the dead-letter queue
+with an MQDLH naming the reason, never silently away; only when the dead-letter queue refuses
+it too is it dropped, logged as an error and counted (``put_failures``).
 
 Callers that must know their publication's copies are on disk before they acknowledge it (a
 flow's commit, so that SCADAInput's PUBACK keeps its promise) perform the engine's actions
-with :meth:`PubSubService.perform` instead: it puts them itself - the copies the MQTT hand-over
-produces through the tap included - and returns when every one is durable.
+with :meth:`PubSubService.perform`: it returns when every one is durable.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import contextlib
 import json
 import logging
 import os
@@ -33,7 +39,6 @@ from typing import Any
 
 from relaymq.broker.retain import store_retained
 from relaymq.message.message import Message
-from relaymq.pubsub import reasons as r
 from relaymq.pubsub.admin import PscAdmin
 from relaymq.pubsub.engine import CONTROL_QUEUE, PubSubEngine, dead_letter_message
 from relaymq.pubsub.model import (
@@ -48,21 +53,24 @@ from relaymq.pubsub.model import (
     Publication,
     Put,
 )
+from relaymq.pubsub import reasons as r
 from relaymq.pubsub.settings import PubSubSettings
+from relaymq.pubsub.state import PubSubState
 from relaymq.pubsub.stats import CONTENT_TYPE as STATS_CONTENT_TYPE
 from relaymq.pubsub.stats import statistics_payload, statistics_topic
 from relaymq.pubsub.topicacl import CombinedAcl
 from relaymq.qmgr.definitions import SYSTEM_DEAD_LETTER_QUEUE
-from relaymq.qmgr.errors import BadName, UnknownQueue, UnknownQueueManager
+from relaymq.qmgr.resolution import SYNCHRONOUS_ROUTES
+from relaymq.qmgr.aio import committed
+from relaymq.qmgr.errors import BadName, QueueError, StoreFailed, UnknownQueue, UnknownQueueManager
+from relaymq.store.base import StoreError
 
 log = logging.getLogger("relaymq.pubsub")
 
-STATE_FILE = "pubsub-state.json"
 #: Seconds between sweeps for expired subscriptions and retained publications.
 EXPIRY_SWEEP_SECONDS = 5.0
-#: Most puts the outbox takes in one batch, and destination queues it puts to side by side.
-OUTBOX_BATCH = 512
-OUTBOX_THREADS = 16
+#: MQRC_Q_FULL: the reason in the MQDLH of a copy whose subscriber queue had no room.
+MQRC_Q_FULL = 2053
 
 
 class PutFailed(RuntimeError):
@@ -70,7 +78,7 @@ class PutFailed(RuntimeError):
 
 
 class PubSubService:
-    """The running engine, its queue listeners and its outbox."""
+    """The running engine and its queue listeners."""
 
     def __init__(self, context: Any, settings: PubSubSettings) -> None:
         self.context = context
@@ -80,7 +88,9 @@ class PubSubService:
         self.aio = context.services.get("qmgr.aio")
         broker_config = context.config.broker
         self.data_dir = broker_config.data_dir
-        self.state_path = None if broker_config.store == "memory" else os.path.join(self.data_dir, STATE_FILE)
+        #: The broker's storage engine (None with --store memory: nothing is kept).
+        self.store_engine = getattr(self.broker.store, "engine", None)
+        self.state = PubSubState(self.store_engine, self.data_dir) if self.store_engine is not None else None
         self.topic_acl = settings.topic_acl(self.data_dir)
         self._acl_stamp = _stamp(settings.acl_path(self.data_dir))
         self.engine = PubSubEngine(
@@ -95,31 +105,44 @@ class PubSubService:
             events=settings.events,
         )
         self._loop = asyncio.get_running_loop()
-        self._outbox: asyncio.Queue[Any] = asyncio.Queue()
         self._wake: dict[str, asyncio.Event] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._listeners: list[tuple[str, Any]] = []
         self._bridging: Publication | None = None
-        #: While ``perform`` runs actions: the puts they lead to, taken from the outbox.
-        self._capture: list[Put | DeadLetter] | None = None
-        self._busy = False
-        self._putters = concurrent.futures.ThreadPoolExecutor(OUTBOX_THREADS, thread_name_prefix="pubsub-put")
+        #: While ``perform`` runs actions: the puts that failed, for its PutFailed.
+        self._errors: list[BaseException] | None = None
         self._subscription_changes: list[tuple[bool, str, Any, str | None, str | None, Any]] = []
         self.http = context.services.get("http")
         self.admin: PscAdmin | None = None
         self._administrators = tuple(context.config.access.administrators)
+        #: Copies for queue subscribers that neither their queue nor the dead-letter queue took.
+        self.put_failures = 0
+        self._attempts = 0  # puts tried in the current perform, for its PutFailed
+        #: Puts over synchronous routes still being made (``_remote_put``).
+        self._remote: set[asyncio.Future[bytes]] = set()
 
     # ---------------------------------------------------------------- life cycle
     async def start(self) -> None:
-        if self.state_path is not None and os.path.exists(self.state_path):
-            data = await asyncio.to_thread(_read_json, self.state_path)
-            self.engine.restore(data)
+        if self.state is not None:
+            data = await asyncio.to_thread(self.state.load)
+            legacy = self.state.legacy_file()
+            if legacy is not None and not data["subscriptions"]:
+                data = await asyncio.to_thread(_read_json, legacy)
+                self.engine.restore(data)
+                self.state.save_all(self.engine)
+                await asyncio.to_thread(self.store_engine.flush)
+                os.replace(legacy, legacy + ".imported")
+                log.info("pub/sub: imported %d subscription(s) from %s (renamed %s.imported)",
+                         len(self.engine.subscriptions), legacy, legacy)
+            else:
+                self.engine.restore(data)
+            self.engine.take_dirty()
+            self.engine.changed = False
         if self.settings.topic_security:
             self.broker.acl = CombinedAcl(self.broker.acl, self.topic_acl)
         self.broker.publication_taps.append(self._tap)
         if self.settings.events:
             self.broker.subscriptions.observers.append(self._observe_subscription)
-        self._tasks.append(asyncio.create_task(self._run_outbox()))
         self._tasks.append(asyncio.create_task(self._sweep()))
         if self.settings.stats_interval_ms > 0:
             self._tasks.append(asyncio.create_task(self._statistics()))
@@ -161,8 +184,41 @@ class PubSubService:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._putters.shutdown(wait=True)
-        await self._save()
+        try:
+            with self.unit():
+                self._save()
+            await self.durable()
+        except StoreError as error:  # the store failed earlier and said so; nothing more to keep
+            log.error("pub/sub: the last state changes are not stored: %s", error)
+
+    # ---------------------------------------------------------------- the storage engine
+    def unit(self) -> contextlib.AbstractContextManager[None]:
+        """A unit of work of the broker's storage engine (nothing to group without one)."""
+        return self.store_engine.unit() if self.store_engine is not None else contextlib.nullcontext()
+
+    async def durable(self) -> None:
+        """Return once everything submitted so far is committed (at once without a store) and
+        the puts over synchronous routes made so far are done; raise StoreError when the commit
+        cannot be (the store failed: nothing of it is acknowledged)."""
+        if self.store_engine is None:
+            if self._remote:
+                await asyncio.gather(*list(self._remote), return_exceptions=True)
+            return
+        remote = list(self._remote)
+        try:
+            await committed(self.store_engine)
+        except StoreFailed as error:
+            raise StoreError(str(error)) from error
+        if remote:
+            await asyncio.gather(*remote, return_exceptions=True)
+
+    def _save(self) -> None:
+        """Submit the engine's changed state (inside the caller's unit of work)."""
+        if self.state is not None:
+            self.state.save(self.engine)
+        else:
+            self.engine.take_dirty()
+            self.engine.changed = False
 
     # ---------------------------------------------------------------- inputs
     async def _drain(self, queue: str, event: asyncio.Event) -> None:
@@ -171,67 +227,57 @@ class PubSubService:
             event.clear()
             while True:
                 try:
-                    message = await self.aio.get(queue)
-                except Exception:
-                    log.exception("reading %s failed", queue)
-                    break
-                if message is None:
-                    break
-                try:
-                    await self.handle(message, queue)
+                    handled = await self.handle_next(queue)
                 except Exception:  # one bad message must not stop the queue's listener
                     log.exception("pub/sub: a message from %s could not be handled", queue)
+                    break
+                if not handled:
+                    break
+
+    async def handle_next(self, queue: str) -> bool:
+        """Take the next command off ``queue`` and process it as one unit of work: its removal
+        from the queue, the (de)registration it makes, the publications it causes and its
+        reply commit together (a crash before the commit leaves the command on the queue);
+        returns once that is durable. False when the queue is empty."""
+        with self.unit():
+            message = self.qm.get(queue, durable=False)
+            if message is None:
+                return False
+            try:
+                self._handle(message, queue)
+            finally:
+                self._save()
+        await self.durable()
+        return True
 
     async def handle(self, message: Message, queue: str) -> None:
-        """One command message: process it, make the change durable, then act. A change that
-        cannot be made durable is undone (the engine goes back to the state on disk) and the
-        command fails with 3008 COMMAND_FAILED: no ok leaves before the change is durable
-        (README decision 4), and reissuing the command may succeed (seed 7020-7034)."""
-        actions = self.engine.handle_message(message, queue, self.broker.clock.wall())
-        try:
-            await self._save()
-        except OSError as error:
-            log.error("pub/sub: cannot save %s (%s): the command is undone and fails with 3008",
-                      self.state_path, error)
-            await self._reload()
-            actions = self.engine.failure(message, r.COMMAND_FAILED)
-        puts = [a for a in actions if isinstance(a, (Put, DeadLetter))]
-        for action in actions:
-            if not isinstance(action, (Put, DeadLetter)):
-                self._perform(action)  # the MQTT side (its tap may note a retained publication)
-        if self.engine.changed:
+        """One command message (already taken off its queue): process it and make its effects
+        durable before returning."""
+        with self.unit():
             try:
-                await self._save()  # before the response leaves
-            except OSError as error:
-                log.error("pub/sub: cannot save %s (%s)", self.state_path, error)
-        for action in puts:
-            self._perform(action)
+                self._handle(message, queue)
+            finally:
+                self._save()
+        await self.durable()
 
-    async def _reload(self) -> None:
-        """Back to the last durable state (the state file, or nothing when there is none)."""
-        data: Any = {}
-        if self.state_path is not None and os.path.isfile(self.state_path):
-            data = await asyncio.to_thread(_read_json, self.state_path)
-        self.engine.reset()
-        self.engine.restore(data)
-        self.engine.changed = False
+    def _handle(self, message: Message, queue: str) -> None:
+        for action in self.engine.handle_message(message, queue, self.broker.clock.wall()):
+            self._perform(action)
 
     async def remove_subscriptions(self, criteria: dict[str, Any], by: str | None = None) -> list[dict[str, Any]]:
         """An administrator removes the queue subscriptions matching ``criteria`` (item 19):
-        durable first, then the Removed events (cause ``administrator``, item 45). Raises
-        OSError, with nothing removed, when the change cannot be saved."""
+        durable first, then the Removed events (cause ``administrator``, item 45)."""
         subs = self.engine.select(**criteria)
         described = [s.describe() for s in subs]
         actions: list[Any] = []
-        for sub in subs:
-            actions.extend(self.engine.remove(sub, REMOVED_ADMIN))
-        try:
-            await self._save()
-        except OSError:
-            await self._reload()
-            raise
-        for action in actions:
-            self._perform(action)
+        with self.unit():
+            for sub in subs:
+                actions.extend(self.engine.remove(sub, REMOVED_ADMIN))
+            self._save()
+        await self.durable()
+        with self.unit():
+            for action in actions:
+                self._perform(action)
         if subs:
             log.info("pub/sub: %s removed %d subscription(s): %s", by or "an administrator", len(subs),
                      "; ".join(f"{d['topic']} -> {d['qmgr']}/{d['queue']}" for d in described))
@@ -283,8 +329,9 @@ class PubSubService:
                 added, topic_filter, client_id=None if shared else key, share_group=key[1] if shared else None,
                 user=user, filter_text=filter_text or "", qos=qos, cause=cause))
 
-    def _tap(self, stored: Any) -> None:
-        """Every routed MQTT publication: deliver to queue subscribers at the default point."""
+    def _tap(self, stored: Any) -> int:
+        """Every routed MQTT publication: deliver to queue subscribers at the default point,
+        in the publication's unit of work. Returns how many queue subscribers it was put for."""
         now = self.broker.clock.wall()
         bridging = self._bridging
         if bridging is not None and bridging.topic == stored.topic:
@@ -294,41 +341,42 @@ class PubSubService:
         else:
             actions = self.engine.deliver_mqtt(stored.topic, stored.payload, stored.qos, stored.properties,
                                                stored.expiry_at, now)
+        copies = 0
         for action in actions:
+            if isinstance(action, Put) and action.purpose == "publication":
+                copies += 1
             self._perform(action)
+        if self.engine.changed:
+            self._save()
+        return copies
 
     # ---------------------------------------------------------------- outputs
     async def perform(self, actions: Iterable[Any]) -> None:
         """Perform engine actions (``engine.publish``'s, for instance) and return once every
         put they lead to is on disk: the copies for queue subscribers, those that the hand-over
         of an ``MqttPublish`` to the broker produces through the tap (default subscription
-        point) included, and a changed engine state (a retained publication at a named point)
-        saved. Puts to one queue are made in order; puts to different queues side by side.
+        point) included, and a changed engine state (a retained publication at a named point).
         A put that is refused (queue full, unknown queue) is logged, the others are still
         made, and then :class:`PutFailed` is raised naming the first refusal - the caller
         decides (a flow's commit fails, so its run is backed out)."""
-        captured: list[Put | DeadLetter] = []
-        outer, self._capture = self._capture, captured
-        try:
-            for action in actions:
-                self._perform(action)
-        finally:
-            self._capture = outer
         errors: list[BaseException] = []
-        if captured and self.qm is not None:
-            await self._put_groups(captured, errors)
-        elif captured:
-            errors.append(RuntimeError("no queue manager is running"))
-        await self._save()
+        outer, self._errors = self._errors, errors
+        self._attempts = 0
+        try:
+            with self.unit():
+                for action in actions:
+                    self._perform(action)
+                self._save()
+        finally:
+            self._errors = outer
+        await self.durable()
         if errors:
-            raise PutFailed(f"{len(errors)} of {len(captured)} put(s) to queue subscribers failed, "
+            raise PutFailed(f"{len(errors)} of {self._attempts} put(s) to queue subscribers failed, "
                             f"the first: {errors[0]}") from errors[0]
 
     def _perform(self, action: Any) -> None:
-        if isinstance(action, (Put, DeadLetter)) and self._capture is not None:
-            self._capture.append(action)
-        elif isinstance(action, Put):
-            self._outbox.put_nowait(action)
+        if isinstance(action, Put):
+            self._put(action)
         elif isinstance(action, MqttPublish):
             self._bridging = action.publication
             try:
@@ -339,96 +387,89 @@ class PubSubService:
         elif isinstance(action, ClearRetained):
             store_retained(self.broker, self.broker.new_message(action.topic, b"", 0, True))
         elif isinstance(action, DeadLetter):
-            self._outbox.put_nowait(action)
+            self._dead_letter(action)
 
-    @property
-    def busy(self) -> bool:
-        """True while the outbox is putting something (``_outbox`` empty and not busy: every
-        put produced so far has been made)."""
-        return self._busy
+    def _put(self, action: Put) -> None:
+        """One put, submitted in the current unit of work. A copy that its queue refuses goes to
+        the dead-letter queue (MQDLH with the reason); a failed response is logged."""
+        self._attempts += 1
+        if self.qm is None:
+            self._failed(RuntimeError("no queue manager is running"), action)
+            return
+        qmgr = None if action.qmgr == self.qm.name else action.qmgr
+        try:
+            if qmgr is not None and self.qm.resolve(action.queue, qmgr).kind in SYNCHRONOUS_ROUTES:
+                # a synchronous route puts at the destination at once, over the channel: not
+                # on the loop, and its durability is the destination's own commit
+                self._remote_put(action, qmgr)
+                return
+            self.qm.put(action.queue, action.message, qmgr=qmgr, wait=False)
+        except QueueError as error:
+            # from a publisher inside the broker (perform: a flow) the refusal goes back to it,
+            # which backs its run out; from an MQTT publisher the copy goes to the dead-letter queue
+            if action.purpose == "publication" and self._errors is None and self._dead_letter(
+                    DeadLetter(action.message, getattr(error, "reason", MQRC_Q_FULL) or MQRC_Q_FULL,
+                               action.queue), quiet=True):
+                log.warning("pub/sub: %s/%s refused a publication (%s): it went to %s", action.qmgr, action.queue,
+                            error, SYSTEM_DEAD_LETTER_QUEUE)
+                return
+            self._failed(error, action)
+        except Exception as error:  # noqa: BLE001 - logged and counted, the others are still made
+            self._failed(error, action)
 
-    async def _run_outbox(self) -> None:
-        """Puts in batches: what the engine produced meanwhile (up to OUTBOX_BATCH), grouped
-        by destination queue; each group is put in order by one worker thread, groups run side
-        by side (OUTBOX_THREADS), so a subscriber queue gets its messages in the engine's order
-        while puts to different queues share the queue manager's group commits."""
-        limit = asyncio.Semaphore(OUTBOX_THREADS)
-        while True:
-            self._busy = False
-            first = await self._outbox.get()
-            self._busy = True
-            batch: list[Put | DeadLetter] = [first]
-            while len(batch) < OUTBOX_BATCH and not self._outbox.empty():
-                batch.append(self._outbox.get_nowait())
-            if self.qm is None:
-                continue
-            await self._put_groups(batch, limit=limit)
+    def _remote_put(self, action: Put, qmgr: str) -> None:
+        """A put over a synchronous route, on a worker thread; ``durable`` waits for it too."""
+        errors = self._errors
+        future = self._loop.run_in_executor(None, lambda: self.qm.put(action.queue, action.message, qmgr=qmgr))
 
-    async def _put_groups(self, batch: list[Put | DeadLetter], errors: list[BaseException] | None = None,
-                          limit: asyncio.Semaphore | None = None) -> None:
-        """Put ``batch`` grouped by destination queue: each group in order on one worker
-        thread, groups side by side; returns when all were made (or refused: see _put_all)."""
-        groups: dict[tuple[str, str], list[Put | DeadLetter]] = {}
-        for action in batch:
-            key = ("", SYSTEM_DEAD_LETTER_QUEUE) if isinstance(action, DeadLetter) else (action.qmgr, action.queue)
-            groups.setdefault(key, []).append(action)
-        limit = limit or asyncio.Semaphore(OUTBOX_THREADS)
-
-        async def put_group(actions: list[Put | DeadLetter]) -> None:
-            async with limit:
-                await self._loop.run_in_executor(self._putters, self._put_all, actions, self.broker.clock.wall(),
-                                                 errors)
-
-        await asyncio.gather(*(put_group(actions) for actions in groups.values()))
-
-    def _put_all(self, actions: list[Put | DeadLetter], now: float,
-                 errors: list[BaseException] | None = None) -> None:
-        """One destination's puts, in order (a worker thread). A put that fails is logged
-        (and added to ``errors`` when given) and the next one is tried."""
-        for action in actions:
-            if isinstance(action, DeadLetter):
-                self._dead_letter(action, now, errors)
-                continue
-            qmgr = None if action.qmgr == self.qm.name else action.qmgr
-            try:
-                self.qm.put(action.queue, action.message, qmgr=qmgr)
-            except Exception as error:
-                log.warning("pub/sub %s to %s/%s failed: %s", action.purpose, action.qmgr, action.queue, error)
+        def done(finished: asyncio.Future[bytes]) -> None:
+            self._remote.discard(finished)
+            error = finished.exception() if not finished.cancelled() else None
+            if error is not None:
+                self.put_failures += 1
+                log.error("pub/sub %s to %s/%s failed: %s", action.purpose, action.qmgr, action.queue, error)
                 if errors is not None:
                     errors.append(error)
 
-    def _dead_letter(self, action: DeadLetter, now: float, errors: list[BaseException] | None = None) -> None:
-        """A message the engine could not take, to the dead-letter queue with an MQDLH naming
-        the reason and the queue it came from; logged and dropped when there is none."""
-        if SYSTEM_DEAD_LETTER_QUEUE not in self.qm.queue_names():
-            log.warning("pub/sub: no %s on %s: a message from %s that is not a command is dropped",
-                        SYSTEM_DEAD_LETTER_QUEUE, self.qm.name, action.queue)
-            return
-        try:
-            self.qm.put(SYSTEM_DEAD_LETTER_QUEUE, dead_letter_message(action, self.qm.name, now))
-        except Exception as error:
-            log.warning("pub/sub: the dead-letter queue refused a message from %s: %s", action.queue, error)
-            if errors is not None:
-                errors.append(error)
+        self._remote.add(future)
+        future.add_done_callback(done)
 
-    async def _save(self) -> None:
-        if not self.engine.changed:
-            return
-        self.engine.changed = False
-        if self.state_path is not None:
-            try:
-                await asyncio.to_thread(_write_json, self.state_path, self.engine.snapshot())
-            except OSError:
-                self.engine.changed = True
-                raise
+    def _failed(self, error: BaseException, action: Put) -> None:
+        self.put_failures += 1
+        log.error("pub/sub %s to %s/%s failed (%d so far): %s", action.purpose, action.qmgr, action.queue,
+                  self.put_failures, error)
+        if self._errors is not None:
+            self._errors.append(error)
+
+    def _dead_letter(self, action: DeadLetter, quiet: bool = False) -> bool:
+        """A message the engine could not take, to the dead-letter queue with an MQDLH naming
+        the reason and the queue it came from. False (logged unless ``quiet``) when there is
+        no dead-letter queue or it refuses the message."""
+        if self.qm is None or SYSTEM_DEAD_LETTER_QUEUE not in self.qm.queue_names():
+            if not quiet:
+                log.warning("pub/sub: no %s: a message from %s that is not a command is dropped",
+                            SYSTEM_DEAD_LETTER_QUEUE, action.queue)
+            return False
+        try:
+            self.qm.put(SYSTEM_DEAD_LETTER_QUEUE, dead_letter_message(action, self.qm.name, self.broker.clock.wall()),
+                        wait=False)
+        except Exception as error:  # noqa: BLE001
+            if not quiet:
+                log.warning("pub/sub: the dead-letter queue refused a message from %s: %s", action.queue, error)
+                if self._errors is not None:
+                    self._errors.append(error)
+            return False
+        return True
 
     async def _sweep(self) -> None:
         while True:
             await asyncio.sleep(EXPIRY_SWEEP_SECONDS)
-            for action in self.engine.expire(self.broker.clock.wall()) + self.engine.remove_unreachable():
-                self._perform(action)
-            self.engine.forget_retained(self.broker.retained.get)
-            await self._save()
+            with self.unit():
+                for action in self.engine.expire(self.broker.clock.wall()) + self.engine.remove_unreachable():
+                    self._perform(action)
+                self.engine.forget_retained(self.broker.retained.get)
+                self._save()
+            await self.durable()
             self.reload_acl()
 
     def reload_acl(self) -> bool:
@@ -489,17 +530,6 @@ def _stamp(path: str) -> tuple[float, int] | None:
 def _read_json(path: str) -> Any:
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
-
-
-def _write_json(path: str, data: Any) -> None:
-    """Atomically: a crash leaves the old state or the new one, never half of one."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 async def start(context: Any) -> PubSubService:

@@ -1,8 +1,13 @@
 """The asyncio face of the queue manager (issue 5, embedded use).
 
-Every call runs the synchronous method in a worker thread (``asyncio.to_thread``), because a
-put waits for its commit and a get may wait for a message: neither may block the event loop.
-A ``get`` with ``wait`` polls in short slices so cancelling the awaiting task frees its
+A put, and a get that finds a message at once, run on the event loop when the queue manager's
+store is the storage engine (:mod:`relaymq.store.engine`): the change is submitted without
+waiting (``put(wait=False)``, ``get(durable=False)``) and the coroutine awaits the engine's
+commit, so any number of concurrent callers share each commit without a thread each (issue
+14: the REST interface and the pub/sub engine are such callers). Everything else runs the
+synchronous method in a worker thread (``asyncio.to_thread``): a get that waits for a message,
+a put over a synchronous route (it goes to the destination over the channel), the in-memory
+store. A ``get`` with ``wait`` polls in short slices so cancelling the awaiting task frees its
 thread within a slice instead of holding it for the whole wait.
 """
 
@@ -13,11 +18,35 @@ import time
 from typing import Any
 
 from relaymq.message.message import Message
+from relaymq.qmgr.errors import StoreFailed
 from relaymq.qmgr.manager import QueueManager
+from relaymq.qmgr.resolution import SYNCHRONOUS_ROUTES
 from relaymq.qmgr.states import Envelope
 
 #: Longest time one worker thread blocks inside a waiting get.
 WAIT_SLICE = 0.25
+
+
+async def committed(engine: Any) -> None:
+    """Return once everything submitted to ``engine`` so far is committed; raise StoreFailed
+    when it cannot be (the store failed: nothing of it may be acknowledged)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def finished(error: BaseException | None) -> None:  # the writer thread (or this one, at once)
+        loop.call_soon_threadsafe(_settle, done, error)
+
+    engine.on_commit(finished)
+    await done
+
+
+def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
+    if done.done():
+        return
+    if error is None:
+        done.set_result(None)
+    else:
+        done.set_exception(StoreFailed(f"store write failed: {error}"))
 
 
 class AsyncQueueManager:
@@ -52,10 +81,33 @@ class AsyncQueueManager:
     async def depth(self, name: str, **options: Any) -> int:
         return await self._call("depth", name, **options)
 
+    def _loop_engine(self, queue: str, qmgr: str | None) -> Any:
+        """The storage engine when an operation on ``queue`` can run on the event loop (the
+        queue is held here, the store is the engine), else None."""
+        engine = getattr(self.sync.store, "engine", None)
+        if engine is None:
+            return None
+        if qmgr is not None and self.sync.resolve(queue, qmgr).kind in SYNCHRONOUS_ROUTES:
+            return None
+        return engine
+
     async def put(self, queue: str, message: Message, **options: Any) -> bytes:
-        return await self._call("put", queue, message, **options)
+        engine = self._loop_engine(queue, options.get("qmgr"))
+        if engine is None:
+            return await self._call("put", queue, message, **options)
+        msg_id = self.sync.put(queue, message, wait=False, **options)
+        await committed(engine)
+        return msg_id
 
     async def get_envelope(self, queue: str, *, wait: float = 0.0, **options: Any) -> Envelope | None:
+        engine = self._loop_engine(queue, options.get("qmgr"))
+        if engine is not None:  # a message there now: taken on the loop, then its commit awaited
+            envelope = self.sync.get_envelope(queue, durable=False, **options)
+            if envelope is not None:
+                await committed(engine)
+                return envelope
+            if wait <= 0:
+                return None
         deadline = time.monotonic() + wait
         while True:
             slice_ = min(max(deadline - time.monotonic(), 0.0), WAIT_SLICE)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from relaymq.qmgr.definitions import ADMIN, APPLICATION_KINDS
 from relaymq.qmgr.queue_index import QueueIndex
-from relaymq.qmgr.states import Entry, MessageEvent, PutEvent
+from relaymq.qmgr.states import UNLOCKED, Entry, MessageEvent, PutEvent
 from relaymq.qmgr.transmission import message_fields
 
 
@@ -58,8 +58,11 @@ class ListenerMixin:
 
     def add_put_listener(self, queue: str, fn: Callable[[PutEvent], None]) -> None:
         """``fn(PutEvent)`` for every message put to ``queue`` (a two-phase put: when it is
-        confirmed), once it is durable, with the stored bytes. Not called for messages made
-        visible again (unlock, undo). An internal hook: queue rules are not told of it."""
+        confirmed), with the stored bytes, when the put is submitted to the store: in the
+        putter's thread and unit of work, with the queue manager's lock held, so what ``fn``
+        submits to the same storage engine commits with the put (the archive, issue 14). ``fn``
+        must not call the queue manager. Not called for messages made visible again (unlock,
+        undo). An internal hook: queue rules are not told of it."""
         with self._lock:
             index = self._listenable(queue)
             self._put_listeners.setdefault(index.definition.name, []).append(fn)
@@ -69,6 +72,18 @@ class ListenerMixin:
             fns = self._put_listeners.get(self._listenable(queue).definition.name, [])
             if fn in fns:
                 fns.remove(fn)
+
+    def _heard_put(self, index: QueueIndex, entry: Entry) -> None:
+        """Tell the put listeners of ``entry`` (call with the lock held, inside the unit of
+        work that submits the put)."""
+        if entry.state != UNLOCKED or index.definition.kind not in APPLICATION_KINDS:
+            return
+        listeners = self._put_listeners.get(index.definition.name)
+        if listeners:
+            event = PutEvent(index.definition.name, entry.uid, entry.msg_id, entry.correl_id, entry.priority,
+                             entry.data)
+            for fn in list(listeners):
+                fn(event)
 
     def _listenable(self, queue: str) -> QueueIndex:
         return self._holding_index(queue, None, "listen")
@@ -84,17 +99,12 @@ class ListenerMixin:
             local = index.definition.kind in APPLICATION_KINDS
             listeners = list(self._listeners.get(name, ())) if local else []
             message_listeners = list(self._message_listeners.get(name, ())) if local else []
-            put_listeners = list(self._put_listeners.get(name, ())) if local and put else []
             transmission = list(self._transmission_listeners) if index.definition.transmits else []
         if index.definition.kind == ADMIN and self.admin is not None:
             self.admin.wake()
         for fn in listeners:
             fn(name)
         for entry in entries:
-            if put_listeners:
-                put_event = PutEvent(name, entry.uid, entry.msg_id, entry.correl_id, entry.priority, entry.data)
-                for pfn in put_listeners:
-                    pfn(put_event)
             event = MessageEvent(name, entry.uid, entry.msg_id, entry.correl_id, entry.priority)
             for mfn in message_listeners:
                 mfn(event)

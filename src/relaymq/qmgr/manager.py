@@ -15,9 +15,11 @@ tested without sleeping.
 from __future__ import annotations
 
 import itertools
+import os
+from functools import partial
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from relaymq.message.message import Message
@@ -64,6 +66,8 @@ from relaymq.qmgr.states import PUT_UNCONFIRMED, UNLOCKED, Entry, Envelope, Mess
 from relaymq.qmgr.store import MemoryQueueStore, Op, QueueStore, Ticket
 from relaymq.qmgr.transmission import TransmissionMixin
 
+#: The broker's database in its data directory (relaymq.store.factory.DATABASE_FILE).
+BROKER_DATABASE = "relaymq.db"
 MQMI_NONE = bytes(24)
 #: MQAT_QMGR: the "application" that put a dead-lettered message is the queue manager.
 MQAT_QMGR = 7
@@ -73,6 +77,25 @@ MQAT_QMGR = 7
 DEAD_LETTER_REASONS = frozenset({2085, 2030})
 #: How long a confirmed UID is remembered for duplicate removal (spec decision), seconds.
 DEFAULT_CONFIRM_WINDOW = 24 * 3600.0
+
+
+class _Definitions(Mapping[tuple[str, str], QueueDefinition]):
+    """The definitions of a queue manager's queues, read through (resolution looks up one or
+    two keys per put: copying every definition each time cost more than the put itself)."""
+
+    __slots__ = ("_queues",)
+
+    def __init__(self, queues: dict[tuple[str, str], QueueIndex]) -> None:
+        self._queues = queues
+
+    def __getitem__(self, key: tuple[str, str]) -> QueueDefinition:
+        return self._queues[key].definition
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._queues)
+
+    def __len__(self) -> int:
+        return len(self._queues)
 
 
 class SyncRemote(Protocol):
@@ -142,27 +165,44 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
     # -- life cycle (item 28) -------------------------------------------------------------
     @classmethod
     def open(cls, name: str, data_dir: str | None, *, store: str = "sqlite", synchronous: str = "FULL",
-             recreate: bool = False, **options: Any) -> QueueManager:
-        """Open (creating if needed) queue manager ``name``; its store is
-        ``<data_dir>/qmgr-<name>.db`` for ``store="sqlite"``; ``data_dir`` None or
-        ``store="memory"`` keeps everything in memory. A deleted queue manager (:meth:`delete`)
-        is refused with QueueManagerDeleted unless ``recreate``."""
+             recreate: bool = False, engine: Any = None, **options: Any) -> QueueManager:
+        """Open (creating if needed) queue manager ``name``. Its store is the broker's database
+        when ``engine`` (a :class:`relaymq.store.engine.Engine`) is given: the queue manager then
+        commits with every other part of the broker (a ``qmgr-<name>.db`` left by an earlier
+        relaymq is imported once); else, for ``store="sqlite"``, the broker's database when
+        ``data_dir`` is a broker's (``relaymq.db``, with the broker stopped) or else
+        ``<data_dir>/qmgr-<name>.db``;
+        ``data_dir`` None or ``store="memory"`` keeps everything in memory. A deleted queue
+        manager (:meth:`delete`) is refused with QueueManagerDeleted unless ``recreate``."""
         check_name(name, "queue manager")
+        from relaymq.qmgr.sqlite_store import SqliteQueueStore, import_legacy, store_path
+
+        if engine is not None:
+            if data_dir is not None:
+                import_legacy(engine, data_dir, name)
+            return cls(name, SqliteQueueStore(engine=engine, synchronous=synchronous), recreate=recreate,
+                       **options)
         if data_dir is None or store == "memory" or data_dir == "memory":
             return cls(name, MemoryQueueStore(), **options)
         if store != "sqlite":
             raise ValueError(f"store must be 'sqlite' or 'memory', got {store!r}")
-        from relaymq.qmgr.sqlite_store import SqliteQueueStore, store_path
-
+        broker_db = os.path.join(data_dir, BROKER_DATABASE)
         try:
-            engine = SqliteQueueStore(store_path(data_dir, name), synchronous)
+            if os.path.exists(broker_db):
+                # a broker's data directory (the broker stopped: its lock says so): the queues
+                # are in the broker's database
+                own = SqliteQueueStore(broker_db, synchronous)
+                if os.path.exists(store_path(data_dir, name)):
+                    import_legacy(own.engine, data_dir, name)
+            else:
+                own = SqliteQueueStore(store_path(data_dir, name), synchronous)
         except StoreInUse as exc:
             raise StoreInUse(f"queue manager {name}'s store is in use by another process (pid {exc.holder})",
                              exc.holder) from None
         try:
-            return cls(name, engine, recreate=recreate, **options)
+            return cls(name, own, recreate=recreate, **options)
         except BaseException:
-            engine.close()
+            own.close()
             raise
 
     def _load(self, define_system_queues: bool, recreate: bool) -> None:
@@ -414,18 +454,21 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
     def resolve(self, queue: str, qmgr: str | None = None) -> res.Resolution:
         """Which queue a put to (qmgr, queue) lands on; see :mod:`relaymq.qmgr.resolution`."""
         with self._lock:
-            definitions = {key: index.definition for key, index in self._queues.items()}
-            return res.resolve(self.name, qmgr or self.name, queue, definitions=definitions,
+            return res.resolve(self.name, qmgr or self.name, queue, definitions=_Definitions(self._queues),
                                queue_aliases=self._queue_aliases, qmgr_aliases=self._qmgr_aliases,
                                reachable=self.remote.reachable if self.remote is not None else None)
 
     # -- put (items 11, 12, 18, 19) -------------------------------------------------------
     def put(self, queue: str, message: Message, *, qmgr: str | None = None, confirm_id: int = 0,
             uid: str | None = None, resend: bool = False, expire_time: ExpireTime | None = None,
-            transmission: bool = False) -> bytes:
+            transmission: bool = False, wait: bool = True) -> bytes:
         """Put ``message`` to ``queue`` on ``qmgr`` (default: this one); returns the MsgId.
 
-        Durable on return. With ``confirm_id > 0`` the message stays invisible until
+        Durable on return; with ``wait=False`` only submitted to the store, for a caller that
+        waits for the store itself before it acknowledges (the broker's event loop, inside a
+        unit of work: a publication's copies for queue subscribers commit with its other
+        copies); the message becomes visible to getters once its operations are in the batch,
+        so no get can be submitted before the put. With ``confirm_id > 0`` the message stays invisible until
         :meth:`confirm_put` (or is removed by :meth:`undo`). ``uid`` is given by a sending
         queue manager for assured delivery: a UID already here is a DuplicateMessage unless
         ``resend`` replaces an unconfirmed copy; a UID remembered as confirmed is a
@@ -446,13 +489,33 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             if index is None:
                 raise UnknownQueue(f"queue {definition.name!r} was deleted")
             entry, ops = self._new_entry(index, resolved, message, confirm_id, uid, resend, expire_time)
-            index.add(entry)
-            self._by_uid[entry.uid] = entry
-            ticket = self.store.submit(ops)
-        self._finish(ticket, [entry])
+            with self.store.unit():  # the put listeners' submissions (the archive) commit with it
+                if not wait and hasattr(self.store, "submit_nowait"):
+                    self.store.submit_nowait(ops)
+                    self._heard_put(index, entry)
+                    index.pending += 1  # counts toward max_depth until it is added
+                    self.store.after_submit(partial(self._added, index, entry))
+                    return entry.msg_id
+                index.add(entry)
+                self._by_uid[entry.uid] = entry
+                ticket = self.store.submit(ops)
+                self._heard_put(index, entry)
+        if wait:
+            self._finish(ticket, [entry])
         if entry.state == UNLOCKED:
             self._announce(index, [entry], put=True)
         return entry.msg_id
+
+    def _added(self, index: QueueIndex, entry: Entry) -> None:
+        """A put submitted with ``wait=False`` joins its queue (its operations are in the batch)."""
+        with self._lock:
+            index.pending -= 1
+            if self._queues.get(index.definition.key) is not index:
+                return  # the queue was deleted meanwhile: the store's row goes with the purge
+            index.add(entry)
+            self._by_uid[entry.uid] = entry
+        if entry.state == UNLOCKED:
+            self._announce(index, [entry], put=True)
 
     def _sync_put(self, resolved: res.Resolution, message: Message, confirm_id: int, uid: str | None,
                   resend: bool, expire_time: ExpireTime | None, transmission: bool) -> bytes:
@@ -531,9 +594,9 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         if limit != UNLIMITED and len(data) > limit:
             raise MessageTooBig(f"message of {len(data)} bytes exceeds max_message_size {limit}"
                                 f" of queue {definition.name!r}")
-        if definition.max_depth != UNLIMITED and len(index) >= definition.max_depth:
+        if definition.max_depth != UNLIMITED and len(index) + index.pending >= definition.max_depth:
             self._purge_expired(index)
-            if len(index) >= definition.max_depth:
+            if len(index) + index.pending >= definition.max_depth:
                 raise QueueFull(f"queue {definition.name!r} is full (max_depth {definition.max_depth})")
         call_veto("put", self.rule.put, self, definition, message, resolved.target_qmgr)
         if index.rule is not None:
@@ -598,7 +661,9 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             index.show(entry)
             ops: list[Op] = [("entry", entry), ("meta", "seq", self._seq)]
             self._remember(uid, ops)
-            ticket = self.store.submit(ops)
+            with self.store.unit():
+                ticket = self.store.submit(ops)
+                self._heard_put(index, entry)
         self._finish(ticket, [])
         self._announce(index, [entry], put=True)
         return True

@@ -18,13 +18,15 @@ from relaymq.qmgr.states import UNLOCKED, Entry
 class QueueIndex:
     """Entries of one queue and the ordered view of the visible ones."""
 
-    __slots__ = ("definition", "entries", "_buckets", "rule")
+    __slots__ = ("definition", "entries", "_buckets", "rule", "pending")
 
     def __init__(self, definition: QueueDefinition, rule: object | None = None) -> None:
         self.definition = definition
         self.entries: dict[str, Entry] = {}
         self._buckets: list[dict[str, Entry]] = [{} for _ in range(10)]
         self.rule = rule
+        #: Puts submitted in an open unit of work, not yet added (QueueManager.put(wait=False)).
+        self.pending = 0
 
     def __len__(self) -> int:
         return len(self.entries)

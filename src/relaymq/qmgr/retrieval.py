@@ -70,22 +70,25 @@ class RetrievalMixin:
 
     def get(self, queue: str, *, wait: float = 0.0, msg_id: bytes | None = None, correl_id: bytes | None = None,
             selector: str | None = None, fields: dict[str, Any] | None = None, confirm_id: int = 0,
-            qmgr: str | None = None) -> Message | None:
+            qmgr: str | None = None, durable: bool = True) -> Message | None:
         """Destructive get of the first match, priority then FIFO (item 15); None when
         nothing matches within ``wait`` seconds. See :meth:`get_envelope` for the UID."""
         envelope = self.get_envelope(queue, wait=wait, msg_id=msg_id, correl_id=correl_id, selector=selector,
-                                     fields=fields, confirm_id=confirm_id, qmgr=qmgr)
+                                     fields=fields, confirm_id=confirm_id, qmgr=qmgr, durable=durable)
         return envelope.message if envelope is not None else None
 
     def get_envelope(self, queue: str, *, wait: float = 0.0, msg_id: bytes | None = None,
                      correl_id: bytes | None = None, selector: str | None = None,
                      fields: dict[str, Any] | None = None, confirm_id: int = 0, uid: str | None = None,
-                     lock_id: int = 0, qmgr: str | None = None, _admin: bool = False) -> Envelope | None:
+                     lock_id: int = 0, qmgr: str | None = None, _admin: bool = False,
+                     durable: bool = True) -> Envelope | None:
         """Get with everything: with ``confirm_id > 0`` the message becomes get-unconfirmed
         until :meth:`confirm_get` (or :meth:`undo`); ``uid`` + ``lock_id`` take a message
         locked by browseAndLock (item 13). ``wait`` > 0 blocks this thread (waitForMessage,
         item 16). On a synchronous remote queue (``qmgr`` another queue manager) the get is
-        made there over the channel (items 10, 20)."""
+        made there over the channel (items 10, 20). ``durable=False`` returns once the removal is
+        submitted, for a caller that waits for the store itself (the pub/sub engine takes a
+        command off its control queue in the unit of work that records its effects)."""
         self._check_open()
         route = self._sync_route(queue, qmgr)
         if route is not None:
@@ -125,7 +128,8 @@ class RetrievalMixin:
                 finally:
                     self._waiters -= 1
                     self._cond.notify_all()  # a quiescing close counts waiters
-        self._finish(ticket, [])
+        if durable:
+            self._finish(ticket, [])
         return envelope
 
     wait_for_message = get_envelope  # item 16: a get that waits (seed l.2138-2151)

@@ -1,7 +1,7 @@
 """The queue manager inside the broker process (issue 5; server/app.py SERVICE_MODULES).
 
-``start`` opens the queue manager named by ``[qmgr] name`` under ``[broker] data_dir`` with
-the broker's store kind, defines the configured queues (a queue already stored keeps its
+``start`` opens the queue manager named by ``[qmgr] name`` on the broker's storage engine (its
+queues live in ``<data_dir>/relaymq.db``; with ``--store memory`` in memory), defines the configured queues (a queue already stored keeps its
 messages; its properties follow the configuration), and registers ``context.services["qmgr"]``
 (the :class:`QueueManager`) and ``context.services["qmgr.aio"]`` (its asyncio face).
 
@@ -78,8 +78,11 @@ async def start(context: Any) -> QmgrService:
     settings: QmgrSettings = config.section("qmgr")
     broker = config.broker
     try:
+        # Inside the broker the queue manager's store is the broker's database: a publication's
+        # copies for queue subscribers commit with its other copies (issue 14).
         qm = await asyncio.to_thread(
             QueueManager.open, settings.name, broker.data_dir, store=broker.store,
+            engine=getattr(getattr(context.broker, "store", None), "engine", None),
             synchronous=broker.sqlite_synchronous, confirm_window=float(settings.confirm_window),
             rule=settings.rule or None, dead_letter_undeliverable=settings.dead_letter_undeliverable,
             administrators=tuple(config.access.administrators))  # empty: admin messages are refused

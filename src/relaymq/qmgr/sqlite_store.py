@@ -1,204 +1,221 @@
-"""The SQLite queue store: WAL, one writer thread, group commit (spec README decision 4).
+"""The queue manager's part of the storage engine (:mod:`relaymq.store.engine`).
 
-Callers (any thread) append operations to the pending list and get a Ticket. The writer thread
-takes *everything* pending, applies it in order in one transaction, commits (one fsync with
-``synchronous=FULL``), then finishes every ticket of that batch. While it commits, the next
-batch fills: under load one fsync covers many puts and gets. A failed commit marks the store
-failed; every later submission fails at once, so nothing unwritten is ever acknowledged.
+Callers (any thread) submit operations and get a Ticket (spec README decision 4: durable before
+acknowledged). The engine's writer commits them with everything else pending, the MQTT
+broker's deliveries and the message log's entries included when the queue manager runs inside
+the broker (one file, ``<data_dir>/relaymq.db``, one transaction). A put and the get that takes
+the message before the commit cancel out of the batch (key ``("q", uid)``). A failed commit
+stops the engine; every later submission fails at once, so nothing unwritten is ever
+acknowledged.
 
-File: ``<data_dir>/qmgr-<NAME>.db``, versioned with ``PRAGMA user_version``.
-
-One process at a time: the store holds an exclusive ``flock`` on ``qmgr-<NAME>.db.lock``
-(beside the database, with the holder's pid in it) for its whole life. Two processes working
-on one store would each keep their own in-memory index and hand out the same message twice;
-a second opener gets :class:`StoreInUse` instead. The lock goes with the process (a SIGKILL
-releases it), so a crash never leaves it stale.
+A queue manager on its own (``QueueManager.open(name, data_dir)`` outside the broker, the
+``relaymq queue`` commands with ``--data-dir``) opens an engine of its own on
+``<data_dir>/qmgr-<NAME>.db``; the engine's lock keeps a second process out of it. Inside the
+broker, a ``qmgr-<NAME>.db`` left by an earlier relaymq is imported into the broker's database
+once (:func:`import_legacy`) and renamed ``qmgr-<NAME>.db.imported``.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
 import sqlite3
-import threading
+from contextlib import AbstractContextManager
+from functools import partial
+from typing import Any
 
 from relaymq.qmgr.definitions import QueueDefinition
 from relaymq.qmgr.errors import StoreFailed, StoreInUse
 from relaymq.qmgr.states import Entry
 from relaymq.qmgr.store import Loaded, Op, QueueStore, Ticket
-from relaymq.store.sqlite_file import SYNCHRONOUS_MODES, DatabaseFileError, open_database
+from relaymq.store.base import StoreError
+from relaymq.store.engine import Batch, Engine
+from relaymq.store.engine import StoreInUse as EngineInUse
+from relaymq.store.sqlite_file import SYNCHRONOUS_MODES
 
 log = logging.getLogger("relaymq.qmgr")
 
-SCHEMA_VERSION = 1
-APPLICATION_ID = 0x524D5151  # "RMQQ"
-
-_SCHEMA = (
-    "CREATE TABLE queues (owner TEXT, name TEXT, definition TEXT, PRIMARY KEY (owner, name))",
-    "CREATE TABLE messages (uid TEXT PRIMARY KEY, qmgr TEXT, queue TEXT, seq INTEGER,"
-    " priority INTEGER, state INTEGER, confirm_id INTEGER, lock_id INTEGER, created_ms INTEGER,"
-    " expire_at INTEGER, target_qmgr TEXT, target_queue TEXT, msg_id BLOB, correl_id BLOB, data BLOB)",
-    "CREATE TABLE confirmed (uid TEXT PRIMARY KEY, at_ms INTEGER)",
-    "CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER)",
-)
-
-_SQL = {
-    "entry": "INSERT OR REPLACE INTO messages VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    "state": "UPDATE messages SET state = ?, confirm_id = ?, lock_id = ? WHERE uid = ?",
-    "delete": "DELETE FROM messages WHERE uid = ?",
-    "queue": "INSERT OR REPLACE INTO queues VALUES (?,?,?)",
-    "unqueue": "DELETE FROM queues WHERE owner = ? AND name = ?",
-    "confirmed": "INSERT OR REPLACE INTO confirmed VALUES (?,?)",
-    "forget": "DELETE FROM confirmed WHERE at_ms < ?",
-    "meta": "INSERT OR REPLACE INTO meta VALUES (?,?)",
-}
+_ENTRY = "INSERT OR REPLACE INTO qm_messages VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+_STATE = "UPDATE qm_messages SET state = ?, confirm_id = ?, lock_id = ? WHERE uid = ?"
+_DELETE = "DELETE FROM qm_messages WHERE uid = ?"
+_QUEUE = "INSERT OR REPLACE INTO qm_queues VALUES (?,?,?)"
+_UNQUEUE = "DELETE FROM qm_queues WHERE owner = ? AND name = ?"
+_CONFIRMED = "INSERT OR REPLACE INTO qm_confirmed VALUES (?,?)"
+_FORGET = "DELETE FROM qm_confirmed WHERE at_ms < ?"
+_META = "INSERT OR REPLACE INTO qm_meta VALUES (?,?)"
+# Positions in an entry row that a state change sets.
+_ROW_STATE, _ROW_CONFIRM, _ROW_LOCK = 5, 6, 7
 
 
 def store_path(data_dir: str, qmgr_name: str) -> str:
     return os.path.join(data_dir, f"qmgr-{qmgr_name}.db")
 
 
-def lock_path(path: str) -> str:
-    return path + ".lock"
+def _entry_row(e: Entry) -> tuple[object, ...]:
+    return (e.uid, e.qmgr, e.queue, e.seq, e.priority, e.state, e.confirm_id, e.lock_id, e.created_ms,
+            e.expire_at, e.target_qmgr, e.target_queue, e.msg_id, e.correl_id, e.data)
 
 
-def _lock(path: str) -> int:
-    """Take the store's exclusive lock (non-blocking) and write our pid into the lock file;
-    raise StoreInUse naming the holder's pid."""
-    fd = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        try:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-        finally:
-            os.close(fd)
-        raise StoreInUse(f"the store {path} is in use by another process (pid {holder})", holder) from None
-    except BaseException:
-        os.close(fd)
-        raise
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-    return fd
+def _fold_state(state: int, confirm_id: int, lock_id: int, row: tuple[Any, ...]) -> tuple[Any, ...]:
+    return row[:_ROW_STATE] + (state, confirm_id, lock_id) + row[_ROW_LOCK + 1:]
 
 
-def _row(op: Op) -> tuple[object, ...]:
-    kind = op[0]
-    if kind == "entry":
-        e: Entry = op[1]
-        return (e.uid, e.qmgr, e.queue, e.seq, e.priority, e.state, e.confirm_id, e.lock_id, e.created_ms,
-                e.expire_at, e.target_qmgr, e.target_queue, e.msg_id, e.correl_id, e.data)
-    if kind == "state":
-        return (op[2], op[3], op[4], op[1])
-    if kind == "queue":
-        d: QueueDefinition = op[1]
-        return (d.owner, d.name, json.dumps(d.to_dict()))
-    return tuple(op[1:])
+def _apply(batch: Batch, ops: list[Op]) -> None:
+    """The queue manager's operations (relaymq.qmgr.store) as statements, coalesced by key."""
+    for op in ops:
+        kind = op[0]
+        if kind == "entry":
+            entry: Entry = op[1]
+            batch.put(("q", entry.uid), (_ENTRY, _entry_row(entry)))
+        elif kind == "state":
+            _, uid, state, confirm_id, lock_id = op
+            batch.update(("q", uid), (_STATE, (state, confirm_id, lock_id, uid)),
+                         partial(_fold_state, state, confirm_id, lock_id))
+        elif kind == "delete":
+            batch.delete(("q", op[1]), (_DELETE, (op[1],)))
+        elif kind == "meta":
+            batch.put(("qm", op[1]), (_META, (op[1], op[2])))
+        elif kind == "queue":
+            definition: QueueDefinition = op[1]
+            batch.append((_QUEUE, (definition.owner, definition.name, json.dumps(definition.to_dict()))))
+        elif kind == "unqueue":
+            batch.append((_UNQUEUE, (op[1], op[2])))
+        elif kind == "confirmed":
+            batch.append((_CONFIRMED, (op[1], op[2])))
+        elif kind == "forget":
+            batch.append((_FORGET, (op[1],)))
+        else:
+            raise ValueError(f"unknown queue store operation {kind!r}")
 
 
 class SqliteQueueStore(QueueStore):
-    """One SQLite file per queue manager."""
+    """The queue manager's tables in an engine's database: its own engine on ``path``, or the
+    broker's (``engine=``), shared with every other part."""
 
     kind = "sqlite"
 
-    def __init__(self, path: str, synchronous: str = "FULL") -> None:
+    def __init__(self, path: str | None = None, synchronous: str = "FULL", *, engine: Engine | None = None) -> None:
         if synchronous not in SYNCHRONOUS_MODES:
             raise ValueError(f"synchronous must be one of {SYNCHRONOUS_MODES}")
-        self.path = path
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        self._lock_fd = _lock(path)
-        try:
-            self._db = open_database(path, application_id=APPLICATION_ID, schema_version=SCHEMA_VERSION,
-                                     migrations={1: _SCHEMA}, synchronous=synchronous,
-                                     what="relaymq queue manager store")
-        except DatabaseFileError as exc:
-            self._unlock()
-            raise StoreFailed(str(exc)) from exc
-        except BaseException:
-            self._unlock()
-            raise
-        self._cond = threading.Condition()
-        self._pending: list[tuple[list[Op], Ticket]] = []
-        self._closing = False
-        self.failed: BaseException | None = None
-        self.commits = 0  # batches committed: lets a benchmark show the group commit at work
-        self._thread = threading.Thread(target=self._run, name=f"qmgr-store:{os.path.basename(path)}", daemon=True)
-        self._thread.start()
+        self._owns_engine = engine is None
+        if engine is None:
+            if path is None:
+                raise ValueError("a path or an engine is needed")
+            try:
+                engine = Engine(path, None, synchronous, what="relaymq queue manager store")
+            except EngineInUse as exc:
+                raise StoreInUse(str(exc), exc.holder) from None
+            except StoreError as exc:
+                raise StoreFailed(str(exc)) from exc
+        self.engine = engine
+        self.path = engine.path
+
+    @property
+    def failed(self) -> BaseException | None:
+        return self.engine.failed
+
+    @property
+    def commits(self) -> int:
+        """Batches committed (by the whole engine): lets a benchmark show the group commit at work."""
+        return self.engine.commits
 
     def load(self) -> Loaded:
-        db = self._db
+        try:
+            self.engine.flush()
+            db = self.engine.connect()
+        except StoreError as exc:
+            raise StoreFailed(str(exc)) from exc
         loaded = Loaded()
-        for (text,) in db.execute("SELECT definition FROM queues"):
-            loaded.queues.append(QueueDefinition.from_dict(json.loads(text)))
-        for row in db.execute("SELECT uid, qmgr, queue, seq, priority, state, confirm_id, lock_id, created_ms,"
-                              " expire_at, target_qmgr, target_queue, msg_id, correl_id, data FROM messages"):
-            (uid, qmgr, queue, seq, priority, state, confirm_id, lock_id, created_ms, expire_at,
-             target_qmgr, target_queue, msg_id, correl_id, data) = row
-            loaded.entries.append(Entry(uid=uid, qmgr=qmgr, queue=queue, seq=seq, priority=priority, data=data,
-                                        msg_id=msg_id, correl_id=correl_id, created_ms=created_ms,
-                                        expire_at=expire_at, state=state, confirm_id=confirm_id, lock_id=lock_id,
-                                        target_qmgr=target_qmgr, target_queue=target_queue))
-        loaded.confirmed = dict(db.execute("SELECT uid, at_ms FROM confirmed"))
-        loaded.meta = dict(db.execute("SELECT name, value FROM meta"))
+        try:
+            db.execute("BEGIN")
+            for (text,) in db.execute("SELECT definition FROM qm_queues"):
+                loaded.queues.append(QueueDefinition.from_dict(json.loads(text)))
+            for row in db.execute("SELECT uid, qmgr, queue, seq, priority, state, confirm_id, lock_id, created_ms,"
+                                  " expire_at, target_qmgr, target_queue, msg_id, correl_id, data FROM qm_messages"):
+                (uid, qmgr, queue, seq, priority, state, confirm_id, lock_id, created_ms, expire_at,
+                 target_qmgr, target_queue, msg_id, correl_id, data) = row
+                loaded.entries.append(Entry(uid=uid, qmgr=qmgr, queue=queue, seq=seq, priority=priority, data=data,
+                                            msg_id=msg_id, correl_id=correl_id, created_ms=created_ms,
+                                            expire_at=expire_at, state=state, confirm_id=confirm_id,
+                                            lock_id=lock_id, target_qmgr=target_qmgr, target_queue=target_queue))
+            loaded.confirmed = dict(db.execute("SELECT uid, at_ms FROM qm_confirmed"))
+            loaded.meta = dict(db.execute("SELECT name, value FROM qm_meta"))
+        except sqlite3.Error as exc:
+            raise StoreFailed(f"cannot read the queue store {self.path!r}: {exc}") from exc
+        finally:
+            db.close()
         return loaded
 
     def submit(self, ops: list[Op]) -> Ticket:
         ticket = Ticket()
-        with self._cond:
-            if self.failed is not None:
-                ticket.finish(self.failed)
-                return ticket
-            if self._closing:
-                ticket.finish(StoreFailed("store closed"))
-                return ticket
-            self._pending.append((ops, ticket))
-            self._cond.notify()
+        try:
+            self.engine.submit(_apply, ops, writes=len(ops))
+        except StoreError as exc:
+            ticket.finish(exc)
+            return ticket
+        self.engine.on_commit(ticket.finish)
         return ticket
 
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._pending and not self._closing:
-                    self._cond.wait()
-                batch, self._pending = self._pending, []
-                if not batch and self._closing:
-                    return
-            error: BaseException | None = self.failed
-            if error is not None:  # never write after a failed batch: order would break
-                for _ops, ticket in batch:
-                    ticket.finish(error)
-                continue
-            try:
-                self._db.execute("BEGIN")
-                for ops, _ticket in batch:
-                    for op in ops:
-                        self._db.execute(_SQL[op[0]], _row(op))
-                self._db.execute("COMMIT")
-                self.commits += 1
-            except sqlite3.Error as exc:  # disk full, I/O error: stop acknowledging anything
-                log.error("queue store %s: commit failed: %s", self.path, exc)
-                error = exc
-                try:
-                    self._db.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-                with self._cond:
-                    self.failed = exc
-            for _ops, ticket in batch:
-                ticket.finish(error)
+    def submit_nowait(self, ops: list[Op]) -> None:
+        """Submit without a ticket: whoever acknowledges waits for the engine (``on_durable``)."""
+        try:
+            self.engine.submit(_apply, ops, writes=len(ops))
+        except StoreError as exc:
+            raise StoreFailed(f"store write failed: {exc}") from exc
+
+    def after_submit(self, callback: Any) -> None:
+        self.engine.after_submit(callback)
+
+    def unit(self) -> AbstractContextManager[None]:
+        return self.engine.unit()
 
     def close(self) -> None:
-        """Write what is pending, stop the writer and close the file."""
-        with self._cond:
-            self._closing = True
-            self._cond.notify()
-        self._thread.join()
-        self._db.close()
-        self._unlock()
+        """Write what is pending; stop the engine when it is this store's own."""
+        if self._owns_engine:
+            try:
+                self.engine.close()
+            except StoreError as exc:
+                log.error("queue store %s: %s", self.path, exc)
+        else:
+            try:
+                self.engine.flush()
+            except StoreError:
+                pass
 
-    def _unlock(self) -> None:
-        fd, self._lock_fd = self._lock_fd, -1
-        if fd >= 0:
-            os.close(fd)  # closing the descriptor releases the flock
+
+def import_legacy(engine: Engine, data_dir: str, qmgr_name: str) -> bool:
+    """Bring the queues and messages of ``qmgr-<NAME>.db`` (kept apart by earlier relaymq
+    versions) into the broker's database, once: in one transaction of the engine's, then the
+    old file is renamed ``.imported``. True if something was imported."""
+    old = store_path(data_dir, qmgr_name)
+    if not os.path.exists(old):
+        return False
+    try:
+        legacy = sqlite3.connect(f"file:{old}?mode=ro", uri=True)
+        try:
+            app_id = legacy.execute("PRAGMA application_id").fetchone()[0]
+            prefix = "qm_" if app_id != 0x524D5151 else ""
+            tables = {
+                "queues": legacy.execute(f"SELECT owner, name, definition FROM {prefix}queues").fetchall(),
+                "messages": legacy.execute(f"SELECT * FROM {prefix}messages").fetchall(),
+                "confirmed": legacy.execute(f"SELECT uid, at_ms FROM {prefix}confirmed").fetchall(),
+                "meta": legacy.execute(f"SELECT name, value FROM {prefix}meta").fetchall(),
+            }
+        finally:
+            legacy.close()
+    except sqlite3.Error as exc:
+        raise StoreFailed(f"cannot import the queue manager store {old!r}: {exc}") from exc
+    ops = ([(_QUEUE, row) for row in tables["queues"]] + [(_ENTRY, row) for row in tables["messages"]]
+           + [(_CONFIRMED, row) for row in tables["confirmed"]] + [(_META, row) for row in tables["meta"]])
+    engine.append(ops)
+    engine.flush()
+    os.replace(old, old + ".imported")
+    for suffix in ("-wal", "-shm", ".lock"):
+        try:
+            os.remove(old + suffix)
+        except OSError:
+            pass
+    log.info("queue manager %s: imported %d queue(s) and %d message(s) from %s (renamed %s.imported)",
+             qmgr_name, len(tables["queues"]), len(tables["messages"]), old, old)
+    return True

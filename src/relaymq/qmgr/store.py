@@ -20,42 +20,30 @@ Operations:
 
 from __future__ import annotations
 
-import threading
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 from relaymq.qmgr.definitions import QueueDefinition
 from relaymq.qmgr.errors import StoreFailed
+from relaymq.store.base import StoreError
+from relaymq.store.engine import Ticket as EngineTicket
 from relaymq.qmgr.states import Entry
 
 Op = tuple[Any, ...]
 
 
-class Ticket:
-    """Completion of one submission: ``wait()`` returns once its operations are durable,
-    or raises StoreFailed if the batch holding them could not be written."""
+class Ticket(EngineTicket):
+    """Completion of one submission: ``wait()`` returns once its operations are durable, or
+    raises StoreFailed (MQRC_RESOURCE_PROBLEM) if the batch holding them could not be written."""
 
-    __slots__ = ("_event", "error")
-
-    def __init__(self, done: bool = False) -> None:
-        self._event = threading.Event()
-        self.error: BaseException | None = None
-        if done:
-            self._event.set()
-
-    def finish(self, error: BaseException | None = None) -> None:
-        self.error = error
-        self._event.set()
-
-    @property
-    def done(self) -> bool:
-        return self._event.is_set()
+    __slots__ = ()
 
     def wait(self, timeout: float | None = None) -> None:
-        if not self._event.wait(timeout):
-            raise StoreFailed("the store did not commit in time")
-        if self.error is not None:
-            raise StoreFailed(f"store write failed: {self.error}")
+        try:
+            super().wait(timeout)
+        except StoreError as exc:
+            raise StoreFailed(str(exc)) from exc.__cause__
 
 
 DONE = Ticket(done=True)
@@ -81,6 +69,10 @@ class QueueStore:
 
     def submit(self, ops: list[Op]) -> Ticket:
         raise NotImplementedError
+
+    def unit(self) -> AbstractContextManager[None]:
+        """A unit of work of the storage engine (what is submitted inside commits together)."""
+        return nullcontext()
 
     def close(self) -> None:
         raise NotImplementedError

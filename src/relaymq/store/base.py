@@ -14,6 +14,7 @@ All methods must be called from one thread (the broker's). Records are plain dat
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -166,6 +167,11 @@ class Store(ABC):
 
     @abstractmethod
     def delete_retained(self, topic: str) -> None: ...
+
+    def unit(self) -> AbstractContextManager[None]:
+        """A unit of work: what is submitted inside commits in one batch (the SQLite engine;
+        the memory engine has nothing to group)."""
+        return nullcontext()
 
     # -- durability
     @abstractmethod

@@ -12,7 +12,7 @@ a file that the next start would refuse.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 SYNCHRONOUS_MODES = ("FULL", "EXTRA", "NORMAL")
 
@@ -29,12 +29,16 @@ def open_database(
     migrations: Mapping[int, Sequence[str]],
     synchronous: str,
     what: str,
+    legacy: Mapping[int, Callable[[sqlite3.Connection], None]] | None = None,
 ) -> sqlite3.Connection:
     """Connect in autocommit mode with WAL, check the marks, apply the missing migrations.
 
     ``migrations[n]`` holds the statements that take a file from version n-1 to n; ``what``
-    names the kind of file in errors ("relaymq store", "relaymq queue manager store", ...);
-    ``synchronous`` is one of SYNCHRONOUS_MODES (callers check it: a wrong one is a caller's bug).
+    names the kind of file in errors ("relaymq store", ...); ``synchronous`` is one of
+    SYNCHRONOUS_MODES (callers check it: a wrong one is a caller's bug). ``legacy`` maps the
+    application id of a kind of file an earlier version wrote (at schema version 1) to what
+    makes it a file of this kind: it runs in the migration's transaction, then every migration
+    does (they must allow tables the adopted file already has).
     """
     try:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -44,9 +48,14 @@ def open_database(
         found_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        if found_id not in (0, application_id) or (version == 0 and tables):
+        adopt = (legacy or {}).get(found_id)
+        if adopt is not None:
+            if version > 1:
+                raise DatabaseFileError(f"{path!r} was written by a newer relaymq (schema {version}); "
+                                        "use a newer relaymq")
+        elif found_id not in (0, application_id) or (version == 0 and tables):
             raise DatabaseFileError(f"{path!r} is an SQLite database but not a {what}")
-        if version > schema_version:
+        elif version > schema_version:
             raise DatabaseFileError(
                 f"{what} {path!r} has schema version {version}, newer than this relaymq knows"
                 f" ({schema_version}); use a newer relaymq")
@@ -56,8 +65,11 @@ def open_database(
             raise DatabaseFileError(f"{what} {path!r}: cannot use write-ahead logging (journal mode stays {mode!r})")
         conn.execute(f"PRAGMA synchronous = {synchronous}")
         conn.execute("PRAGMA journal_size_limit = 67108864")  # shrink the WAL back after a burst
-        if version < schema_version:
+        if adopt is not None or version < schema_version:
             conn.execute("BEGIN IMMEDIATE")
+            if adopt is not None:
+                adopt(conn)
+                version = 0
             for step in range(version + 1, schema_version + 1):
                 for statement in migrations[step]:
                     conn.execute(statement)

@@ -1,0 +1,148 @@
+"""The one storage engine's figures (issue 14 "Benchmarks"): what it makes durable per second.
+
+    .venv/bin/python bench/bench_engine.py [--seconds S] [--records N] [--dir DIR]
+
+* ``log append``: N publications archived the way the broker archives them: each one's log
+  entry submitted in its own unit of work with an ``on_durable`` callback behind it (the
+  PUBACK), from the event loop's thread, while the writer thread group-commits. Messages per
+  second = N / the time until the last callback ran (every entry committed). Also the same N
+  records appended in chunks of 5,000 through ``MessageLog.append`` (a tool's bulk load).
+* ``put+get``: persistent put+get pairs on one queue of a queue manager on its own engine
+  (``synchronous=FULL``: an fsync per commit), each pair a put that returns once durable and a
+  destructive get that returns once its removal is durable. Two kinds of concurrent clients:
+  asyncio tasks on ``AsyncQueueManager`` (how the broker's REST interface and pub/sub engine
+  call it: the change is made on the loop and the task awaits the commit, 1, 8, 64 and 256
+  clients), and threads on the blocking ``QueueManager`` (1, 8, 32; each waiting client holds
+  a thread, and the threads' GIL handoffs, not the disk, bound it). With several clients one
+  commit covers many clients' work (group commit), and a get that takes a message before its
+  put was committed cancels the put's row out of the batch.
+
+The directory must be on the disk you care about (a tmpfs makes fsync free and the figures
+meaningless). Asserts nothing about speed; checks that every record and message is accounted for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import threading
+import time
+
+from relaymq.message import Message
+from relaymq.pipeline.log import MessageLog
+from relaymq.pipeline.record import from_publication
+from relaymq.qmgr import QueueManager
+from relaymq.store.engine import Engine
+
+BODY = b"<events d_tstamp='20040417103118'>" + b"x" * 200 + b"</events>"
+
+
+def log_append(directory: str, records: int) -> dict[str, float]:
+    engine = Engine(os.path.join(directory, "relaymq.db"))
+    log = MessageLog(directory, engine=engine)
+    done = threading.Event()
+    left = [records]
+
+    def acknowledged() -> None:  # the PUBACK of one publication (runs on the writer thread here)
+        left[0] -= 1
+        if left[0] == 0:
+            done.set()
+
+    properties = {"user_property": [("unit", "1")]}
+    started = time.perf_counter()
+    for i in range(records):
+        # the archive tap's work per publication: the record, then its partition
+        record = from_publication(f"LCUnit/{i % 500}/batch", BODY, 1, properties, None)
+        record.partition = f"telemetry-{i % 4}"
+        with engine.unit():
+            log.submit([record])
+            engine.on_durable(acknowledged)
+    done.wait()
+    per_publication = records / (time.perf_counter() - started)
+    commits = engine.commits
+    assert sum(p.size for p in log.partitions().values()) == records
+    chunks = []
+    for first in range(0, records, 5000):
+        chunk = []
+        for i in range(first, min(records, first + 5000)):
+            record = from_publication(f"LCUnit/{i % 500}/batch", BODY, 1, properties, None)
+            record.partition = f"telemetry-{i % 4}"
+            chunk.append(record)
+        chunks.append(chunk)
+    started = time.perf_counter()
+    for chunk in chunks:
+        log.append(chunk)
+    bulk = records / (time.perf_counter() - started)
+    log.close()
+    engine.close()
+    return {"per publication (msg/s)": per_publication, "commits": commits, "bulk append (msg/s)": bulk}
+
+
+def put_get(directory: str, seconds: float, threads: int) -> tuple[float, int]:
+    """bench_qmgr.py's threads (blocking calls), in a directory of this run."""
+    import bench_qmgr
+
+    pairs, elapsed, commits = bench_qmgr.run(seconds, threads, os.path.join(directory, f"pairs-{threads}"))
+    return pairs / elapsed, commits
+
+
+def put_get_async(directory: str, seconds: float, clients: int) -> tuple[float, int]:
+    import asyncio
+
+    from relaymq.qmgr.aio import AsyncQueueManager
+
+    path = os.path.join(directory, f"async-pairs-{clients}")
+    os.makedirs(path, exist_ok=True)
+    qm = QueueManager.open("BENCH", path, synchronous="FULL")
+    qm.define_queue("Q")
+    aio = AsyncQueueManager(qm)
+    commits0 = qm.store.commits
+
+    async def run() -> float:
+        stop = time.perf_counter() + seconds
+        counts = [0] * clients
+
+        async def client(n: int) -> None:
+            message = Message()
+            message.mq.md.Format = "MQSTR"
+            message.mq.body = b"x" * 256
+            while time.perf_counter() < stop:
+                await aio.put("Q", message)
+                assert await aio.get("Q") is not None
+                counts[n] += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(client(n) for n in range(clients)))
+        return sum(counts) / (time.perf_counter() - started)
+
+    rate = asyncio.run(run())
+    assert qm.depth("Q") == 0
+    commits = qm.store.commits - commits0
+    qm.close()
+    return rate, commits
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="per put+get run")
+    parser.add_argument("--records", type=int, default=200_000, help="log entries")
+    parser.add_argument("--dir", default=None, help="where the database files go (default: a temporary directory)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.dir, prefix="bench-engine-") as directory:
+        figures = log_append(directory, args.records)
+        print(f"log append, {args.records:,} publications each in its own unit with its PUBACK callback: "
+              f"{figures['per publication (msg/s)']:,.0f} msg/s durable ({figures['commits']:,.0f} commits); "
+              f"bulk MessageLog.append in chunks of 5,000: {figures['bulk append (msg/s)']:,.0f} msg/s")
+        for clients in (1, 8, 64, 256):
+            rate, commits = put_get_async(directory, args.seconds, clients)
+            print(f"persistent put+get on one queue, SQLite FULL, {clients} asyncio client(s): {rate:,.0f} pairs/s "
+                  f"({commits:,} commits)")
+        for threads in (1, 8, 32):
+            rate, commits = put_get(directory, args.seconds, threads)
+            print(f"persistent put+get on one queue, SQLite FULL, {threads} thread(s): {rate:,.0f} pairs/s "
+                  f"({commits:,} commits)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,668 @@
+"""The one storage engine: one SQLite file, one writer thread, one group commit, one way to wait.
+
+Every part of the broker process that keeps state writes through one :class:`Engine`: the MQTT
+broker's sessions and deliveries (:mod:`relaymq.store.sqlite`), the queue manager's queues and
+messages (:mod:`relaymq.qmgr.sqlite_store`), the pub/sub engine's subscriptions
+(:mod:`relaymq.pubsub.state`) and the message log (:mod:`relaymq.pipeline.log`). They share
+one database file (``<data_dir>/relaymq.db``), so one transaction covers every copy of a
+publication: the deliveries to persistent sessions, the retained message, the puts to queue
+subscribers and the archive entries commit together, and the PUBACK that waits for that commit
+promises all of them (issue 14; spec README decision 4).
+
+Why one file: SQLite commits that span ATTACHed databases are not atomic in WAL mode, and two
+files with two writers would need a recovery protocol between them. One file, one transaction.
+
+How a write travels:
+
+* A part *submits* a change: a function that adds operations (a prepared statement and a row of
+  plain values) to the pending :class:`Batch`. No SQL runs and nothing waits: the event loop
+  never waits for the disk. Submissions from any thread are applied under one lock, in order.
+* A **unit of work** (``with engine.unit():``) collects one thread's submissions and applies
+  them to the batch together when it ends, so the writer never commits half of it. The broker
+  handles each read of a connection in one unit: a QoS 2 PUBREL's routing (every copy) and the
+  removal of its inbound record commit together, so a crash can neither lose nor duplicate it.
+  ``after_submit`` callbacks registered in a unit run when it ends, once its operations are in
+  the batch: a queue makes a message put in a unit visible to other threads only then, so no
+  getter can remove a message (and submit its delete) before the put itself was submitted.
+* The writer thread sleeps until something is pending, takes *everything*, applies it in order
+  in one transaction, commits (one fsync with ``synchronous=FULL``), then hands the batch's
+  ``on_durable`` callbacks to ``notify`` in one call (the server passes
+  ``loop.call_soon_threadsafe``: one wake-up of the event loop per commit) and finishes the
+  batch's ``on_commit`` callbacks on its own thread (how queue-manager threads wait: a
+  :class:`Ticket`). While it commits, the next batch fills: the more load, the more work each
+  fsync covers (group commit).
+* Work undone before its batch is taken never reaches the database: a message or delivery put
+  and deleted within one batch cancels out (:class:`Batch` keys), and a put whose key was never
+  submitted before (``fresh``) needs no DELETE either.
+* A failed commit (disk full, I/O error) is logged on logger ``relaymq.store``; the engine then
+  refuses every submission with StoreError and never runs another callback, so no
+  acknowledgement is ever sent for data that was not stored. ``failed`` holds the cause.
+
+One process at a time: the engine holds an exclusive ``flock`` on ``<file>.lock`` (with the
+holder's pid in it) for its whole life; a second opener gets :class:`StoreInUse`. The lock goes
+with the process (SIGKILL releases it).
+
+The schema of every part is here, versioned with ``PRAGMA user_version`` and marked with
+``PRAGMA application_id``. Files written by earlier relaymq versions as a queue-manager store
+(``qmgr-<NAME>.db``) or a message log (``archive.sqlite3``) are adopted in place: their tables
+keep their data under this schema's names.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from .base import StoreError
+from .sqlite_file import SYNCHRONOUS_MODES, DatabaseFileError, open_database
+
+log = logging.getLogger("relaymq.store")
+
+Notify = Callable[[Callable[[], None]], None]
+Op = tuple[str, tuple[Any, ...]]
+
+SCHEMA_VERSION = 3
+APPLICATION_ID = 0x524D5131  # "RMQ1": a relaymq database
+#: application_id of the files earlier versions kept apart, adopted in place (module docstring).
+LEGACY_QMGR_ID = 0x524D5151  # "RMQQ": qmgr-<NAME>.db
+LEGACY_LOG_ID = 0x524D514C  # "RMQL": archive.sqlite3
+_LEGACY_QMGR_TABLES = ("queues", "messages", "confirmed", "meta")
+
+LOG_COLUMNS = ('topic', 'queue', 'timestamp', 'qos', 'msg_id', 'correl_id', 'msg_type', 'priority', 'persistence', 'expiry', 'format', 'ccsid', 'encoding', 'reply_to_q', 'reply_to_qmgr', 'user_identifier', 'put_appl_name', 'put_date', 'put_time', 'group_id', 'msg_seq_number', 'usr', 'domain', 'body')
+
+# Statements applied by version; a file at version N gets the steps N+1..SCHEMA_VERSION.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # 1-2: the MQTT broker (relaymq.store.sqlite).
+    1: (
+        "CREATE TABLE messages (msg_id INTEGER PRIMARY KEY, topic TEXT, payload BLOB, qos INTEGER,"
+        " retain INTEGER, properties TEXT, expiry_at REAL, created_at REAL)",
+        "CREATE TABLE sessions (client_id TEXT PRIMARY KEY, protocol_level INTEGER,"
+        " expiry_interval INTEGER, disconnected_at REAL, username TEXT) WITHOUT ROWID",
+        "CREATE TABLE subscriptions (client_id TEXT, topic_filter TEXT, qos INTEGER, no_local INTEGER,"
+        " retain_as_published INTEGER, retain_handling INTEGER, subscription_id INTEGER,"
+        " PRIMARY KEY (client_id, topic_filter)) WITHOUT ROWID",
+        "CREATE TABLE deliveries (client_id TEXT, seq INTEGER, msg_id INTEGER, qos INTEGER,"
+        " retain INTEGER, packet_id INTEGER, state INTEGER, subscription_ids TEXT,"
+        " PRIMARY KEY (client_id, seq)) WITHOUT ROWID",
+        "CREATE TABLE inbound (client_id TEXT, packet_id INTEGER, msg_id INTEGER,"
+        " PRIMARY KEY (client_id, packet_id)) WITHOUT ROWID",
+        "CREATE TABLE retained (topic TEXT PRIMARY KEY, msg_id INTEGER) WITHOUT ROWID",
+        # High-water marks of ids ever submitted, written in the same transaction as the rows,
+        # so numbering never goes back even when every row with a high id has been deleted.
+        "CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER) WITHOUT ROWID",
+    ),
+    2: (
+        "ALTER TABLE subscriptions ADD COLUMN content_filter TEXT",
+        "ALTER TABLE sessions ADD COLUMN will_msg_id INTEGER",
+        "ALTER TABLE sessions ADD COLUMN will_at REAL",
+    ),
+    # 3: the other parts join the broker's file (issue 14): the queue manager (qm_*), the
+    # pub/sub engine's state (ps_*) and the message log (partitions, entries). IF NOT EXISTS:
+    # an adopted file already has some of them.
+    3: (
+        "CREATE TABLE IF NOT EXISTS qm_queues (owner TEXT, name TEXT, definition TEXT, PRIMARY KEY (owner, name))",
+        "CREATE TABLE IF NOT EXISTS qm_messages (uid TEXT PRIMARY KEY, qmgr TEXT, queue TEXT, seq INTEGER,"
+        " priority INTEGER, state INTEGER, confirm_id INTEGER, lock_id INTEGER, created_ms INTEGER,"
+        " expire_at INTEGER, target_qmgr TEXT, target_queue TEXT, msg_id BLOB, correl_id BLOB, data BLOB)",
+        "CREATE TABLE IF NOT EXISTS qm_confirmed (uid TEXT PRIMARY KEY, at_ms INTEGER)",
+        "CREATE TABLE IF NOT EXISTS qm_meta (name TEXT PRIMARY KEY, value INTEGER)",
+        "CREATE TABLE IF NOT EXISTS ps_subscriptions (key TEXT PRIMARY KEY, record TEXT) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS ps_state (name TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS partitions (name TEXT PRIMARY KEY, first_seq INTEGER NOT NULL,"
+        " next_seq INTEGER NOT NULL)",
+        # the columns of relaymq.pipeline.record.LogRecord but partition and seq (a test checks)
+        "CREATE TABLE IF NOT EXISTS entries (partition TEXT NOT NULL, seq INTEGER NOT NULL, "
+        + ", ".join(c + " ANY" for c in LOG_COLUMNS) + ", PRIMARY KEY (partition, seq)) WITHOUT ROWID",
+    ),
+}
+
+
+class StoreInUse(StoreError):
+    """Another process has the database open; ``holder`` is its pid (as written in the lock)."""
+
+    def __init__(self, message: str, holder: str) -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
+class Ticket:
+    """Completion of a submission for a thread that waits: ``wait()`` returns once the
+    operations submitted before the ticket was taken are durable, or raises StoreError."""
+
+    __slots__ = ("_event", "error")
+
+    def __init__(self, done: bool = False) -> None:
+        self._event = threading.Event()
+        self.error: BaseException | None = None
+        if done:
+            self._event.set()
+
+    def finish(self, error: BaseException | None = None) -> None:
+        self.error = error
+        self._event.set()
+
+    @property
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> None:
+        if not self._event.wait(timeout):
+            raise StoreError("the store did not commit in time")
+        if self.error is not None:
+            raise StoreError(f"store write failed: {self.error}") from self.error
+
+
+class Batch:
+    """The operations submitted since the writer last took a batch, with what may be coalesced.
+
+    ``index`` maps a key (a part's name for one row: ``("m", msg_id)``, ``("q", uid)``) to the
+    position of the latest operation on it in this batch. A later operation on that key either
+    folds into that one (:meth:`update`) or cancels it (:meth:`delete`). Cancelling is safe
+    because nothing else in between touched the key: every operation on the key moves or
+    removes its index entry, and :meth:`barrier` clears the whole index for operations that
+    touch keys they do not name.
+
+    A put is *fresh* when no row with its key can exist yet (a part knows: its ids only grow);
+    a delete of it in the same batch then needs no DELETE at all.
+    """
+
+    __slots__ = ("ops", "callbacks", "commits", "index", "coalesced", "afterwards")
+
+    def __init__(self) -> None:
+        self.ops: list[Op | None] = []
+        self.callbacks: list[Callable[[], None]] = []  # to notify's thread after the commit
+        self.commits: list[Callable[[BaseException | None], None]] = []  # on the writer thread
+        self.index: dict[tuple[Any, ...], tuple[bool, int, bool]] = {}  # key -> (is_put, pos, fresh)
+        self.coalesced = 0
+        #: Operations added when the writer takes the batch (high-water marks): name -> op.
+        self.afterwards: dict[str, Op] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.ops or self.callbacks or self.commits)
+
+    def append(self, op: Op) -> None:
+        self.ops.append(op)
+
+    def put(self, key: tuple[Any, ...], op: Op, fresh: bool = False) -> None:
+        """A whole row (INSERT OR REPLACE): any pending operation on the key is superseded."""
+        entry = self.index.get(key)
+        if entry is not None:
+            is_put, pos, was_fresh = entry
+            self.ops[pos] = None
+            self.coalesced += 1
+            fresh = fresh or (is_put and was_fresh)
+        self.index[key] = (True, len(self.ops), fresh)
+        self.ops.append(op)
+
+    def update(self, key: tuple[Any, ...], op: Op, fold: Callable[[tuple[Any, ...]], tuple[Any, ...]]) -> None:
+        """Fold into a pending put of the same key (``fold(row)`` gives the new row), replace a
+        pending update of it, or else append ``op``."""
+        entry = self.index.get(key)
+        if entry is None:
+            self.index[key] = (False, len(self.ops), False)
+            self.ops.append(op)
+            return
+        is_put, pos, _ = entry
+        if is_put:
+            sql, row = self.ops[pos]  # type: ignore[misc]
+            self.ops[pos] = (sql, fold(row))
+        else:
+            self.ops[pos] = op
+        self.coalesced += 1
+
+    def delete(self, key: tuple[Any, ...], op: Op) -> None:
+        entry = self.index.pop(key, None)
+        if entry is not None:
+            is_put, pos, fresh = entry
+            self.ops[pos] = None
+            self.coalesced += 1
+            if is_put and fresh:
+                self.coalesced += 1  # the DELETE itself is not needed either
+                return
+        self.ops.append(op)
+
+    def barrier(self, ops: list[Op]) -> None:
+        """Operations that touch keys they do not name: nothing before them may fold into later ones."""
+        self.index.clear()
+        self.ops.extend(ops)
+
+
+class _UnitScope:
+    """The context manager ``Engine.unit`` returns (one per engine, reused: the units are
+    per thread, kept in the engine's thread-local state)."""
+
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def __enter__(self) -> None:
+        self._engine._enter()
+
+    def __exit__(self, *exc: object) -> None:
+        self._engine._exit()
+
+
+class _Unit:
+    """One thread's submissions while a unit of work is open (``Engine.unit``)."""
+
+    __slots__ = ("changes", "afterwards", "depth")
+
+    def __init__(self) -> None:
+        self.changes: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
+        self.afterwards: list[Callable[[], None]] = []
+        self.depth = 0
+
+
+class Engine:
+    """One SQLite file, written by one thread in group-committed batches (module docstring)."""
+
+    def __init__(self, path: str, notify: Notify | None = None, synchronous: str = "FULL",
+                 commit_delay: float = 0.0, what: str = "relaymq database") -> None:
+        mode = synchronous.upper()
+        if mode not in SYNCHRONOUS_MODES:
+            raise ValueError(f"synchronous must be one of {', '.join(SYNCHRONOUS_MODES)}, not {synchronous!r}")
+        if commit_delay < 0:
+            raise ValueError(f"commit_delay must be >= 0, not {commit_delay!r}")
+        self.path = path
+        self.what = what
+        self._notify: Notify = notify if notify is not None else _call
+        self._commit_delay = commit_delay
+        directory = os.path.dirname(os.path.abspath(path))
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create directory {directory!r}: {exc}") from exc
+        self._lock_fd = _take_lock(path, what)
+        try:
+            self._conn = open_engine_file(path, mode, what)
+        except BaseException:
+            self._release_lock()
+            raise
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)  # the writer waits here for a batch
+        self._done = threading.Condition(self._lock)  # flush() waits here for a batch number
+        self._batch = Batch()
+        self._batch_no = 1  # the number the pending batch will get when the writer takes it
+        self._done_no = 0  # the last batch committed and whose callbacks were handed over
+        self._closing = False
+        self._failed: BaseException | None = None
+        self._local = threading.local()
+        self._scope = _UnitScope(self)
+        #: Called (lock held) when the writer takes a batch: may add ``batch.afterwards``.
+        self.taking: list[Callable[[Batch], None]] = []
+        #: Write submissions so far (each put/update/delete a part makes). The broker reads it
+        #: before and after handling a publication: when it did not move, the acknowledgement
+        #: promises nothing that waits for a commit.
+        self.submitted = 0
+        self.commits = 0
+        self.written = 0
+        self._coalesced = 0
+        self._thread = threading.Thread(target=self._run, name="relaymq-store-writer", daemon=True)
+        self._thread.start()
+
+    # -- state the parts and the statistics read
+
+    @property
+    def failed(self) -> BaseException | None:
+        """The error that stopped the writer (every submission is refused from then on), else None."""
+        return self._failed
+
+    @property
+    def coalesced(self) -> int:
+        """Statements that never reached the database because a later one in the batch undid them."""
+        return self._coalesced + self._batch.coalesced
+
+    @property
+    def notify(self) -> Notify:
+        return self._notify
+
+    def connect(self) -> sqlite3.Connection:
+        """A connection of the caller's own for reading what is committed (autocommit; WAL
+        readers never block the writer and never see half a batch)."""
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout = 10000")
+            return conn
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open {self.what} {self.path!r}: {exc}") from exc
+
+    # -- submission (any thread)
+
+    def _check(self) -> None:
+        """Refuse work once the engine failed or is closing. Call with the lock held."""
+        if self._failed is not None:
+            raise StoreError(f"{self.what} {self.path!r} failed: {self._failed}") from self._failed
+        if self._closing:
+            raise StoreError(f"{self.what} {self.path!r} is closed")
+
+    def submit(self, change: Callable[..., None], *args: Any, writes: int = 1) -> None:
+        """Apply ``change(batch, *args)`` to the pending batch, now or (inside a unit) when the
+        unit ends; ``writes`` counts toward ``submitted``. (Arguments rather than a closure:
+        this is the broker's hot path, a tuple is cheaper than a partial.)"""
+        self.submitted += writes
+        unit: _Unit | None = self._local.__dict__.get("unit")
+        if unit is not None:
+            if self._failed is not None:
+                with self._lock:
+                    self._check()
+            unit.changes.append((change, args))
+            return
+        with self._lock:
+            self._check()
+            batch = self._batch
+            if not batch:
+                self._work.notify()
+            change(batch, *args)
+
+    def append(self, ops: list[Op]) -> None:
+        """Operations with nothing to coalesce, in order."""
+        self.submit(_extend, ops, writes=len(ops))
+
+    def after_submit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` in this thread once everything this thread submitted so far is in
+        the batch: when the current unit ends, or at once outside a unit."""
+        unit: _Unit | None = self._local.__dict__.get("unit")
+        if unit is None:
+            callback()
+        else:
+            unit.afterwards.append(callback)
+
+    @property
+    def in_unit(self) -> bool:
+        return self._local.__dict__.get("unit") is not None
+
+    def unit(self) -> _UnitScope:
+        """``with engine.unit():`` everything this thread submits inside goes to one batch
+        (nestable; the outermost one applies it). The writer never commits part of a unit."""
+        return self._scope
+
+    def _enter(self) -> None:
+        local = self._local.__dict__
+        unit: _Unit | None = local.get("unit")
+        if unit is None:
+            unit = local["unit"] = _Unit()
+        unit.depth += 1
+
+    def _exit(self) -> None:
+        local = self._local.__dict__
+        unit: _Unit = local["unit"]
+        unit.depth -= 1
+        if unit.depth:
+            return
+        local["unit"] = None
+        if unit.changes:
+            with self._lock:
+                if self._failed is None and not self._closing:
+                    batch = self._batch
+                    if not batch:
+                        self._work.notify()
+                    for change, args in unit.changes:
+                        change(batch, *args)
+        for callback in unit.afterwards:
+            callback()
+
+    def on_durable(self, callback: Callable[[], None]) -> None:
+        """Queue ``callback`` behind everything submitted so far (inside a unit: behind the
+        unit's operations); it goes to ``notify`` after the commit, never if the commit fails.
+        Callbacks reach ``notify`` in the order they were registered."""
+        self.submit(_add_callback, callback, writes=0)
+
+    def on_commit(self, callback: Callable[[BaseException | None], None]) -> None:
+        """``callback(None)`` on the writer thread once everything submitted so far is durable,
+        or ``callback(error)`` if that cannot be (the commit failed, the engine is closed)."""
+        try:
+            self.submit(_add_commit, callback, writes=0)
+        except StoreError as exc:
+            callback(exc)
+
+    def ticket(self) -> Ticket:
+        """A Ticket that a thread can wait on for everything it submitted so far."""
+        ticket = Ticket()
+        self.on_commit(ticket.finish)
+        return ticket
+
+    def flush(self) -> None:
+        """Block until everything submitted (outside an open unit) is committed and its
+        callbacks handed over."""
+        if threading.current_thread() is self._thread:
+            raise StoreError("flush() called on the store's writer thread: notify must not run callbacks that flush")
+        with self._lock:
+            self._check()
+            target = self._batch_no if self._batch else self._batch_no - 1
+            while self._done_no < target and self._failed is None:
+                self._done.wait()
+            self._check()
+
+    def close(self) -> None:
+        """Commit what is pending, stop the writer, close the file; raise StoreError if it had failed.
+
+        Closing twice is harmless; every submission after close raises StoreError.
+        """
+        if threading.current_thread() is self._thread:
+            raise StoreError("close() called on the store's writer thread")
+        with self._lock:
+            already = self._closing
+            self._closing = True
+            self._work.notify()
+        if already:
+            return
+        self._thread.join()
+        self._release_lock()
+        if self._failed is not None:
+            raise StoreError(f"{self.what} {self.path!r} failed: {self._failed}") from self._failed
+
+    # -- the writer thread
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._lock:
+                    while not self._batch and not self._closing:
+                        self._work.wait()
+                    if not self._batch:
+                        return  # closing, and everything is written
+                if self._commit_delay and not self._closing:
+                    time.sleep(self._commit_delay)  # let more work join this batch
+                with self._lock:
+                    batch, self._batch = self._batch, Batch()
+                    number = self._batch_no
+                    self._batch_no += 1
+                    for hook in self.taking:
+                        hook(batch)
+                self._coalesced += batch.coalesced
+                try:
+                    self._commit(batch)
+                except BaseException as exc:
+                    self._fail(exc, batch)
+                    return
+                self._hand_over(batch.callbacks)
+                for commit in batch.commits:
+                    commit(None)
+                with self._lock:
+                    self._done_no = number
+                    self._done.notify_all()
+        finally:
+            self._conn.close()
+
+    def _commit(self, batch: Batch) -> None:
+        """Apply the batch in order in one transaction; consecutive same statements go in one executemany."""
+        statements: list[tuple[str, list[tuple[Any, ...]]]] = []
+        for op in batch.ops:
+            if op is None:
+                continue
+            sql, args = op
+            if statements and statements[-1][0] is sql:
+                statements[-1][1].append(args)
+            else:
+                statements.append((sql, [args]))
+        for sql, args in batch.afterwards.values():
+            statements.append((sql, [args]))
+        if not statements:
+            return  # only callbacks: everything before them is already committed
+        conn = self._conn
+        try:
+            conn.execute("BEGIN")
+            for sql, rows in statements:
+                _execute(conn, sql, rows)
+            conn.execute("COMMIT")
+        except BaseException:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            raise
+        self.commits += 1
+        self.written += sum(len(rows) for _, rows in statements)
+
+    def _hand_over(self, callbacks: list[Callable[[], None]]) -> None:
+        """Give a batch's callbacks to ``notify`` in one call (one wake-up of the event loop
+        for the whole batch, not one per acknowledgement); a single one goes as it is."""
+        if not callbacks:
+            return
+        try:
+            self._notify(callbacks[0] if len(callbacks) == 1 else partial(_run_in_order, callbacks, self.path))
+        except Exception:
+            log.exception("%s %r: notify failed to take %d on_durable callback(s)", self.what, self.path,
+                          len(callbacks))
+
+    def _fail(self, exc: BaseException, batch: Batch) -> None:
+        """Stop for good: no callback of this or any later batch may run (their data is not stored)."""
+        with self._lock:
+            self._failed = exc
+            pending, self._batch = self._batch, Batch()
+            self._done.notify_all()
+        withheld = len(batch.callbacks) + len(pending.callbacks)
+        for commit in [*batch.commits, *pending.commits]:
+            commit(exc)
+        log.error(
+            "%s %r: commit failed, %d acknowledgement(s) withheld; the store refuses all further work: %s",
+            self.what, self.path, withheld, exc, exc_info=exc,
+        )
+
+    def _release_lock(self) -> None:
+        fd, self._lock_fd = self._lock_fd, -1
+        if fd >= 0:
+            os.close(fd)  # closing the descriptor releases the flock
+
+
+#: Most rows one combined statement carries (and the sizes its statements are prepared for).
+_COMBINE_MAX = 64
+_INSERT_RE = re.compile(r"^(INSERT(?: OR REPLACE)? INTO \w+(?: \([\w, ]*\))?) VALUES (\(\?(?:,\s*\?)*\))$")
+_DELETE_RE = re.compile(r"^(DELETE FROM \w+ WHERE \w+) = \?$")
+_combined: dict[tuple[str, int], str | None] = {}
+
+
+def _combine(sql: str, count: int) -> str | None:
+    """``sql`` for ``count`` rows in one statement (a multi-row INSERT, a DELETE ... IN), or None
+    when it cannot be combined. Why: the sqlite3 module releases the GIL for every step of a
+    statement; a batch of many one-row steps hands the GIL back and forth with the event loop
+    once per row, which costs more than the rows themselves."""
+    key = (sql, count)
+    found = _combined.get(key, "")
+    if found != "":
+        return found
+    combined: str | None = None
+    match = _INSERT_RE.match(sql)
+    if match:
+        combined = f"{match.group(1)} VALUES {','.join([match.group(2)] * count)}"
+    else:
+        match = _DELETE_RE.match(sql)
+        if match:
+            combined = f"{match.group(1)} IN ({','.join('?' * count)})"
+    _combined[key] = combined
+    return combined
+
+
+def _execute(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
+    """Run ``sql`` for each row, in order: as few combined statements as possible."""
+    if len(rows) == 1:
+        conn.execute(sql, rows[0])
+        return
+    if _combine(sql, 2) is None:
+        conn.executemany(sql, rows)
+        return
+    for start in range(0, len(rows), _COMBINE_MAX):
+        chunk = rows[start:start + _COMBINE_MAX]
+        if len(chunk) == 1:
+            conn.execute(sql, chunk[0])
+        else:
+            conn.execute(_combine(sql, len(chunk)), [value for row in chunk for value in row])  # type: ignore[arg-type]
+
+
+def _call(callback: Callable[[], None]) -> None:
+    callback()
+
+
+def _extend(batch: Batch, ops: list[Op]) -> None:
+    batch.ops.extend(ops)
+
+
+def _add_callback(batch: Batch, callback: Callable[[], None]) -> None:
+    batch.callbacks.append(callback)
+
+
+def _add_commit(batch: Batch, callback: Callable[[BaseException | None], None]) -> None:
+    batch.commits.append(callback)
+
+
+def _run_in_order(callbacks: list[Callable[[], None]], path: str) -> None:
+    """Run a batch's on_durable callbacks in registration order (in notify's thread); one
+    that raises is logged and the others still run, as separate loop callbacks would."""
+    for callback in callbacks:
+        try:
+            callback()
+        except Exception:
+            log.exception("store %r: an on_durable callback failed", path)
+
+
+def lock_path(path: str) -> str:
+    return path + ".lock"
+
+
+def _take_lock(path: str, what: str) -> int:
+    """Take the file's exclusive lock (non-blocking) and write our pid into the lock file;
+    raise StoreInUse naming the holder's pid."""
+    try:
+        fd = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot open {what} {path!r}: {exc}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        finally:
+            os.close(fd)
+        raise StoreInUse(f"the {what} {path} is in use by another process (pid {holder})", holder) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    return fd
+
+
+def _adopt_queue_manager_file(conn: sqlite3.Connection) -> None:
+    """A qmgr-<NAME>.db of an earlier version: its tables take this schema's names."""
+    for table in _LEGACY_QMGR_TABLES:
+        conn.execute(f"ALTER TABLE {table} RENAME TO qm_{table}")
+
+
+def open_engine_file(path: str, synchronous: str, what: str = "relaymq database") -> sqlite3.Connection:
+    """The database file with every part's schema up to date (legacy files adopted in place),
+    in ONE transaction: a process killed meanwhile leaves the old file or the complete new one."""
+    try:
+        return open_database(path, application_id=APPLICATION_ID, schema_version=SCHEMA_VERSION,
+                             migrations=MIGRATIONS, synchronous=synchronous, what=what,
+                             legacy={LEGACY_QMGR_ID: _adopt_queue_manager_file, LEGACY_LOG_ID: lambda conn: None})
+    except DatabaseFileError as exc:
+        raise StoreError(str(exc)) from exc

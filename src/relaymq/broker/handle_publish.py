@@ -130,22 +130,7 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
         if message is None:
             conn.acknowledge(p.PUBACK, pid, refused, True, False)  # nothing stored: at once, in order
             return
-        # publish_qos1, inline: the hot path of every QoS 1 message (a call is 0.4% of it)
-        store = broker.store
-        submitted = store.submitted
-        watch = broker.ack_watch = AckWatch()
-        try:
-            receivers = process_publication(broker, message, session, True)
-        finally:
-            broker.ack_watch = None
-        if receivers < 0:
-            hold(conn, partial(publish_qos1, conn, message, pid), broker.backpressure.held_on)
-            return
-        writes = store.submitted - submitted
-        entry = conn.acknowledge(p.PUBACK, pid, rc.NO_MATCHING_SUBSCRIBERS if receivers == 0 and conn.level == 5
-                                 else rc.SUCCESS, True, writes != 0)
-        if entry is not None and watch.waiting and watch.writes == writes:
-            watch.arm(conn, entry)
+        publish_qos1(conn, message, pid)
         return
     if refused:
         # MQTT 5 4.3.3: a PUBREC with a failure code ends the exchange; no PUBREL follows, so
@@ -164,7 +149,7 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
 def publish_qos1(conn: Connection, message: StoredMessage, pid: int) -> bool:
     """Route a client's QoS 1 publication and acknowledge it; or, when a session it goes to is
     full, hold it back unacknowledged (backpressure.py) and return False: it comes here again
-    once that session has room. (handle_publish has the same steps inline.)"""
+    once that session has room."""
     broker = conn.broker
     store = broker.store
     submitted = store.submitted

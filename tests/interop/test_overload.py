@@ -23,7 +23,8 @@ import pytest
 
 from harness import BrokerProcess
 
-from .clients import WAIT, PahoClient, Received, paho_client, unique
+from .clients import PahoClient, Received, paho_client, unique
+from .test_memory_bounds import rss_mb
 
 pytestmark = pytest.mark.interop
 
@@ -34,14 +35,6 @@ PAYLOAD = 64  # bytes, as in the issue's measurement
 #: cost nothing either, because everything past 1,000 was dropped: this bound is about the
 #: new behaviour holding publishers, not queueing their messages somewhere else.
 RSS_GROWTH_MB = 16
-
-
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
 
 
 def payload(i: int) -> bytes:

@@ -376,10 +376,6 @@ class Engine:
         else:
             unit.afterwards.append(callback)
 
-    @property
-    def in_unit(self) -> bool:
-        return self._local.__dict__.get("unit") is not None
-
     def unit(self) -> _UnitScope:
         """``with engine.unit():`` everything this thread submits inside goes to one batch
         (nestable; the outermost one applies it). The writer never commits part of a unit."""

@@ -42,9 +42,11 @@ from .base import (
     StoreError,
     SubscriptionRecord,
 )
+from .engine import SCHEMA_VERSION as ENGINE_SCHEMA_VERSION
 from .engine import Batch, Engine, Notify
 
-SCHEMA_VERSION = 3  # the engine's: the broker's tables are versions 1 and 2 of it
+# The broker's tables are versions 1 and 2 of the engine's schema (re-exported for callers).
+SCHEMA_VERSION = ENGINE_SCHEMA_VERSION
 
 _PUT_MESSAGE = "INSERT OR REPLACE INTO messages VALUES (?,?,?,?,?,?,?,?)"
 _DELETE_MESSAGE = "DELETE FROM messages WHERE msg_id = ?"

@@ -921,14 +921,18 @@ class PubSubEngine:
     def snapshot(self) -> dict[str, Any]:
         """Everything to keep across a restart (items 19, 22): subscriptions, and retained
         publications of named points (the default point's are the broker's)."""
+        return {"subscriptions": [s.to_record() for s in self.subscriptions.values()], **self.retained_snapshot()}
+
+    def retained_snapshot(self) -> dict[str, Any]:
+        """The retained part of :meth:`snapshot` (named points' publications, ``retained_psc``),
+        without walking every subscription."""
         retained = {}
         for point, tree in self.retained.items():
             if self.mqtt_bridge and point == DEFAULT_SUBPOINT:
                 continue
             found = list(tree.match("#")) + list(tree.match("$SYS/#")) + list(tree.match("$ISYS/#"))
             retained[point] = [v.to_record() for _t, v in found if isinstance(v, Publication)]
-        return {"subscriptions": [s.to_record() for s in self.subscriptions.values()], "retained": retained,
-                "retained_psc": self.retained_psc}
+        return {"retained": retained, "retained_psc": self.retained_psc}
 
     def reset(self) -> None:
         """Forget every queue subscription and named-point retained publication (before a

@@ -81,7 +81,7 @@ class PubSubState:
             text = _key_text(key)
             ops.append((_DELETE, (text,)) if sub is None else (_PUT, (text, json.dumps(_record(sub)))))
         if engine.changed:
-            snapshot = engine.snapshot()
+            snapshot = engine.retained_snapshot()  # the subscriptions went row by row above
             for name in ("retained", "retained_psc"):
                 value = json.dumps(snapshot[name], sort_keys=True)
                 if self._saved.get(name) != value:

@@ -34,8 +34,8 @@ How a write travels:
 * Work undone before its batch is taken never reaches the database: a message or delivery put
   and deleted within one batch cancels out (:class:`Batch` keys), and a put whose key was never
   submitted before (``fresh``) needs no DELETE either.
-* A commit that fails with a write error (disk full, an I/O error: ``sqlite3.OperationalError``
-  or ``OSError``) is rolled back and tried again, backing off from 50 ms to 2 s, until it
+* A commit that fails with a write error (disk full, an I/O error, a locked or read-only
+  file: ``_RETRYABLE_CODES``, or ``OSError``) is rolled back and tried again, backing off from 50 ms to 2 s, until it
   commits (issue 15 finding 9). Meanwhile ``write_error`` holds the cause, submissions are
   still taken (they wait in the next batch), no callback runs, so no acknowledgement is sent
   for data that is not stored, and ``flush`` raises :class:`StoreUnavailable` rather than wait.
@@ -663,10 +663,18 @@ def _execute(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) ->
             conn.execute(_combine(sql, len(chunk)), [value for row in chunk for value in row])  # type: ignore[arg-type]
 
 
+#: SQLite's primary result codes of a write error that a later try may not meet: the disk
+#: full, an I/O error, the file busy, locked, unopenable or read-only (permissions an operator
+#: can fix). A missing table or a constraint is a bug: retrying cannot cure it.
+_RETRYABLE_CODES = frozenset({13, 10, 5, 6, 14, 8})  # FULL, IOERR, BUSY, LOCKED, CANTOPEN, READONLY
+
+
 def _retryable(exc: BaseException) -> bool:
-    """A write error that a later try may not meet: disk full, I/O error, locked or unopenable
-    file (SQLite reports all of them as OperationalError)."""
-    return isinstance(exc, (sqlite3.OperationalError, OSError))
+    """Is this commit error worth trying again (module docstring)?"""
+    if isinstance(exc, OSError):
+        return True
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.OperationalError) and code is not None and code & 0xFF in _RETRYABLE_CODES
 
 
 def _call(callback: Callable[[], None]) -> None:

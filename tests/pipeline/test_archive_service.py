@@ -195,3 +195,39 @@ def test_fetch_endpoint_behind_basic_authentication(archive_broker_factory, tmp_
     in_url = open_access(broker.http_url.replace("http://", "http://spark:s3cret@"))
     assert isinstance(in_url, HttpAccess) and in_url.base_url == broker.http_url
     assert in_url.partitions() == {}
+
+
+def test_a_log_of_an_earlier_version_is_imported_at_start_up(tmp_path) -> None:
+    """Issue 14 (one engine): a broker upgraded from a version that kept its log in
+    ``<data_dir>/log/archive.sqlite3`` finds those entries in relaymq.db after start-up, once
+    (the old file renamed .imported), and appends after them in the same partition."""
+    from pipeline_helpers import ArchiveBroker, archive_toml
+    from relaymq.pipeline.log import MessageLog
+    from relaymq.pipeline.record import from_publication
+
+    broker = ArchiveBroker(archive_toml([{"name": "tel", "topics": ["LCUnit/#"]}]), workdir=tmp_path / "b")
+    old_dir = broker.data_dir / "log"
+    old = MessageLog(str(old_dir))  # the broker's log as earlier versions kept it
+    try:
+        records = []
+        for i in range(5):
+            record = from_publication("LCUnit/old", f"old{i}".encode(), 1, {}, None)
+            record.partition = "tel-0"
+            records.append(record)
+        assert old.append(records) == [("tel-0", i) for i in range(5)]
+    finally:
+        old.close()
+    try:
+        broker.start()
+        assert not (old_dir / "archive.sqlite3").exists() and (old_dir / "archive.sqlite3.imported").exists()
+        assert "imported 1 partition(s) and 5 entries" in broker.log_tail(60)
+        publish_all(broker.port, [("LCUnit/new", b"new0", [])])
+        http = HttpAccess(broker.http_url)
+        parts = wait_for_entries(http, 6)
+        got = records_from_batches(http.read_batches("tel-0", 0, parts["tel-0"].next_seq))
+        assert [(r.seq, r.body) for r in got] == [(i, f"old{i}".encode()) for i in range(5)] + [(5, b"new0")]
+        broker.stop()
+        broker.start()  # nothing imported twice
+        assert http.partitions()["tel-0"].next_seq == 6
+    finally:
+        broker.stop()

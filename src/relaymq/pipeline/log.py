@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from relaymq.pipeline.record import COLUMNS, LogRecord
 from relaymq.store.base import StoreError
 from relaymq.store.engine import Batch, Engine
+from relaymq.store.legacy import import_legacy_file
 
 LOG_FILE = "archive.sqlite3"
 #: The broker's database, where the log lives when the broker writes it.
@@ -93,6 +94,28 @@ def log_path(directory: str) -> str:
     if not os.path.exists(own) and os.path.exists(broker):
         return broker
     return own
+
+
+#: Where relaymq versions before the one engine kept the broker's log: ``<data_dir>/log``.
+LEGACY_DIR = "log"
+# The old file's partitions merged with any of the same name, its entries kept where the
+# broker's database has none at that (partition, seq).
+_IMPORT_PARTITION = ("INSERT INTO partitions VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET"
+                     " first_seq = min(first_seq, excluded.first_seq), next_seq = max(next_seq, excluded.next_seq)")
+_IMPORT_ENTRY = f"INSERT OR IGNORE INTO entries (partition, seq, {', '.join(COLUMNS)}) VALUES ({', '.join('?' * (len(COLUMNS) + 2))})"
+
+
+def import_legacy_log(engine: Engine, data_dir: str) -> tuple[int, int] | None:
+    """Bring ``<data_dir>/log/archive.sqlite3`` (the broker's log before the one engine) into
+    the broker's database, once (relaymq.store.legacy); call before a MessageLog opens on it.
+    Returns (partitions, entries) imported, or None when there is no such file."""
+    old = os.path.join(data_dir, LEGACY_DIR, LOG_FILE)
+    if not os.path.exists(old):
+        return None
+    copies = [("SELECT name, first_seq, next_seq FROM partitions", _IMPORT_PARTITION),
+              (f"SELECT partition, seq, {', '.join(COLUMNS)} FROM entries", _IMPORT_ENTRY)]
+    partitions, entries = import_legacy_file(engine, old, copies)
+    return partitions, entries
 
 
 def has_log(directory: str) -> bool:

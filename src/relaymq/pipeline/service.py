@@ -19,7 +19,7 @@ import os
 from typing import Any
 
 from relaymq.pipeline.fetch import FetchEndpoint
-from relaymq.pipeline.log import MessageLog
+from relaymq.pipeline.log import LEGACY_DIR, LOG_FILE, MessageLog, import_legacy_log
 from relaymq.pipeline.partitioning import Router
 from relaymq.pipeline.record import LogRecord, from_message, from_publication
 from relaymq.pipeline.settings import ArchiveConfig
@@ -149,6 +149,11 @@ async def start(context: Any) -> Any:
     from relaymq.server.app import ServiceError
 
     try:
+        if engine is not None:
+            imported = import_legacy_log(engine, data_dir)
+            if imported is not None:
+                log.info("archive: imported %d partition(s) and %d entries from %s (renamed .imported)",
+                         *imported, os.path.join(data_dir, LEGACY_DIR, LOG_FILE))
         service = ArchiveService(config, directory, engine)
     except Exception as error:  # noqa: BLE001 - one line for the operator
         raise ServiceError(f"archive: cannot open the message log in {directory}: {error}") from None

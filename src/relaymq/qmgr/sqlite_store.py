@@ -30,7 +30,8 @@ from relaymq.qmgr.errors import StoreFailed, StoreInUse
 from relaymq.qmgr.states import Entry
 from relaymq.qmgr.store import Loaded, Op, QueueStore, Ticket
 from relaymq.store.base import StoreError
-from relaymq.store.engine import Batch, Engine
+from relaymq.store.engine import LEGACY_QMGR_ID, Batch, Engine
+from relaymq.store.legacy import import_legacy_file, read_legacy
 from relaymq.store.engine import StoreInUse as EngineInUse
 from relaymq.store.sqlite_file import SYNCHRONOUS_MODES
 
@@ -186,36 +187,20 @@ class SqliteQueueStore(QueueStore):
 
 def import_legacy(engine: Engine, data_dir: str, qmgr_name: str) -> bool:
     """Bring the queues and messages of ``qmgr-<NAME>.db`` (kept apart by earlier relaymq
-    versions) into the broker's database, once: in one transaction of the engine's, then the
-    old file is renamed ``.imported``. True if something was imported."""
+    versions) into the broker's database, once (relaymq.store.legacy). True if it did."""
     old = store_path(data_dir, qmgr_name)
     if not os.path.exists(old):
         return False
     try:
-        legacy = sqlite3.connect(f"file:{old}?mode=ro", uri=True)
-        try:
-            app_id = legacy.execute("PRAGMA application_id").fetchone()[0]
-            prefix = "qm_" if app_id != 0x524D5151 else ""
-            tables = {
-                "queues": legacy.execute(f"SELECT owner, name, definition FROM {prefix}queues").fetchall(),
-                "messages": legacy.execute(f"SELECT * FROM {prefix}messages").fetchall(),
-                "confirmed": legacy.execute(f"SELECT uid, at_ms FROM {prefix}confirmed").fetchall(),
-                "meta": legacy.execute(f"SELECT name, value FROM {prefix}meta").fetchall(),
-            }
-        finally:
-            legacy.close()
-    except sqlite3.Error as exc:
-        raise StoreFailed(f"cannot import the queue manager store {old!r}: {exc}") from exc
-    ops = ([(_QUEUE, row) for row in tables["queues"]] + [(_ENTRY, row) for row in tables["messages"]]
-           + [(_CONFIRMED, row) for row in tables["confirmed"]] + [(_META, row) for row in tables["meta"]])
-    engine.append(ops)
-    engine.flush()
-    os.replace(old, old + ".imported")
-    for suffix in ("-wal", "-shm", ".lock"):
-        try:
-            os.remove(old + suffix)
-        except OSError:
-            pass
+        [[(app_id,)]] = read_legacy(old, [("PRAGMA application_id", "")])
+        prefix = "qm_" if app_id != LEGACY_QMGR_ID else ""
+        copies = [(f"SELECT owner, name, definition FROM {prefix}queues", _QUEUE),
+                  (f"SELECT * FROM {prefix}messages", _ENTRY),
+                  (f"SELECT uid, at_ms FROM {prefix}confirmed", _CONFIRMED),
+                  (f"SELECT name, value FROM {prefix}meta", _META)]
+        queues, messages, _, _ = import_legacy_file(engine, old, copies)
+    except StoreError as exc:
+        raise StoreFailed(f"cannot import the queue manager store: {exc}") from exc
     log.info("queue manager %s: imported %d queue(s) and %d message(s) from %s (renamed %s.imported)",
-             qmgr_name, len(tables["queues"]), len(tables["messages"]), old, old)
+             qmgr_name, queues, messages, old, old)
     return True

@@ -18,13 +18,63 @@ import time
 from typing import Any
 
 from relaymq.message.message import Message
-from relaymq.qmgr.errors import StoreFailed
+from relaymq.qmgr.errors import QueueError, StoreFailed
 from relaymq.qmgr.manager import QueueManager
 from relaymq.qmgr.resolution import SYNCHRONOUS_ROUTES
 from relaymq.qmgr.states import Envelope
 
 #: Longest time one worker thread blocks inside a waiting get.
 WAIT_SLICE = 0.25
+#: Seconds between looks at a queue no listener can be put on (a synchronous remote queue):
+#: a waiting get there asks again this often, holding no thread in between.
+ARRIVAL_POLL = 0.5
+
+
+class Arrivals:
+    """An asyncio.Event set (from whichever thread makes it visible) when a message may have
+    arrived on a queue: a waiting getter clears it, looks without waiting, and awaits it. On a
+    queue that takes no listener it is simply set every ARRIVAL_POLL seconds. Use as ``async
+    with Arrivals(qm, queue, qmgr) as arrivals``; the listener is removed on exit, also when
+    the waiting task is cancelled (its peer went away)."""
+
+    def __init__(self, qm: Any, queue: str, qmgr: str | None = None) -> None:
+        self.qm, self.queue = qm, queue
+        self.local = qmgr is None or qmgr == qm.name
+        self.event = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._listening = False
+
+    def _heard(self, _queue: str) -> None:  # the putting thread
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.event.set)
+
+    async def __aenter__(self) -> Arrivals:
+        self._loop = asyncio.get_running_loop()
+        if self.local:
+            try:
+                self.qm.add_listener(self.queue, self._heard)
+                self._listening = True
+            except QueueError:
+                pass  # not a local queue (or none): ARRIVAL_POLL; the get itself reports errors
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._listening:
+            self._listening = False
+            try:
+                self.qm.remove_listener(self.queue, self._heard)
+            except QueueError:
+                pass  # the queue went away meanwhile
+
+    async def wait(self, seconds: float) -> None:
+        """Return when a message may have arrived, or after ``seconds``."""
+        limit = seconds if self._listening else min(seconds, ARRIVAL_POLL)
+        try:
+            await asyncio.wait_for(self.event.wait(), max(limit, 0.0))
+        except TimeoutError:
+            pass
+        self.event.clear()
 
 
 async def committed(engine: Any) -> None:

@@ -87,6 +87,7 @@ class Node:
             f'[[listener]]\nhost = "127.0.0.1"\nport = {self.mqtt_port}\n\n'
             f'[http]\nhost = "127.0.0.1"\nport = {self.http_port}\n\n'
             f'[qmgr]\nname = "{name}"\nchannel_host = "127.0.0.1"\nchannel_port = {self.port}\n'
+            'channel_allow_anonymous = true\n'
             + "".join(f"{k} = {_toml(v)}\n" for k, v in (qmgr_extra or {}).items()) + "\n"
             + _tables("qmgr.queue", queues) + _tables("qmgr.connection", connections) + extra_toml)
         self.log = self.data_dir / "broker.log"

@@ -57,7 +57,7 @@ from relaymq.qmgr.channel_frames import (
 from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_settings import ConnectionSettings, hello_credentials_of
 from relaymq.qmgr.errors import ALL_ERRORS, NotConnected, QueueError
-from relaymq.server.admission import Admission, RefusalLog
+from relaymq.http.admission import Admission, RefusalLog
 
 log = logging.getLogger("relaymq.qmgr.channel")
 

@@ -2,8 +2,9 @@
 and the log line of each refusal, rate-limited (issue 15 finding 8: no listener had a cap, so
 one source could open connections until memory or descriptors ran out).
 
-Used by the queue manager's channel listener (relaymq.qmgr.channel_transport); nothing here is
-channel-specific, so another listener can take it as it is. No sockets here: the listener asks
+Used by the queue manager's channel listener (relaymq.qmgr.channel_transport) on the TCP server
+of this package; nothing here is channel-specific, so the HTTP listener can take it as it is.
+No sockets here: the listener asks
 :meth:`Admission.admit` with the peer's address when it accepts a connection and calls
 :meth:`Admission.release` when the connection ends.
 """

@@ -45,6 +45,7 @@ from relaymq.qmgr.channel import (
 from relaymq.qmgr.channel_frames import (
     DEFAULT_MAX_FRAME,
     HELLO_MAX_FRAME,
+    LISTENER_MAX_FRAME,
     ChannelProtocolError,
     Frame,
     FrameDecoder,
@@ -695,7 +696,7 @@ class ListenerLimits:
     """The bounds of the inbound listener ([qmgr] channel_* keys; issue 15 finding 8).
     Seconds, bytes and connection counts; None or -1: no bound."""
 
-    max_frame: int = DEFAULT_MAX_FRAME
+    max_frame: int = LISTENER_MAX_FRAME
     frame_timeout: float | None = 30.0
     idle_timeout: float | None = 300.0
     max_connections: int = 256
@@ -899,7 +900,7 @@ class HttpPull:
 
 
 def http_channel_handler(qm: Any, authenticator: ChannelAuthenticator, *, aliases: tuple[str, ...] = (),
-                         batch: int = 100, max_frame: int = DEFAULT_MAX_FRAME,
+                         batch: int = 100, max_frame: int = LISTENER_MAX_FRAME,
                          authority: Authority | None = None) -> Callable[[HttpRequest], Any]:
     """The HTTP adapter (item 30): the request body is HELLO followed by PUT/CONFIRM frames
     (or a request on a synchronous remote queue), the response body the replies (WELCOME

@@ -50,6 +50,7 @@ from relaymq.config import (
     text_list,
     unlimited_or_at_least,
 )
+from relaymq.qmgr.channel_frames import LISTENER_MAX_FRAME
 from relaymq.qmgr.channel_settings import build_connections
 from relaymq.qmgr.definitions import KINDS, QueueDefinition, make_definition
 from relaymq.qmgr.errors import QueueError
@@ -104,7 +105,7 @@ class QmgrSettings:
     #: ``[access] password_file`` may authenticate too.
     channel_password_file: str = key_field("", text, path="file")
     #: Largest frame (bytes) an authenticated peer may send; a HELLO is at most 16 KiB.
-    channel_max_frame: int = key_field(16 * 1024 * 1024, int_range(1024, 1024 * 1024 * 1024))
+    channel_max_frame: int = key_field(LISTENER_MAX_FRAME, int_range(1024, 1024 * 1024 * 1024))
     #: Milliseconds a started frame - and the HELLO after connecting - has to arrive whole.
     channel_frame_timeout_ms: int = key_field(30_000, int_range(100, 3_600_000))
     #: Seconds without a frame (and no request being served) before a connection is closed; 0: never.

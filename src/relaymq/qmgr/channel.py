@@ -43,7 +43,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from relaymq.flows.mqtt_mapping import user_identifier
 from relaymq.message.message import Message
 from relaymq.qmgr.channel_frames import (
     PROTOCOL,
@@ -303,6 +302,8 @@ class ChannelReceiver:
             return error_frame(*FORMAT_ERROR, f"message {uid} is not MQ format: {exc}", uid=uid,
                                reply_to=FrameType.PUT)
         if not self.keep_context:
+            from relaymq.flows.mqtt_mapping import user_identifier  # the one MQMD.UserIdentifier rule
+
             message.mq.md.UserIdentifier = user_identifier(self.principal or "")
         try:
             if (self.version or 0) < 2 and self.qm.resolve(queue, qmgr).kind in SYNCHRONOUS_ROUTES:

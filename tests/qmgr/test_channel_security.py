@@ -200,6 +200,24 @@ def test_channel_listener_binds_loopback_by_default():
     asyncio.run(scenario())
 
 
+def test_an_open_channel_listener_says_what_it_lacks(tmp_path):
+    """Issue 15 "Safe defaults" for the channel listener: on loopback the start-up line says
+    how to open it; on other addresses, anonymous peers and a listener without TLS are each a
+    warning at start-up."""
+    broker, _ = _broker(tmp_path, {"channel_host": "0.0.0.0", "channel_allow_anonymous": True}, ())
+    try:
+        _until(lambda: "has no TLS" in broker.log_path.read_text(errors="replace"), 30, "the TLS warning")
+        assert "accepts peers that do not authenticate" in broker.log_path.read_text(errors="replace")
+    finally:
+        broker.cleanup()
+    loopback, _ = _broker(tmp_path / "loopback", {}, ())
+    try:
+        _until(lambda: "[qmgr] channel_host opens it to the network" in loopback.log_path.read_text(errors="replace"),
+               30, "the loopback line")
+    finally:
+        loopback.cleanup()
+
+
 def test_eight_waiting_channel_gets_leave_rest_and_the_listener_responsive(tmp_path):
     """Issue 15 finding 7: eight channel GETs with wait_ms = 300000 held every worker thread,
     froze REST and the listener for 300 s, and SIGTERM did not finish. Now, with eight such

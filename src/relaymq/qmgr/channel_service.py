@@ -315,10 +315,18 @@ async def start(context: Any, service: Any) -> ChannelService:
         raise ServiceError(f"queue manager {service.qm.name}: channel listener on "
                            f"{settings.channel_host}:{settings.channel_port}: {exc.strerror or exc}") from None
     context.services["channels"] = channels
-    log.info("channel listener of %s on %s:%d", service.qm.name, settings.channel_host, channels.port)
-    if settings.channel_allow_anonymous and not _loopback(settings.channel_host):
+    host = settings.channel_host
+    if _loopback(host):
+        log.info("channel listener of %s on %s:%d (this host only: [qmgr] channel_host opens it to the network)",
+                 service.qm.name, host, channels.port)
+        return channels
+    log.info("channel listener of %s on %s:%d", service.qm.name, host, channels.port)
+    if settings.channel_allow_anonymous:
         log.warning("the channel listener on %s:%d accepts peers that do not authenticate"
-                    " ([qmgr] channel_allow_anonymous = true)", settings.channel_host, channels.port)
+                    " ([qmgr] channel_allow_anonymous = true)", host, channels.port)
+    if ssl_context is None:
+        log.warning("the channel listener on %s:%d has no TLS: peers' passwords and messages cross the network"
+                    " in clear text ([qmgr] channel_tls_cert/channel_tls_key)", host, channels.port)
     return channels
 
 

@@ -506,3 +506,57 @@ def test_http_adapter_refuses_unauthenticated_peers():
             qm.close()
 
     asyncio.run(scenario())
+
+
+def test_links_and_synchronous_calls_authenticate_with_the_connections_credentials(tmp_path):
+    """Issue 15 finding 1 with the project's own channel client: a connection's user and
+    password go in its HELLO over TCP, for the pushing link and for synchronous remote calls
+    alike; TARGET stores what DEV pushes with DEV's principal as MQMD.UserIdentifier. Without
+    the password, or with a wrong one, the link is refused with 2035 and keeps its message."""
+    from relaymq.auth.passwords import PasswordFile
+    from relaymq.qmgr.channel_settings import build_connections
+    from relaymq.qmgr.errors import NotConnected
+
+    peers = _password_file(tmp_path / "channel-peers", ("DEV", "dev-secret"))
+    fast = {"retry_initial_ms": 20, "retry_max_ms": 200, "timeout_ms": 5000}
+
+    async def scenario():
+        tgt = QueueManager.open("TGT", None)
+        tgt.define_queue("IN")
+        tgt.define_queue("SYNC")
+        tgt.put("SYNC", _message("sync"))
+        t = ChannelService(tgt, listen_port=0, authenticator=ChannelAuthenticator(peers=PasswordFile.load(peers)))
+        await t.start()
+        services = []
+        try:
+            for name, password in (("NOPE", None), ("WRONG", "guess"), ("DEV", "dev-secret")):
+                dev = QueueManager.open("DEV", None)
+                dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
+                dev.define_queue("SYNC", "remote", queue_manager="TGT")
+                login = {"user": "DEV", "password": password} if password else {}
+                service = ChannelService(dev, build_connections(
+                    [{**fast, "name": "TGT", "address": f"127.0.0.1:{t.port}", **login}], "c", None), listen_host=None)
+                services.append((service, dev))
+                await service.start()
+                await asyncio.to_thread(dev.put, "IN", _message(f"pushed by {name}", user="root"), qmgr="TGT")
+                if name != "DEV":
+                    await asyncio.to_thread(_until, lambda: "2035" in (service.links["TGT"].last_error or ""),
+                                            10, f"{name} refused")
+                    with pytest.raises(NotConnected):
+                        await asyncio.to_thread(dev.get, "SYNC", qmgr="TGT")
+                    assert dev.depth("IN", qmgr="TGT") == 1 and tgt.depth("IN") == 0
+                    await service.stop()
+                    continue
+                got = await asyncio.to_thread(dev.get, "SYNC", qmgr="TGT")
+                assert got is not None and got.mq.body == b"sync"
+                await asyncio.to_thread(_until, lambda: len(tgt.browse("IN")) == 1, 10, "DEV's push arrives")
+                (arrived,) = tgt.browse("IN")
+                assert (arrived.mq.body, arrived.mq.md.UserIdentifier.strip()) == (b"pushed by DEV", "DEV")
+        finally:
+            for service, dev in services:
+                await service.stop()
+                dev.close()
+            await t.stop()
+            tgt.close()
+
+    asyncio.run(scenario())

@@ -540,8 +540,9 @@ def test_links_and_synchronous_calls_authenticate_with_the_connections_credentia
                 await service.start()
                 await asyncio.to_thread(dev.put, "IN", _message(f"pushed by {name}", user="root"), qmgr="TGT")
                 if name != "DEV":
-                    await asyncio.to_thread(_until, lambda: "2035" in (service.links["TGT"].last_error or ""),
-                                            10, f"{name} refused")
+                    link = service.links["TGT"]
+                    await asyncio.to_thread(_until, lambda link=link: "2035" in (link.last_error or ""), 10,
+                                            f"{name} refused")
                     with pytest.raises(NotConnected):
                         await asyncio.to_thread(dev.get, "SYNC", qmgr="TGT")
                     assert dev.depth("IN", qmgr="TGT") == 1 and tgt.depth("IN") == 0

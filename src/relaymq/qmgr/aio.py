@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, Self
 
 from relaymq.message.message import Message
 from relaymq.qmgr.errors import QueueError, StoreFailed
@@ -50,7 +50,7 @@ class Arrivals:
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self.event.set)
 
-    async def __aenter__(self) -> Arrivals:
+    async def __aenter__(self) -> Self:
         self._loop = asyncio.get_running_loop()
         if self.local:
             try:

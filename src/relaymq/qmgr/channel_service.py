@@ -25,8 +25,8 @@ from typing import Any
 from relaymq.message.message import Message
 from relaymq.qmgr.channel import Authority, ChannelIdentities
 from relaymq.qmgr.channel_auth import ChannelAuthenticator
-from relaymq.qmgr.channel_settings import ConnectionSettings, route_of
 from relaymq.qmgr.channel_frames import Frame, FrameType, encode_frame, result_messages
+from relaymq.qmgr.channel_settings import ConnectionSettings, route_of
 from relaymq.qmgr.channel_transport import (
     HTTP_CHANNEL_PATH,
     ChannelLink,

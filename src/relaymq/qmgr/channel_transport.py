@@ -21,11 +21,12 @@ import logging
 import random
 import ssl
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from relaymq.http.admission import Admission, RefusalLog
 from relaymq.http.auth import REALM, parse_basic
 from relaymq.http.client import HttpClientError
 from relaymq.http.client import request as http_request
@@ -42,6 +43,7 @@ from relaymq.qmgr.channel import (
     Outgoing,
     Refused,
 )
+from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_frames import (
     DEFAULT_MAX_FRAME,
     HELLO_MAX_FRAME,
@@ -55,10 +57,8 @@ from relaymq.qmgr.channel_frames import (
     hello,
     hello_credentials,
 )
-from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_settings import ConnectionSettings, hello_credentials_of
 from relaymq.qmgr.errors import ALL_ERRORS, NotConnected, QueueError
-from relaymq.http.admission import Admission, RefusalLog
 
 log = logging.getLogger("relaymq.qmgr.channel")
 

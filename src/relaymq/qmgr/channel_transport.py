@@ -408,13 +408,17 @@ class SyncClient:
     not pay a connect and a HELLO each. A request that fails on the connection raises
     NotConnected and is not repeated here: whether the peer acted on it is unknown, and the
     seed leaves that retry to the application (item 21; an assured put or get, with its
-    Resend or undo, makes it safe).
+    Resend or undo, makes it safe). An idle connection is reused for ``reuse_seconds`` at most,
+    well inside a listener's idle timeout (``[qmgr] channel_idle_timeout``, 300 s by default),
+    so a request does not go out on a connection the peer is just closing.
     """
 
-    def __init__(self, local_qmgr: str, *, max_idle: int = 8) -> None:
+    def __init__(self, local_qmgr: str, *, max_idle: int = 8, reuse_seconds: float = 60.0) -> None:
         self.local_qmgr = local_qmgr
         self.max_idle = max_idle
-        self._idle: dict[str, list[Conversation]] = {}
+        self.reuse_seconds = reuse_seconds
+        #: route name -> (connection, loop time it became idle), the newest last
+        self._idle: dict[str, list[tuple[Conversation, float]]] = {}
         self._closed = False
 
     async def _open(self, route: ConnectionSettings) -> Conversation:
@@ -446,9 +450,11 @@ class SyncClient:
 
     def _take(self, route: ConnectionSettings) -> Conversation | None:
         idle = self._idle.get(route.name, [])
+        now = asyncio.get_running_loop().time()
         while idle:
-            conversation = idle.pop()
-            if isinstance(conversation, StreamConversation) and conversation.reader.at_eof():
+            conversation, since = idle.pop()
+            stale = now - since > self.reuse_seconds
+            if stale or isinstance(conversation, StreamConversation) and conversation.reader.at_eof():
                 asyncio.ensure_future(conversation.close())
                 continue
             return conversation
@@ -478,7 +484,7 @@ class SyncClient:
         conversation.timeout = base  # type: ignore[attr-defined]
         idle = self._idle.setdefault(route.name, [])
         if len(answers) == 1 and len(idle) < self.max_idle and not self._closed:
-            idle.append(conversation)
+            idle.append((conversation, asyncio.get_running_loop().time()))
         else:
             await conversation.close()
         if len(answers) != 1:
@@ -489,7 +495,7 @@ class SyncClient:
         self._closed = True
         idle, self._idle = self._idle, {}
         for conversations in idle.values():
-            for conversation in conversations:
+            for conversation, _ in conversations:
                 await conversation.close()
 
 

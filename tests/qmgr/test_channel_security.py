@@ -561,3 +561,40 @@ def test_links_and_synchronous_calls_authenticate_with_the_connections_credentia
             tgt.close()
 
     asyncio.run(scenario())
+
+
+def test_an_idle_link_reconnects_quietly_after_the_listeners_idle_timeout(caplog):
+    """Issue 15 finding 8 (idle connections are closed) without noise for the links it hits: a
+    link whose connection the listener closed for idleness connects again without a warning,
+    and the next message goes through."""
+    from relaymq.qmgr.channel_settings import build_connections
+
+    limits = ListenerLimits(idle_timeout=0.3)
+
+    async def scenario():
+        tgt, dev = QueueManager.open("TGT", None), QueueManager.open("DEV", None)
+        tgt.define_queue("IN")
+        dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
+        t = _limited_service(tgt, limits, authenticator=ChannelAuthenticator.anonymous())
+        await t.start()
+        d = ChannelService(dev, build_connections([{"name": "TGT", "address": f"127.0.0.1:{t.port}",
+                                                    "retry_initial_ms": 20}], "c", None), listen_host=None)
+        await d.start()
+        try:
+            for n in range(2):
+                await asyncio.to_thread(dev.put, "IN", _message(f"m{n}"), qmgr="TGT")
+                await asyncio.to_thread(_until, lambda n=n: len(tgt.browse("IN")) == n + 1, 10, f"m{n} arrives")
+                await asyncio.to_thread(_until, lambda: "idle timeout" in caplog.text, 10, "an idle close")
+                await asyncio.to_thread(_until, lambda: d.links["TGT"].connected, 10, "the link reconnects")
+                warnings.extend(r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)
+                caplog.clear()
+        finally:
+            await d.stop()
+            await t.stop()
+            dev.close()
+            tgt.close()
+
+    warnings: list[str] = []
+    with caplog.at_level(logging.INFO, logger="relaymq.qmgr.channel"):
+        asyncio.run(scenario())
+    assert not [w for w in warnings if "channel to TGT" in w], warnings

@@ -75,6 +75,8 @@ class Conversation(Protocol):
     async def send(self, data: bytes) -> None: ...
     async def receive(self) -> list[Frame]: ...
     async def close(self) -> None: ...
+    @property
+    def closed_by_peer(self) -> bool: ...
 
 
 class StreamConversation:
@@ -95,6 +97,12 @@ class StreamConversation:
         if data:
             self.writer.write(data)
             await self.writer.drain()
+
+    @property
+    def closed_by_peer(self) -> bool:
+        """The peer closed the connection and nothing it sent is left unread (a listener's
+        idle timeout)."""
+        return self.reader.at_eof()
 
     def _feed(self, data: bytes) -> list[Frame]:
         if not data:
@@ -180,6 +188,10 @@ class HttpConversation:
             return [f for f in frames if f.type is not FrameType.WELCOME]
         self._welcomed = True
         return frames
+
+    @property
+    def closed_by_peer(self) -> bool:
+        return False  # each exchange is a request of its own
 
     async def close(self) -> None:
         return None
@@ -644,6 +656,8 @@ class ChannelLink:
         next_pull: dict[str | None, float] = {}
         first = True
         while not self._stopping:
+            if conversation.closed_by_peer:
+                return  # the listener closed an idle connection: connect again, quietly
             self._wake.clear()
             forced, fields, pull_now = self._forced, self._fields, self._pull_now
             self._forced, self._fields, self._pull_now = False, {}, False

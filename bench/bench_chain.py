@@ -52,6 +52,7 @@ def _define(qm: Any, queues: list[dict[str, Any]]) -> None:
 def run_node(config_path: str) -> None:
     """One queue manager with its channels until SIGTERM; TARGET reports its depth."""
     from relaymq.qmgr import QueueManager
+    from relaymq.qmgr.channel_auth import ChannelAuthenticator
     from relaymq.qmgr.channel_service import ChannelService
     from relaymq.qmgr.channel_settings import build_connections
 
@@ -63,7 +64,8 @@ def run_node(config_path: str) -> None:
         stop = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
         channels = ChannelService(qm, build_connections(config["connections"], "connection", None),
-                                  listen_host="127.0.0.1", listen_port=config["port"])
+                                  listen_host="127.0.0.1", listen_port=config["port"],
+                                  authenticator=ChannelAuthenticator.anonymous())
         go = config.get("go")
         if go:  # the sending end: ready, then wait for the start signal (start-up is not timed)
             Path(config["ready"]).write_text("ready")

@@ -33,7 +33,8 @@ def start(tmp_path: Path, config: dict[str, Any] | None = None, queues: tuple[st
     config.setdefault("http", {})
     config["http"] = {"port": free_port(), **config["http"]}
     config.setdefault("qmgr", {})
-    config["qmgr"] = {"channel_port": free_port(), **config["qmgr"]}
+    # Devices (psc_process.Device) connect without credentials: issue 15 tests refuse that.
+    config["qmgr"] = {"channel_port": free_port(), "channel_allow_anonymous": True, **config["qmgr"]}
     process = BrokerProcess(config=config, workdir=tmp_path)
     for queue in queues:
         assert main(["queue", "define", queue, "--data-dir", str(process.data_dir)]) == 0
@@ -118,7 +119,8 @@ class Device:
     FAST = {"retry_initial_ms": 50, "retry_max_ms": 300, "timeout_ms": 10000}
 
     def __init__(self, name: str, broker_channel_port: int, queues: tuple[str, ...] = (),
-                 broker_queues: tuple[str, ...] = (CONTROL, STREAM)) -> None:
+                 broker_queues: tuple[str, ...] = (CONTROL, STREAM),
+                 credentials: tuple[str, str] | None = None) -> None:
         from relaymq.qmgr import QueueManager
         from relaymq.qmgr.aio import AsyncQueueManager
 
@@ -131,14 +133,20 @@ class Device:
             self.qm.define_queue(queue, "remote", queue_manager="QM1", mode="async")
         self.aio = AsyncQueueManager(self.qm)
         self.channels: Any = None
+        #: (user, password) the channel to QM1 authenticates with; None: it sends none (the
+        #: broker then needs [qmgr] channel_allow_anonymous).
+        self.credentials = credentials
 
     async def start(self) -> Device:
+        from relaymq.qmgr.channel_auth import ChannelAuthenticator
         from relaymq.qmgr.channel_service import ChannelService
         from relaymq.qmgr.channel_settings import build_connections
 
-        connections = build_connections([{**self.FAST, "name": "QM1", "address": f"127.0.0.1:{self.broker_channel_port}"}],
-                                        "connection", None)
-        self.channels = ChannelService(self.qm, connections, listen_host="127.0.0.1", listen_port=0)
+        login = {"user": self.credentials[0], "password": self.credentials[1]} if self.credentials else {}
+        address = f"127.0.0.1:{self.broker_channel_port}"
+        connections = build_connections([{**self.FAST, "name": "QM1", "address": address, **login}], "connection", None)
+        self.channels = ChannelService(self.qm, connections, listen_host="127.0.0.1", listen_port=0,
+                                       authenticator=ChannelAuthenticator.anonymous())
         await self.channels.start()
         return self
 

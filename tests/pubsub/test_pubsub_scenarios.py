@@ -94,7 +94,8 @@ def test_scenario_soccer_results_over_the_channel_protocol(tmp_path):
     async def scenario():
         channel_port = free_port()
         device = await Device("SPORTS", channel_port, queues=("RESULTS",)).start()
-        broker = BrokerProcess(config={"qmgr": {"channel_port": channel_port, "connection": [device.broker_connection()]},
+        broker = BrokerProcess(config={"qmgr": {"channel_port": channel_port, "channel_allow_anonymous": True,
+                                                "connection": [device.broker_connection()]},
                                        "http": {"port": free_port()}}, workdir=tmp_path)
         for queue in ("APP.REPLY", "TICKER"):
             assert main(["queue", "define", queue, "--data-dir", str(broker.data_dir)]) == 0
@@ -184,10 +185,15 @@ def test_scenario_stream_acls_with_authenticated_users(tmp_path):
 
     async def scenario():
         channel_port = free_port()
-        device = await Device("APPS", channel_port, queues=("SX.Q", "SD.Q")).start()
+        device = await Device("APPS", channel_port, queues=("SX.Q", "SD.Q"), credentials=("APPS", "apps-pw")).start()
+        # The device's queue manager authenticates to QM1 (issue 15 finding 1) as a channel peer
+        # QM1 trusts to vouch for its users' MQMD.UserIdentifier ([qmgr] channel_trusted_context).
+        peers = tmp_path / "channel-peers"
+        assert main(["passwd", "-c", "-b", "--cost", "4", str(peers), "APPS", "apps-pw"]) == 0
         config = {"access": {"allow_anonymous": False, "password_file": _password_file(tmp_path)},
                   "pubsub": STREAM_ACL, "http": {"port": free_port()},
-                  "qmgr": {"channel_port": channel_port, "connection": [device.broker_connection()]}}
+                  "qmgr": {"channel_port": channel_port, "channel_password_file": str(peers),
+                           "channel_trusted_context": ["APPS"], "connection": [device.broker_connection()]}}
         broker = BrokerProcess(config=config, workdir=tmp_path)
         await asyncio.to_thread(broker.start)
 

@@ -35,6 +35,32 @@ def test_async_put_get_and_waiting_get_does_not_block_loop(tmp_path) -> None:
     assert asyncio.run(main()) == ["async hello", "1", "second", "3"]
 
 
+def test_many_waiting_gets_hold_no_thread_and_end_when_cancelled(tmp_path) -> None:
+    """Issue 15 finding 7 (the same wait for REST's waiting DELETE): 64 gets waiting at once -
+    more than the default executor has threads - leave a call that needs a thread answering,
+    each is a listener on its queue rather than a blocked thread, and cancelling them removes
+    every listener; the message put afterwards stays."""
+
+    async def main() -> None:
+        aqm = await AsyncQueueManager.open("DEVICE", str(tmp_path), synchronous="NORMAL")
+        await aqm.define_queue("Q")
+        waiters = [asyncio.create_task(aqm.get("Q", wait=300.0)) for _ in range(64)]
+        deadline = asyncio.get_running_loop().time() + 10
+        while len(aqm.sync._listeners.get("Q", ())) < 64:  # each wait is a listener, not a thread
+            assert asyncio.get_running_loop().time() < deadline, "the gets do not wait as listeners"
+            await asyncio.sleep(0.01)
+        assert await asyncio.wait_for(aqm.depth("Q"), 1.0) == 0  # a worker thread is free
+        for waiter in waiters:
+            waiter.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)
+        assert aqm.sync._listeners.get("Q", []) == []
+        await aqm.put("Q", text_message("kept"))
+        assert await aqm.depth("Q") == 1
+        await aqm.close()
+
+    asyncio.run(main())
+
+
 def test_device_keeps_working_offline_and_transmits_later(tmp_path) -> None:
     """issue 5 "Embedded use" / everyplace.md item 8: a device's async remote queue keeps
     accepting puts with no connection, across a restart, until the link is back."""

@@ -77,6 +77,9 @@ class Node:
         from harness import free_port
 
         self.name = name
+        # The chains are about delivery, not about who may connect (test_channel_security):
+        # peers without certificates or credentials are served unless a test says otherwise.
+        qmgr_extra = {"channel_allow_anonymous": True, **(qmgr_extra or {})}
         self.port, self.http_port, self.mqtt_port = free_port(), free_port(), free_port()
         self.data_dir = workdir / name
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -87,7 +90,7 @@ class Node:
             f'[[listener]]\nhost = "127.0.0.1"\nport = {self.mqtt_port}\n\n'
             f'[http]\nhost = "127.0.0.1"\nport = {self.http_port}\n\n'
             f'[qmgr]\nname = "{name}"\nchannel_host = "127.0.0.1"\nchannel_port = {self.port}\n'
-            + "".join(f"{k} = {_toml(v)}\n" for k, v in (qmgr_extra or {}).items()) + "\n"
+            + "".join(f"{k} = {_toml(v)}\n" for k, v in qmgr_extra.items()) + "\n"
             + _tables("qmgr.queue", queues) + _tables("qmgr.connection", connections) + extra_toml)
         self.log = self.data_dir / "broker.log"
         self.proc: subprocess.Popen[bytes] | None = None

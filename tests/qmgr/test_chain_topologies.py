@@ -156,10 +156,10 @@ def test_channel_certificate_must_name_its_queue_manager(tmp_path: Path) -> None
 
 
 def test_http_channel_route_needs_a_user_that_names_its_queue_manager(tmp_path: Path) -> None:
-    """docs/channels.md "Who may connect", item 26 over the HTTP adapter (item 30): TARGET's
-    HTTP server has a password file, so POST /relaymq/channel/v1 needs basic authentication
-    (even though [http] allow_anonymous lets REST reads through), and the user must be the
-    HELLO's queue manager. DEVICE logs in as DEVICE (user/password on its connection) and
+    """docs/channels.md "Peer authentication", item 26 over the HTTP adapter (item 30): POST
+    /relaymq/channel/v1 needs basic authentication as a channel peer - here a user of TARGET's
+    password file (even though [http] allow_anonymous lets REST reads through) - and the user
+    must be the HELLO's queue manager. DEVICE logs in as DEVICE (user/password on its connection) and
     delivers; ANON sends no credentials (401) and SPOOF logs in as a valid user that is not
     SPOOF (2035): both keep their messages."""
     from relaymq.auth.passwords import PasswordFile
@@ -168,7 +168,7 @@ def test_http_channel_route_needs_a_user_that_names_its_queue_manager(tmp_path: 
     for user, password in (("DEVICE", "device-pw"), ("alice", "alice-pw")):
         passwords.set(user, password, cost=4)
     passwords.save(str(tmp_path / "passwords"))
-    target = Node(tmp_path, "TARGET", [{"name": "IN"}], [],
+    target = Node(tmp_path, "TARGET", [{"name": "IN"}], [], qmgr_extra={"channel_allow_anonymous": False},
                   extra_toml=f'[access]\npassword_file = "{tmp_path / "passwords"}"\nallow_anonymous = true\n')
     http_table = f'[http]\nhost = "127.0.0.1"\nport = {target.http_port}\n'
     target.config.write_text(target.config.read_text().replace(http_table, http_table + "allow_anonymous = true\n"))

@@ -45,7 +45,7 @@ def test_bad_frames_are_protocol_errors():
 
 
 def _pair(source: QueueManager, target: QueueManager) -> tuple[ChannelSender, ChannelReceiver]:
-    sender, receiver = ChannelSender(source.name, target.name), ChannelReceiver(target)
+    sender, receiver = ChannelSender(source.name, target.name), ChannelReceiver(target, principal="")
     for frame in decode_all(receiver.handle(decode_all(sender.hello())[0])):
         sender.receive(frame)
     assert sender.welcomed and receiver.peer == source.name
@@ -145,14 +145,14 @@ def test_refused_message_blocks_later_ones_in_the_batch(pair):
 def test_hello_checks_version_and_peer(pair):
     """docs/channels.md: versioned protocol; HELLO naming another queue manager is refused."""
     _, target = pair
-    receiver = ChannelReceiver(target)
+    receiver = ChannelReceiver(target, principal="")
     reply = decode_all(receiver.handle(decode_all(hello("DEV", "OTHER"))[0]))[0]
     assert reply.type is FrameType.ERROR and reply.header["name"] == "MQRC_UNKNOWN_REMOTE_Q_MGR"
     old = encode_frame(FrameType.HELLO, {"protocol": "relaymq-channel", "versions": [99], "qmgr": "DEV"})
-    reply = decode_all(ChannelReceiver(target).handle(decode_all(old)[0]))[0]
+    reply = decode_all(ChannelReceiver(target, principal="").handle(decode_all(old)[0]))[0]
     assert reply.type is FrameType.ERROR and reply.header["reply_to"] == "HELLO"
     with pytest.raises(ChannelProtocolError):
-        ChannelReceiver(target).handle(decode_all(encode_frame(FrameType.PUT, {"uid": "x"}))[0])
+        ChannelReceiver(target, principal="").handle(decode_all(encode_frame(FrameType.PUT, {"uid": "x"}))[0])
 
 
 def test_put_through_store_and_forward_queue_keeps_destination(pair):
@@ -182,7 +182,7 @@ def test_a_version_1_peer_gets_version_1_frames(pair):
     assert "expire_at" not in put.header
     _, confirm = sender.receive(decode_all(encode_frame(FrameType.ACK, {"uid": "u1"}))[0])
     assert decode_all(confirm)[0].header == {"uid": "u1"}
-    receiver = ChannelReceiver(target)
+    receiver = ChannelReceiver(target, principal="")
     old = encode_frame(FrameType.HELLO, {"protocol": "relaymq-channel", "versions": [1], "qmgr": "DEV"})
     receiver.handle(decode_all(old)[0])
     with pytest.raises(ChannelProtocolError, match="version 2"):

@@ -10,6 +10,7 @@ import pytest
 
 from relaymq.http.server import HttpServer
 from relaymq.qmgr import QueueManager
+from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_service import ChannelService
 from relaymq.qmgr.channel_settings import ConnectionSettings, build_connections
 from relaymq.qmgr.channel_transport import HTTP_CHANNEL_PATH
@@ -17,6 +18,9 @@ from relaymq.qmgr.channel_transport import HTTP_CHANNEL_PATH
 from .helpers import body, text_message
 
 FAST = {"retry_initial_ms": 20, "retry_max_ms": 200, "timeout_ms": 5000}
+
+#: These tests are about the protocol, not about who may use it (test_channel_security is).
+OPEN = ChannelAuthenticator.anonymous()
 
 
 async def _wait_depth(qm: QueueManager, queue: str, depth: int, timeout: float = 20.0) -> None:
@@ -54,10 +58,10 @@ def test_push_through_store_and_forward_with_via_connection():
         tgt.define_queue("IN")
         srv.define_queue("SF", "store_and_forward", target_queue_managers=["TGT"])
         dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
-        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0)
+        t = ChannelService(tgt, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
         await t.start()
         s = ChannelService(srv, (_conn(name="TGT", address=f"127.0.0.1:{t.port}"),),
-                           listen_host="127.0.0.1", listen_port=0)
+                           listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
         await s.start()
         connections = build_connections([{**FAST, "name": "SRV", "address": f"127.0.0.1:{s.port}"},
                                          {"name": "TGT", "via": "SRV"}], "connection", None)
@@ -90,7 +94,7 @@ def test_http_adapter_carries_the_same_frames():
         dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
         http = HttpServer()
         await http.start("127.0.0.1", 0)
-        t = ChannelService(tgt, listen_host=None)
+        t = ChannelService(tgt, listen_host=None, authenticator=OPEN)
         await t.start(http)
         d = ChannelService(dev, (_conn(name="TGT", address=f"http://127.0.0.1:{http.port}{HTTP_CHANNEL_PATH}"),),
                            listen_host=None)
@@ -122,7 +126,7 @@ def test_home_server_pull_takes_only_messages_for_the_puller():
         dev.define_queue("HOLD", "home_server", queue_manager="SRV", poll_interval=50)
         srv.put("INBOX", text_message("for-dev"), qmgr="DEV")
         srv.put("INBOX", text_message("for-other"), qmgr="OTHER")
-        s = ChannelService(srv, listen_host="127.0.0.1", listen_port=0)
+        s = ChannelService(srv, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
         await s.start()
         d = ChannelService(dev, (_conn(name="SRV", address=f"127.0.0.1:{s.port}"),), listen_host=None)
         await d.start()
@@ -152,7 +156,7 @@ def test_link_retries_until_the_peer_starts():
         dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
         d = ChannelService(dev, (_conn(name="TGT", address=f"127.0.0.1:{port}"),), listen_host=None)
         await d.start()
-        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=port)
+        t = ChannelService(tgt, listen_host="127.0.0.1", authenticator=OPEN, listen_port=port)
         try:
             await asyncio.to_thread(dev.put, "IN", text_message("late"), qmgr="TGT")
             await asyncio.sleep(0.3)
@@ -193,7 +197,7 @@ def test_synchronous_remote_queue_and_discovery():
         tgt.define_queue("TINY", max_message_size=10)
         tgt.define_queue("OTHER_Q")
         dev.define_queue("IN", "remote", queue_manager="TGT")  # mode sync (the default)
-        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0)
+        t = ChannelService(tgt, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
         await t.start()
         d = ChannelService(dev, (_conn(name="TGT", address=f"127.0.0.1:{t.port}"),), listen_host=None)
         await d.start()
@@ -319,7 +323,8 @@ def test_tls_channel_verifies_the_server_certificate(tmp_path):
         dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(cert, key)
-        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0, ssl_context=context)
+        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0, ssl_context=context,
+                           authenticator=OPEN)
         await t.start()
         untrusted = ChannelService(dev, (_conn(name="TGT", address=f"localhost:{t.port}", tls=True),),
                                    listen_host=None)
@@ -360,7 +365,7 @@ def test_home_server_queue_pulls_only_from_the_store_queue_of_its_name():
         srv.put("INBOX", text_message("from HOLD"), qmgr="DEV")
         srv.put("NOSUCHQ", text_message("undeliverable"), qmgr="DEV")
         srv.put("INBOX", text_message("not for DEV"), qmgr="DEV2")
-        s = ChannelService(srv, listen_host="127.0.0.1", listen_port=0)
+        s = ChannelService(srv, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
         await s.start()
         d = ChannelService(dev, (_conn(name="SRV", address=f"127.0.0.1:{s.port}"),), listen_host=None)
         await d.start()
@@ -393,7 +398,7 @@ def test_pull_naming_a_missing_store_queue_is_reported_not_fatal():
         srv.define_queue("IN")
         dev.define_queue("WRONG", "home_server", queue_manager="SRV", poll_interval=50)
         dev.define_queue("OUT", "remote", queue_manager="SRV", mode="async")
-        s = ChannelService(srv, listen_host="127.0.0.1", listen_port=0)
+        s = ChannelService(srv, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
         await s.start()
         d = ChannelService(dev, (_conn(name="SRV", address=f"127.0.0.1:{s.port}"),), listen_host=None)
         await d.start()
@@ -429,7 +434,7 @@ def test_push_to_an_unknown_queue_is_dead_lettered_at_its_destination(dead_lette
         dev.define_queue("SF", "store_and_forward", target_queue_managers=["TGT"])
         dev.put("TYPO", text_message("lost address"), qmgr="TGT")
         dev.put("IN", text_message("behind it"), qmgr="TGT")
-        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0)
+        t = ChannelService(tgt, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
         await t.start()
         d = ChannelService(dev, (_conn(name="TGT", address=f"127.0.0.1:{t.port}"),), listen_host=None)
         await d.start()
@@ -473,7 +478,7 @@ def test_home_server_pull_over_http():
         srv.put("INBOX", text_message("for DEV2"), qmgr="DEV2")
         http = HttpServer()
         await http.start("127.0.0.1", 0)
-        s = ChannelService(srv, listen_host=None)
+        s = ChannelService(srv, listen_host=None, authenticator=OPEN)
         await s.start(http)
         d = ChannelService(dev, (_conn(name="SRV", address=f"http://127.0.0.1:{http.port}"),), listen_host=None)
         await d.start()

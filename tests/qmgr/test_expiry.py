@@ -6,8 +6,12 @@ from __future__ import annotations
 import pytest
 
 from relaymq.qmgr import ExpireTime, QueueManager, QueueRule, expire_time_from_field
+from relaymq.qmgr.channel_auth import ChannelAuthenticator
 
 from .helpers import body, text_message
+
+#: These tests are about the protocol, not about who may use it (test_channel_security is).
+OPEN = ChannelAuthenticator.anonymous()
 
 
 def test_int32_is_relative_and_int64_absolute() -> None:
@@ -123,7 +127,7 @@ def test_own_expire_time_travels_with_the_message_over_a_channel() -> None:
         await asyncio.to_thread(dev.put, "IN", text_message("short-lived"), qmgr="TGT",
                                 expire_time=expire_time_from_field(60_000, "int32"))
         deadline = dev.pending_messages("TGT")[0].expire_at
-        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0)
+        t = ChannelService(tgt, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
         await t.start()
         d = ChannelService(dev, build_connections([{"name": "TGT", "address": f"127.0.0.1:{t.port}",
                                                     "retry_initial_ms": 20}], "c", None), listen_host=None)

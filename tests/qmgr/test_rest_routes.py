@@ -20,7 +20,8 @@ from .test_rest_api import BASE, Rest
 
 def _broker(workdir, name: str, channel_port: int, qmgr_extra: dict) -> tuple[BrokerProcess, Rest]:
     http_port = free_port()
-    config = {"qmgr": {"name": name, "channel_host": "127.0.0.1", "channel_port": channel_port, **qmgr_extra},
+    config = {"qmgr": {"name": name, "channel_host": "127.0.0.1", "channel_port": channel_port,
+                       "channel_allow_anonymous": True, **qmgr_extra},
               "http": {"host": "127.0.0.1", "port": http_port}}
     broker = BrokerProcess("relaymq", config=config, workdir=workdir)
     broker.start()

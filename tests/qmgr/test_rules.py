@@ -12,11 +12,15 @@ from pathlib import Path
 import pytest
 
 from relaymq.qmgr import QueueManager, QueueManagerRule, QueueRule
+from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.errors import BadProperty, RuleVeto
 
 from .helpers import body, text_message
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "qmgr-rules" / "cheap_rate.py"
+
+#: These tests are about the protocol, not about who may use it (test_channel_security is).
+OPEN = ChannelAuthenticator.anonymous()
 
 
 class Recorder(QueueManagerRule):
@@ -213,7 +217,7 @@ def test_links_ask_the_trigger_transmission_rule_before_transmitting() -> None:
         tgt, dev = QueueManager.open("TGT", None), QueueManager("DEV", rule=rule)
         tgt.define_queue("IN")
         dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
-        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0)
+        t = ChannelService(tgt, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
         await t.start()
         d = ChannelService(dev, build_connections([{"name": "TGT", "address": f"127.0.0.1:{t.port}",
                                                     "retry_initial_ms": 20}], "c", None), listen_host=None)

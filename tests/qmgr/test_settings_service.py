@@ -52,6 +52,34 @@ def test_errors_name_the_key(tmp_path, toml: str, key: str) -> None:
     assert err.value.key == key
 
 
+def test_channel_security_keys_defaults_and_errors(tmp_path) -> None:
+    """Issue 15 findings 1, 8: the channel listener binds 127.0.0.1 and refuses
+    unauthenticated peers by default, with bounds on frames, time and connections; every new
+    key's mistake stops start-up naming the key (a channel password file is read at load)."""
+    settings = load_config(None).section("qmgr")
+    assert (settings.channel_host, settings.channel_allow_anonymous, settings.channel_password_file) == \
+        ("127.0.0.1", False, "")
+    assert (settings.channel_max_frame, settings.channel_frame_timeout_ms, settings.channel_idle_timeout,
+            settings.channel_max_connections, settings.channel_max_connections_per_address,
+            settings.channel_trusted_context) == (16 * 1024 * 1024, 30_000, 300, 256, 32, ())
+    broken = tmp_path / "peers"
+    broken.write_text("QM2 no hash here\n")
+    for toml, key in (
+        ("[qmgr]\nchannel_allow_anonymous = 1\n", "qmgr.channel_allow_anonymous"),
+        (f'[qmgr]\nchannel_password_file = "{tmp_path / "missing"}"\n', "qmgr.channel_password_file"),
+        (f'[qmgr]\nchannel_password_file = "{broken}"\n', "qmgr.channel_password_file"),
+        ("[qmgr]\nchannel_max_frame = 100\n", "qmgr.channel_max_frame"),
+        ("[qmgr]\nchannel_frame_timeout_ms = 0\n", "qmgr.channel_frame_timeout_ms"),
+        ("[qmgr]\nchannel_idle_timeout = -1\n", "qmgr.channel_idle_timeout"),
+        ("[qmgr]\nchannel_max_connections = 0\n", "qmgr.channel_max_connections"),
+        ("[qmgr]\nchannel_max_connections_per_address = 0\n", "qmgr.channel_max_connections_per_address"),
+        ('[qmgr]\nchannel_trusted_context = "QM2"\n', "qmgr.channel_trusted_context"),
+    ):
+        with pytest.raises(ConfigError) as err:
+            _config(tmp_path, toml)
+        assert err.value.key == key, toml
+
+
 def test_service_opens_defines_registers_and_closes(tmp_path) -> None:
     """issue 5 step 7: the service opens the queue manager under the broker's data_dir with
     its store kind, defines the configured queues, registers services['qmgr'], closes on stop;
@@ -157,8 +185,9 @@ address = "c:1"
 
 def test_channel_identities_and_connection_credentials(tmp_path) -> None:
     """docs/channels.md "Who may connect" (item 26): [qmgr.channel_identities] maps an
-    identity to queue manager names; a connection's user/password are for an HTTP address
-    and go together; each mistake names its key."""
+    identity to queue manager names; a connection's user and password go together (sent in
+    the HELLO over TCP since issue 15 finding 1, as basic authentication over HTTP); each
+    mistake names its key."""
     settings = _config(tmp_path, """
 [qmgr.channel_identities]
 "gateway.example" = ["DEVICE1", "DEVICE2"]
@@ -176,7 +205,6 @@ password = "secret"
         ('[qmgr.channel_identities]\ngw = "DEVICE1"\n', "qmgr.channel_identities.gw"),
         ('[qmgr.channel_identities]\ngw = ["not a name!"]\n', "qmgr.channel_identities.gw"),
         ('[qmgr]\nchannel_identities = ["x"]\n', "qmgr.channel_identities"),
-        ('[[qmgr.connection]]\nname = "T"\naddress = "t:1"\nuser = "QM1"\npassword = "p"\n', "qmgr.connection[0].user"),
         ('[[qmgr.connection]]\nname = "T"\naddress = "http://t:1"\npassword = "p"\n', "qmgr.connection[0].user"),
     ):
         with pytest.raises(ConfigError) as err:

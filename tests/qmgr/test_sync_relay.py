@@ -15,6 +15,7 @@ import pytest
 
 from relaymq.qmgr import QueueManager
 from relaymq.qmgr.channel import ChannelReceiver, ChannelSender, Outgoing, Refused
+from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_frames import PROTOCOL, FrameType, decode_all, encode_frame
 from relaymq.qmgr.channel_service import ChannelService
 from relaymq.qmgr.channel_settings import build_connections
@@ -24,6 +25,9 @@ from .helpers import body, text_message
 from .proxy import CuttingProxy
 
 FAST = {"retry_initial_ms": 20, "retry_max_ms": 200, "timeout_ms": 5000, "batch": 20}
+
+#: These tests are about the protocol, not about who may use it (test_channel_security is).
+OPEN = ChannelAuthenticator.anonymous()
 
 
 async def _until(condition, timeout: float, describe) -> None:
@@ -49,11 +53,12 @@ def test_async_messages_cross_a_synchronous_hop_exactly_once_through_cuts(middle
         if middle == "sync_definition":
             srv.define_queue("IN", "remote", queue_manager="TGT")  # mode sync
         dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
-        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0)
+        t = ChannelService(tgt, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
         await t.start()
         to_tgt = CuttingProxy(t.port, random.Random(7), 0.03, plan=("put", "confirm")).start()
         s = ChannelService(srv, build_connections([{**FAST, "name": "TGT", "address": f"127.0.0.1:{to_tgt.port}"}],
-                                                  "c", None), listen_host="127.0.0.1", listen_port=0)
+                                                  "c", None),
+                           listen_host="127.0.0.1", listen_port=0, authenticator=OPEN)
         await s.start()
         to_srv = CuttingProxy(s.port, random.Random(8), 0.03, plan=("confirm", "put")).start()
         d = ChannelService(dev, build_connections([{**FAST, "name": "SRV", "address": f"127.0.0.1:{to_srv.port}"},
@@ -101,7 +106,7 @@ def test_version_1_sender_over_a_synchronous_route_is_refused_and_keeps_the_mess
                 raise AssertionError("relayed a version 1 PUT")
 
         srv.remote = Far()
-        receiver = ChannelReceiver(srv)
+        receiver = ChannelReceiver(srv, principal="")
         old_hello = encode_frame(FrameType.HELLO, {"protocol": PROTOCOL, "versions": [1], "qmgr": "DEV"})
         (welcome,) = decode_all(receiver.handle(decode_all(old_hello)[0]))
         assert welcome.header["version"] == 1
@@ -125,7 +130,7 @@ def test_assured_put_to_a_synchronous_remote_queue_waits_for_the_applications_co
         tgt, dev = QueueManager.open("TGT", None), QueueManager.open("DEV", None)
         tgt.define_queue("IN")
         dev.define_queue("IN", "remote", queue_manager="TGT")
-        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0)
+        t = ChannelService(tgt, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
         await t.start()
         d = ChannelService(dev, build_connections([{**FAST, "name": "TGT", "address": f"127.0.0.1:{t.port}"}],
                                                   "c", None), listen_host=None)

@@ -11,6 +11,7 @@ import pytest
 
 from relaymq.http.server import HttpServer
 from relaymq.qmgr import QueueManager
+from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_service import ChannelService
 from relaymq.qmgr.channel_settings import build_connections
 from relaymq.qmgr.channel_transport import HTTP_CHANNEL_PATH
@@ -19,6 +20,9 @@ from relaymq.qmgr.errors import NoMessage, NotAllowed, NotConnected, UnknownUID,
 from .helpers import body, text_message
 
 FAST = {"retry_initial_ms": 20, "retry_max_ms": 200, "timeout_ms": 5000}
+
+#: These tests are about the protocol, not about who may use it (test_channel_security is).
+OPEN = ChannelAuthenticator.anonymous()
 
 
 def _run(adapter: str, scenario) -> None:
@@ -35,11 +39,11 @@ def _run(adapter: str, scenario) -> None:
         if adapter == "http":
             http = HttpServer()
             await http.start("127.0.0.1", 0)
-            t = ChannelService(tgt, listen_host=None)
+            t = ChannelService(tgt, listen_host=None, authenticator=OPEN)
             await t.start(http)
             address = f"http://127.0.0.1:{http.port}{HTTP_CHANNEL_PATH}"
         else:
-            t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0)
+            t = ChannelService(tgt, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
             await t.start()
             address = f"127.0.0.1:{t.port}"
         d = ChannelService(dev, build_connections([{**FAST, "name": "TGT", "address": address}], "c", None),
@@ -134,10 +138,11 @@ def test_remote_operations_through_an_intermediate_queue_manager_and_their_error
         srv.define_queue("IN", "remote", queue_manager="TGT")
         dev.define_queue("IN", "remote", queue_manager="TGT")
         dev.define_queue("ASYNC", "remote", queue_manager="TGT", mode="async")
-        t = ChannelService(tgt, listen_host="127.0.0.1", listen_port=0)
+        t = ChannelService(tgt, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
         await t.start()
         s = ChannelService(srv, build_connections([{**FAST, "name": "TGT", "address": f"127.0.0.1:{t.port}"}],
-                                                  "c", None), listen_host="127.0.0.1", listen_port=0)
+                                                  "c", None),
+                           listen_host="127.0.0.1", listen_port=0, authenticator=OPEN)
         await s.start()
         d = ChannelService(dev, build_connections([{**FAST, "name": "SRV", "address": f"127.0.0.1:{s.port}"},
                                                    {"name": "TGT", "via": "SRV"}], "c", None), listen_host=None)

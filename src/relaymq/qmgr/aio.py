@@ -5,26 +5,77 @@ store is the storage engine (:mod:`relaymq.store.engine`): the change is submitt
 waiting (``put(wait=False)``, ``get(durable=False)``) and the coroutine awaits the engine's
 commit, so any number of concurrent callers share each commit without a thread each (issue
 14: the REST interface and the pub/sub engine are such callers). Everything else runs the
-synchronous method in a worker thread (``asyncio.to_thread``): a get that waits for a message,
-a put over a synchronous route (it goes to the destination over the channel), the in-memory
-store. A ``get`` with ``wait`` polls in short slices so cancelling the awaiting task frees its
-thread within a slice instead of holding it for the whole wait.
+synchronous method in a worker thread (``asyncio.to_thread``): a get or put over a
+synchronous route (it goes to the destination over the channel), the in-memory store. A ``get`` with ``wait`` on a local queue holds no thread while it waits: it looks,
+awaits an arrival on the queue (:class:`Arrivals`) and looks again, so cancelling the awaiting
+task ends it at once; on a synchronous remote queue the destination waits, and the thread here
+waits in short slices.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, Self
 
 from relaymq.message.message import Message
-from relaymq.qmgr.errors import StoreFailed
+from relaymq.qmgr.errors import QueueError, StoreFailed
 from relaymq.qmgr.manager import QueueManager
 from relaymq.qmgr.resolution import SYNCHRONOUS_ROUTES
 from relaymq.qmgr.states import Envelope
 
 #: Longest time one worker thread blocks inside a waiting get.
 WAIT_SLICE = 0.25
+#: Seconds between looks at a queue no listener can be put on (a synchronous remote queue):
+#: a waiting get there asks again this often, holding no thread in between.
+ARRIVAL_POLL = 0.5
+
+
+class Arrivals:
+    """An asyncio.Event set (from whichever thread makes it visible) when a message may have
+    arrived on a queue: a waiting getter clears it, looks without waiting, and awaits it. On a
+    queue that takes no listener it is simply set every ARRIVAL_POLL seconds. Use as ``async
+    with Arrivals(qm, queue, qmgr) as arrivals``; the listener is removed on exit, also when
+    the waiting task is cancelled (its peer went away)."""
+
+    def __init__(self, qm: Any, queue: str, qmgr: str | None = None) -> None:
+        self.qm, self.queue = qm, queue
+        self.local = qmgr is None or qmgr == qm.name
+        self.event = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._listening = False
+
+    def _heard(self, _queue: str) -> None:  # the putting thread
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.event.set)
+
+    async def __aenter__(self) -> Self:
+        self._loop = asyncio.get_running_loop()
+        if self.local:
+            try:
+                self.qm.add_listener(self.queue, self._heard)
+                self._listening = True
+            except QueueError:
+                pass  # not a local queue (or none): ARRIVAL_POLL; the get itself reports errors
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._listening:
+            self._listening = False
+            try:
+                self.qm.remove_listener(self.queue, self._heard)
+            except QueueError:
+                pass  # the queue went away meanwhile
+
+    async def wait(self, seconds: float) -> None:
+        """Return when a message may have arrived, or after ``seconds``."""
+        limit = seconds if self._listening else min(seconds, ARRIVAL_POLL)
+        try:
+            await asyncio.wait_for(self.event.wait(), max(limit, 0.0))
+        except TimeoutError:
+            pass
+        self.event.clear()
 
 
 async def committed(engine: Any, through_outage: bool = True) -> None:
@@ -110,21 +161,39 @@ class AsyncQueueManager:
         await committed(engine)
         return msg_id
 
+    async def _take(self, queue: str, engine: Any, **options: Any) -> Envelope | None:
+        """A get that does not wait: on the loop with the engine (then its commit awaited),
+        else in a worker thread."""
+        if engine is None:
+            return await self._call("get_envelope", queue, **options)
+        envelope = self.sync.get_envelope(queue, durable=False, **options)
+        if envelope is not None:
+            await committed(engine)
+        return envelope
+
     async def get_envelope(self, queue: str, *, wait: float = 0.0, **options: Any) -> Envelope | None:
-        engine = self._loop_engine(queue, options.get("qmgr"))
-        if engine is not None:  # a message there now: taken on the loop, then its commit awaited
-            envelope = self.sync.get_envelope(queue, durable=False, **options)
-            if envelope is not None:
-                await committed(engine)
-                return envelope
-            if wait <= 0:
-                return None
-        deadline = time.monotonic() + wait
-        while True:
-            slice_ = min(max(deadline - time.monotonic(), 0.0), WAIT_SLICE)
-            envelope = await self._call("get_envelope", queue, wait=slice_, **options)
-            if envelope is not None or time.monotonic() >= deadline:
-                return envelope
+        qmgr = options.get("qmgr")
+        engine = self._loop_engine(queue, qmgr)
+        if wait <= 0:
+            return await self._take(queue, engine, **options)
+        if qmgr is not None and self.sync.resolve(queue, qmgr).kind in SYNCHRONOUS_ROUTES:
+            # The destination waits (one request over the channel); in slices here, so a
+            # cancelled caller frees its thread within one.
+            deadline = time.monotonic() + wait
+            while True:
+                slice_ = min(max(deadline - time.monotonic(), 0.0), WAIT_SLICE)
+                envelope = await self._call("get_envelope", queue, wait=slice_, **options)
+                if envelope is not None or time.monotonic() >= deadline:
+                    return envelope
+        # A local wait holds no thread: look, await an arrival, look again (issue 15 finding 7).
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        async with Arrivals(self.sync, queue, qmgr) as arrivals:
+            while True:
+                envelope = await self._take(queue, engine, **options)
+                if envelope is not None or loop.time() >= deadline:
+                    return envelope
+                await arrivals.wait(deadline - loop.time())
 
     async def get(self, queue: str, *, wait: float = 0.0, **options: Any) -> Message | None:
         envelope = await self.get_envelope(queue, wait=wait, **options)

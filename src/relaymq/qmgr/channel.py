@@ -23,8 +23,18 @@ Order: the sender confirms a batch in the order it was taken (priority, then arr
 an undeliverable message blocks the rest of the route), so per source the receiver makes
 messages visible in the sender's order.
 
+Who the peer is: the transport authenticates it (relaymq.qmgr.channel_auth) and gives the
+receiver its ``principal``; a receiver without one refuses the HELLO with MQRC_NOT_AUTHORIZED
+and serves nothing. Every request the receiver then makes of the queue manager is first shown
+to ``authority`` as a :class:`ChannelRequest` carrying that principal (the seam where queue
+authorities are checked, docs/channels.md "Peer authentication"), and a message arriving over
+the channel gets the principal as its MQMD.UserIdentifier: what the peer wrote there is not
+trusted.
+
 No sockets here. :class:`ChannelSender` is pure; :class:`ChannelReceiver` calls a
-QueueManager (whose store may write to disk, so a transport runs it off the event loop).
+QueueManager (whose store may write to disk, so a transport runs it off the event loop). The
+receiver never waits for a message: a GET with ``wait_ms`` is answered by :meth:`ChannelReceiver.poll`
+with None while nothing is there, and the transport waits for an arrival without a thread.
 """
 
 from __future__ import annotations
@@ -62,6 +72,36 @@ from relaymq.qmgr.resolution import SYNCHRONOUS_ROUTES
 FORMAT_ERROR = (2110, "MQRC_FORMAT_ERROR")
 #: Reason code of a HELLO this side cannot serve (no common version: MQRC_CHANNEL_CONFIG_ERROR).
 VERSION_ERROR = (2539, "MQRC_CHANNEL_CONFIG_ERROR")
+
+
+#: The principal of a peer that did not authenticate, on a channel that allows anonymous peers
+#: ([qmgr] channel_allow_anonymous); None is a peer that is refused.
+ANONYMOUS = ""
+
+#: The authority each request needs on its queue (IBM MQ's put/get/browse, seed 000
+#: l.336-371): what a ChannelRequest's ``operation`` says.
+OPERATIONS: dict[FrameType, str] = {
+    FrameType.PUT: "put", FrameType.GET: "get", FrameType.DELETE: "get", FrameType.CONFIRM_GET: "get",
+    FrameType.UNDO: "get", FrameType.BROWSE: "browse", FrameType.UNLOCK: "browse",
+}
+
+
+@dataclass(frozen=True)
+class ChannelRequest:
+    """What a channel peer asks of the queue manager, shown to the authority check before it
+    is done: ``principal`` is who authenticated the connection (certificate CN, user of the
+    channel or broker password file, or ANONYMOUS), ``peer`` the queue manager its HELLO named,
+    ``operation`` one of put, get, browse (OPERATIONS), and ``qmgr``/``queue`` the object."""
+
+    principal: str
+    peer: str
+    operation: str
+    qmgr: str
+    queue: str
+
+
+#: ``authority(request)``: None when allowed, else the reason it is not.
+Authority = Callable[[ChannelRequest], "str | None"]
 
 
 class ReceivingQueueManager(Protocol):
@@ -145,12 +185,23 @@ class ChannelReceiver:
     queue manager's name once the HELLO is accepted.
     """
 
-    #: Longest wait a GET may ask for (ms): a waiting get holds a worker thread here.
+    #: Longest wait a GET may ask for (ms); the wait holds no thread (see :meth:`poll`).
     MAX_WAIT_MS = 300_000
 
-    def __init__(self, qm: ReceivingQueueManager, *, aliases: tuple[str, ...] = (),
-                 dead_letter: bool | None = None, authorize: Callable[[str], str | None] | None = None) -> None:
+    def __init__(self, qm: ReceivingQueueManager, *, principal: str | None = None, aliases: tuple[str, ...] = (),
+                 dead_letter: bool | None = None, authorize: Callable[[str], str | None] | None = None,
+                 authority: Authority | None = None, keep_context: bool = False) -> None:
         self.qm = qm
+        #: Who the transport authenticated (ANONYMOUS where allowed); None: the HELLO is
+        #: refused. The authz seam reads it from each ChannelRequest.
+        self.principal = principal
+        #: ``authority(request)`` for every request on a queue (None: everything allowed).
+        self.authority = authority
+        #: Messages keep their MQMD.UserIdentifier ([qmgr] channel_trusted_context lists the
+        #: principal); otherwise it becomes the principal.
+        self.keep_context = keep_context
+        #: True once the HELLO was refused: the transport sends the refusal and closes.
+        self.refused = False
         self.names = (qm.name, *aliases)
         #: ``authorize(caller)``: None when the authenticated peer may speak for the queue
         #: manager its HELLO names, else why not (ChannelIdentities.authorizer); None: anyone.
@@ -187,7 +238,9 @@ class ChannelReceiver:
         if frame.type in REQUEST_FRAMES:
             if (self.version or 0) < 2:
                 raise ChannelProtocolError(f"{frame.type.name} needs protocol version 2")
-            return self._request(frame)
+            reply = self._request(frame)
+            assert reply is not None  # final: an empty RESULT rather than None
+            return reply
         raise ChannelProtocolError(f"unexpected {frame.type.name} frame at the receiver")
 
     def _hello(self, frame: Frame) -> bytes:
@@ -204,8 +257,13 @@ class ChannelReceiver:
         caller = frame.header.get("qmgr")
         if not isinstance(caller, str) or not caller:
             raise ChannelProtocolError("HELLO without the caller's queue manager name")
-        refusal = self.authorize(caller) if self.authorize is not None else None
+        if self.principal is None:
+            refusal: str | None = (f"queue manager {self.qm.name} accepts channels only from authenticated peers"
+                                   " (a client certificate, or a user and password it knows)")
+        else:
+            refusal = self.authorize(caller) if self.authorize is not None else None
         if refusal is not None:
+            self.refused = True
             denied = NotAuthorized(refusal)
             return error_frame(denied.reason, denied.name, denied.message, reply_to=FrameType.HELLO)
         self.peer, self.version = caller, version
@@ -223,6 +281,10 @@ class ChannelReceiver:
         queue, qmgr = frame.header.get("queue"), frame.header.get("qmgr")
         if not isinstance(queue, str) or not isinstance(qmgr, str):
             raise ChannelProtocolError("PUT without queue and qmgr")
+        try:
+            self._check(FrameType.PUT, qmgr, queue)
+        except NotAuthorized as denied:  # refused outright: never dead-lettered
+            return error_frame(denied.reason, denied.name, denied.message, uid=uid, reply_to=FrameType.PUT)
         if self.qm.is_confirmed(uid):
             # Already delivered once; the sender lost our CONFIRMED. Tell it again.
             self.duplicates += 1
@@ -239,6 +301,10 @@ class ChannelReceiver:
         except Exception as exc:  # any decode failure is the sender's bad data, not ours
             return error_frame(*FORMAT_ERROR, f"message {uid} is not MQ format: {exc}", uid=uid,
                                reply_to=FrameType.PUT)
+        if not self.keep_context:
+            from relaymq.flows.mqtt_mapping import user_identifier  # the one MQMD.UserIdentifier rule
+
+            message.mq.md.UserIdentifier = user_identifier(self.principal or "")
         try:
             if (self.version or 0) < 2 and self.qm.resolve(queue, qmgr).kind in SYNCHRONOUS_ROUTES:
                 # A version 1 sender confirms by UID alone over HTTP, so the confirm could not
@@ -289,7 +355,7 @@ class ChannelReceiver:
         return encode_frame(FrameType.CONFIRMED, {"uid": uid, "already": not fresh})
 
     # -- synchronous remote queues (version 2; items 10, 20) ------------------------------
-    def _request(self, frame: Frame) -> bytes:
+    def _request(self, frame: Frame, *, final: bool = True) -> bytes | None:
         header = frame.header
         req = header.get("req")
         if isinstance(req, bool) or not isinstance(req, int):
@@ -299,9 +365,40 @@ class ChannelReceiver:
             raise ChannelProtocolError(f"{frame.type.name} without queue and qmgr")
         self.requests += 1
         try:
-            return self._serve(frame.type, req, header, qmgr, queue)
+            self._check(frame.type, qmgr, queue)
+            reply = self._serve(frame.type, req, header, qmgr, queue, final=final)
         except QueueError as error:
             return error_frame(error.reason, error.name, error.message, reply_to=frame.type, req=req)
+        if reply is None:
+            self.requests -= 1  # asked again when a message arrives
+        return reply
+
+    def _check(self, kind: FrameType, qmgr: str, queue: str) -> None:
+        """Raise NotAuthorized when ``authority`` refuses this request."""
+        if self.authority is None:
+            return
+        request = ChannelRequest(self.principal or ANONYMOUS, self.peer or "", OPERATIONS[kind], qmgr, queue)
+        refusal = self.authority(request)
+        if refusal is not None:
+            raise NotAuthorized(refusal)
+
+    def get_wait(self, frame: Frame) -> float:
+        """Seconds a GET frame asks to wait for a message (capped at MAX_WAIT_MS); 0 for any
+        other frame."""
+        if frame.type is not FrameType.GET or not self.ready:
+            return 0.0
+        wait_ms = frame.header.get("wait_ms", 0)
+        if isinstance(wait_ms, bool) or not isinstance(wait_ms, int):
+            return 0.0  # handle() reports it
+        return min(max(wait_ms, 0), self.MAX_WAIT_MS) / 1000.0
+
+    def poll(self, frame: Frame, *, final: bool) -> bytes | None:
+        """Answer a GET without waiting: its RESULT or ERROR, or None when no message is there
+        yet and this is not the ``final`` attempt (the transport asks again when one arrives,
+        until the GET's wait is over, then with ``final``)."""
+        if frame.type is not FrameType.GET:
+            return self.handle(frame)
+        return self._request(frame, final=final)
 
     @staticmethod
     def _int(header: dict[str, Any], key: str, default: int = 0) -> int:
@@ -319,16 +416,18 @@ class ChannelReceiver:
         return {"msg_id": _optional_bytes(header, "msg_id"), "correl_id": _optional_bytes(header, "correl_id"),
                 "selector": selector, "fields": fields}
 
-    def _serve(self, kind: FrameType, req: int, header: dict[str, Any], qmgr: str, queue: str) -> bytes:
+    def _serve(self, kind: FrameType, req: int, header: dict[str, Any], qmgr: str, queue: str, *,
+               final: bool = True) -> bytes | None:
         qm: Any = self.qm
         if kind is FrameType.GET:
             uid = header.get("uid")
             if uid is not None and not isinstance(uid, str):
                 raise ChannelProtocolError("GET uid is not a string")
-            wait_ms = min(max(self._int(header, "wait_ms"), 0), self.MAX_WAIT_MS)
-            envelope = qm.get_envelope(queue, qmgr=qmgr, wait=wait_ms / 1000.0,
-                                       confirm_id=self._int(header, "confirm_id"), uid=uid,
+            self._int(header, "wait_ms")  # a malformed wait is a protocol error; the wait is the transport's
+            envelope = qm.get_envelope(queue, qmgr=qmgr, confirm_id=self._int(header, "confirm_id"), uid=uid,
                                        lock_id=self._int(header, "lock_id"), **self._selection(header))
+            if envelope is None and not final:
+                return None
             return result_frame(req, messages=[envelope_facts(envelope)] if envelope is not None else [])
         if kind is FrameType.BROWSE:
             limit = header.get("limit")
@@ -429,8 +528,8 @@ class ChannelSender:
     def welcomed(self) -> bool:
         return self.version is not None
 
-    def hello(self) -> bytes:
-        return hello(self.local_qmgr, self.peer)
+    def hello(self, credentials: tuple[str, str] | None = None) -> bytes:
+        return hello(self.local_qmgr, self.peer, credentials)
 
     @property
     def batch_done(self) -> bool:

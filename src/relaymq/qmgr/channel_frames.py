@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,8 +29,20 @@ PROTOCOL = "relaymq-channel"
 #: the frames of synchronous remote queues (GET .. RESULT), ``expire_at`` and ``confirm_id``
 #: on PUT, the destination on CONFIRM (relayed synchronous puts) and ``queue`` on PULL.
 VERSIONS: tuple[int, ...] = (1, 2)
-#: Largest frame accepted (length field), to bound memory per connection.
+#: Largest frame accepted (length field), to bound memory per connection: from a peer this
+#: side called (its answers, a RESULT of many messages, what a pull brings).
 DEFAULT_MAX_FRAME = 64 * 1024 * 1024
+#: The listener's default limit for an authenticated peer's frames (``[qmgr] channel_max_frame``).
+LISTENER_MAX_FRAME = 16 * 1024 * 1024
+#: Largest frame before the peer is authenticated: a HELLO needs a few hundred bytes (issue 15
+#: finding 8: an anonymous peer made the listener buffer 64 MB frames).
+HELLO_MAX_FRAME = 16 * 1024
+#: Largest JSON header, and its deepest nesting of objects and arrays: a header is a flat
+#: object with a few small values (``fields`` of a selection nests once), so a deeper one is a
+#: protocol error, found before ``json.loads`` recurses into it (issue 15 finding 8: deeply
+#: nested headers raised RecursionError and ballooned the broker's memory).
+MAX_HEADER = 256 * 1024
+MAX_HEADER_DEPTH = 16
 _LENGTH = struct.Struct(">I")
 _HEAD = struct.Struct(">BI")
 
@@ -93,13 +106,41 @@ def decode_payload(payload: bytes) -> Frame:
     end = _HEAD.size + head_len
     if end > len(payload):
         raise ChannelProtocolError("frame header length runs past the end of the frame")
+    if head_len > MAX_HEADER:
+        raise ChannelProtocolError(f"frame header of {head_len} bytes exceeds the limit of {MAX_HEADER}")
+    head = payload[_HEAD.size:end]
+    if header_depth(head) > MAX_HEADER_DEPTH:
+        raise ChannelProtocolError(f"frame header nests deeper than {MAX_HEADER_DEPTH} levels")
     try:
-        header = json.loads(payload[_HEAD.size:end].decode("utf-8")) if head_len else {}
+        header = json.loads(head.decode("utf-8")) if head_len else {}
     except (UnicodeDecodeError, ValueError) as exc:
         raise ChannelProtocolError(f"frame header is not JSON: {exc}") from None
     if not isinstance(header, dict):
         raise ChannelProtocolError("frame header is not a JSON object")
     return Frame(frame_type, header, bytes(payload[end:]))
+
+
+#: A JSON string (with its escapes), removed before the brackets are counted.
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def header_depth(head: bytes) -> int:
+    """The deepest nesting of ``[`` and ``{`` in JSON text outside its strings, without
+    parsing it (no recursion: the brackets are counted)."""
+    brackets = _JSON_STRING.sub(b"", head).translate(None, _NOT_BRACKETS)
+    if not brackets:
+        return 0
+    depth = deepest = 0
+    for byte in brackets:
+        if byte in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_HEADER_DEPTH:
+                break
+        else:
+            depth -= 1
+    return deepest
 
 
 class FrameDecoder:
@@ -138,12 +179,24 @@ def decode_all(data: bytes, max_frame: int = DEFAULT_MAX_FRAME) -> list[Frame]:
     return frames
 
 
-def hello(qmgr: str, peer: str | None = None) -> bytes:
-    """The first frame of a connection: who calls, which versions it speaks, whom it expects."""
+def hello(qmgr: str, peer: str | None = None, credentials: tuple[str, str] | None = None) -> bytes:
+    """The first frame of a connection: who calls, which versions it speaks, whom it expects,
+    and (``credentials``) the user and password it authenticates with when it has no client
+    certificate (docs/channels.md "Peer authentication")."""
     header: dict[str, Any] = {"protocol": PROTOCOL, "versions": list(VERSIONS), "qmgr": qmgr}
     if peer is not None:
         header["peer"] = peer
+    if credentials is not None:
+        header["user"], header["password"] = credentials
     return encode_frame(FrameType.HELLO, header)
+
+
+def hello_credentials(header: dict[str, Any]) -> tuple[str, bytes] | None:
+    """(user, password) a HELLO header carries, None when it carries none (or not as strings)."""
+    user, password = header.get("user"), header.get("password")
+    if not isinstance(user, str) or not user or not isinstance(password, str):
+        return None
+    return user, password.encode("utf-8")
 
 
 def error_frame(reason: int, name: str, message: str, *, uid: str | None = None,

@@ -1,6 +1,8 @@
-"""The channels of one queue manager: the inbound listener ([qmgr] channel_port, default 8081;
-everyplace.md item 29), the HTTP adapter route, and one outbound link per connection
-definition (item 23), woken when a message for its queue manager is committed.
+"""The channels of one queue manager: the inbound listener ([qmgr] channel_port, default 8081,
+on 127.0.0.1 unless channel_host says otherwise; everyplace.md item 29), the HTTP adapter
+route, and one outbound link per connection definition (item 23), woken when a message for its
+queue manager is committed. Both entrances authenticate their peers with one
+:class:`ChannelAuthenticator` (issue 15 finding 1) and show each request to ``authority``.
 
 In the broker process the queue manager service (relaymq.qmgr.service) calls :func:`start`
 with its context and service once the queue manager is open, and stops the returned
@@ -21,13 +23,15 @@ import uuid
 from typing import Any
 
 from relaymq.message.message import Message
-from relaymq.qmgr.channel import ChannelIdentities
-from relaymq.qmgr.channel_settings import ConnectionSettings, route_of
+from relaymq.qmgr.channel import Authority, ChannelIdentities
+from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_frames import Frame, FrameType, encode_frame, result_messages
+from relaymq.qmgr.channel_settings import ConnectionSettings, route_of
 from relaymq.qmgr.channel_transport import (
     HTTP_CHANNEL_PATH,
     ChannelLink,
     ChannelListener,
+    ListenerLimits,
     SyncClient,
     http_channel_handler,
     raise_error,
@@ -47,19 +51,26 @@ class ChannelService:
     """Listener + links of one queue manager."""
 
     def __init__(self, qm: Any, connections: tuple[ConnectionSettings, ...] = (), *,
-                 listen_host: str | None = "0.0.0.0", listen_port: int = 8081,
+                 listen_host: str | None = "127.0.0.1", listen_port: int = 8081,
                  ssl_context: ssl.SSLContext | None = None,
-                 identities: ChannelIdentities | None = None) -> None:
-        """``identities``: which queue managers an authenticated peer may speak for (default:
-        only the one of its own name). They are checked on the listener when ``ssl_context``
-        requires client certificates (the CN) and on the HTTP route when the HTTP server has
-        a password file (the basic-auth user); otherwise anybody may connect."""
+                 identities: ChannelIdentities | None = None,
+                 authenticator: ChannelAuthenticator | None = None,
+                 limits: ListenerLimits | None = None,
+                 authority: Authority | None = None) -> None:
+        """``authenticator``: who may use the listener and the HTTP route (default: only
+        peers with a client certificate, when ``ssl_context`` requires one; nobody else);
+        ``identities``: which queue managers an authenticated peer may speak for besides the
+        one of its own name (used when no ``authenticator`` is given); ``limits``: the
+        listener's bounds; ``authority``: asked with a ChannelRequest (whose ``principal`` is
+        the authenticated peer) before each put, get or browse a peer asks for."""
         self.qm = qm
         self.connections = connections
         self.listen_host = listen_host
         self.listen_port = listen_port
         self.ssl_context = ssl_context
-        self.identities = identities or ChannelIdentities()
+        self.authenticator = authenticator or ChannelAuthenticator(identities=identities)
+        self.limits = limits or ListenerLimits()
+        self.authority = authority
         self.aliases = tuple(c.name for c in connections if c.is_alias)
         self.listener: ChannelListener | None = None
         self.links: dict[str, ChannelLink] = {}
@@ -91,11 +102,13 @@ class ChannelService:
             self.qm.add_qmgr_alias(alias, self.qm.name)
         if self.listen_host is not None:
             certificates = self.ssl_context is not None and self.ssl_context.verify_mode == ssl.CERT_REQUIRED
-            self.listener = ChannelListener(self.qm, aliases=self.aliases,
-                                            identities=self.identities if certificates else None)
+            self.listener = ChannelListener(self.qm, self.authenticator, aliases=self.aliases,
+                                            certificates=certificates, limits=self.limits, authority=self.authority)
             await self.listener.start(self.listen_host, self.listen_port, self.ssl_context)
         if http_server is not None:
-            http_server.add_route("POST", HTTP_CHANNEL_PATH, self._http_route(http_server))
+            http_server.add_route("POST", HTTP_CHANNEL_PATH, http_channel_handler(
+                self.qm, self.authenticator, aliases=self.aliases, max_frame=self.limits.max_frame,
+                authority=self.authority))
             self._http = http_server
         for connection in self.connections:
             route = route_of(connection.name, self.connections)
@@ -114,19 +127,6 @@ class ChannelService:
             log.warning("queue manager %s obeys admin messages from anybody (no administrators were given),"
                         " and its channels accept messages from other queue managers: pass administrators=...",
                         self.qm.name)
-
-    def _http_route(self, http_server: Any) -> Any:
-        """The HTTP adapter's handler. When the HTTP server has a password file, callers must
-        log in with basic authentication - also with ``[http] allow_anonymous``, which is for
-        the REST interface: a channel stores and hands out other queue managers' messages -
-        and the user must speak for the queue manager its HELLO names."""
-        passwords = getattr(getattr(http_server, "auth", None), "passwords", None)
-        if passwords is None:
-            return http_channel_handler(self.qm, aliases=self.aliases)
-        from relaymq.http.auth import BasicAuth
-
-        handler = http_channel_handler(self.qm, aliases=self.aliases, identities=self.identities)
-        return BasicAuth(passwords, allow_anonymous=False).protect(handler)
 
     # -- synchronous remote queues and discovery (items 8, 10, 20-22): QueueManager.remote --------
     def reachable(self, qmgr: str) -> bool:
@@ -289,7 +289,9 @@ async def start(context: Any, service: Any) -> ChannelService:
     Reads ``[qmgr] channel_host``/``channel_port``, ``connection`` (ConnectionSettings from
     channel_settings.build_connections), ``channel_tls_cert``/``channel_tls_key``/
     ``channel_tls_ca`` (TLS on the listener; a CA requires client certificates, whose CN must
-    then speak for the HELLO's queue manager) and ``channel_identities``.
+    then speak for the HELLO's queue manager), ``channel_identities``, the authentication
+    keys (``channel_allow_anonymous``, ``channel_password_file`` and ``[access]
+    password_file``) and the listener's bounds (``channel_max_frame`` ...).
     """
     from relaymq.server.app import ServiceError
 
@@ -298,10 +300,14 @@ async def start(context: Any, service: Any) -> ChannelService:
         ssl_context = _server_ssl(settings)
     except (OSError, ssl.SSLError) as exc:
         raise ServiceError(f"queue manager {service.qm.name}: channel TLS certificate: {exc}") from None
+    authenticator = ChannelAuthenticator(
+        peers=_password_file(settings.channel_password_file), users=_password_file(context.config.access.password_file),
+        allow_anonymous=settings.channel_allow_anonymous, trusted_context=settings.channel_trusted_context,
+        identities=ChannelIdentities(getattr(settings, "channel_identities", ())))
     channels = ChannelService(service.qm, tuple(getattr(settings, "connection", ()) or ()),
                               listen_host=settings.channel_host, listen_port=settings.channel_port,
-                              ssl_context=ssl_context,
-                              identities=ChannelIdentities(getattr(settings, "channel_identities", ())))
+                              ssl_context=ssl_context, authenticator=authenticator, limits=limits_of(settings),
+                              authority=getattr(service, "channel_authority", None))
     try:
         await channels.start(context.services.get("http"))
     except OSError as exc:
@@ -309,5 +315,39 @@ async def start(context: Any, service: Any) -> ChannelService:
         raise ServiceError(f"queue manager {service.qm.name}: channel listener on "
                            f"{settings.channel_host}:{settings.channel_port}: {exc.strerror or exc}") from None
     context.services["channels"] = channels
-    log.info("channel listener of %s on %s:%d", service.qm.name, settings.channel_host, channels.port)
+    host = settings.channel_host
+    if _loopback(host):
+        log.info("channel listener of %s on %s:%d (this host only: [qmgr] channel_host opens it to the network)",
+                 service.qm.name, host, channels.port)
+        return channels
+    log.info("channel listener of %s on %s:%d", service.qm.name, host, channels.port)
+    if settings.channel_allow_anonymous:
+        log.warning("the channel listener on %s:%d accepts peers that do not authenticate"
+                    " ([qmgr] channel_allow_anonymous = true)", host, channels.port)
+    if ssl_context is None:
+        log.warning("the channel listener on %s:%d has no TLS: peers' passwords and messages cross the network"
+                    " in clear text ([qmgr] channel_tls_cert/channel_tls_key)", host, channels.port)
     return channels
+
+
+def limits_of(settings: Any) -> ListenerLimits:
+    """The listener's bounds from [qmgr] channel_max_frame, channel_frame_timeout_ms,
+    channel_idle_timeout, channel_max_connections and channel_max_connections_per_address."""
+    return ListenerLimits(max_frame=settings.channel_max_frame,
+                          frame_timeout=settings.channel_frame_timeout_ms / 1000.0,
+                          idle_timeout=settings.channel_idle_timeout or None,
+                          max_connections=settings.channel_max_connections,
+                          max_connections_per_address=settings.channel_max_connections_per_address)
+
+
+def _password_file(path: str) -> Any:
+    """The PasswordFile at ``path`` (checked when the configuration was loaded), None for ""."""
+    if not path:
+        return None
+    from relaymq.auth.passwords import PasswordFile
+
+    return PasswordFile.load(path)
+
+
+def _loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")

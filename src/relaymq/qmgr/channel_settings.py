@@ -7,8 +7,10 @@ seed 004 l.3655-3795), as ``[[qmgr.connection]]`` tables::
     tls = false                        # TCP over TLS; tls_ca verifies the server
     tls_cert = ""                      # a client certificate (default: [qmgr] channel_tls_cert)
     tls_key = ""
-    user = ""                          # HTTP adapter: basic authentication as this user ...
-    password = ""                      # ... with this password (the peer's HTTP password file)
+    user = ""                          # authenticate to the peer as this user (its channel
+    password = ""                      # password file's line for this queue manager, or a user
+                                       # of its broker password file): in the HELLO over TCP
+                                       # (use tls = true), HTTP basic authentication over HTTP
     batch = 100                        # messages per PUT/CONFIRM round
     retry_initial_ms = 100             # reconnect backoff, doubling ...
     retry_max_ms = 5000                # ... up to this
@@ -62,7 +64,8 @@ class ConnectionSettings:
     tls_ca: str = key_field("", text, path="file")
     tls_cert: str = key_field("", text, path="file")
     tls_key: str = key_field("", text, path="file")
-    #: HTTP basic authentication on the peer's channel route (an http(s):// address).
+    #: The peer's channel user and password (docs/channels.md "Peer authentication"): sent in
+    #: the HELLO over TCP, as HTTP basic authentication on the peer's channel route.
     user: str = key_field("", text)
     password: str = key_field("", text)
     batch: int = key_field(100, int_range(1, 100_000))
@@ -101,9 +104,6 @@ def build_connections(raw: object, key: str, base_dir: str | None) -> tuple[Conn
             raise ConfigError(f"{item_key}.via", "give address or via, not both")
         if connection.password and not connection.user:
             raise ConfigError(f"{item_key}.user", "password is set but user is not (both are needed)")
-        if connection.user and not connection.is_http:
-            raise ConfigError(f"{item_key}.user", "user/password are for an http(s):// address (the HTTP"
-                                                  " adapter's basic authentication); TCP peers use certificates")
         if bool(connection.tls_cert) != bool(connection.tls_key):
             missing = "tls_key" if connection.tls_cert else "tls_cert"
             raise ConfigError(f"{item_key}.{missing}", "tls_cert and tls_key go together (a client certificate)")
@@ -126,6 +126,14 @@ def build_connections(raw: object, key: str, base_dir: str | None) -> tuple[Conn
         if connection.via and current.is_alias:
             raise ConfigError(f"{key}[{index}].via", f"{connection.via!r} leads to no address")
     return tuple(out)
+
+
+def hello_credentials_of(route: ConnectionSettings) -> tuple[str, str] | None:
+    """The user and password a TCP connection along ``route`` sends in its HELLO (over HTTP
+    they go as basic authentication instead)."""
+    if not route.user or route.is_http:
+        return None
+    return route.user, route.password
 
 
 def route_of(name: str, connections: tuple[ConnectionSettings, ...]) -> ConnectionSettings | None:

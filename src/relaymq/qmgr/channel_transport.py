@@ -16,20 +16,25 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import logging
 import random
 import ssl
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from relaymq.http.admission import Admission, RefusalLog
+from relaymq.http.auth import REALM, parse_basic
 from relaymq.http.client import HttpClientError
 from relaymq.http.client import request as http_request
 from relaymq.http.server import HttpRequest, HttpResponse
 from relaymq.http.tcp_server import TcpServer
+from relaymq.qmgr.aio import Arrivals
 from relaymq.qmgr.channel import (
-    ChannelIdentities,
+    Authority,
     ChannelReceiver,
     ChannelRefused,
     ChannelSender,
@@ -38,7 +43,11 @@ from relaymq.qmgr.channel import (
     Outgoing,
     Refused,
 )
+from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_frames import (
+    DEFAULT_MAX_FRAME,
+    HELLO_MAX_FRAME,
+    LISTENER_MAX_FRAME,
     ChannelProtocolError,
     Frame,
     FrameDecoder,
@@ -46,8 +55,9 @@ from relaymq.qmgr.channel_frames import (
     decode_all,
     encode_frame,
     hello,
+    hello_credentials,
 )
-from relaymq.qmgr.channel_settings import ConnectionSettings
+from relaymq.qmgr.channel_settings import ConnectionSettings, hello_credentials_of
 from relaymq.qmgr.errors import ALL_ERRORS, NotConnected, QueueError
 
 log = logging.getLogger("relaymq.qmgr.channel")
@@ -65,28 +75,70 @@ class Conversation(Protocol):
     async def send(self, data: bytes) -> None: ...
     async def receive(self) -> list[Frame]: ...
     async def close(self) -> None: ...
+    @property
+    def closed_by_peer(self) -> bool: ...
 
 
 class StreamConversation:
-    """Frames over a TCP (or TLS) stream."""
+    """Frames over a TCP (or TLS) stream. ``timeout``: seconds to wait for the next frame to
+    start (None: for ever); ``frame_timeout``: seconds a started frame has to arrive whole
+    (None: ``timeout``); the decoder refuses frames longer than ``max_frame``."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, timeout: float | None) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, timeout: float | None, *,
+                 frame_timeout: float | None = None, max_frame: int = DEFAULT_MAX_FRAME) -> None:
         self.reader, self.writer, self.timeout = reader, writer, timeout
-        self.decoder = FrameDecoder()
+        self.frame_timeout = frame_timeout
+        self.decoder = FrameDecoder(max_frame)
+        #: Frames read while a request was being served (watch_hangup), for receive().
+        self._backlog: list[Frame] = []
+        self._frame_started = 0.0
 
     async def send(self, data: bytes) -> None:
         if data:
             self.writer.write(data)
             await self.writer.drain()
 
+    @property
+    def closed_by_peer(self) -> bool:
+        """The peer closed the connection and nothing it sent is left unread (a listener's
+        idle timeout)."""
+        return self.reader.at_eof()
+
+    def _feed(self, data: bytes) -> list[Frame]:
+        if not data:
+            raise ConnectionResetError("channel peer closed the connection")
+        started = self.decoder.pending
+        frames = self.decoder.feed(data)
+        if self.decoder.pending and (frames or not started):
+            self._frame_started = asyncio.get_running_loop().time()
+        return frames
+
     async def receive(self) -> list[Frame]:
+        if self._backlog:
+            frames, self._backlog = self._backlog, []
+            return frames
         while True:
-            data = await asyncio.wait_for(self.reader.read(_READ_SIZE), self.timeout)
-            if not data:
-                raise ConnectionResetError("channel peer closed the connection")
-            frames = self.decoder.feed(data)
+            timeout, what = self.timeout, "no frame came within the idle timeout"
+            if self.decoder.pending:
+                limit = self.frame_timeout if self.frame_timeout is not None else self.timeout
+                if limit is not None:
+                    timeout = max(0.0, self._frame_started + limit - asyncio.get_running_loop().time())
+                    what = f"a started frame did not arrive whole within {limit:g} s"
+            try:
+                data = await asyncio.wait_for(self.reader.read(_READ_SIZE), timeout)
+            except TimeoutError:
+                raise TimeoutError(what) from None
+            frames = self._feed(data)
             if frames:
                 return frames
+
+    async def watch_hangup(self, max_backlog: int = 64) -> None:
+        """While a request is served: keep what the peer sends for receive() and raise
+        ConnectionResetError when it hangs up (so its waiting GET ends at once). Past
+        ``max_backlog`` frames it stops reading (the peer must wait for its answers)."""
+        while len(self._backlog) < max_backlog:
+            self._backlog += self._feed(await self.reader.read(_READ_SIZE))
+        await asyncio.get_running_loop().create_future()  # until cancelled
 
     async def close(self) -> None:
         self.writer.close()
@@ -136,6 +188,10 @@ class HttpConversation:
             return [f for f in frames if f.type is not FrameType.WELCOME]
         self._welcomed = True
         return frames
+
+    @property
+    def closed_by_peer(self) -> bool:
+        return False  # each exchange is a request of its own
 
     async def close(self) -> None:
         return None
@@ -188,6 +244,59 @@ async def run_in_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> An
 #: commit covers many of them with one commit (a put waits for its commit; calls made one
 #: after the other pay one commit each).
 _POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="relaymq-channel")
+
+
+#: Threads for the bcrypt check of a peer's password: few and of their own, so a flood of
+#: wrong passwords queues here instead of taking the threads every other call needs.
+_AUTH_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="relaymq-channel-auth")
+
+
+async def authenticate(authenticator: ChannelAuthenticator, certificate: str | None,
+                       credentials: tuple[str, bytes] | None) -> str | None:
+    """The peer's principal (None: refused), bcrypt off the event loop on _AUTH_POOL."""
+    if certificate or credentials is None:
+        return authenticator.authenticate(certificate, None)
+    return await asyncio.get_running_loop().run_in_executor(
+        _AUTH_POOL, functools.partial(authenticator.authenticate, None, credentials))
+
+
+async def waiting_get(receiver: ChannelReceiver, frame: Frame, seconds: float) -> bytes:
+    """Answer a GET that may wait ``seconds`` for a message, holding no thread while it
+    waits (issue 15 finding 7): look without waiting, then await an arrival on the queue
+    (relaymq.qmgr.aio.Arrivals) and look again, until a message is taken or the time is up.
+    Cancelling the task (the peer went away) ends the wait and removes the listener."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    qmgr, queue = frame.header.get("qmgr"), frame.header.get("queue")
+    if not isinstance(qmgr, str) or not isinstance(queue, str):
+        return await run_in_thread(receiver.handle, frame)  # the receiver reports the protocol error
+    async with Arrivals(receiver.qm, queue, None if qmgr in receiver.names else qmgr) as arrivals:
+        while True:
+            final = loop.time() >= deadline
+            reply = await run_in_thread(receiver.poll, frame, final=final)
+            if reply is not None:
+                return reply
+            await arrivals.wait(deadline - loop.time())
+
+
+async def answer_frames(receiver: ChannelReceiver, frames: list[Frame],
+                        send: Callable[[bytes], Any], guard: Callable[[Any], Any] | None = None) -> None:
+    """``send`` the receiver's replies to ``frames`` in order: runs of frames that need no
+    wait go to a worker thread together (handle_frames), a GET that may wait is served by
+    :func:`waiting_get` (inside ``guard``, which ends it when the peer goes)."""
+    index = 0
+    while index < len(frames):
+        wait = receiver.get_wait(frames[index])
+        if wait > 0:
+            work = waiting_get(receiver, frames[index], wait)
+            await send(await (guard(work) if guard is not None else work))
+            index += 1
+            continue
+        end = index
+        while end < len(frames) and receiver.get_wait(frames[end]) <= 0:
+            end += 1
+        await send(await run_in_thread(handle_frames, receiver, frames[index:end]))
+        index = end
 
 
 def handle_frames(receiver: ChannelReceiver, frames: list[Frame]) -> bytes:
@@ -311,18 +420,22 @@ class SyncClient:
     not pay a connect and a HELLO each. A request that fails on the connection raises
     NotConnected and is not repeated here: whether the peer acted on it is unknown, and the
     seed leaves that retry to the application (item 21; an assured put or get, with its
-    Resend or undo, makes it safe).
+    Resend or undo, makes it safe). An idle connection is reused for ``reuse_seconds`` at most,
+    well inside a listener's idle timeout (``[qmgr] channel_idle_timeout``, 300 s by default),
+    so a request does not go out on a connection the peer is just closing.
     """
 
-    def __init__(self, local_qmgr: str, *, max_idle: int = 8) -> None:
+    def __init__(self, local_qmgr: str, *, max_idle: int = 8, reuse_seconds: float = 60.0) -> None:
         self.local_qmgr = local_qmgr
         self.max_idle = max_idle
-        self._idle: dict[str, list[Conversation]] = {}
+        self.reuse_seconds = reuse_seconds
+        #: route name -> (connection, loop time it became idle), the newest last
+        self._idle: dict[str, list[tuple[Conversation, float]]] = {}
         self._closed = False
 
     async def _open(self, route: ConnectionSettings) -> Conversation:
         conversation = await open_conversation(route)
-        await conversation.send(hello(self.local_qmgr, route.name))
+        await conversation.send(hello(self.local_qmgr, route.name, hello_credentials_of(route)))
         if isinstance(conversation, HttpConversation):
             return conversation  # the HELLO goes with each request; its WELCOME comes back with the answer
         try:
@@ -349,9 +462,11 @@ class SyncClient:
 
     def _take(self, route: ConnectionSettings) -> Conversation | None:
         idle = self._idle.get(route.name, [])
+        now = asyncio.get_running_loop().time()
         while idle:
-            conversation = idle.pop()
-            if isinstance(conversation, StreamConversation) and conversation.reader.at_eof():
+            conversation, since = idle.pop()
+            stale = now - since > self.reuse_seconds
+            if stale or isinstance(conversation, StreamConversation) and conversation.reader.at_eof():
                 asyncio.ensure_future(conversation.close())
                 continue
             return conversation
@@ -381,7 +496,7 @@ class SyncClient:
         conversation.timeout = base  # type: ignore[attr-defined]
         idle = self._idle.setdefault(route.name, [])
         if len(answers) == 1 and len(idle) < self.max_idle and not self._closed:
-            idle.append(conversation)
+            idle.append((conversation, asyncio.get_running_loop().time()))
         else:
             await conversation.close()
         if len(answers) != 1:
@@ -392,7 +507,7 @@ class SyncClient:
         self._closed = True
         idle, self._idle = self._idle, {}
         for conversations in idle.values():
-            for conversation in conversations:
+            for conversation, _ in conversations:
                 await conversation.close()
 
 
@@ -499,7 +614,7 @@ class ChannelLink:
             try:
                 conversation = await self.open_fn(self.route)
                 sender = ChannelSender(self.qm.name, self.route.name)
-                await conversation.send(sender.hello())
+                await conversation.send(sender.hello(hello_credentials_of(self.route)))
                 while not sender.welcomed:
                     for frame in await conversation.receive():
                         sender.receive(frame)
@@ -541,6 +656,8 @@ class ChannelLink:
         next_pull: dict[str | None, float] = {}
         first = True
         while not self._stopping:
+            if conversation.closed_by_peer:
+                return  # the listener closed an idle connection: connect again, quietly
             self._wake.clear()
             forced, fields, pull_now = self._forced, self._fields, self._pull_now
             self._forced, self._fields, self._pull_now = False, {}, False
@@ -570,7 +687,8 @@ class ChannelLink:
         protocol version 2) and receive it; a pulled message that cannot be delivered here
         goes to the dead-letter queue (seed l.622)."""
         version = sender.version or 1
-        receiver = ChannelReceiver(self.qm, dead_letter=True)
+        # The server this link chose to connect to (and verified, over TLS) sends these.
+        receiver = ChannelReceiver(self.qm, principal=self.name, dead_letter=True, keep_context=True)
         receiver.peer, receiver.version = sender.remote_qmgr or self.name, version
         header: dict[str, Any] = {"qmgr": self.qm.name}
         if store_queue is not None and version >= 2:
@@ -593,19 +711,45 @@ class ChannelLink:
                 return
 
 
-class ChannelListener:
-    """The inbound TCP (or TLS) listener: each connection gets a ChannelReceiver; a PULL is
-    answered by pushing what waits here for the caller."""
+@dataclass(frozen=True)
+class ListenerLimits:
+    """The bounds of the inbound listener ([qmgr] channel_* keys; issue 15 finding 8).
+    Seconds, bytes and connection counts; None or -1: no bound."""
 
-    def __init__(self, qm: Any, *, aliases: tuple[str, ...] = (), batch: int = 100,
-                 idle_timeout: float | None = None, identities: ChannelIdentities | None = None) -> None:
+    max_frame: int = LISTENER_MAX_FRAME
+    frame_timeout: float | None = 30.0
+    idle_timeout: float | None = 300.0
+    max_connections: int = 256
+    max_connections_per_address: int = 32
+
+
+class ChannelListener:
+    """The inbound TCP (or TLS) listener: each connection gets a ChannelReceiver once its
+    HELLO is authenticated (relaymq.qmgr.channel_auth); a PULL is answered by pushing what
+    waits here for the caller.
+
+    Bounds (issue 15 findings 7, 8): connections over ``max_connections`` or
+    ``max_connections_per_address`` are closed at once, with a rate-limited log line; the HELLO
+    must come within ``frame_timeout`` and be at most HELLO_MAX_FRAME bytes; afterwards frames
+    are at most ``max_frame`` bytes, a started frame must arrive whole within
+    ``frame_timeout``, and a connection with no frame for ``idle_timeout`` is closed; a GET's
+    wait holds no thread and ends when the peer hangs up. An unauthenticated peer gets an
+    ERROR (MQRC_NOT_AUTHORIZED, reply_to HELLO) and the connection is closed."""
+
+    def __init__(self, qm: Any, authenticator: ChannelAuthenticator, *, aliases: tuple[str, ...] = (),
+                 batch: int = 100, certificates: bool = False, limits: ListenerLimits | None = None,
+                 authority: Authority | None = None) -> None:
+        """``certificates``: the listener requires client certificates, so the CN of the
+        verified certificate authenticates the peer."""
         self.qm = qm
         self.aliases = aliases
-        #: Set when the listener requires client certificates: the certificate's CN must
-        #: speak for the queue manager the HELLO names (item 26).
-        self.identities = identities
+        self.authenticator = authenticator
+        self.certificates = certificates
+        self.authority = authority
         self.batch = batch
-        self.idle_timeout = idle_timeout
+        self.limits = limits or ListenerLimits()
+        self.admission = Admission(self.limits.max_connections, self.limits.max_connections_per_address)
+        self.refusals = RefusalLog(log)
         self._tcp = TcpServer(self._serve)
         self._attempted: dict[str, set[str]] = {}
 
@@ -620,43 +764,101 @@ class ChannelListener:
         await self._tcp.stop()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conversation = StreamConversation(reader, writer, self.idle_timeout)
-        authorize = None
-        if self.identities is not None:
-            authorize = self.identities.authorizer(certificate_name(writer.get_extra_info("peercert")),
-                                                   "certificate CN")
-        receiver = ChannelReceiver(self.qm, aliases=self.aliases, authorize=authorize)
+        peername = writer.get_extra_info("peername")
+        address = str(peername[0]) if isinstance(peername, tuple) and peername else str(peername)
+        refusal = self.admission.admit(address)
+        if refusal is not None:
+            self.refusals.refused("channel connection from %s refused: %s", address, refusal)
+            await StreamConversation(reader, writer, None).close()
+            return
         try:
+            await self._converse(reader, writer, address)
+        finally:
+            self.admission.release(address)
+
+    async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str) -> None:
+        limits = self.limits
+        # Until the HELLO is accepted: a small frame, soon.
+        conversation = StreamConversation(reader, writer, limits.frame_timeout, frame_timeout=limits.frame_timeout,
+                                          max_frame=HELLO_MAX_FRAME)
+        receiver: ChannelReceiver | None = None
+        try:
+            frames = await conversation.receive()
+            receiver = await self._welcome(conversation, frames[0], writer, address)
+            if receiver is None:
+                return
+            conversation.timeout, conversation.decoder.max_frame = limits.idle_timeout, limits.max_frame
+            frames = frames[1:]
             while True:
+                await self._answer(conversation, receiver, frames)
                 frames = await conversation.receive()
-                index = 0
-                while index < len(frames):
-                    if frames[index].type is FrameType.PULL:
-                        if not receiver.ready or receiver.peer is None:
-                            raise ChannelProtocolError("PULL before HELLO")
-                        store_queue = frames[index].header.get("queue")
-                        if store_queue is not None and not isinstance(store_queue, str):
-                            raise ChannelProtocolError("PULL queue is not a name")
-                        attempted = self._attempted.setdefault(receiver.peer, set())
-                        await serve_pull(conversation, self.qm, receiver.peer, version=receiver.version or 1,
-                                         batch=self.batch, attempted=attempted, store_queue=store_queue)
-                        index += 1
-                        continue
-                    end = index
-                    while end < len(frames) and frames[end].type is not FrameType.PULL:
-                        end += 1
-                    chunk = frames[index:end]
-                    replies = await run_in_thread(handle_frames, receiver, chunk)
-                    await conversation.send(replies)
-                    index = end
-        except (asyncio.CancelledError, ConnectionError, TimeoutError, ssl.SSLError, OSError):
+        except (TimeoutError, ChannelProtocolError, QueueError) as exc:  # TimeoutError before OSError
+            if receiver is None:  # not (yet) a peer: one rate-limited line, like any refusal
+                self.refusals.refused("channel connection from %s refused: %s", address, exc)
+            elif isinstance(exc, TimeoutError):
+                log.info("channel connection from %s (%s) closed: %s", address, receiver.peer, exc)
+            else:
+                log.warning("channel connection from %s (%s) closed: %s", address, receiver.peer, exc)
+        except (asyncio.CancelledError, ConnectionError, ssl.SSLError, OSError):
             pass
-        except ChannelProtocolError as exc:
-            log.warning("channel connection from %s closed: %s", writer.get_extra_info("peername"), exc)
-        except QueueError as exc:
-            log.warning("channel connection from %s closed: %s", writer.get_extra_info("peername"), exc)
         finally:
             await conversation.close()
+
+    async def _welcome(self, conversation: StreamConversation, frame: Frame, writer: asyncio.StreamWriter,
+                       address: str) -> ChannelReceiver | None:
+        """Authenticate the peer by its certificate or its HELLO's credentials and answer
+        the HELLO; the receiver when the peer was welcomed, None when it was refused."""
+        if frame.type is not FrameType.HELLO:
+            raise ChannelProtocolError(f"{frame.type.name} before HELLO")
+        certificate = certificate_name(writer.get_extra_info("peercert")) if self.certificates else None
+        principal = await authenticate(self.authenticator, certificate, hello_credentials(frame.header))
+        authorize = None
+        if principal is not None:
+            authorize = self.authenticator.speaks_for(principal, "certificate CN" if certificate else "channel user")
+        receiver = ChannelReceiver(self.qm, principal=principal, aliases=self.aliases, authorize=authorize,
+                                   authority=self.authority, keep_context=self.authenticator.keeps_context(principal))
+        await conversation.send(receiver.handle(frame))
+        if receiver.refused:
+            self.refusals.refused("channel connection from %s refused: %s", address,
+                                  "no credentials it could prove" if principal is None
+                                  else f"{principal!r} may not speak for {frame.header.get('qmgr')!r}")
+        return receiver if receiver.ready else None
+
+    async def _guarded(self, conversation: StreamConversation, work: Any) -> bytes:
+        """Run ``work`` (a waiting GET) until it ends or the peer hangs up, whichever is first."""
+        task = asyncio.ensure_future(work)
+        watch = asyncio.ensure_future(conversation.watch_hangup())
+        try:
+            await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if not task.done():
+                watch.result()  # raises: the peer went away (or broke the protocol)
+            return task.result()
+        finally:
+            for pending in (task, watch):
+                pending.cancel()
+            await asyncio.gather(task, watch, return_exceptions=True)
+
+    async def _answer(self, conversation: StreamConversation, receiver: ChannelReceiver,
+                      frames: list[Frame]) -> None:
+        index = 0
+        while index < len(frames):
+            if frames[index].type is FrameType.PULL:
+                if receiver.peer is None:
+                    raise ChannelProtocolError("PULL before HELLO")
+                store_queue = frames[index].header.get("queue")
+                if store_queue is not None and not isinstance(store_queue, str):
+                    raise ChannelProtocolError("PULL queue is not a name")
+                attempted = self._attempted.setdefault(receiver.peer, set())
+                await serve_pull(conversation, self.qm, receiver.peer, version=receiver.version or 1,
+                                 batch=self.batch, attempted=attempted, store_queue=store_queue)
+                index += 1
+                continue
+            end = index
+            while end < len(frames) and frames[end].type is not FrameType.PULL:
+                end += 1
+            await answer_frames(receiver, frames[index:end], conversation.send,
+                                functools.partial(self._guarded, conversation))
+            index = end
 
 
 #: Frames a home-server client sends back during a pull (its answers to the server's PUT and
@@ -717,13 +919,16 @@ class HttpPull:
         return out + batch, finished
 
 
-def http_channel_handler(qm: Any, *, aliases: tuple[str, ...] = (), batch: int = 100,
-                         identities: ChannelIdentities | None = None) -> Callable[[HttpRequest], Any]:
+def http_channel_handler(qm: Any, authenticator: ChannelAuthenticator, *, aliases: tuple[str, ...] = (),
+                         batch: int = 100, max_frame: int = LISTENER_MAX_FRAME,
+                         authority: Authority | None = None) -> Callable[[HttpRequest], Any]:
     """The HTTP adapter (item 30): the request body is HELLO followed by PUT/CONFIRM frames
     (or a request on a synchronous remote queue), the response body the replies (WELCOME
     first). A home-server pull spans requests (:class:`HttpPull`): [HELLO, PULL], then the
-    client's answers to what each response carried. With ``identities`` (the route behind
-    basic authentication) the HTTP user must speak for the queue manager the HELLO names."""
+    client's answers to what each response carried. Each request authenticates with HTTP
+    basic authentication (or the HELLO's credentials) as a channel user (channel_auth); one
+    that cannot is answered 401, and the user must speak for the queue manager the HELLO
+    names."""
     pulls: dict[str, HttpPull] = {}
     attempted: dict[str, set[str]] = {}
 
@@ -758,13 +963,20 @@ def http_channel_handler(qm: Any, *, aliases: tuple[str, ...] = (), batch: int =
 
     async def handle(request: HttpRequest) -> HttpResponse:
         try:
-            frames = decode_all(request.body)
+            frames = decode_all(request.body, max_frame)
         except ChannelProtocolError as exc:
             return bad(str(exc))
         if not frames or frames[0].type is not FrameType.HELLO:
             return bad("the body must start with a HELLO frame")
-        authorize = identities.authorizer(request.user, "HTTP user") if identities is not None else None
-        receiver = ChannelReceiver(qm, aliases=aliases, authorize=authorize)
+        credentials = parse_basic(request.header("authorization")) or hello_credentials(frames[0].header)
+        principal = await authenticate(authenticator, None, credentials)
+        if principal is None:
+            return HttpResponse(401, [("content-type", "text/plain"),
+                                      ("www-authenticate", f'Basic realm="{REALM}"')],
+                                b"channel peers must authenticate\n")
+        receiver = ChannelReceiver(qm, principal=principal, aliases=aliases, authority=authority,
+                                   authorize=authenticator.speaks_for(principal, "HTTP user"),
+                                   keep_context=authenticator.keeps_context(principal))
         rest = frames[1:]
         if rest and (rest[0].type is FrameType.PULL or rest[0].type in PULL_REPLIES):
             try:
@@ -776,10 +988,15 @@ def http_channel_handler(qm: Any, *, aliases: tuple[str, ...] = (), batch: int =
             if any(f.type is not FrameType.PULL and f.type not in PULL_REPLIES for f in rest):
                 return bad("a pull's frames cannot be mixed with others in one request")
             return await pull(receiver, welcome, rest)
+        replies: list[bytes] = []
+
+        async def collect(data: bytes) -> None:
+            replies.append(data)
+
         try:
-            body = await run_in_thread(handle_frames, receiver, frames)
+            await answer_frames(receiver, frames, collect)
         except ChannelProtocolError as exc:
             return bad(str(exc))
-        return HttpResponse(200, [("content-type", "application/octet-stream")], body)
+        return HttpResponse(200, [("content-type", "application/octet-stream")], b"".join(replies))
 
     return handle

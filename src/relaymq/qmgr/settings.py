@@ -3,7 +3,15 @@
     [qmgr]
     name = "QM1"              # --qmgr NAME
     channel_port = 8081       # --channel-port N: the channel listener (started by the channel part)
-    channel_host = "0.0.0.0"
+    channel_host = "127.0.0.1"  # loopback only until configured otherwise
+    channel_allow_anonymous = false   # peers must authenticate (certificate, or user + password)
+    channel_password_file = ""        # peer queue managers' shared credentials (relaymq passwd)
+    channel_max_frame = 16777216      # bytes per frame after the HELLO (before it: 16 KiB)
+    channel_frame_timeout_ms = 30000  # a started frame (and the HELLO) must arrive within this
+    channel_idle_timeout = 300        # seconds without a frame before a connection is closed; 0: never
+    channel_max_connections = 256     # connections of the listener; -1: no cap
+    channel_max_connections_per_address = 32  # ... from one source address; -1: no cap
+    channel_trusted_context = []      # peer principals whose messages keep MQMD.UserIdentifier
     channel_tls_cert = ""     # with channel_tls_key: the listener speaks TLS (and it is our client cert)
     channel_tls_key = ""
     channel_tls_ca = ""       # the listener requires client certificates signed by it
@@ -42,6 +50,7 @@ from relaymq.config import (
     text_list,
     unlimited_or_at_least,
 )
+from relaymq.qmgr.channel_frames import LISTENER_MAX_FRAME
 from relaymq.qmgr.channel_settings import build_connections
 from relaymq.qmgr.definitions import KINDS, QueueDefinition, make_definition
 from relaymq.qmgr.errors import QueueError
@@ -86,7 +95,28 @@ class QmgrSettings:
 
     name: str = key_field("QM1", qmgr_name)
     channel_port: int = key_field(8081, int_range(0, 65535))
-    channel_host: str = key_field("0.0.0.0", non_empty_text)
+    #: Loopback by default (issue 15 finding 1): "0.0.0.0" or an address opens it.
+    channel_host: str = key_field("127.0.0.1", non_empty_text)
+    #: May a peer that does not authenticate use the channels? (It may then speak for any
+    #: queue manager, and its principal is "".) Default false: it is refused.
+    channel_allow_anonymous: bool = key_field(False, boolean)
+    #: The peer queue managers' shared credentials: a password file (``user:bcrypt`` lines,
+    #: ``relaymq passwd``), a peer's user being normally its queue manager name. Users of
+    #: ``[access] password_file`` may authenticate too.
+    channel_password_file: str = key_field("", text, path="file")
+    #: Largest frame (bytes) an authenticated peer may send; a HELLO is at most 16 KiB.
+    channel_max_frame: int = key_field(LISTENER_MAX_FRAME, int_range(1024, 1024 * 1024 * 1024))
+    #: Milliseconds a started frame - and the HELLO after connecting - has to arrive whole.
+    channel_frame_timeout_ms: int = key_field(30_000, int_range(100, 3_600_000))
+    #: Seconds without a frame (and no request being served) before a connection is closed; 0: never.
+    channel_idle_timeout: int = key_field(300, int_range(0, 86_400))
+    #: Connections the listener holds at once, and from one source address; -1: no cap.
+    channel_max_connections: int = key_field(256, unlimited_or_at_least(1))
+    channel_max_connections_per_address: int = key_field(32, unlimited_or_at_least(1))
+    #: Peer principals (certificate CN, channel or broker user) whose messages keep their
+    #: MQMD.UserIdentifier - queue managers that authenticate their own users (IBM MQ's
+    #: PUTAUT(CTX)). Every other peer's messages carry the peer's principal instead.
+    channel_trusted_context: tuple[str, ...] = key_field((), text_list)
     #: PEM certificate and key: the channel listener speaks TLS, and connections with
     #: ``tls = true`` present them as this queue manager's client certificate.
     channel_tls_cert: str = key_field("", text, path="file")
@@ -160,6 +190,13 @@ def build(raw: object, key: str, base_dir: str | None) -> QmgrSettings:
         missing = "channel_tls_key" if settings.channel_tls_cert else "channel_tls_cert"
         raise ConfigError(f"{key}.{missing}", "channel_tls_cert and channel_tls_key go together (both are needed"
                                               " for TLS)")
+    if settings.channel_password_file:
+        from relaymq.auth.passwords import PasswordFile, PasswordFileError
+
+        try:
+            PasswordFile.load(settings.channel_password_file)
+        except PasswordFileError as exc:
+            raise ConfigError(f"{key}.channel_password_file", str(exc)) from None
     if settings.channel_tls_ca and not settings.channel_tls_cert:
         raise ConfigError(f"{key}.channel_tls_ca", "needs channel_tls_cert and channel_tls_key (client certificates"
                                                    " need a TLS listener)")

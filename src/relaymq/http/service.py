@@ -76,5 +76,12 @@ async def start(context: Any) -> HttpService:
     from relaymq.qmgr.rest import add_routes
 
     add_routes(server, context.services, context.broker)
+    authorities = getattr(context, "authorities", None)
+    if authorities is not None:  # users, groups and authorities at run time (issue 15)
+        from relaymq.http.authorities_admin import AuthorityAdmin
+        from relaymq.server.reload import reload_all
+
+        AuthorityAdmin(authorities, password_path=context.config.access.password_file,
+                       reload=lambda: reload_all(context.reloaders)).install(server)
     log.info("HTTP listening on %s:%d", settings.host, server.port)
     return HttpService(server)

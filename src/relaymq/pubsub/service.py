@@ -524,7 +524,11 @@ class BrokerSenderAuthority:
         return acl.can_publish(user, "", topic)
 
     def queue(self, user: str | None, qmgr: str, queue: str, action: str) -> bool:
-        return self.qm is None or self.qm.may(user or ANONYMOUS, action, queue)
+        """A queue of this queue manager only: another one's queues are guarded there, by
+        its own authorities, when the broker's message arrives over the channel."""
+        if self.qm is None or not (qmgr == self.qm.name or self.qm.is_local_name(qmgr)):
+            return True
+        return self.qm.may(user or ANONYMOUS, action, queue)
 
 
 def queue_checker(qm: Any) -> Any:

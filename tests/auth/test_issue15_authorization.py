@@ -187,3 +187,30 @@ def test_sighup_reloads_the_password_file(broker_factory, tmp_path) -> None:
     assert dave.call("GET", f"{BASE}/admin/qmgr")[0] == 200
     client = paho_client(broker, "v5", username="dave", password="davepw")
     client.disconnect()
+
+
+def test_sighup_reloads_the_acl_and_queue_subscriptions_obey_it(broker_factory, tmp_path) -> None:
+    """issue 15 "the password and ACL files reload on SIGHUP", finding 3: a queue subscription
+    is delivered only what its owner may read now - bob's bob/# subscription, made while the
+    ACL let him, receives nothing once the reloaded ACL takes bob/ away (as an MQTT
+    subscription of his would), while alice's keeps receiving."""
+    broker, rest = start_secured(broker_factory, tmp_path)
+    assert "<Completion>ok</Completion>" in _regsub(rest["bob"], "bob/#", "BOB.SUBS", "BOB.REPLY")
+    (tmp_path / "acl").write_text(ACL.replace("topic readwrite bob/#", "topic readwrite bobby/#")
+                                  .replace("topic readwrite alice/#", "topic readwrite alice/#\ntopic read bob/#"))
+    assert "<Reason>3081</Reason>" in _regsub(rest["alice"], "bob/#", "ALICE.SUBS", "ALICE.REPLY")  # not yet
+    os.kill(broker.proc.pid, signal.SIGHUP)
+    deadline = time.monotonic() + WAIT
+    while not any("SIGHUP: ACL file" in line and "reloaded" in line
+                  for line in broker.log_path.read_text().splitlines()):
+        assert time.monotonic() < deadline and broker.running, broker.describe_log()
+        time.sleep(0.05)
+    assert "<Completion>ok</Completion>" in _regsub(rest["alice"], "bob/#", "ALICE.SUBS", "ALICE.REPLY")
+    publisher = paho_client(broker, "v5", username="admin", password="adminpw")
+    try:
+        publisher.publish("bob/news", b"after the reload", 1)
+    finally:
+        publisher.disconnect()
+    status, _, body = rest["alice"].get("ALICE.SUBS", f"?wait={int(WAIT * 1000)}")
+    assert (status, body) == (200, b"after the reload")
+    assert rest["bob"].browse("BOB.SUBS")[0] == 204

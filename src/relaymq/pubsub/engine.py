@@ -79,10 +79,15 @@ from relaymq.selector.values import UntypedText
 log = logging.getLogger("relaymq.pubsub")
 
 
+#: SenderAuthority.topic's permission for a publication delivered to a subscription's owner.
+RECEIVE = "receive"
+
+
 class SenderAuthority(Protocol):
     """What a psc command's sender may do (issue 15 finding 3), asked whatever
     ``topic_security`` says: the broker's topic ACL and the queue authorities. ``user`` is
-    the command's MQMD.UserIdentifier as its entrance stamped it (None: blank, anonymous)."""
+    the command's MQMD.UserIdentifier as its entrance stamped it (None: blank, anonymous);
+    ``permission`` PUBLISH, SUBSCRIBE (a filter) or RECEIVE (a delivery on a topic)."""
 
     def topic(self, user: str | None, topic: str, permission: str) -> bool: ...
 
@@ -494,7 +499,9 @@ class PubSubEngine:
             return False
         if self.acl is not None and not self.acl.allowed(sub.user_id or None, pub.topic, SUBSCRIBE):
             return False
-        return True
+        # the owner's ACL at delivery too, as for MQTT: a subscription registered before a
+        # rule changed (or before issue 15) must not go on leaking what its owner may not read
+        return self.sender is None or self.sender.topic(sub.user_id or None, pub.topic, RECEIVE)
 
     def _delivery(self, sub: QueueSubscription, pub: Publication, now: float, *, retained_inform: bool) -> Put:
         persistent = {PERS: MQPER_PERSISTENT, NON_PERS: 0, PERS_AS_QUEUE: MQPER_PERSISTENCE_AS_Q_DEF}.get(

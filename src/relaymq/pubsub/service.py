@@ -41,7 +41,7 @@ from relaymq.auth.authorities import ANONYMOUS
 from relaymq.broker.retain import store_retained
 from relaymq.message.message import Message
 from relaymq.pubsub.admin import PscAdmin
-from relaymq.pubsub.engine import CONTROL_QUEUE, PubSubEngine, dead_letter_message
+from relaymq.pubsub.engine import CONTROL_QUEUE, RECEIVE, PubSubEngine, dead_letter_message
 from relaymq.pubsub.model import (
     PSC_KEY,
     REMOVED_ADMIN,
@@ -521,6 +521,8 @@ class BrokerSenderAuthority:
         # client id "": an ACL ``pattern`` with %c does not apply to a psc command
         if permission == SUBSCRIBE:
             return acl.can_subscribe(user, "", topic)
+        if permission == RECEIVE:
+            return acl.can_receive(user, "", topic)
         return acl.can_publish(user, "", topic)
 
     def queue(self, user: str | None, qmgr: str, queue: str, action: str) -> bool:

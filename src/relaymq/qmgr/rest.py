@@ -383,6 +383,7 @@ class RestApi:
         except QueueError as exc:
             return queue_error_response(exc)
         replace = request.query_value("noReplace") is None
+        principal = self.principal(request)
 
         def run() -> dict[str, Any]:
             owner = props.get("queue_manager") if kind in ("remote", "home_server") else None
@@ -392,6 +393,7 @@ class RestApi:
                 existing = qm.queue(name, qmgr=owner)
                 if not replace or existing.kind != kind or existing.name != name:
                     raise
+                qm.authorize(principal, "set", name)  # replacing the properties alters the queue
                 changes = {k: v for k, v in props.items() if k != "queue_manager"}
                 qm.alter_queue(name, qmgr=owner, **changes)
             return describe_queue(qm, qm.queue(name, qmgr=owner))

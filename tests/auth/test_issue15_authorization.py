@@ -168,16 +168,16 @@ def test_admin_api_manages_authorities_and_users(broker_factory, tmp_path) -> No
 
 def test_sighup_reloads_the_password_file(broker_factory, tmp_path) -> None:
     """issue 15 "the password and ACL files reload on SIGHUP": a user added to the password file
-    can log in over HTTP and MQTT after SIGHUP, with no restart; the broker keeps running."""
-    from relaymq.auth.passwords import PasswordFile
-
+    with `relaymq auth user ... --reload PID` (which sends SIGHUP) can log in over HTTP and
+    MQTT, with no restart; the broker keeps running."""
     broker, _ = start_secured(broker_factory, tmp_path)
     dave = Rest(broker, broker.http_port, ("dave", "davepw"))
     assert dave.call("GET", f"{BASE}/admin/qmgr")[0] == 401
-    passwords = PasswordFile.load(str(tmp_path / "passwd"))
-    passwords.set("dave", "davepw", cost=4)
-    passwords.save(str(tmp_path / "passwd"))
-    os.kill(broker.proc.pid, signal.SIGHUP)
+    done = subprocess.run([sys.executable, "-m", "relaymq", "auth", "user", "dave", "--password", "davepw",
+                           "--password-file", str(tmp_path / "passwd"), "--reload", str(broker.proc.pid)],
+                          check=False, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr
     deadline = time.monotonic() + WAIT
     while not any("SIGHUP: password file" in line and "reloaded" in line
                   for line in broker.log_path.read_text().splitlines()):

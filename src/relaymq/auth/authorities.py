@@ -41,6 +41,7 @@ import json
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -299,6 +300,7 @@ class AuthorityFile:
         self._current = Authorities.load(path, **self._options)
         #: The last error of a reload that was refused (for the log).
         self.last_error: str | None = None
+        self._updating = threading.Lock()  # two admin requests must not lose each other's change
 
     @property
     def current(self) -> Authorities:
@@ -321,10 +323,11 @@ class AuthorityFile:
     def update(self, change: Any) -> Any:
         """Apply ``change(authorities)`` to a fresh copy of the file and save it: the admin
         API's changes, persisted before they apply."""
-        fresh = Authorities.load(self.path, **self._options)
-        result = change(fresh)
-        fresh.save(self.path)
-        self._current, self._stamp = fresh, _stamp(self.path)
+        with self._updating:
+            fresh = Authorities.load(self.path, **self._options)
+            result = change(fresh)
+            fresh.save(self.path)
+            self._current, self._stamp = fresh, _stamp(self.path)
         return result
 
 

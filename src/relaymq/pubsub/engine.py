@@ -93,6 +93,7 @@ class SenderAuthority(Protocol):
 
     def queue(self, user: str | None, qmgr: str, queue: str, action: str) -> bool: ...
 
+
 CONTROL_QUEUE = "SYSTEM.BROKER.CONTROL.QUEUE"
 #: MQAT_BROKER (cmqc.h): the PutApplType of publications the broker sends (item 35).
 MQAT_BROKER = 26

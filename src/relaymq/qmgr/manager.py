@@ -173,7 +173,7 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         (put, get, browse, inq, set, define, delete) on ``queue``. ``principal`` None is the
         broker itself (trusted); ``qmgr`` only names the target in the refusal: a queue's
         profile is its name as addressed, whichever queue manager holds it."""
-        if self.authorities is None or self.authorities.allows(principal, "queue", queue, action):
+        if self.may(principal, action, queue):
             return
         where = f"{queue!r}" if qmgr is None or qmgr == self.name else f"{queue!r} on {qmgr!r}"
         who = "an anonymous caller" if principal == ANONYMOUS else f"{principal!r}"

@@ -153,7 +153,8 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
         from relaymq.auth.authorities import open_authorities
 
         context = ServiceContext(config, broker, authorities=open_authorities(config))
-        if context.authorities.current.enforced and not config.access.password_file:
+        if context.authorities.current.enforced and not config.access.password_file and not all(
+                listener.require_certificate for listener in config.listeners):
             log.warning("authorities are enforced, but without [access] password_file a user name is only a"
                         " claim: anyone may act as any user that holds authorities (docs/security.md)")
         context.reloaders.append(authorities_reloader(context.authorities))

@@ -33,6 +33,8 @@ def test_grants_groups_administrators_and_the_broker_itself() -> None:
     assert not auth.allows("alice", "queue", "APP.IN", "put")
     for admin in ("root", "carol", None):
         assert auth.allows(admin, "queue", "SYSTEM.DEAD.LETTER.QUEUE", "get")
+    auth.change("admin", "*", "dora", grant=["admin"])
+    assert auth.is_administrator("dora") and auth.allows("dora", "flow", "any", "deploy")
     assert auth.change("queue", "APP.**", "apps", group=True, revoke=["all"]) is None
     assert not auth.allows("bob", "queue", "APP.IN", "put")
     auth.change("queue", "**", qmgr_principal("QM2"), grant=["put"])

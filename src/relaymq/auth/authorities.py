@@ -16,7 +16,7 @@ trusted.
 
 Authorities: for ``queue`` profiles ``put``, ``get``, ``browse``, ``inq``, ``set``,
 ``define``, ``delete``; for ``flow`` profiles ``deploy``; for the ``admin`` object (profile
-``*``) ``admin``; ``all`` stands for every authority of the type. A principal holds the union
+``*``) ``admin``, which makes its holder an administrator; ``all`` stands for every authority of the type. A principal holds the union
 of what every matching profile grants to it and to each of its groups (IBM MQ takes the most
 specific profile only; the union is easier to predict and cannot take a grant away by adding
 one). Administrators - ``[access] administrators`` and members of the group
@@ -160,13 +160,19 @@ class Authorities:
         return {name for name, members in self.groups.items() if principal in members}
 
     def is_administrator(self, principal: str | None) -> bool:
+        """The broker itself, ``[access] administrators``, the group ``administrators``, and
+        whoever holds ``admin`` on the admin object (``relaymq auth set -t admin -p carol +admin``)."""
         return principal is None or principal in self.administrators or \
-            principal in self.groups.get(ADMIN_GROUP, ())
+            principal in self.groups.get(ADMIN_GROUP, ()) or "admin" in self._granted(principal, "admin", ADMIN_PROFILE)
 
     def held(self, principal: str, object_type: str, name: str) -> frozenset[str]:
         """What ``principal`` may do to object ``name`` of ``object_type``."""
         if self.is_administrator(principal):
             return frozenset(AUTHORITIES[object_type])
+        return self._granted(principal, object_type, name)
+
+    def _granted(self, principal: str, object_type: str, name: str) -> frozenset[str]:
+        """The union of the rows for ``principal`` and its groups that match the object."""
         groups = self.groups_of(principal)
         result: set[str] = set()
         for grant in self.grants:

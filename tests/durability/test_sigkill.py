@@ -193,11 +193,25 @@ def test_qos2_publisher_resends_across_sigkill_exactly_once(broker_factory, repo
             done.notify_all()
 
     pub.client.on_publish = on_publish
-    restarted = threading.Event()
+    killed, restarted = threading.Event(), threading.Event()
+
+    def hold_reconnect(client, userdata) -> None:  # noqa: ANN001
+        # paho 2.x resets its in-flight messages at every reconnect attempt, before it opens the
+        # socket (Client.reconnect -> _messages_reconnect_reset_out); an attempt refused while
+        # the broker restarts resets a QoS 2 message awaiting PUBCOMP twice: to "resend PUBREL",
+        # then to "publish" with DUP 0. paho then sends the released message as a new PUBLISH,
+        # which a broker can only take as new (MQTT 5 4.3.3: the packet id is free after
+        # PUBREL), and it arrives twice. Holding the attempt until the broker listens again
+        # keeps paho to the one reset the protocol intends (resend PUBREL, mqtt.md item 8).
+        if killed.is_set():
+            restarted.wait(ACK_WAIT)
+
+    pub.client.on_pre_connect = hold_reconnect
 
     def crash_and_restart() -> None:
         with done:
             done.wait_for(lambda: completed[0] >= Q2_KILL_AFTER, ACK_WAIT)
+        killed.set()
         broker.kill()
         broker.start()
         restarted.set()

@@ -20,7 +20,7 @@ from relaymq.broker.stats import BrokerStats
 from relaymq.pubsub.retained import RetainedTree
 from relaymq.pubsub.topics import reserved_for_broker
 from relaymq.pubsub.topictree import SubscriptionTree
-from relaymq.store.base import NEVER_EXPIRES, QUEUED, Snapshot, Store, StoredMessage
+from relaymq.store.base import NEVER_EXPIRES, QUEUED, Snapshot, Store, StoredMessage, StoreUnavailable
 
 if TYPE_CHECKING:
     from relaymq.broker.ack_watch import AckWatch
@@ -78,6 +78,9 @@ class Broker:
         # stops sharing its keys and every broker.<attribute> on the hot path gets slower
         # (measured: +1% of the instructions per QoS 1 message with six attributes here).
         self.backpressure = Backpressure(getattr(config, "listeners", ()))
+        # Sessions whose refill from the store waits for it to write again (a full disk:
+        # delivery.refill); tick() pumps them once it does.
+        self.refill_stalled: set[Session] = set()
 
     # ------------------------------------------------------------------ identifiers
     def new_msg_id(self) -> int:
@@ -319,6 +322,10 @@ class Broker:
             conn.check_timers(now)
         if self.backpressure.blocking:
             backpressure.check(self, now)
+        if self.refill_stalled and self.store.write_error is None:
+            stalled, self.refill_stalled = self.refill_stalled, set()
+            for session in stalled:
+                delivery_mod.pump(self, session)
         for cid, entry in list(self.pending_wills.items()):
             if now >= entry.due:
                 self.fire_will(cid)
@@ -340,7 +347,11 @@ class Broker:
         for session in self.sessions.values():
             if session.persistent:
                 save_session(self, session)
-        self.store.flush()
+        try:
+            self.store.flush()
+        except StoreUnavailable as exc:
+            # Not stored, so never acknowledged: the store's close() tries once more and logs.
+            log.error("stopping while the store cannot write: %s", exc)
 
     # ------------------------------------------------------------------ helpers
     def session_expiry_for(self, level: int, clean_start: bool, requested: int | None) -> int:

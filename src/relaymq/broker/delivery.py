@@ -17,7 +17,7 @@ from relaymq.broker.persistence import forget_delivery, persist_delivery, update
 from relaymq.broker.session import Delivery
 from relaymq.mqtt import packets as p
 from relaymq.mqtt.reason_codes import QUOTA_EXCEEDED
-from relaymq.store.base import QUEUED, RELEASED, SENT, StoredMessage
+from relaymq.store.base import QUEUED, RELEASED, SENT, StoredMessage, StoreUnavailable
 
 if TYPE_CHECKING:
     from relaymq.broker.broker import Broker
@@ -167,7 +167,13 @@ def refill(broker: Broker, session: Session) -> None:
         return
     max_bytes = limits.max_queued_bytes
     first_seq = session.spilled[0][0]
-    for rec, msg in broker.store.read_deliveries(session.client_id, first_seq - 1, room):
+    try:
+        found = broker.store.read_deliveries(session.client_id, first_seq - 1, room)
+    except StoreUnavailable:
+        # the rows may still wait for their commit (a full disk): try again once it writes
+        broker.refill_stalled.add(session)
+        return
+    for rec, msg in found:
         while session.spilled and session.spilled[0][0] < rec.seq:  # gone from the store
             broker.refs.release_id(session.spilled.popleft()[1])
         if not session.spilled or session.spilled[0][0] != rec.seq:

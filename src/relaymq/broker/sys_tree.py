@@ -21,7 +21,16 @@ if TYPE_CHECKING:
 #: subscriber acknowledged it before the commit).
 STORE_COUNTERS = (("store/commits", "commit_count"),
                   ("store/statements/written", "written_count"),
-                  ("store/statements/coalesced", "coalesced_count"))
+                  ("store/statements/coalesced", "coalesced_count"),
+                  ("store/write/retries", "write_retry_count"),
+                  ("store/write/outages", "write_outage_count"))
+
+
+def store_state(broker: Broker) -> str:
+    """``ok``, or ``cannot write: <error>`` while the store retries a failed commit (a full
+    disk): no acknowledgement goes out until it is ``ok`` again (issue 15 finding 9)."""
+    error = broker.store.write_error
+    return "ok" if error is None else f"cannot write: {error}"
 
 
 def stats_values(broker: Broker) -> dict[str, str]:
@@ -52,6 +61,7 @@ def stats_values(broker: Broker) -> dict[str, str]:
         "subscriptions/count": str(len(broker.subscriptions)),
         "retained messages/count": str(len(broker.retained)),
         "store/messages": str(len(broker.refs.counts)),
+        "store/state": store_state(broker),
         **store,
     }
 

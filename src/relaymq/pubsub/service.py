@@ -189,7 +189,7 @@ class PubSubService:
         try:
             with self.unit():
                 self._save()
-            await self.durable()
+            await self.durable(through_outage=False)
         except StoreError as error:  # the store failed earlier and said so; nothing more to keep
             log.error("pub/sub: the last state changes are not stored: %s", error)
 
@@ -198,17 +198,18 @@ class PubSubService:
         """A unit of work of the broker's storage engine (nothing to group without one)."""
         return self.store_engine.unit() if self.store_engine is not None else contextlib.nullcontext()
 
-    async def durable(self) -> None:
+    async def durable(self, through_outage: bool = True) -> None:
         """Return once everything submitted so far is committed (at once without a store) and
         the puts over synchronous routes made so far are done; raise StoreError when the commit
-        cannot be (the store failed: nothing of it is acknowledged)."""
+        cannot be (the store failed: nothing of it is acknowledged), or (``through_outage``
+        False: stopping) when the store cannot write just now."""
         if self.store_engine is None:
             if self._remote:
                 await asyncio.gather(*list(self._remote), return_exceptions=True)
             return
         remote = list(self._remote)
         try:
-            await committed(self.store_engine)
+            await committed(self.store_engine, through_outage)
         except StoreFailed as error:
             raise StoreError(str(error)) from error
         if remote:

@@ -27,17 +27,28 @@ from relaymq.qmgr.states import Envelope
 WAIT_SLICE = 0.25
 
 
-async def committed(engine: Any) -> None:
+async def committed(engine: Any, through_outage: bool = True) -> None:
     """Return once everything submitted to ``engine`` so far is committed; raise StoreFailed
-    when it cannot be (the store failed: nothing of it may be acknowledged)."""
+    when it cannot be (the store failed: nothing of it may be acknowledged). While the engine
+    cannot write (a full disk) this waits until it writes again; with ``through_outage=False``
+    (a shutdown) it raises StoreFailed instead."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
 
     def finished(error: BaseException | None) -> None:  # the writer thread (or this one, at once)
         loop.call_soon_threadsafe(_settle, done, error)
 
-    engine.on_commit(finished)
-    await done
+    watchers = engine.outage_watchers
+    if not through_outage:
+        if engine.write_error is not None:
+            raise StoreFailed(f"store cannot write: {engine.write_error}")
+        watchers.append(finished)
+    try:
+        engine.on_commit(finished)
+        await done
+    finally:
+        if not through_outage:
+            watchers.remove(finished)
 
 
 def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:

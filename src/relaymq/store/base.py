@@ -108,11 +108,18 @@ class StoreError(Exception):
     """The storage engine failed (disk full, corrupt database, unusable path)."""
 
 
+class StoreUnavailable(StoreError):
+    """The store cannot write just now (disk full, I/O error): it is retrying, and whatever
+    waits for a commit waits until it succeeds; a caller that cannot wait gets this."""
+
+
 class Store(ABC):
     #: Write operations (every ``put_*``, ``update_*``, ``delete_*``) submitted so far. The
     #: broker reads it before and after handling a publication: when it did not move, nothing
     #: the acknowledgement would promise waits for a commit.
     submitted: int = 0
+    #: The write error the store is retrying (disk full...), None while it writes (engine.py).
+    write_error: BaseException | None = None
 
     @abstractmethod
     def load(self) -> Snapshot: ...

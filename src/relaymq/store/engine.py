@@ -34,9 +34,15 @@ How a write travels:
 * Work undone before its batch is taken never reaches the database: a message or delivery put
   and deleted within one batch cancels out (:class:`Batch` keys), and a put whose key was never
   submitted before (``fresh``) needs no DELETE either.
-* A failed commit (disk full, I/O error) is logged on logger ``relaymq.store``; the engine then
-  refuses every submission with StoreError and never runs another callback, so no
-  acknowledgement is ever sent for data that was not stored. ``failed`` holds the cause.
+* A commit that fails with a write error (disk full, an I/O error: ``sqlite3.OperationalError``
+  or ``OSError``) is rolled back and tried again, backing off from 50 ms to 2 s, until it
+  commits (issue 15 finding 9). Meanwhile ``write_error`` holds the cause, submissions are
+  still taken (they wait in the next batch), no callback runs, so no acknowledgement is sent
+  for data that is not stored, and ``flush`` raises :class:`StoreUnavailable` rather than wait.
+  The log says when writing stopped and when it resumed. Closing while it fails gives up
+  after one more try: what was never stored was never acknowledged, so that is a clean stop.
+  Any other commit error (a bug, a constraint) stops the engine for good: it refuses every
+  submission with StoreError; ``failed`` holds the cause.
 
 One process at a time: the engine holds an exclusive ``flock`` on ``<file>.lock`` (with the
 holder's pid in it) for its whole life; a second opener gets :class:`StoreInUse`. The lock goes
@@ -61,7 +67,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from .base import StoreError
+from .base import StoreError, StoreUnavailable
 from .sqlite_file import SYNCHRONOUS_MODES, DatabaseFileError, open_database
 
 log = logging.getLogger("relaymq.store")
@@ -123,6 +129,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         + ", ".join(c + " ANY" for c in LOG_COLUMNS) + ", PRIMARY KEY (partition, seq)) WITHOUT ROWID",
     ),
 }
+
+
+#: Backing off between two tries of a commit that failed with a write error (seconds).
+RETRY_FIRST = 0.05
+RETRY_MAX = 2.0
 
 
 class StoreInUse(StoreError):
@@ -294,7 +305,17 @@ class Engine:
         self._batch_no = 1  # the number the pending batch will get when the writer takes it
         self._done_no = 0  # the last batch committed and whose callbacks were handed over
         self._closing = False
+        self._stopping = threading.Event()  # set by close(): a writer backing off wakes at once
         self._failed: BaseException | None = None
+        self._abandoned = False  # closed while a write error was being retried (a clean stop)
+        #: The write error being retried (module docstring), None while commits succeed.
+        self.write_error: BaseException | None = None
+        #: Commits tried again after a write error, and write-error episodes, since start.
+        self.write_retries = 0
+        self.write_outages = 0
+        #: Called on the writer thread with the error when commits start failing: how a waiter
+        #: that must not wait through an outage (a shutdown) learns of it.
+        self.outage_watchers: list[Callable[[BaseException], None]] = []
         self._local = threading.local()
         self._scope = _UnitScope(self)
         #: Called (lock held) when the writer takes a batch: may add ``batch.afterwards``.
@@ -428,15 +449,18 @@ class Engine:
 
     def flush(self) -> None:
         """Block until everything submitted (outside an open unit) is committed and its
-        callbacks handed over."""
+        callbacks handed over; raise StoreUnavailable instead of waiting while a write error
+        is being retried."""
         if threading.current_thread() is self._thread:
             raise StoreError("flush() called on the store's writer thread: notify must not run callbacks that flush")
         with self._lock:
             self._check()
             target = self._batch_no if self._batch else self._batch_no - 1
-            while self._done_no < target and self._failed is None:
+            while self._done_no < target and self._failed is None and self.write_error is None:
                 self._done.wait()
             self._check()
+            if self._done_no < target and self.write_error is not None:
+                raise StoreUnavailable(f"{self.what} {self.path!r} cannot write, retrying: {self.write_error}")
 
     def close(self) -> None:
         """Commit what is pending, stop the writer, close the file; raise StoreError if it had failed.
@@ -449,11 +473,12 @@ class Engine:
             already = self._closing
             self._closing = True
             self._work.notify()
+        self._stopping.set()
         if already:
             return
         self._thread.join()
         self._release_lock()
-        if self._failed is not None:
+        if self._failed is not None and not self._abandoned:
             raise StoreError(f"{self.what} {self.path!r} failed: {self._failed}") from self._failed
 
     # -- the writer thread
@@ -478,8 +503,9 @@ class Engine:
                 try:
                     self._commit(batch)
                 except BaseException as exc:
-                    self._fail(exc, batch)
-                    return
+                    if not (_retryable(exc) and self._retry(batch, exc)):
+                        self._fail(exc, batch)
+                        return
                 self._hand_over(batch.callbacks)
                 for commit in batch.commits:
                     commit(None)
@@ -506,6 +532,8 @@ class Engine:
             return  # only callbacks: everything before them is already committed
         conn = self._conn
         try:
+            if conn.in_transaction:  # left open by a failed try whose ROLLBACK failed too
+                conn.execute("ROLLBACK")
             conn.execute("BEGIN")
             for sql, rows in statements:
                 _execute(conn, sql, rows)
@@ -530,15 +558,56 @@ class Engine:
             log.exception("%s %r: notify failed to take %d on_durable callback(s)", self.what, self.path,
                           len(callbacks))
 
+    def _retry(self, batch: Batch, exc: BaseException) -> bool:
+        """Try the failed batch again, backing off, until it commits (True) or the engine is
+        closed and one more try failed too (False). Nothing waiting for it runs meanwhile."""
+        started = time.monotonic()
+        with self._lock:
+            self.write_error = exc
+            self.write_outages += 1
+            waiting = len(batch.callbacks) + len(self._batch.callbacks)
+            self._done.notify_all()  # a flush() waiting for this batch raises StoreUnavailable
+            watchers = list(self.outage_watchers)
+        for watcher in watchers:
+            watcher(exc)
+        log.error("%s %r: cannot write (%s); %d acknowledgement(s) wait, none is sent until the "
+                  "commit succeeds; trying again every %g s at most", self.what, self.path, exc,
+                  waiting, RETRY_MAX)
+        delay = RETRY_FIRST
+        while True:
+            closing = self._stopping.wait(delay)
+            delay = min(delay * 2, RETRY_MAX)
+            try:
+                self._commit(batch)
+            except BaseException as again:
+                self.write_retries += 1
+                if closing or not _retryable(again):
+                    return False
+                with self._lock:
+                    self.write_error = again
+                continue
+            self.write_retries += 1
+            with self._lock:
+                self.write_error = None
+            log.warning("%s %r: writing again after %.1f s; acknowledgements resume", self.what,
+                        self.path, time.monotonic() - started)
+            return True
+
     def _fail(self, exc: BaseException, batch: Batch) -> None:
         """Stop for good: no callback of this or any later batch may run (their data is not stored)."""
         with self._lock:
             self._failed = exc
+            self._abandoned = self._closing and _retryable(exc)
+            self.write_error = None
             pending, self._batch = self._batch, Batch()
             self._done.notify_all()
         withheld = len(batch.callbacks) + len(pending.callbacks)
         for commit in [*batch.commits, *pending.commits]:
             commit(exc)
+        if self._abandoned:
+            log.error("%s %r: closed while it cannot write (%s): the last %d acknowledgement(s) were "
+                      "never sent, their data is not stored", self.what, self.path, exc, withheld)
+            return
         log.error(
             "%s %r: commit failed, %d acknowledgement(s) withheld; the store refuses all further work: %s",
             self.what, self.path, withheld, exc, exc_info=exc,
@@ -592,6 +661,12 @@ def _execute(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) ->
             conn.execute(sql, chunk[0])
         else:
             conn.execute(_combine(sql, len(chunk)), [value for row in chunk for value in row])  # type: ignore[arg-type]
+
+
+def _retryable(exc: BaseException) -> bool:
+    """A write error that a later try may not meet: disk full, I/O error, locked or unopenable
+    file (SQLite reports all of them as OperationalError)."""
+    return isinstance(exc, (sqlite3.OperationalError, OSError))
 
 
 def _call(callback: Callable[[], None]) -> None:

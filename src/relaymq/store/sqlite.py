@@ -111,6 +111,21 @@ class SQLiteStore(Store):
         return self.engine.failed
 
     @property
+    def write_error(self) -> BaseException | None:
+        """The write error being retried (disk full...), None while commits succeed (engine.py)."""
+        return self.engine.write_error
+
+    @property
+    def write_retry_count(self) -> int:
+        """Commits tried again after a write error, since start."""
+        return self.engine.write_retries
+
+    @property
+    def write_outage_count(self) -> int:
+        """Times the store stopped writing (a write error) and started again, since start."""
+        return self.engine.write_outages
+
+    @property
     def commit_count(self) -> int:
         """Transactions committed so far: one fsync each with synchronous=FULL."""
         return self.engine.commits

@@ -185,6 +185,8 @@ class AccessConfig:
     password_file: str = _key("", text, path="file")
     acl_file: str = _key("", text, path="file")
     administrators: tuple[str, ...] = _key((), text_list)
+    #: Queue, flow and admin authorities (relaymq.auth.authorities); "": <data_dir>/authorities.json.
+    authorities_file: str = _key("", text, path="file")
 
 
 @dataclass(frozen=True)
@@ -405,11 +407,18 @@ def _read_toml(path: str) -> dict[str, Any]:
         raise ConfigError(path, f"invalid TOML: not UTF-8 ({error.reason})") from None
 
 
-def _check_access_files(access: AccessConfig) -> None:
-    """Parse the password and ACL files now, so a broken line stops start-up, not a login."""
+def _check_access_files(access: AccessConfig, data_dir: str) -> None:
+    """Parse the password, ACL and authorities files now, so a broken line stops start-up,
+    not a login."""
     # Imported here: relaymq.auth is only needed when such a file is configured.
     from relaymq.auth.acl import Acl, AclError
+    from relaymq.auth.authorities import Authorities, AuthorityError, authorities_path
     from relaymq.auth.passwords import PasswordFile, PasswordFileError
+
+    try:
+        Authorities.load(authorities_path(access, data_dir))
+    except AuthorityError as error:
+        raise ConfigError("access.authorities_file", str(error)) from None
 
     if access.password_file:
         try:
@@ -468,7 +477,7 @@ def load_config(path: str | None, overrides: Mapping[str, object] | None = None)
         sections[name] = _build(cls, table, name, dirs)
 
     listeners = _build_listeners(raw.get(_LISTENER), base_dir, overrides.get("port"))
-    _check_access_files(sections["access"])
+    _check_access_files(sections["access"], sections["broker"].data_dir)
     _check_administrators(sections["access"], listeners)
     extra: dict[str, Any] = {}
     for name, module in plugins.items():

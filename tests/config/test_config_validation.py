@@ -205,7 +205,7 @@ def test_missing_config_file(tmp_path: Path) -> None:
     assert "cannot read" in str(caught.value)
 
 
-@pytest.mark.parametrize("key", ["password_file", "acl_file"])
+@pytest.mark.parametrize("key", ["password_file", "acl_file", "authorities_file"])
 def test_access_files_must_exist(tmp_path: Path, key: str) -> None:
     """Brief: files named for password/acl exist and are readable (error names key and path)."""
     error = _error(tmp_path, f"[access]\n{key} = 'absent'\n")
@@ -239,6 +239,19 @@ def test_broken_password_and_acl_files_stop_start_up(tmp_path: Path) -> None:
     (tmp_path / "acl").write_text("user bob\ntopic raed x y\n")
     error = _error(tmp_path, "[access]\nacl_file = 'acl'\n")
     assert error.key == "access.acl_file" and f"{tmp_path / 'acl'}:2:" in str(error)
+
+
+def test_broken_authorities_file_stops_start_up(tmp_path: Path) -> None:
+    """issue 15: an authorities file that does not parse stops start-up naming the key, the
+    file and the row - given explicitly or found at <data_dir>/authorities.json."""
+    (tmp_path / "auth.json").write_text('{"authorities": [{"type": "queue", "profile": "A", "principal": "bob",'
+                                        ' "authorities": ["fly"]}]}')
+    error = _error(tmp_path, "[access]\nauthorities_file = 'auth.json'\n")
+    assert error.key == "access.authorities_file" and "authorities[0]" in str(error) and "'fly'" in str(error)
+    (tmp_path / "var").mkdir()
+    (tmp_path / "var" / "authorities.json").write_text("{broken")
+    error = _error(tmp_path, "[broker]\ndata_dir = 'var'\n")
+    assert error.key == "access.authorities_file" and "not JSON" in str(error)
 
 
 def test_tls_needs_cert_and_key_and_client_certificates_need_a_ca(tmp_path: Path) -> None:

@@ -36,7 +36,12 @@ def broker(tmp_path_factory):
         flags = ["-c"] if i == 0 else []
         subprocess.run([sys.executable, "-m", "relaymq", "passwd", *flags, "-b", "--cost", "4", str(passwords),
                         user, password], check=True, capture_output=True)
-    b = FlowBroker(queues=("ORDERED",), config={"access": {"password_file": str(passwords)}},
+    # with a password file the clerk reads ORDERED only with a grant (issue 15)
+    authorities = tmp / "authorities.json"
+    subprocess.run([sys.executable, "-m", "relaymq", "auth", "--file", str(authorities), "set", "-t", "queue",
+                    "-n", "ORDERED", "-p", "clerk", "+get", "+browse", "+inq"], check=True, capture_output=True)
+    b = FlowBroker(queues=("ORDERED",), config={"access": {"password_file": str(passwords),
+                                                           "authorities_file": str(authorities)}},
                    auth=("clerk", "c-secret"))
     b.start()
     yield b

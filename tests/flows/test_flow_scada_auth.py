@@ -9,6 +9,7 @@ password is being checked on the same telemetry port.
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -37,7 +38,11 @@ def test_telemetry_port_serves_devices_while_a_wrong_password_is_checked(tmp_pat
     passwords = PasswordFile()
     passwords.set("meter", "right", cost=SLOW_COST)
     passwords.save(str(tmp_path / "passwords"))
-    config = {"access": {"password_file": str(tmp_path / "passwords"), "allow_anonymous": True},
+    # the test watches OUTQ anonymously over REST: with a password file that needs a grant (issue 15)
+    (tmp_path / "authorities.json").write_text(json.dumps({"authorities": [
+        {"type": "queue", "profile": "OUTQ", "principal": ":anonymous", "authorities": ["inq", "browse", "get"]}]}))
+    config = {"access": {"password_file": str(tmp_path / "passwords"), "allow_anonymous": True,
+                         "authorities_file": str(tmp_path / "authorities.json")},
               "http": {"allow_anonymous": True}}
     with FlowBroker(queues=("OUTQ",), config=config).start() as broker:
         port = free_port()

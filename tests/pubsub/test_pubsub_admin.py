@@ -78,7 +78,12 @@ def test_item_19_admin_routes_are_for_administrators_on_loopback(tmp_path):
     passwords = tmp_path / "passwords"
     assert main(["passwd", "-c", "-b", "--cost", "4", str(passwords), "alice", "a-pass"]) == 0
     assert main(["passwd", "-b", "--cost", "4", str(passwords), "bob", "b-pass"]) == 0
-    config = {"access": {"allow_anonymous": False, "password_file": str(passwords), "administrators": ["alice"]}}
+    # with a password file bob touches only the queues he is granted (issue 15, docs/security.md)
+    authorities = tmp_path / "authorities.json"
+    for profile, grants in (("SYSTEM.BROKER.CONTROL.QUEUE", "+put"), ("BOB.SUBS", "+put"), ("APP.REPLY", "+get")):
+        assert main(["auth", "--file", str(authorities), "set", "-t", "queue", "-n", profile, "-p", "bob", grants]) == 0
+    config = {"access": {"allow_anonymous": False, "password_file": str(passwords), "administrators": ["alice"],
+                         "authorities_file": str(authorities)}}
     broker = start(tmp_path, config, queues=("APP.REPLY", "BOB.SUBS"))
     try:
         rest = Rest(broker, "bob", "b-pass")

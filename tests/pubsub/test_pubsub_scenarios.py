@@ -260,7 +260,14 @@ def test_scenario_stream_acls_mqtt_publisher_on_a_stream(tmp_path):
 def test_scenario_stream_acls_over_rest_with_the_login_as_user(tmp_path):
     """pubsub.md item 38; seed 003 l.2405-2486 over the REST interface: the authenticated HTTP
     user is the psc command's user, so sx may subscribe on StreamX and sd may not."""
-    config = {"access": {"allow_anonymous": False, "password_file": _password_file(tmp_path)}, "pubsub": STREAM_ACL}
+    # with a password file the users touch only the queues they are granted (issue 15)
+    authorities = str(tmp_path / "authorities.json")
+    grants = [("SYSTEM.BROKER.**", "+put"), ("APP.REPLY", "+get"), ("SX.Q", "+all"), ("SD.Q", "+all")]
+    for user in ("sx", "sd", "px"):
+        for profile, grant in grants:
+            assert main(["auth", "--file", authorities, "set", "-t", "queue", "-n", profile, "-p", user, grant]) == 0
+    config = {"access": {"allow_anonymous": False, "password_file": _password_file(tmp_path),
+                         "authorities_file": authorities}, "pubsub": STREAM_ACL}
     broker = start(tmp_path, config, queues=("APP.REPLY", "SX.Q", "SD.Q"))
     try:
         regsub = "<Command>RegSub</Command><Topic>$SYS/STREAM/StreamX/#</Topic><QName>{}</QName>"

@@ -4,6 +4,7 @@ through the REST interface as a user would."""
 
 from __future__ import annotations
 
+import json
 import time
 import urllib.request
 from pathlib import Path
@@ -168,8 +169,12 @@ def test_http_channel_route_needs_a_user_that_names_its_queue_manager(tmp_path: 
     for user, password in (("DEVICE", "device-pw"), ("alice", "alice-pw")):
         passwords.set(user, password, cost=4)
     passwords.save(str(tmp_path / "passwords"))
+    # the test reads TARGET's queue anonymously over REST: with a password file that needs a grant (issue 15)
+    (tmp_path / "authorities.json").write_text(json.dumps({"authorities": [
+        {"type": "queue", "profile": "IN", "principal": ":anonymous", "authorities": ["inq", "get"]}]}))
     target = Node(tmp_path, "TARGET", [{"name": "IN"}], [], qmgr_extra={"channel_allow_anonymous": False},
-                  extra_toml=f'[access]\npassword_file = "{tmp_path / "passwords"}"\nallow_anonymous = true\n')
+                  extra_toml=f'[access]\npassword_file = "{tmp_path / "passwords"}"\nallow_anonymous = true\n'
+                             f'authorities_file = "{tmp_path / "authorities.json"}"\n')
     http_table = f'[http]\nhost = "127.0.0.1"\nport = {target.http_port}\n'
     target.config.write_text(target.config.read_text().replace(http_table, http_table + "allow_anonymous = true\n"))
 

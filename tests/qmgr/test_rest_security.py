@@ -21,6 +21,7 @@ ACL = """\
 user alice
 topic write allowed/#
 topic read allowed/#
+topic read Plant/#
 """
 
 
@@ -34,8 +35,17 @@ def secured(tmp_path_factory) -> Iterator[tuple[BrokerProcess, int]]:
     passwords.set("bob", "bobpw", cost=4)
     passwords.save(str(tmp / "passwd"))
     (tmp / "acl").write_text(ACL)
+    # issue 15: with a password file a user touches only the queues its authorities allow
+    (tmp / "authorities.json").write_text(json.dumps({"authorities": [
+        {"type": "queue", "profile": "PLAIN", "principal": "alice", "authorities": ["put", "get", "browse"]},
+        {"type": "queue", "profile": "APP.**", "principal": "alice", "authorities": ["all"]},
+        {"type": "queue", "profile": "SYSTEM.BROKER.CONTROL.QUEUE", "principal": "alice", "authorities": ["put"]},
+        {"type": "queue", "profile": "PLAIN", "principal": ":anonymous", "authorities": ["put"]},
+        {"type": "queue", "profile": "SYSTEM.BROKER.CONTROL.QUEUE", "principal": ":anonymous",
+         "authorities": ["put"]}]}))
     port = free_port()
-    config = {"access": {"password_file": str(tmp / "passwd"), "acl_file": str(tmp / "acl")},
+    config = {"access": {"password_file": str(tmp / "passwd"), "acl_file": str(tmp / "acl"),
+                         "authorities_file": str(tmp / "authorities.json")},
               "http": {"host": "127.0.0.1", "port": port, "allow_anonymous": True},
               "qmgr": {"name": "QM1", "queue": [{"name": "APP.REPLY"}, {"name": "APP.SUBS"}, {"name": "PLAIN"}]},
               "pubsub": {"topic_security": True, "groups": {"Plant": ["alice"]},

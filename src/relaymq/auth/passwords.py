@@ -103,6 +103,14 @@ class PasswordFile:
             result._hashes[user] = hashed.encode("ascii")
         return result
 
+    def replace_with(self, fresh: PasswordFile) -> None:
+        """Take the users of ``fresh`` (the file read again: SIGHUP), in place, so every holder
+        of this object sees them; a remembered check survives only while its hash is unchanged."""
+        self._verified = {user: seen for user, seen in self._verified.items()
+                          if fresh._hashes.get(user) == self._hashes.get(user)}
+        self._hashes = dict(fresh._hashes)
+        self._dummy_hash = None
+
     def users(self) -> list[str]:
         """The user names, in file order."""
         return list(self._hashes)

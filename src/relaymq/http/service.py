@@ -51,7 +51,13 @@ async def start(context: Any) -> HttpService:
     server = HttpServer(max_header_bytes=settings.max_header_bytes, max_body_bytes=settings.max_body_bytes,
                         idle_timeout=float(settings.idle_timeout), header_timeout=float(settings.header_timeout),
                         body_timeout=float(settings.body_timeout))
-    server.auth = BasicAuth(_password_file(context.config, settings), settings.allow_anonymous)
+    passwords = _password_file(context.config, settings)
+    server.auth = BasicAuth(passwords, settings.allow_anonymous)
+    if passwords is not None:
+        from relaymq.server.reload import password_reloader
+
+        context.reloaders.append(password_reloader(settings.password_file or context.config.access.password_file,
+                                                   passwords))
     ssl_context = None
     if settings.tls_cert:
         ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -70,5 +76,12 @@ async def start(context: Any) -> HttpService:
     from relaymq.qmgr.rest import add_routes
 
     add_routes(server, context.services, context.broker)
+    authorities = getattr(context, "authorities", None)
+    if authorities is not None:  # users, groups and authorities at run time (issue 15)
+        from relaymq.http.authorities_admin import AuthorityAdmin
+        from relaymq.server.reload import reload_all
+
+        AuthorityAdmin(authorities, password_path=context.config.access.password_file,
+                       reload=lambda: reload_all(context.reloaders)).install(server)
     log.info("HTTP listening on %s:%d", settings.host, server.port)
     return HttpService(server)

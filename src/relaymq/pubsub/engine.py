@@ -22,7 +22,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from relaymq.message.constants import (
     MQMT_DATAGRAM,
@@ -77,6 +77,22 @@ from relaymq.selector.resolvers import message_resolver
 from relaymq.selector.values import UntypedText
 
 log = logging.getLogger("relaymq.pubsub")
+
+
+#: SenderAuthority.topic's permission for a publication delivered to a subscription's owner.
+RECEIVE = "receive"
+
+
+class SenderAuthority(Protocol):
+    """What a psc command's sender may do (issue 15 finding 3), asked whatever
+    ``topic_security`` says: the broker's topic ACL and the queue authorities. ``user`` is
+    the command's MQMD.UserIdentifier as its entrance stamped it (None: blank, anonymous);
+    ``permission`` PUBLISH, SUBSCRIBE (a filter) or RECEIVE (a delivery on a topic)."""
+
+    def topic(self, user: str | None, topic: str, permission: str) -> bool: ...
+
+    def queue(self, user: str | None, qmgr: str, queue: str, action: str) -> bool: ...
+
 
 CONTROL_QUEUE = "SYSTEM.BROKER.CONTROL.QUEUE"
 #: MQAT_BROKER (cmqc.h): the PutApplType of publications the broker sends (item 35).
@@ -194,6 +210,7 @@ class PubSubEngine:
         default_retained: RetainedTree | None = None,
         mqtt_bridge: bool = False,
         acl: TopicAcl | None = None,
+        sender: SenderAuthority | None = None,
         input_queues: dict[str, str] | None = None,
         control_queue: str = CONTROL_QUEUE,
         queue_check: Callable[[str, str], int | None] | None = None,
@@ -209,6 +226,8 @@ class PubSubEngine:
         self.broker_name = broker_name
         self.mqtt_bridge = mqtt_bridge
         self.acl = acl
+        #: The sender's own rights, checked for every command (``acl`` is topic security's).
+        self.sender = sender
         self.input_queues = dict(input_queues if input_queues is not None else {wire.DEFAULT_STREAM: DEFAULT_SUBPOINT})
         self.control_queue = control_queue
         self.queue_check = queue_check
@@ -354,13 +373,16 @@ class PubSubEngine:
                     response: wire.Response) -> list[str]:
         """Partial authority (item 32): refused topics become 3081 warnings; all refused is
         an error (nothing processed)."""
-        if self.acl is None:
+        if self.acl is None and self.sender is None:
             return topics
         user = command.user_id or None
-        if permission == SUBSCRIBE:
-            ok = [t for t in topics if self.acl.may_subscribe(user, t)]
-        else:
-            ok = [t for t in topics if self.acl.allowed(user, t, permission)]
+        ok = topics
+        if self.sender is not None:
+            ok = [t for t in ok if self.sender.topic(user, t, permission)]
+        if self.acl is not None and permission == SUBSCRIBE:
+            ok = [t for t in ok if self.acl.may_subscribe(user, t)]
+        elif self.acl is not None:
+            ok = [t for t in ok if self.acl.allowed(user, t, permission)]
         refused = [t for t in topics if t not in ok]
         if refused and not ok:
             raise r.PscError(r.NOT_AUTHORIZED, "not authorised", Topic=refused[0])
@@ -478,7 +500,9 @@ class PubSubEngine:
             return False
         if self.acl is not None and not self.acl.allowed(sub.user_id or None, pub.topic, SUBSCRIBE):
             return False
-        return True
+        # the owner's ACL at delivery too, as for MQTT: a subscription registered before a
+        # rule changed (or before issue 15) must not go on leaking what its owner may not read
+        return self.sender is None or self.sender.topic(sub.user_id or None, pub.topic, RECEIVE)
 
     def _delivery(self, sub: QueueSubscription, pub: Publication, now: float, *, retained_inform: bool) -> Put:
         persistent = {PERS: MQPER_PERSISTENT, NON_PERS: 0, PERS_AS_QUEUE: MQPER_PERSISTENCE_AS_Q_DEF}.get(
@@ -596,6 +620,11 @@ class PubSubEngine:
             raise r.PscError(r.SUB_IDENTITY_ERROR, "SubIdentity longer than 64 characters")
         filter_text = self._filter(command)
         subscriber = self._subscriber(command, "CorrelAsId" in options)
+        if self.sender is not None and not self.sender.queue(command.user_id or None, subscriber.qmgr,
+                                                             subscriber.queue, "put"):
+            # the broker puts there on the subscriber's behalf: only into a queue it could put to
+            raise r.PscError(r.NOT_AUTHORIZED, f"no put authority on the subscriber queue {subscriber.queue!r}",
+                             QMgrName=subscriber.qmgr, QName=subscriber.queue)
         sub_point = command.one("SubPoint", DEFAULT_SUBPOINT) or DEFAULT_SUBPOINT
         user = command.user_id
         topics = self._authorised(command, topics, SUBSCRIBE, response)

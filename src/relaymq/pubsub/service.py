@@ -37,10 +37,11 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from relaymq.auth.authorities import ANONYMOUS
 from relaymq.broker.retain import store_retained
 from relaymq.message.message import Message
 from relaymq.pubsub.admin import PscAdmin
-from relaymq.pubsub.engine import CONTROL_QUEUE, PubSubEngine, dead_letter_message
+from relaymq.pubsub.engine import CONTROL_QUEUE, RECEIVE, PubSubEngine, dead_letter_message
 from relaymq.pubsub.model import (
     PSC_KEY,
     REMOVED_ADMIN,
@@ -58,7 +59,7 @@ from relaymq.pubsub.settings import PubSubSettings
 from relaymq.pubsub.state import PubSubState
 from relaymq.pubsub.stats import CONTENT_TYPE as STATS_CONTENT_TYPE
 from relaymq.pubsub.stats import statistics_payload, statistics_topic
-from relaymq.pubsub.topicacl import CombinedAcl
+from relaymq.pubsub.topicacl import SUBSCRIBE, CombinedAcl
 from relaymq.qmgr.definitions import SYSTEM_DEAD_LETTER_QUEUE
 from relaymq.qmgr.resolution import SYNCHRONOUS_ROUTES
 from relaymq.qmgr.aio import committed
@@ -100,6 +101,7 @@ class PubSubService:
             default_retained=self.broker.retained,
             mqtt_bridge=True,
             acl=self.topic_acl if settings.topic_security else None,
+            sender=BrokerSenderAuthority(self.broker, self.qm),
             input_queues=settings.input_queue_points(),
             queue_check=queue_checker(self.qm) if self.qm is not None else None,
             events=settings.events,
@@ -501,6 +503,35 @@ class PubSubService:
                                          now=self.broker.clock.wall())
             self.broker.publish(topic, payload, properties={"content_type": STATS_CONTENT_TYPE})
 
+
+
+class BrokerSenderAuthority:
+    """A psc command's sender's rights (issue 15 finding 3; engine.SenderAuthority): the
+    broker's ACL (the ACL file, and the topic ACLs when topic security is on - ``broker.acl``,
+    read per command so a SIGHUP reload applies) and the queue authorities of the queue
+    manager. A blank UserIdentifier is an anonymous sender, never the broker itself."""
+
+    def __init__(self, broker: Any, qm: Any) -> None:
+        self.broker = broker
+        self.qm = qm
+
+    def topic(self, user: str | None, topic: str, permission: str) -> bool:
+        acl = self.broker.acl
+        if acl is None:
+            return True
+        # client id "": an ACL ``pattern`` with %c does not apply to a psc command
+        if permission == SUBSCRIBE:
+            return acl.can_subscribe(user, "", topic)
+        if permission == RECEIVE:
+            return acl.can_receive(user, "", topic)
+        return acl.can_publish(user, "", topic)
+
+    def queue(self, user: str | None, qmgr: str, queue: str, action: str) -> bool:
+        """A queue of this queue manager only: another one's queues are guarded there, by
+        its own authorities, when the broker's message arrives over the channel."""
+        if self.qm is None or not (qmgr == self.qm.name or self.qm.is_local_name(qmgr)):
+            return True
+        return self.qm.may(user or ANONYMOUS, action, queue)
 
 
 def queue_checker(qm: Any) -> Any:

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
+from relaymq.auth.authorities import ANONYMOUS
 from relaymq.message.message import Message
 from relaymq.message.mqdlh import MQDLH
 from relaymq.qmgr import resolution as res
@@ -40,6 +41,7 @@ from relaymq.qmgr.definitions import (
     make_definition,
 )
 from relaymq.qmgr.errors import (
+    NotAuthorized,
     DuplicateMessage,
     UnknownQueueManager,
     MessageExpired,
@@ -132,6 +134,8 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
                                        else rule or QueueManagerRule())
         #: Set by the channel part: synchronous remote puts and discovery go through it.
         self.remote: SyncRemote | None = None
+        #: Who may do what to which queue (relaymq.auth.authorities: ``allows``); None: anyone.
+        self.authorities: Any = None
         #: A channel PUT for a queue of this queue manager that cannot take it goes to the
         #: dead-letter queue (:meth:`dead_letter`) instead of staying on the sender.
         self.dead_letter_undeliverable = dead_letter_undeliverable
@@ -161,6 +165,23 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             self.admin.recover()
             if next(self._queues[(self.name, SYSTEM_ADMIN_QUEUE)].visible(), None) is not None:
                 self.admin.wake()
+
+    # -- authority (issue 15 finding 6) ---------------------------------------------------
+    def authorize(self, principal: str | None, action: str, queue: str, *, qmgr: str | None = None) -> None:
+        """The check every entrance makes before it acts for a caller (REST, channel peers,
+        psc commands): raise NotAuthorized (2035) unless ``principal`` holds ``action``
+        (put, get, browse, inq, set, define, delete) on ``queue``. ``principal`` None is the
+        broker itself (trusted); ``qmgr`` only names the target in the refusal: a queue's
+        profile is its name as addressed, whichever queue manager holds it."""
+        if self.may(principal, action, queue):
+            return
+        where = f"{queue!r}" if qmgr is None or qmgr == self.name else f"{queue!r} on {qmgr!r}"
+        who = "an anonymous caller" if principal == ANONYMOUS else f"{principal!r}"
+        raise NotAuthorized(f"{who} has no {action} authority on queue {where}")
+
+    def may(self, principal: str | None, action: str, queue: str) -> bool:
+        """:meth:`authorize` as a yes or no (a listing shows only the queues one may inquire)."""
+        return self.authorities is None or self.authorities.allows(principal, "queue", queue, action)
 
     # -- life cycle (item 28) -------------------------------------------------------------
     @classmethod

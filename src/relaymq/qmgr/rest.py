@@ -29,6 +29,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from relaymq.auth.authorities import ANONYMOUS
 from relaymq.http.admin_guard import AdminPolicy
 from relaymq.http.admin_guard import guard as guard_admin
 from relaymq.http.server import HttpRequest, HttpResponse
@@ -68,6 +69,7 @@ STATUS_BY_REASON: dict[int, int] = {
     2459: 400,  # MQRC_SELECTOR_SYNTAX_ERROR
     2013: 400,  # MQRC_EXPIRY_ERROR
     2030: 413,  # MQRC_MSG_TOO_BIG_FOR_Q
+    2035: 403,  # MQRC_NOT_AUTHORIZED
     2053: 503,  # MQRC_Q_FULL
     2059: 503,  # MQRC_Q_MGR_NOT_AVAILABLE
     2100: 409,  # MQRC_OBJECT_ALREADY_EXISTS
@@ -145,6 +147,19 @@ class RestApi:
             return fn(queue, *args, qmgr=owner, **kwargs)
 
     @staticmethod
+    def principal(request: HttpRequest) -> str:
+        """Who the caller is for the authorities: the authenticated user, else anonymous."""
+        return getattr(request, "user", None) or ANONYMOUS
+
+    def _authorize(self, qm: Any, request: HttpRequest, action: str) -> HttpResponse | None:
+        """403 (2035) unless the caller holds ``action`` on the URL's queue (issue 15 finding 6)."""
+        try:
+            qm.authorize(self.principal(request), action, request.path_params["queue"])
+        except QueueError as exc:
+            return queue_error_response(exc)
+        return None
+
+    @staticmethod
     def _text(request: HttpRequest) -> str | HttpResponse:
         content_type = (request.header("content-type") or "text/plain").lower()
         if not content_type.startswith(("text/", "application/json", "application/xml")):
@@ -158,7 +173,7 @@ class RestApi:
     # -- messaging --------------------------------------------------------------------------
     async def put(self, request: HttpRequest) -> HttpResponse:
         qm, failure = self._qm(request, remote=True)
-        if failure is not None:
+        if failure is not None or (failure := self._authorize(qm, request, "put")) is not None:
             return failure
         text = self._text(request)
         if isinstance(text, HttpResponse):
@@ -188,7 +203,7 @@ class RestApi:
     async def get(self, request: HttpRequest) -> HttpResponse:
         """DELETE: destructive get, waiting up to ``wait`` ms."""
         qm, failure = self._qm(request, remote=True)
-        if failure is not None:
+        if failure is not None or (failure := self._authorize(qm, request, "get")) is not None:
             return failure
         try:
             selection = self._selection(request)
@@ -216,7 +231,7 @@ class RestApi:
     async def browse(self, request: HttpRequest) -> HttpResponse:
         """GET: the first matching message, left on the queue."""
         qm, failure = self._qm(request, remote=True)
-        if failure is not None:
+        if failure is not None or (failure := self._authorize(qm, request, "browse")) is not None:
             return failure
         try:
             selection = self._selection(request)
@@ -232,7 +247,7 @@ class RestApi:
         """GET .../messagelist: summaries of the matching messages in get order, no bodies,
         nothing removed (IBM's messagelist resource; ``limit`` caps the count)."""
         qm, failure = self._qm(request, remote=True)
-        if failure is not None:
+        if failure is not None or (failure := self._authorize(qm, request, "browse")) is not None:
             return failure
         try:
             selection = self._selection(request)
@@ -248,19 +263,16 @@ class RestApi:
             return queue_error_response(exc)
         return HttpResponse(200, list(_JSON), json.dumps({"messages": [message_summary(m) for m in found]}).encode())
 
-    def _identify(self, request: HttpRequest, message: Any) -> None:
-        """MQMD.UserIdentifier of a REST put is the logged-in user (a psc command put over
-        REST runs as that user). An anonymous caller keeps what its headers say (JMSXUserID
-        in ibm-mq-usr) only when the HTTP server has no password file; otherwise an
-        anonymous put carries no identity."""
+    @staticmethod
+    def _identify(request: HttpRequest, message: Any) -> None:
+        """MQMD.UserIdentifier of a REST put is stamped here, never taken from the client
+        (issue 15 finding 3): the logged-in user, so a psc command put over REST runs as that
+        user; blank (anonymous) for a caller without credentials, whatever its headers
+        (JMSXUserID in ibm-mq-usr) claim."""
         from relaymq.flows.mqtt_mapping import user_identifier  # the one MQMD.UserIdentifier rule
 
         user = getattr(request, "user", None)
-        md = message.mq.md
-        if user:
-            md.UserIdentifier = user_identifier(user)
-        elif self.auth is not None and getattr(self.auth, "passwords", None) is not None:
-            md.UserIdentifier = ""
+        message.mq.md.UserIdentifier = user_identifier(user) if user else ""
 
     @staticmethod
     def _message_response(message: Any) -> HttpResponse:
@@ -324,9 +336,11 @@ class RestApi:
             return failure
         wanted = request.path_params.get("queue")
 
-        def collect() -> list[dict[str, Any]]:
+        principal = self.principal(request)
+
+        def collect() -> list[dict[str, Any]]:  # only the queues the caller may inquire (issue 15)
             return [describe_queue(qm, definition) for definition in qm.definitions()
-                    if wanted is None or definition.name == wanted]
+                    if (wanted is None or definition.name == wanted) and qm.may(principal, "inq", definition.name)]
 
         try:
             queues = await asyncio.to_thread(collect)
@@ -364,7 +378,12 @@ class RestApi:
             name, kind, props = queue_request(document)
         except (UnicodeDecodeError, ValueError) as exc:
             return _error(400, "RMQWB0400E", f"the queue definition: {exc}")
+        try:
+            qm.authorize(self.principal(request), "define", name)
+        except QueueError as exc:
+            return queue_error_response(exc)
         replace = request.query_value("noReplace") is None
+        principal = self.principal(request)
 
         def run() -> dict[str, Any]:
             owner = props.get("queue_manager") if kind in ("remote", "home_server") else None
@@ -374,6 +393,7 @@ class RestApi:
                 existing = qm.queue(name, qmgr=owner)
                 if not replace or existing.kind != kind or existing.name != name:
                     raise
+                qm.authorize(principal, "set", name)  # replacing the properties alters the queue
                 changes = {k: v for k, v in props.items() if k != "queue_manager"}
                 qm.alter_queue(name, qmgr=owner, **changes)
             return describe_queue(qm, qm.queue(name, qmgr=owner))
@@ -395,6 +415,8 @@ class RestApi:
         if purge not in ("true", "false", ""):
             return _error(400, "RMQWB0400E", f"purge: {purge!r} is not true or false")
         owner = request.query_value("remoteQmgr")
+        if (failure := self._authorize(qm, request, "delete")) is not None:
+            return failure
         try:
             await asyncio.to_thread(qm.delete_queue, request.path_params["queue"], qmgr=owner,
                                     purge=purge in ("true", ""))

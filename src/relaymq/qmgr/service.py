@@ -93,6 +93,7 @@ async def start(context: Any) -> QmgrService:
     except QueueError as exc:
         await asyncio.to_thread(qm.close)
         raise ServiceError(f"queue manager {settings.name}: {exc}") from exc
+    qm.authorities = getattr(context, "authorities", None)  # issue 15: the one authority model
     service = QmgrService(qm, settings)
     service._sweeper = asyncio.get_running_loop().create_task(service._sweep())
     context.services["qmgr"] = qm

@@ -21,6 +21,7 @@ from relaymq import __version__
 from relaymq.broker.broker import Broker
 from relaymq.server.authenticate import PasswordChecker
 from relaymq.server.listeners import ListenerError, Listeners
+from relaymq.server.reload import Reloader, acl_reloader, authorities_reloader, password_reloader, reload_all
 from relaymq.store.base import StoreError
 from relaymq.store.factory import open_store
 
@@ -61,6 +62,10 @@ class ServiceContext:
     config: Any
     broker: Broker
     services: dict[str, Any] = field(default_factory=dict)
+    #: The queue, flow and admin authorities (relaymq.auth.authorities.AuthorityFile).
+    authorities: Any = None
+    #: What SIGHUP reads again (relaymq.server.reload); services add their own.
+    reloaders: list[Reloader] = field(default_factory=list)
 
 
 def _service_modules() -> list[ModuleType]:
@@ -145,7 +150,19 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
         # The services (queue manager, pub/sub engine, flows, archive) start before the MQTT
         # listeners open, so a client that can connect finds the whole broker: nothing it
         # publishes misses a queue subscriber or an archive rule.
-        context = ServiceContext(config, broker)
+        from relaymq.auth.authorities import open_authorities
+
+        context = ServiceContext(config, broker, authorities=open_authorities(config))
+        if context.authorities.current.enforced and not config.access.password_file and not all(
+                listener.require_certificate for listener in config.listeners):
+            log.warning("authorities are enforced, but without [access] password_file a user name is only a"
+                        " claim: anyone may act as any user that holds authorities (docs/security.md)")
+        context.reloaders.append(authorities_reloader(context.authorities))
+        if passwords is not None:
+            context.reloaders.append(password_reloader(config.access.password_file, passwords))
+        if acl is not None:
+            context.reloaders.append(acl_reloader(config.access.acl_file, broker))
+        loop.add_signal_handler(signal.SIGHUP, reload_all, context.reloaders)
         try:
             services = await start_services(context)
         except ServiceError as err:

@@ -195,6 +195,10 @@ def test_scenario_stream_acls_with_authenticated_users(tmp_path):
                   "qmgr": {"channel_port": channel_port, "channel_password_file": str(peers),
                            "channel_trusted_context": ["APPS"], "connection": [device.broker_connection()]}}
         broker = BrokerProcess(config=config, workdir=tmp_path)
+        # ... and, the queue authorities being enforced (a password file), may put psc commands
+        # and publications on the control and stream queues: as principal qmgr:APPS (docs/channels.md)
+        assert main(["auth", "--file", str(broker.data_dir / "authorities.json"), "set", "-t", "queue",
+                     "-n", "SYSTEM.BROKER.**", "-p", "qmgr:APPS", "+put"]) == 0
         await asyncio.to_thread(broker.start)
 
         def login(user):

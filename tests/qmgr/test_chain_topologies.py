@@ -169,9 +169,11 @@ def test_http_channel_route_needs_a_user_that_names_its_queue_manager(tmp_path: 
     for user, password in (("DEVICE", "device-pw"), ("alice", "alice-pw")):
         passwords.set(user, password, cost=4)
     passwords.save(str(tmp_path / "passwords"))
-    # the test reads TARGET's queue anonymously over REST: with a password file that needs a grant (issue 15)
+    # the test reads TARGET's queue anonymously over REST, and DEVICE (a user of the password
+    # file) puts to it over the channel: with a password file both need a grant (issue 15)
     (tmp_path / "authorities.json").write_text(json.dumps({"authorities": [
-        {"type": "queue", "profile": "IN", "principal": ":anonymous", "authorities": ["inq", "get"]}]}))
+        {"type": "queue", "profile": "IN", "principal": ":anonymous", "authorities": ["inq", "get"]},
+        {"type": "queue", "profile": "IN", "principal": "DEVICE", "authorities": ["put"]}]}))
     target = Node(tmp_path, "TARGET", [{"name": "IN"}], [], qmgr_extra={"channel_allow_anonymous": False},
                   extra_toml=f'[access]\npassword_file = "{tmp_path / "passwords"}"\nallow_anonymous = true\n'
                              f'authorities_file = "{tmp_path / "authorities.json"}"\n')

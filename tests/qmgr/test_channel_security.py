@@ -120,9 +120,12 @@ def _message(text: str, user: str = "") -> Message:
 
 
 def _broker(tmp_path: Path, qmgr: dict, queues: tuple[str, ...],
-            access: dict | None = None) -> tuple[BrokerProcess, int]:
+            access: dict | None = None, grants: list[dict] | None = None) -> tuple[BrokerProcess, int]:
+    """``grants``: rows of the authorities file (docs/security.md), in the data directory."""
     broker = BrokerProcess("relaymq", config={"qmgr": qmgr, **({"access": access} if access else {})},
                            workdir=tmp_path / "broker")
+    if grants:
+        (broker.data_dir / "authorities.json").write_text(json.dumps({"authorities": grants}))
     for queue in queues:
         assert main(["queue", "define", queue, "--data-dir", str(broker.data_dir)]) == 0
     broker.start()
@@ -141,8 +144,12 @@ def test_unauthenticated_channel_peer_gets_nothing_and_changes_nothing(tmp_path)
     carries their principal as MQMD.UserIdentifier, not what the message claimed."""
     peers = _password_file(tmp_path / "channel-peers", QM2)
     users = _password_file(tmp_path / "passwords", ("alice", "alice-pw"))
+    # with a password file the queue authorities are enforced: alice may do anything with the
+    # queues, the peer queue manager QM2 (principal qmgr:QM2) only put to OTHER
+    grants = [{"type": "queue", "profile": "**", "principal": "alice", "authorities": ["all"]},
+              {"type": "queue", "profile": "OTHER", "principal": "qmgr:QM2", "authorities": ["put"]}]
     broker, port = _broker(tmp_path, {"channel_password_file": peers}, ("IN", "OTHER"),
-                           {"allow_anonymous": False, "password_file": users})
+                           {"allow_anonymous": False, "password_file": users}, grants)
     rest = Rest(broker, broker.http_port, ("alice", "alice-pw"))
     try:
         _until(lambda: rest.call("GET", f"{BASE}/admin/qmgr")[0] == 200, 30, "REST answers")
@@ -173,6 +180,14 @@ def test_unauthenticated_channel_peer_gets_nothing_and_changes_nothing(tmp_path)
             assert peer.receive().type is FrameType.ACK
             peer.send(encode_frame(FrameType.CONFIRM, {"uid": f"{qmgr}-1"}))
             assert peer.receive().type is FrameType.CONFIRMED
+            if qmgr == "QM2":
+                # an authenticated peer acts with its own, limited authority: no get, no put to
+                # IN; refused with 2035 for that request, the connection goes on
+                for frame in (_get(7, "IN"), _put("QM2-2", "IN", _message("not allowed"))):
+                    peer.send(frame)
+                    refused = peer.receive()
+                    assert refused.type is FrameType.ERROR and refused.header["reason"] == NOT_AUTHORIZED
+                    assert "qmgr:QM2" in refused.header.get("message", json.dumps(refused.header))
             peer.close()
         listed = json.loads(rest.call("GET", f"{BASE}/messaging/qmgr/QM1/queue/OTHER/messagelist")[2])["messages"]
         assert [m.get("userIdentifier") for m in listed] == ["QM2", "alice"]

@@ -25,7 +25,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from relaymq.qmgr.channel import ANONYMOUS, ChannelIdentities
+from relaymq.auth.authorities import ANONYMOUS as ANONYMOUS_PRINCIPAL
+from relaymq.auth.authorities import qmgr_principal
+from relaymq.qmgr.channel import ANONYMOUS, Authority, ChannelIdentities, ChannelRequest
+from relaymq.qmgr.errors import NotAuthorized
 
 __all__ = ["ANONYMOUS", "ChannelAuthenticator"]
 
@@ -69,6 +72,29 @@ class ChannelAuthenticator:
                 self.users.check(user, password)
             return None
         return ANONYMOUS if self.allow_anonymous else None
+
+    def model_principal(self, principal: str) -> str:
+        """The principal of the authorisation model (relaymq.auth.authorities) that a channel
+        principal is: a peer queue manager of ``channel_password_file`` is ``qmgr:NAME``, an
+        anonymous peer the model's anonymous principal, a certificate or broker user itself."""
+        if principal == ANONYMOUS:
+            return ANONYMOUS_PRINCIPAL
+        if self.peers is not None and principal in self.peers:
+            return qmgr_principal(principal)
+        return principal
+
+    def authority(self, qm: Any) -> Authority:
+        """The check each channel request passes (issue 15: a peer acts with its own, limited
+        authority): ``qm.authorize`` with the peer's principal in the authorisation model."""
+        def check(request: ChannelRequest) -> str | None:
+            try:
+                qm.authorize(self.model_principal(request.principal), request.operation, request.queue,
+                             qmgr=request.qmgr)
+            except NotAuthorized as exc:
+                return str(exc)
+            return None
+
+        return check
 
     def keeps_context(self, principal: str | None) -> bool:
         """Do messages from ``principal`` keep their MQMD.UserIdentifier? Never an anonymous

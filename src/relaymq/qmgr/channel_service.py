@@ -307,7 +307,7 @@ async def start(context: Any, service: Any) -> ChannelService:
     channels = ChannelService(service.qm, tuple(getattr(settings, "connection", ()) or ()),
                               listen_host=settings.channel_host, listen_port=settings.channel_port,
                               ssl_context=ssl_context, authenticator=authenticator, limits=limits_of(settings),
-                              authority=getattr(service, "channel_authority", None))
+                              authority=authenticator.authority(service.qm))
     try:
         await channels.start(context.services.get("http"))
     except OSError as exc:

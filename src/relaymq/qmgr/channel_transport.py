@@ -608,9 +608,12 @@ class ChannelLink:
                 pass
 
     async def _run(self) -> None:
-        delay = self.route.retry_initial_ms / 1000.0
+        initial, most = self.route.retry_initial_ms / 1000.0, self.route.retry_max_ms / 1000.0
+        delay = initial
+        loop = asyncio.get_running_loop()
         while not self._stopping:
             conversation: Conversation | None = None
+            welcomed_at: float | None = None
             try:
                 conversation = await self.open_fn(self.route)
                 sender = ChannelSender(self.qm.name, self.route.name)
@@ -622,8 +625,9 @@ class ChannelLink:
                 if self.last_error is not None:
                     log.info("channel to %s (%s) connected", self.name, self.route.address)
                 self.last_error = None
-                delay = self.route.retry_initial_ms / 1000.0
+                welcomed_at = loop.time()
                 await self._session(conversation, sender)
+                delay = initial  # a session that ended by itself (idle, closed by the peer)
             except asyncio.CancelledError:
                 raise
             except (OSError, TimeoutError, ChannelProtocolError, ChannelRefused, QueueError) as exc:
@@ -640,8 +644,12 @@ class ChannelLink:
                     await conversation.close()
             if self._stopping:
                 return
+            if welcomed_at is not None and loop.time() - welcomed_at > most:
+                delay = initial  # it worked for a while: a new failure starts a new backoff
+            # A session that fails at once (a message the peer refuses, 2035) backs off like a
+            # connection that fails: connecting again at once would only repeat the refusal.
             await asyncio.sleep(delay * (0.5 + random.random() / 2))
-            delay = min(delay * 2, self.route.retry_max_ms / 1000.0)
+            delay = min(delay * 2, most)
 
     def _plan(self) -> dict[str | None, float]:
         """Store queue (None: every queue holding messages for this queue manager) -> seconds

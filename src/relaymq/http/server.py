@@ -260,9 +260,12 @@ class HttpServer:
         await self._tcp.stop()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connection = _Connection(self, reader, writer)
         try:
-            await _Connection(self, reader, writer).run()
-        except (asyncio.CancelledError, ConnectionError, TimeoutError, ssl.SSLError):
+            await connection.run()
+        except ConnectionError as error:
+            connection.lost(error)
+        except (asyncio.CancelledError, TimeoutError, ssl.SSLError):
             pass
         except Exception:  # a bug here must not take the server down
             log.exception("HTTP connection failed")
@@ -458,18 +461,39 @@ class _Connection:
         events.append(h11.EndOfMessage())
         await self._send(*events, http_10=http_10)
 
+    def lost(self, error: Exception) -> None:
+        """The socket failed (a reset): one log line when a request was under way."""
+        if self.h11.their_state is h11.SEND_BODY or self.h11.trailing_data[0]:
+            log.info("HTTP client %s closed its connection in the middle of a request: %s",
+                     _peer(self.remote), error)
+
     async def _fail(self, status: int, message: str) -> None:
-        """Answer a request that cannot be served, then close this connection."""
-        if self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+        """Answer a request that cannot be served, then close this connection. A peer that
+        went away halfway through its request costs one log line and is answered only if it
+        still reads (issue 15 finding 8: each logged a traceback, from writing to the closed
+        socket)."""
+        if self.reader.at_eof() or self.writer.is_closing():
+            log.info("HTTP client %s closed its connection in the middle of a request: %s",
+                     _peer(self.remote), message)
+        if self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE) or self.writer.is_closing():
             return
         response = text_response(status, message, [("connection", "close")])
         try:
             await self._respond(response)
-        except (h11.LocalProtocolError, ConnectionError):
+        except ConnectionError:
+            return  # the peer is gone: nobody to tell
+        except h11.LocalProtocolError:
             # h11 refuses once it cannot frame a response (e.g. no request line at all); write
             # a minimal HTTP/1.1 response by hand so the client still learns why.
             reason = {400: b"Bad Request", 408: b"Request Timeout", 413: b"Payload Too Large",
                       431: b"Request Header Fields Too Large"}
+            if self.writer.is_closing():
+                return
             self.writer.write(b"HTTP/1.1 %d %s\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"
                               % (status, reason.get(status, b"Error")))
             await self.writer.drain()
+
+
+def _peer(remote: tuple[Any, ...]) -> str:
+    """``host:port`` of a peer address, ``?`` when unknown (log lines)."""
+    return f"{remote[0]}:{remote[1]}" if len(remote) >= 2 else "?"

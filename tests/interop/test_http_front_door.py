@@ -61,3 +61,33 @@ def test_half_sent_requests_log_one_line_each_and_no_traceback(broker_factory) -
     with socket.create_connection(("127.0.0.1", broker.http_port), timeout=5) as sock:
         sock.sendall(b"GET /nothing HTTP/1.1\r\nHost: a\r\n\r\n")
         assert sock.recv(4096).startswith(b"HTTP/1.1 404")
+
+
+def test_http_connection_caps_close_the_next_socket_with_one_log_line(broker_factory) -> None:
+    """issue 15 finding 8 ("HTTP has no connection cap"): [http] max_connections_per_address
+    = 2: two idle sockets hold their places, a third is closed before it is read (one log
+    line); once one goes, a request is answered again."""
+    broker = broker_factory(store="memory", config={"http": {"max_connections_per_address": 2}})
+    held = [socket.create_connection(("127.0.0.1", broker.http_port)) for _ in range(2)]
+    over = socket.create_connection(("127.0.0.1", broker.http_port))
+    over.settimeout(5)
+    try:
+        over.sendall(b"GET /nothing HTTP/1.1\r\nHost: a\r\n\r\n")
+        assert over.recv(4096) == b"", "a third connection from one address was served"
+    except ConnectionResetError:
+        pass
+    over.close()
+    log = wait_for_log(broker, "max_connections_per_address (2) reached", 1)
+    assert log.count("HTTP: refusing a connection from 127.0.0.1") == 1, log
+    held.pop().close()
+    deadline = time.monotonic() + 10
+    while True:  # the server notices the closed socket when it next reads it
+        with socket.create_connection(("127.0.0.1", broker.http_port), timeout=5) as sock:
+            sock.sendall(b"GET /nothing HTTP/1.1\r\nHost: a\r\n\r\n")
+            try:
+                if sock.recv(4096).startswith(b"HTTP/1.1 404"):
+                    break
+            except ConnectionResetError:
+                pass
+        assert time.monotonic() < deadline, "the released place was not given back"
+    held[0].close()

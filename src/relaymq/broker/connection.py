@@ -67,7 +67,8 @@ class Connection:
         self.peer = peer
         self.listener = listener
         self.certificate_user = certificate_user
-        self.reader = PacketReader(broker.limits.max_packet_size)
+        self.reader = PacketReader(broker.limits.max_packet_size,
+                                   max_connect_size=broker.limits.max_connect_packet_size)
         self.level = 0  # protocol level, known after CONNECT
         self.session: Session | None = None
         self.client_id: str | None = None

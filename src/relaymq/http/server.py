@@ -6,7 +6,9 @@ and this module only moves bytes between it and the socket. Parts of the product
 (the REST interface, the channel protocol's HTTP adapter, flows' HTTP input nodes) on the one
 server the HTTP service starts.
 
-Limits keep one bad client from hurting the others: a request head larger than
+Limits keep one bad client from hurting the others: at most ``max_connections`` open
+connections, ``max_connections_per_address`` from one address (one over is closed at once, with
+a rate-limited log line); a request head larger than
 ``max_header_bytes`` is answered 431, a body larger than ``max_body_bytes`` 413 (before it is
 read when Content-Length says so), malformed HTTP 400; each of these closes that connection
 only. An idle keep-alive connection is closed after ``idle_timeout`` seconds; once a request
@@ -35,8 +37,11 @@ from typing import Any
 import h11
 
 from relaymq.http.tcp_server import TcpServer
+from relaymq.server.admission import UNLIMITED, Admission, RefusalLog
 
 log = logging.getLogger("relaymq.http")
+#: One rate-limited log of refused HTTP connections (relaymq.server.admission).
+REFUSALS = RefusalLog(log)
 
 #: Largest request line plus headers accepted by default (bytes).
 DEFAULT_MAX_HEADER_BYTES = 16 * 1024
@@ -225,14 +230,16 @@ class HttpServer:
                  max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                  idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
                  header_timeout: float = DEFAULT_HEADER_TIMEOUT,
-                 body_timeout: float = DEFAULT_BODY_TIMEOUT) -> None:
+                 body_timeout: float = DEFAULT_BODY_TIMEOUT,
+                 max_connections: int = UNLIMITED, max_connections_per_address: int = UNLIMITED) -> None:
         self.router = Router()
         self.max_header_bytes = max_header_bytes
         self.max_body_bytes = max_body_bytes
         self.idle_timeout = idle_timeout
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
-        self._tcp = TcpServer(self._serve)
+        self._tcp = TcpServer(self._serve, Admission("HTTP", max_connections, max_connections_per_address,
+                                                     REFUSALS))
         #: Optional relaymq.http.auth.BasicAuth the service sets; routes that need callers to
         #: log in wrap their handler with it.
         self.auth: Any = None
@@ -258,6 +265,10 @@ class HttpServer:
 
     async def stop(self) -> None:
         await self._tcp.stop()
+
+    def addresses(self) -> list[str]:
+        """``host:port`` of every bound socket (log lines)."""
+        return self._tcp.addresses()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         connection = _Connection(self, reader, writer)

@@ -50,7 +50,8 @@ async def start(context: Any) -> HttpService:
         return HttpService(None)
     server = HttpServer(max_header_bytes=settings.max_header_bytes, max_body_bytes=settings.max_body_bytes,
                         idle_timeout=float(settings.idle_timeout), header_timeout=float(settings.header_timeout),
-                        body_timeout=float(settings.body_timeout))
+                        body_timeout=float(settings.body_timeout), max_connections=settings.max_connections,
+                        max_connections_per_address=settings.max_connections_per_address)
     server.auth = BasicAuth(_password_file(context.config, settings), settings.allow_anonymous)
     ssl_context = None
     if settings.tls_cert:
@@ -70,5 +71,5 @@ async def start(context: Any) -> HttpService:
     from relaymq.qmgr.rest import add_routes
 
     add_routes(server, context.services, context.broker)
-    log.info("HTTP listening on %s:%d", settings.host, server.port)
+    log.info("HTTP listening on %s", ", ".join(server.addresses()))
     return HttpService(server)

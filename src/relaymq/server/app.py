@@ -20,6 +20,7 @@ from typing import Any
 from relaymq import __version__
 from relaymq.broker.broker import Broker
 from relaymq.server.authenticate import PasswordChecker
+from relaymq.server.exposure import exposure_warnings, loopback_notice
 from relaymq.server.listeners import ListenerError, Listeners
 from relaymq.store.base import StoreError
 from relaymq.store.factory import open_store
@@ -167,6 +168,11 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
             broker.shutdown()
             return 2
         log.info("relaymq %s started (store: %s, data: %s)", __version__, b.store, b.data_dir)
+        notice = loopback_notice(config)
+        if notice is not None:
+            log.info("%s", notice)
+        for line in exposure_warnings(config):
+            log.warning("%s", line)
         if ready is not None:
             ready.set()
         while not stop.is_set():

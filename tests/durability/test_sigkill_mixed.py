@@ -189,7 +189,8 @@ def deploy_flow(broker: BrokerProcess, scada_port: int) -> None:
             f"connections:\n  - In.out -> Put\n")
     rest = Rest(broker)
     try:
-        status, _, body = rest.call("POST", "/relaymq/flows", flow.encode(), {"content-type": "application/yaml"})
+        status, _, body = rest.call("POST", "/relaymq/flows", flow.encode(),
+                                    {"content-type": "application/yaml", **dict(broker.admin_headers())})
     finally:
         rest.close()
     assert status == 201, f"flow deploy: {status} {body[:300]!r}"

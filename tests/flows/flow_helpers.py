@@ -62,7 +62,7 @@ class FlowBroker(BrokerProcess):
 
     def auth_headers(self) -> list[tuple[str, str]]:
         if self.auth is None:
-            return []
+            return self.admin_headers()
         import base64
 
         return [("authorization", "Basic " + base64.b64encode(":".join(self.auth).encode()).decode())]
@@ -188,7 +188,7 @@ def rest_get(broker: FlowBroker, queue: str, wait_ms: int = 10000) -> tuple[int,
 def queue_cli(broker: FlowBroker, *args: str) -> subprocess.CompletedProcess:
     """``relaymq queue ... --url`` against the broker (the command line queue client)."""
     return subprocess.run([sys.executable, "-m", "relaymq", "queue", *args, "--url", broker.url],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, env=broker.admin_env())
 
 
 def queue_depth(broker: FlowBroker, queue: str) -> int:

@@ -76,6 +76,9 @@ class HttpRequest:
     remote: tuple[Any, ...] = ()
     #: Set by an authenticator (relaymq.http.auth) once the caller is known.
     user: str | None = None
+    #: True when the caller proved the broker's own administrator credential
+    #: (relaymq.auth.admin_credential).
+    administrator: bool = False
 
     def header(self, name: str) -> str | None:
         """The first value of header ``name`` (any case), or None."""

@@ -42,6 +42,25 @@ def _password_file(config: Any, settings: Any) -> Any:
         raise ServiceError(f"http: {error}") from None
 
 
+def _admin_credential(config: Any) -> Any:
+    """The broker's own administrator when ``[access] administrators`` names nobody
+    (relaymq.auth.admin_credential), made on the first start."""
+    if config.access.administrators:
+        return None
+    from relaymq.auth.admin_credential import AdminCredentialError, ensure
+    from relaymq.server.app import ServiceError
+
+    try:
+        credential = ensure(config.broker.data_dir)
+    except (AdminCredentialError, OSError) as error:
+        raise ServiceError(f"http: administrator credential: {error}") from None
+    if credential.created:
+        log.info("created the administrator %r for flow deployment and the admin routes; its "
+                 "password is in %s (mode 0600), which relaymq flow/queue/psc on this machine "
+                 "read", credential.user, credential.path)
+    return credential
+
+
 async def start(context: Any) -> HttpService:
     from relaymq.server.app import ServiceError
 
@@ -52,7 +71,8 @@ async def start(context: Any) -> HttpService:
                         idle_timeout=float(settings.idle_timeout), header_timeout=float(settings.header_timeout),
                         body_timeout=float(settings.body_timeout), max_connections=settings.max_connections,
                         max_connections_per_address=settings.max_connections_per_address)
-    server.auth = BasicAuth(_password_file(context.config, settings), settings.allow_anonymous)
+    server.auth = BasicAuth(_password_file(context.config, settings), settings.allow_anonymous,
+                            _admin_credential(context.config))
     ssl_context = None
     if settings.tls_cert:
         ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)

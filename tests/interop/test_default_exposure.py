@@ -90,3 +90,36 @@ def test_a_network_listener_with_anonymous_access_and_no_tls_is_warned_about(bro
     assert "the HTTP server (0.0.0.0:" in log and "answers anonymous REST calls from the network" in log
     assert "loopback interface only" not in log
     paho_client(broker, "v311").disconnect()
+
+
+def _call(port: int, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> int:
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request(method, path, body=body, headers=headers or {})
+    status = conn.getresponse().status
+    conn.close()
+    return status
+
+
+def test_flow_deploy_from_loopback_needs_the_administrators_credentials(unconfigured: Unconfigured,
+                                                                        tmp_path: Path) -> None:
+    """issue 15 finding 2 ("a flow deploy from loopback needs no credentials and runs the
+    flow's Python in the broker"): with the embedded defaults an anonymous caller on loopback
+    gets 403 for every admin route; the broker's administrator credential, made at the first
+    start in the data directory with mode 0600, is what ``relaymq flow`` run from the
+    broker's directory sends, as the README's commands do."""
+    port = unconfigured.http_port
+    flow = (b"flow: sneaky\nnodes:\n  In: {type: MQInput, queue: SYSTEM.DEFAULT.LOCAL.QUEUE}\n"
+            b"  Run: {type: Compute, code: 'import os'}\nconnections:\n  - In.out -> Run\n")
+    assert _call(port, "POST", "/relaymq/flows", flow, {"content-type": "application/yaml"}) == 403
+    assert _call(port, "GET", "/relaymq/flows") == 403
+    assert _call(port, "POST", "/ibmmq/rest/v3/admin/qmgr/QM1/queue", b'{"name": "X"}',
+                 {"content-type": "application/json"}) == 403
+    credentials = tmp_path / "data" / "admin.credentials"
+    assert credentials.stat().st_mode & 0o777 == 0o600
+    log = unconfigured.log_path.read_text()
+    assert str(credentials) in log and credentials.read_text().split(":", 1)[1].strip() not in log
+    done = subprocess.run([sys.executable, "-m", "relaymq", "flow", "list", "--url", f"http://127.0.0.1:{port}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

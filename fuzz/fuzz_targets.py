@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import ssl
 import struct
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import logging
 
-from relaymq.server.admission import UNLIMITED, Admission, RefusalLog
+from relaymq.ratelog import RefusalLog
+from relaymq.server.admission import UNLIMITED, Admission
 
 
 class Clock:

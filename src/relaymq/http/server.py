@@ -37,7 +37,8 @@ from typing import Any
 import h11
 
 from relaymq.http.tcp_server import TcpServer
-from relaymq.server.admission import UNLIMITED, Admission, RefusalLog
+from relaymq.ratelog import RefusalLog
+from relaymq.server.admission import UNLIMITED, Admission
 
 log = logging.getLogger("relaymq.http")
 #: One rate-limited log of refused HTTP connections (relaymq.server.admission).

@@ -4,8 +4,7 @@ cap, so one address could take every socket and every byte of memory the broker 
 
 A refused connection is closed at once, before a byte is read from it, and costs one log
 line; the lines are rate-limited (``RefusalLog``), so a flood of refused connections cannot
-flood the log either: past ``burst`` lines in ``window`` seconds the refusals are only
-counted, and the next line that is written says how many went unlogged.
+flood the log either (relaymq.ratelog).
 
 No I/O here: the listener asks ``admit(address)`` when a socket is accepted and calls
 ``release(address)`` when it is gone.
@@ -13,43 +12,10 @@ No I/O here: the listener asks ``admit(address)`` when a socket is accepted and 
 
 from __future__ import annotations
 
-import logging
-import time
-from collections.abc import Callable
+from relaymq.ratelog import RefusalLog
 
 #: The value of a cap that means "no cap".
 UNLIMITED = -1
-
-
-class RefusalLog:
-    """At most ``burst`` lines per ``window`` seconds to ``log``; the rest are counted."""
-
-    def __init__(self, log: logging.Logger, burst: int = 10, window: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.log = log
-        self.burst = burst
-        self.window = window
-        self.clock = clock
-        self._window_start = float("-inf")
-        self._lines = 0
-        self.suppressed = 0  # refusals not logged since the last line
-
-    def refused(self, message: str, *args: object) -> bool:
-        """Log one refusal (``message % args``) unless over the rate; True when logged."""
-        now = self.clock()
-        if now - self._window_start >= self.window:
-            self._window_start = now
-            self._lines = 0
-        if self._lines >= self.burst:
-            self.suppressed += 1
-            return False
-        self._lines += 1
-        if self.suppressed:
-            message += " (%d more refused and not logged)"
-            args = (*args, self.suppressed)
-            self.suppressed = 0
-        self.log.warning(message, *args)
-        return True
 
 
 class Admission:

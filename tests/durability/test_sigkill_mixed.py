@@ -748,7 +748,8 @@ def test_psc_commands_killed_mid_processing_are_processed_exactly_once(broker_fa
         deadline = time.monotonic() + IDLE_WAIT  # commands lost show up as missing replies below
         while rest.depth(CMD_REPLY) < len(commands) and time.monotonic() < deadline:
             time.sleep(0.05)  # polling the reply queue's depth, bounded by the deadline
-        status, _, body = rest.call("GET", "/relaymq/pubsub/subscriptions?" + urlencode({"queue": CMD_SUBS}))
+        status, _, body = rest.call("GET", "/relaymq/pubsub/subscriptions?" + urlencode({"queue": CMD_SUBS}),
+                                    headers=dict(broker.admin_headers()))
     finally:
         rest.close()
     assert status == 200, f"subscriptions: {status} {body[:200]!r}"

@@ -50,7 +50,7 @@ class FlowBroker(BrokerProcess):
         deadline = time.monotonic() + 30
         while True:
             try:
-                status = http("GET", f"{self.url}/relaymq/flows", headers=self.auth_headers(), timeout=5).status
+                status = http("GET", f"{self.url}/relaymq/flows", headers=self.admin_auth(), timeout=5).status
                 if status == 200:
                     return self
                 problem: Exception = RuntimeError(f"GET /relaymq/flows: {status}")
@@ -66,6 +66,11 @@ class FlowBroker(BrokerProcess):
         import base64
 
         return [("authorization", "Basic " + base64.b64encode(":".join(self.auth).encode()).decode())]
+
+    def admin_auth(self) -> list[tuple[str, str]]:
+        """For the admin routes: the broker's own administrator when it has one (no [access]
+        administrators), else the test's user (then one of the administrators)."""
+        return self.admin_headers() or self.auth_headers()
 
     @property
     def http_port(self) -> int:  # the port given in [http] (kept apart from the harness's own choice)
@@ -86,7 +91,7 @@ def http(method: str, url: str, body: bytes = b"", headers: list[tuple[str, str]
 
 def admin(broker: FlowBroker, method: str, path: str = "", body: bytes = b"") -> tuple[int, Any]:
     response = http(method, f"{broker.url}/relaymq/flows{path}", body,
-                    [("content-type", "application/yaml"), *broker.auth_headers()])
+                    [("content-type", "application/yaml"), *broker.admin_auth()])
     return response.status, json.loads(response.body or b"{}")
 
 

@@ -42,7 +42,11 @@ COMMON_CONFIG: dict[str, dict[str, Any]] = {
 
 #: relaymq's other listeners (HTTP, MQ channels) on free ports: their defaults (8080, 8081)
 #: may be taken on the machine. They stay on, as in a default installation.
-RELAYMQ_PORTS: dict[str, dict[str, Any]] = {"http": {"port": 0}, "qmgr": {"channel_port": 0}}
+RELAYMQ_PORTS: dict[str, Any] = {
+    "http": {"port": 0}, "qmgr": {"channel_port": 0},
+    # scenario 6 opens 10,000 connections from one address (the default cap is 1,000)
+    "listener": [{"name": "default", "host": "127.0.0.1", "max_connections_per_address": -1}],
+}
 
 
 class AmqttProcess(BrokerProcess):

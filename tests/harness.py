@@ -290,6 +290,25 @@ class BrokerProcess:
     def address(self) -> tuple[str, int]:
         return self.host, self.port
 
+    @property
+    def admin_credentials(self) -> Path:
+        """The relaymq broker's own administrator credential (made at its first start when
+        ``[access] administrators`` is empty; relaymq.auth.admin_credential)."""
+        return self.data_dir / "admin.credentials"
+
+    def admin_headers(self) -> list[tuple[str, str]]:
+        """HTTP basic authentication as that administrator (none before the file exists)."""
+        if not self.admin_credentials.exists():
+            return []
+        import base64
+
+        token = base64.b64encode(self.admin_credentials.read_text().strip().encode()).decode()
+        return [("authorization", f"Basic {token}")]
+
+    def admin_env(self) -> dict[str, str]:
+        """The environment for a relaymq CLI command that administers this broker."""
+        return {**os.environ, "RELAYMQ_ADMIN_CREDENTIALS": str(self.admin_credentials)}
+
     def start(self) -> "BrokerProcess":
         """Start the broker and wait until its port accepts connections."""
         if self.running:

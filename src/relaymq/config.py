@@ -32,6 +32,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from relaymq.server.binding import LOOPBACK_ADDRESSES, LOOPBACK_HOST
+
 #: A rule for one key: returns None when the value is acceptable, else what was expected.
 Check = Callable[[Any], str | None]
 
@@ -39,6 +41,10 @@ _UNKNOWN_KEY = "unknown key"
 
 #: Largest MQTT packet: 268,435,455 bytes of Remaining Length + 1 type byte + 4 length bytes.
 MAX_PACKET_SIZE_LIMIT = 268_435_460
+#: Largest CONNECT accepted by default: five strings of 65,535 bytes (client id, will topic,
+#: will payload, user name, password) and their lengths are 327,685 bytes; the rest of 512 KiB
+#: leaves room for MQTT 5 properties.
+DEFAULT_MAX_CONNECT_PACKET = 524_288
 #: The values of a listener's ``overflow`` key (relaymq.broker.delivery), the default first.
 OVERFLOW_POLICIES = ("block", "drop-new", "drop-oldest")
 #: Largest MQTT 5 Session Expiry Interval (a four-byte integer; this value means "never").
@@ -166,6 +172,9 @@ class LimitsConfig:
     max_connections: int = _key(-1, unlimited_or_at_least(1))
     connect_timeout: int = _key(10, int_range(1, 3600))
     max_packet_size: int = _key(MAX_PACKET_SIZE_LIMIT, int_range(2, MAX_PACKET_SIZE_LIMIT))
+    #: Largest packet before CONNECT: a client that has not said who it is gets no more memory
+    #: than the largest CONNECT needs (issue 15 finding 8; see docs/configuration.md).
+    max_connect_packet_size: int = _key(DEFAULT_MAX_CONNECT_PACKET, int_range(2, MAX_PACKET_SIZE_LIMIT))
     max_inflight: int = _key(20, int_range(1, 65535))
     max_queued_messages: int = _key(1000, int_range(1))
     max_queued_bytes: int = _key(67_108_864, int_range(0))
@@ -194,7 +203,7 @@ class ListenerConfig:
     """One [[listener]]: where clients connect, with which transport and TLS settings."""
 
     name: str = _key("default", non_empty_text)
-    host: str = _key("0.0.0.0", non_empty_text)
+    host: str = _key("localhost", non_empty_text)
     port: int = _key(1883, int_range(0, 65535))
     protocol: str = _key("mqtt", one_of("mqtt", "websocket"))
     path: str = _key("/mqtt", url_path)
@@ -206,6 +215,10 @@ class ListenerConfig:
     #: session's queue is full: "block" holds back the publishers that feed it (nothing they
     #: were acknowledged for is lost); "drop-new" / "drop-oldest" drop a message and count it.
     overflow: str = _key("block", one_of(*OVERFLOW_POLICIES))
+    #: Open sockets this listener keeps, in all and from one source address (-1: no cap);
+    #: one over is closed at once, with a rate-limited log line (relaymq.server.admission).
+    max_connections: int = _key(20_000, unlimited_or_at_least(1))
+    max_connections_per_address: int = _key(1_000, unlimited_or_at_least(1))
 
     @property
     def tls(self) -> bool:
@@ -342,6 +355,9 @@ def _same_address(host_a: str, host_b: str) -> bool:
     wildcard address collides with every address of its family."""
     if host_a == host_b:
         return True
+    if LOOPBACK_HOST in (host_a, host_b):  # 127.0.0.1 and ::1
+        other = host_b if host_a == LOOPBACK_HOST else host_a
+        return any(_same_address(address, other) for address in LOOPBACK_ADDRESSES)
     try:
         a, b = ipaddress.ip_address(host_a), ipaddress.ip_address(host_b)
     except ValueError:
@@ -494,5 +510,6 @@ def load_config(path: str | None, overrides: Mapping[str, object] | None = None)
 
 
 def default_config() -> Config:
-    """The embedded defaults: MQTT on 0.0.0.0:1883, SQLite under ./data, anonymous allowed."""
+    """The embedded defaults: MQTT on localhost:1883 (127.0.0.1 and ::1), SQLite under ./data,
+    anonymous allowed."""
     return Config()

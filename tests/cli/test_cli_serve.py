@@ -35,7 +35,7 @@ def test_check_accepts_the_example_with_overrides(run_cli: RunCli, tmp_path: Pat
     """Brief: the example file loads; --port replaces the first listener's port."""
     result = run_cli("serve", "--config", str(EXAMPLE), "--port", "1884", "--store", "memory", "--check")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.decode() == f"config ok: {EXAMPLE} (default=mqtt://0.0.0.0:1884)\n"
+    assert result.stdout.decode() == f"config ok: {EXAMPLE} (default=mqtt://localhost:1884)\n"
 
 
 def test_port_in_use_is_one_line_and_status_2(run_cli: RunCli, tmp_path: Path) -> None:

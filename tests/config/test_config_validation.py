@@ -2,7 +2,7 @@
 
 Requirement (config brief): "validated at start: an unknown key, a wrong type, an out-of-range
 value or an unusable port stops start-up with ONE line naming the key"; the embedded defaults
-(MQTT on 0.0.0.0:1883, data under ./data, sqlite store, anonymous allowed); files named for
+(MQTT on localhost:1883, data under ./data, sqlite store, anonymous allowed); files named for
 TLS/password/ACL must exist; duplicate listeners, tls_cert without tls_key and
 require_certificate without tls_ca are errors; overrides `port`, `data_dir`, `store`.
 """
@@ -63,9 +63,11 @@ def _error(tmp_path: Path, text: str) -> ConfigError:
 
 
 def test_embedded_defaults() -> None:
-    """Brief: defaults are MQTT on 0.0.0.0:1883, data under ./data, sqlite store, anonymous allowed."""
+    """Brief: defaults are MQTT on port 1883, data under ./data, sqlite store, anonymous allowed;
+    issue 15 finding 2: on the loopback interface only ("localhost": 127.0.0.1 and ::1)."""
     config = load_config(None)
-    assert [(item.host, item.port, item.protocol) for item in config.listeners] == [("0.0.0.0", 1883, "mqtt")]
+    assert [(item.host, item.port, item.protocol) for item in config.listeners] == [("localhost", 1883, "mqtt")]
+    assert config.section("http").host == "localhost"
     assert (config.broker.data_dir, config.broker.store) == ("./data", "sqlite")
     assert config.access.allow_anonymous is True
     assert (config.access.password_file, config.access.acl_file) == ("", "")
@@ -152,6 +154,11 @@ def test_wrong_type_names_the_key_and_value(tmp_path: Path) -> None:
         ("[broker]\ndata_dir = ''\n", "broker.data_dir"),
         ("[limits]\nmax_connections = 0\n", "limits.max_connections"),
         ("[limits]\nmax_packet_size = 268435461\n", "limits.max_packet_size"),
+        ("[limits]\nmax_connect_packet_size = 1\n", "limits.max_connect_packet_size"),
+        ("[[listener]]\nmax_connections = 0\n", "listener[0].max_connections"),
+        ("[[listener]]\nmax_connections_per_address = \"many\"\n", "listener[0].max_connections_per_address"),
+        ("[http]\nmax_connections = -2\n", "http.max_connections"),
+        ("[http]\nmax_connections_per_address = 0\n", "http.max_connections_per_address"),
         ("[limits]\nmax_inflight = true\n", "limits.max_inflight"),
         ("[limits]\nmax_inflight = 0\n", "limits.max_inflight"),
         ("[limits]\nmax_queued_messages = 0\n", "limits.max_queued_messages"),
@@ -279,6 +286,9 @@ def test_tls_needs_cert_and_key_and_client_certificates_need_a_ca(tmp_path: Path
         (("0.0.0.0", 1883), ("::", 1883), False),
         (("0.0.0.0", 1883), ("0.0.0.0", 1884), False),
         (("0.0.0.0", 0), ("0.0.0.0", 0), False),
+        (("localhost", 1883), ("127.0.0.1", 1883), True),
+        (("localhost", 1883), ("::", 1883), True),
+        (("localhost", 1883), ("192.0.2.1", 1883), False),
     ],
 )
 def test_duplicate_listener_addresses(
@@ -317,7 +327,7 @@ def test_overrides(tmp_path: Path) -> None:
 def test_port_override_creates_the_default_listener() -> None:
     """Brief: `port` creates the default listener on that port when the file has none."""
     config = load_config(None, {"port": 0})
-    assert [(item.name, item.host, item.port) for item in config.listeners] == [("default", "0.0.0.0", 0)]
+    assert [(item.name, item.host, item.port) for item in config.listeners] == [("default", "localhost", 0)]
 
 
 def test_bad_overrides_name_the_key() -> None:

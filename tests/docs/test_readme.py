@@ -50,7 +50,10 @@ def test_try_it_commands_work_as_written(tmp_path: Path) -> None:
         # Background subscribers ('&') are stopped however the script ends.
         script = ("set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n"
                   + "\n".join(localised(b, broker) for b in blocks))
-        done = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=180)
+        # The commands run where `bin/relaymq serve` would have made ./data/admin.credentials;
+        # the test broker keeps its data elsewhere, so the CLI is told where (issue 15).
+        done = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=180,
+                              env=broker.admin_env())
     finally:
         broker.cleanup()
     assert done.returncode == 0, done.stdout + done.stderr

@@ -189,7 +189,8 @@ def deploy_flow(broker: BrokerProcess, scada_port: int) -> None:
             f"connections:\n  - In.out -> Put\n")
     rest = Rest(broker)
     try:
-        status, _, body = rest.call("POST", "/relaymq/flows", flow.encode(), {"content-type": "application/yaml"})
+        status, _, body = rest.call("POST", "/relaymq/flows", flow.encode(),
+                                    {"content-type": "application/yaml", **dict(broker.admin_headers())})
     finally:
         rest.close()
     assert status == 201, f"flow deploy: {status} {body[:300]!r}"
@@ -751,7 +752,8 @@ def test_psc_commands_killed_mid_processing_are_processed_exactly_once(broker_fa
         deadline = time.monotonic() + IDLE_WAIT  # commands lost show up as missing replies below
         while rest.depth(CMD_REPLY) < len(commands) and time.monotonic() < deadline:
             time.sleep(0.05)  # polling the reply queue's depth, bounded by the deadline
-        status, _, body = rest.call("GET", "/relaymq/pubsub/subscriptions?" + urlencode({"queue": CMD_SUBS}))
+        status, _, body = rest.call("GET", "/relaymq/pubsub/subscriptions?" + urlencode({"queue": CMD_SUBS}),
+                                    headers=dict(broker.admin_headers()))
     finally:
         rest.close()
     assert status == 200, f"subscriptions: {status} {body[:200]!r}"

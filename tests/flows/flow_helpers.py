@@ -50,7 +50,7 @@ class FlowBroker(BrokerProcess):
         deadline = time.monotonic() + 30
         while True:
             try:
-                status = http("GET", f"{self.url}/relaymq/flows", headers=self.auth_headers(), timeout=5).status
+                status = http("GET", f"{self.url}/relaymq/flows", headers=self.admin_auth(), timeout=5).status
                 if status == 200:
                     return self
                 problem: Exception = RuntimeError(f"GET /relaymq/flows: {status}")
@@ -62,10 +62,15 @@ class FlowBroker(BrokerProcess):
 
     def auth_headers(self) -> list[tuple[str, str]]:
         if self.auth is None:
-            return []
+            return self.admin_headers()
         import base64
 
         return [("authorization", "Basic " + base64.b64encode(":".join(self.auth).encode()).decode())]
+
+    def admin_auth(self) -> list[tuple[str, str]]:
+        """For the admin routes: the broker's own administrator when it has one (no [access]
+        administrators), else the test's user (then one of the administrators)."""
+        return self.admin_headers() or self.auth_headers()
 
     @property
     def http_port(self) -> int:  # the port given in [http] (kept apart from the harness's own choice)
@@ -86,7 +91,7 @@ def http(method: str, url: str, body: bytes = b"", headers: list[tuple[str, str]
 
 def admin(broker: FlowBroker, method: str, path: str = "", body: bytes = b"") -> tuple[int, Any]:
     response = http(method, f"{broker.url}/relaymq/flows{path}", body,
-                    [("content-type", "application/yaml"), *broker.auth_headers()])
+                    [("content-type", "application/yaml"), *broker.admin_auth()])
     return response.status, json.loads(response.body or b"{}")
 
 
@@ -188,7 +193,7 @@ def rest_get(broker: FlowBroker, queue: str, wait_ms: int = 10000) -> tuple[int,
 def queue_cli(broker: FlowBroker, *args: str) -> subprocess.CompletedProcess:
     """``relaymq queue ... --url`` against the broker (the command line queue client)."""
     return subprocess.run([sys.executable, "-m", "relaymq", "queue", *args, "--url", broker.url],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, env=broker.admin_env())
 
 
 def queue_depth(broker: FlowBroker, queue: str) -> int:

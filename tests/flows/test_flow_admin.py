@@ -19,7 +19,7 @@ BATCH = (TELEMETRY / "batch.xml").read_bytes()
 
 def cli(broker: FlowBroker, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "relaymq", "flow", *args, "--url", broker.url],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, env=broker.admin_env())
 
 
 @pytest.fixture

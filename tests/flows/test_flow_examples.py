@@ -60,8 +60,9 @@ class Broker:
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, self.log.read_text()
             if port_accepts("127.0.0.1", self.web):
+                # from the example's folder, as its README: the CLI finds ./data/admin.credentials
                 done = subprocess.run([str(BIN / "relaymq"), "flow", "list", "--url", f"http://127.0.0.1:{self.web}"],
-                                      capture_output=True, text=True)
+                                      capture_output=True, text=True, cwd=self.log.parent)
                 if done.returncode == 0 and name in done.stdout:
                     return
             time.sleep(0.1)

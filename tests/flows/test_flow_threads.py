@@ -68,7 +68,8 @@ def test_a_blocked_compute_does_not_stall_other_traffic(broker, tmp_path: Path):
         wait_for_files(tmp_path, ["started-stuck"])
         pub.publish("round/trip", b"ping")
         assert sub.wait_for(1)[0][:2] == ("round/trip", b"ping")
-        assert http("GET", f"{broker.url}/relaymq/flows/blocking", timeout=WAIT).status == 200
+        assert http("GET", f"{broker.url}/relaymq/flows/blocking", headers=broker.admin_auth(),
+                    timeout=WAIT).status == 200
         echo_device.publish("x", b"through another flow")
         assert echo_sub.wait_for(1)[0][1] == b"through another flow"
         assert queue_depth(broker, "OUTQ") == 0  # the stuck run is still stuck

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness import outside_address
+from relaymq.auth.admin_credential import AdminCredential
 from relaymq.auth.passwords import PasswordFile
 from relaymq.http import admin_guard
 from relaymq.http.admin_guard import AdminPolicy
@@ -51,7 +52,8 @@ class GuardedServer:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.server = HttpServer()
-        self.server.auth = BasicAuth(passwords, allow_anonymous=False)
+        self.admin = AdminCredential("admin", "admin-pw", "admin.credentials")
+        self.server.auth = BasicAuth(passwords, allow_anonymous=False, admin=self.admin)
         self.call(self.server.start("0.0.0.0", 0))
         self.port = self.server.port
 
@@ -86,10 +88,30 @@ def test_authentication_then_administrators(guarded_server):
     assert _call("127.0.0.1", port, "root", "root-pw") == (200, {"user": "root"})
 
 
-def test_empty_administrators_lets_every_authenticated_user_through(guarded_server):
+def test_empty_administrators_means_the_brokers_own_administrator_only(guarded_server):
+    """issue 15 finding 2 ("a flow deploy from loopback needs no credentials"): with no
+    [access] administrators, a user of the password file is no administrator (403 naming the
+    credential file); the broker's administrator is, and a wrong password for it is 401."""
     admin_guard.install(guarded_server.server, [("GET", "/admin/thing", _ok)],
                         AdminPolicy("thing administration", "[things] admin_remote"))
-    assert _call("127.0.0.1", guarded_server.port, "clerk", "clerk-pw") == (200, {"user": "clerk"})
+    port = guarded_server.port
+    status, body = _call("127.0.0.1", port, "clerk", "clerk-pw")
+    assert status == 403 and "admin.credentials" in body["error"]
+    assert _call("127.0.0.1", port, "admin", "admin-pw") == (200, {"user": "admin"})
+    assert _call("127.0.0.1", port, "admin", "guess")[0] == 401
+
+
+def test_without_a_password_file_loopback_is_no_credential(guarded_server):
+    """issue 15 finding 2: the embedded defaults (no password file, anonymous REST): an
+    anonymous caller on loopback, and one claiming a user name, may not administer."""
+    guarded_server.server.auth = BasicAuth(None, allow_anonymous=True, admin=guarded_server.admin)
+    admin_guard.install(guarded_server.server, [("GET", "/admin/thing", _ok)],
+                        AdminPolicy("thing administration", "[things] admin_remote"))
+    port = guarded_server.port
+    assert _call("127.0.0.1", port)[0] == 403
+    assert _call("127.0.0.1", port, "root", "anything")[0] == 403
+    assert _call("127.0.0.1", port, "admin", "anything")[0] == 401
+    assert _call("127.0.0.1", port, "admin", "admin-pw") == (200, {"user": "admin"})
 
 
 def test_loopback_only_unless_admin_remote(guarded_server):
@@ -100,7 +122,8 @@ def test_loopback_only_unless_admin_remote(guarded_server):
         pytest.skip("this machine has no non-loopback address")
     remote = {"allowed": False}
     admin_guard.install(guarded_server.server, [("GET", "/admin/thing", _ok)],
-                        lambda: AdminPolicy("thing administration", "[things] admin_remote", remote["allowed"]),
+                        lambda: AdminPolicy("thing administration", "[things] admin_remote", remote["allowed"],
+                                            ("root",)),
                         refuse=lambda reason: HttpResponse(403, [], reason.encode()))
     port = guarded_server.port
     assert _call("127.0.0.1", port, "root", "root-pw")[0] == 200

@@ -46,7 +46,9 @@ def test_service_listens_registers_and_can_be_disabled(tmp_path):
     from relaymq.server.app import ServiceContext
 
     async def scenario():
-        config = _load(tmp_path, '[http]\nhost = "127.0.0.1"\nport = 0\nbody_timeout = 7\n')
+        # data_dir next to the file: the service keeps its administrator credential there
+        config = _load(tmp_path, '[broker]\ndata_dir = "data"\n[http]\nhost = "127.0.0.1"\nport = 0\n'
+                                 'body_timeout = 7\n')
         assert _load(tmp_path, "").section("http").body_timeout == 120  # the default
         context = ServiceContext(config, broker=None)
         running = await service.start(context)
@@ -59,7 +61,8 @@ def test_service_listens_registers_and_can_be_disabled(tmp_path):
             assert response.status == 503  # REST is there; no queue manager in this context
         finally:
             await running.stop()
-        disabled = ServiceContext(_load(tmp_path, "[http]\nenabled = false\n"), broker=None)
+        disabled = ServiceContext(_load(tmp_path, '[broker]\ndata_dir = "data"\n[http]\nenabled = false\n'),
+                                  broker=None)
         stopped = await service.start(disabled)
         assert "http" not in disabled.services
         await stopped.stop()

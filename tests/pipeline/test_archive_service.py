@@ -146,7 +146,7 @@ def test_queue_consumed_over_rest_is_archived(archive_broker_factory) -> None:
     broker = archive_broker_factory(rules)
     define = urllib.request.Request(f"{broker.http_url}/ibmmq/rest/v3/admin/qmgr/QM1/queue", method="POST",
                                     data=json.dumps({"name": "ORDERS"}).encode(),
-                                    headers={"Content-Type": "application/json"})
+                                    headers={"Content-Type": "application/json", **dict(broker.admin_headers())})
     with urllib.request.urlopen(define, timeout=WAIT) as response:
         assert response.status == 201
     broker.stop()  # the archive takes its queues at start-up: start again with ORDERS defined

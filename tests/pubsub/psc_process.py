@@ -91,8 +91,11 @@ class Rest:
 
 def admin(broker: BrokerProcess, method: str, query: dict[str, str] | None = None, user: str | None = None,
           password: str = "") -> tuple[int, Any]:
+    """An admin route, as ``user`` or, without one, as the broker's own administrator (when it
+    has one: no [access] administrators)."""
     path = "/relaymq/pubsub/subscriptions" + ("?" + urlencode(query) if query else "")
-    status, headers, body = http(broker, method, path, user=user, password=password)
+    as_admin = broker.admin_headers() if user is None else []
+    status, headers, body = http(broker, method, path, headers=as_admin, user=user, password=password)
     if "json" in headers.get("content-type", ""):
         return status, json.loads(body)
     return status, body.decode("utf-8", "replace")

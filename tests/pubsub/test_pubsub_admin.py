@@ -17,12 +17,14 @@ def _lines(capsys) -> list[dict]:
     return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
 
 
-def test_item_19_administrator_removes_subscriptions_from_a_running_and_a_stopped_broker(tmp_path, capsys):
+def test_item_19_administrator_removes_subscriptions_from_a_running_and_a_stopped_broker(tmp_path, capsys,
+                                                                                        monkeypatch):
     """pubsub.md items 19 and 45: ``relaymq psc list|remove --url`` on a running broker (the
     Removed event says ``administrator``; the removed subscriber gets nothing more), then
     ``--data-dir`` once the broker is stopped, which the restarted broker honours."""
     broker = start(tmp_path, {"pubsub": {"broker_name": "B1"}}, queues=("APP.REPLY", "APP.SUBS", "OLD.SUBS"))
     capsys.readouterr()  # what `relaymq queue define` printed
+    monkeypatch.setenv("RELAYMQ_ADMIN_CREDENTIALS", str(broker.admin_credentials))  # as its administrator
     try:
         url = f"http://127.0.0.1:{http_port(broker)}"
         rest = Rest(broker)

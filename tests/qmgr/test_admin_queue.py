@@ -151,7 +151,7 @@ def test_broker_without_administrators_refuses_admin_messages_over_rest(tmp_path
         assert (answer["rc"], answer["reason"]) == (1, 2035) and "no administrators" in answer["message"]
         assert rest.call("GET", f"{BASE}/admin/qmgr/QM1/queue/SNEAKY")[0] == 404
         status, _, _ = rest.call("POST", f"{BASE}/admin/qmgr/QM1/queue", json.dumps({"name": "PROPER"}).encode(),
-                                 {"Content-Type": "application/json"})
+                                 {"Content-Type": "application/json", **dict(broker.admin_headers())})
         assert status == 201
     finally:
         broker.cleanup()

@@ -69,12 +69,13 @@ def test_serve_opens_named_qmgr_in_data_dir_and_closes_it(tmp_path) -> None:
         assert "SYSTEM.BROKER.CONTROL.QUEUE" in qm.queue_names()
 
 
-def test_cli_against_running_broker_via_rest(tmp_path, capsys) -> None:
+def test_cli_against_running_broker_via_rest(tmp_path, capsys, monkeypatch) -> None:
     """issue 5 Command line: `relaymq queue put|get|browse|show|define|delete --url` on a
-    running broker."""
+    running broker (define and delete as its administrator, issue 15)."""
     pytest.importorskip("relaymq.qmgr.rest")
     port = free_port()
     broker = _start(tmp_path, port)
+    monkeypatch.setenv("RELAYMQ_ADMIN_CREDENTIALS", str(broker.admin_credentials))
     url = f"http://127.0.0.1:{port}"
 
     def run(*argv: str) -> tuple[int, list[dict], str]:

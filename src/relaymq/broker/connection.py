@@ -29,6 +29,7 @@ from relaymq.mqtt.reader import PacketReader
 from relaymq.broker.backpressure import Held, must_wait
 from relaymq.broker.backpressure import forget as forget_held
 from relaymq.broker.session import NOTHING_QUEUED, grown
+from relaymq.ratelog import RefusalLog
 
 if TYPE_CHECKING:
     from relaymq.broker.broker import Broker
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from relaymq.store.base import StoredMessage
 
 log = logging.getLogger("relaymq.connection")
+#: Connections closed before their CONNECT was accepted: one line each, at most 10 per 10 s.
+REFUSALS = RefusalLog(log)
 
 #: A client with this many acknowledgements (PUBACK, PUBREC, PUBCOMP) waiting for the store's
 #: commit is not read from until half of them went out, so a publisher that floods without a
@@ -67,7 +70,8 @@ class Connection:
         self.peer = peer
         self.listener = listener
         self.certificate_user = certificate_user
-        self.reader = PacketReader(broker.limits.max_packet_size)
+        self.reader = PacketReader(broker.limits.max_packet_size,
+                                   max_connect_size=broker.limits.max_connect_packet_size)
         self.level = 0  # protocol level, known after CONNECT
         self.session: Session | None = None
         self.client_id: str | None = None
@@ -389,8 +393,12 @@ class Connection:
     # ------------------------------------------------------------------ closing
     def protocol_violation(self, err: MQTTError) -> None:
         """Close this connection because of a bad packet (log line; MQTT 5 reason code)."""
-        log.warning("closing %s (client %s, level %s): %s [reason 0x%02X]", self.peer,
-                    self.client_id, self.level or "?", err.message, err.reason_code)
+        if self.connected:
+            log.warning("closing %s (client %s, level %s): %s [reason 0x%02X]", self.peer,
+                        self.client_id, self.level or "?", err.message, err.reason_code)
+        else:  # anybody can send these, as fast as they can connect: rate-limited (issue 15)
+            REFUSALS.refused("closing %s before CONNECT: %s [reason 0x%02X]", self.peer, err.message,
+                             err.reason_code)
         if self.level == 5:
             kind = (self.reader.last_first_byte or 0) >> 4
             if err.silent:

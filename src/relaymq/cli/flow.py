@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import json
 import os
 import sys
 from typing import Any
 from urllib.parse import quote
+
+from relaymq.cli.http_auth import authorization
 
 _EPILOG = """\
 examples:
@@ -77,10 +78,7 @@ def _headers(args: argparse.Namespace, content_type: str | None = None) -> list[
     headers = [("accept", "application/json")]
     if content_type:
         headers.append(("content-type", content_type))
-    if args.username:
-        password = args.password if args.password is not None else os.environ.get("RELAYMQ_PASSWORD", "")
-        token = base64.b64encode(f"{args.username}:{password}".encode()).decode()
-        headers.append(("authorization", f"Basic {token}"))
+    headers += authorization(base_url(args), args.username, args.password)
     return headers
 
 

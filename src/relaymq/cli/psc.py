@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import json
 import os
 import sys
 from typing import Any
 from urllib.parse import urlencode
+
+from relaymq.cli.http_auth import authorization
 
 _EPILOG = """\
 examples:
@@ -36,8 +37,10 @@ examples:
   relaymq psc list --data-dir ./data                            # the broker stopped
   relaymq psc remove --data-dir ./data --owner bob
 
-The admin routes need the loopback interface (unless [pubsub] admin_remote) and, when
-[access] administrators is set, one of them (-u USER, password in $RELAYMQ_PASSWORD).
+The admin routes need the loopback interface (unless [pubsub] admin_remote) and an
+administrator: one of [access] administrators (-u USER, password in $RELAYMQ_PASSWORD) or,
+when that list is empty, the broker's own, read from $RELAYMQ_ADMIN_CREDENTIALS or
+./data/admin.credentials.
 
 exit status: 0 success (remove: something was removed), 1 failure or nothing matched
 (one line on stderr), 2 usage."""
@@ -94,9 +97,7 @@ def _remote(args: argparse.Namespace, query: dict[str, str]) -> tuple[int, Any]:
         query = {**query, "all": "true"}
     url = args.url.rstrip("/") + BASE + ("?" + urlencode(query) if query else "")
     headers = [("accept", "application/json")]
-    if args.username:
-        token = base64.b64encode(f"{args.username}:{os.environ.get('RELAYMQ_PASSWORD', '')}".encode()).decode()
-        headers.append(("authorization", f"Basic {token}"))
+    headers += authorization(args.url, args.username)
     method = "GET" if args.psc_command == "list" else "DELETE"
     response = asyncio.run(request(method, url, headers=headers, timeout=args.timeout))
     try:

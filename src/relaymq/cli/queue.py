@@ -19,11 +19,11 @@ import argparse
 import asyncio
 import base64
 import json
-import os
 import sys
 import urllib.parse
 from typing import Any
 
+from relaymq.cli.http_auth import authorization
 from relaymq.message.message import Message
 from relaymq.qmgr.admin import describe_definition
 from relaymq.qmgr.definitions import KINDS
@@ -175,11 +175,9 @@ class RemoteError(Exception):
     """A REST request failed; ``str()`` is the one line to show."""
 
 
-def _remote_headers(args: argparse.Namespace) -> list[tuple[str, str]]:
+def _remote_headers(args: argparse.Namespace, admin: bool) -> list[tuple[str, str]]:
     headers = [("ibm-mq-rest-csrf-token", "relaymq")]
-    if args.user:
-        secret = f"{args.user}:{os.environ.get('RELAYMQ_PASSWORD', '')}".encode()
-        headers.append(("authorization", "Basic " + base64.b64encode(secret).decode("ascii")))
+    headers += authorization(args.url, args.user, admin=admin)
     return headers
 
 
@@ -189,7 +187,7 @@ def _remote_call(args: argparse.Namespace, method: str, path: str, query: dict[s
 
     url = args.url.rstrip("/") + "/ibmmq/rest/v3" + path + ("?" + urllib.parse.urlencode(query) if query else "")
     try:
-        response = asyncio.run(request(method, url, headers=_remote_headers(args) + (headers or []), body=body,
+        response = asyncio.run(request(method, url, headers=_remote_headers(args, path.startswith("/admin/")) + (headers or []), body=body,
                                        timeout=args.timeout))
     except HttpClientError as exc:
         raise RemoteError(str(exc)) from None

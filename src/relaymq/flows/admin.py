@@ -12,8 +12,8 @@ Answers are JSON; errors are ``{"error": "one line"}`` with 400 (invalid definit
 (unknown flow), 409 (cannot run here: port in use, no queue manager), 403 (caller not
 allowed). A deployed flow runs Python code in the broker, so these routes are for
 administrators only (relaymq.http.admin_guard): callers must pass the HTTP server's
-authentication, be listed in ``[access] administrators`` when that list is not empty, and
-call from the loopback interface unless ``[flows] admin_remote`` is true.
+authentication, be listed in ``[access] administrators`` (when it is empty: the broker's own
+administrator, relaymq.auth.admin_credential), and call from the loopback interface unless ``[flows] admin_remote`` is true.
 """
 
 from __future__ import annotations

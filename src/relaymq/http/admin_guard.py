@@ -5,7 +5,10 @@ subscriptions (relaymq.pubsub.admin) and defining or deleting queues (relaymq.qm
 on other people's messages. A caller of those routes must
 
 1. pass the HTTP server's authentication (``BasicAuth.protect``: 401 otherwise);
-2. be one of ``[access] administrators`` when that list is not empty (403 otherwise);
+2. be an administrator (403 otherwise): one of ``[access] administrators`` when that list is
+   not empty, else the broker's own administrator (relaymq.auth.admin_credential). Calling
+   from the loopback interface is no credential: before issue 15 (finding 2) an anonymous
+   caller on the machine could deploy a flow, which runs its Python in the broker;
 3. call from the loopback interface unless the part's ``admin_remote`` setting is true (403).
 
 Each part states its policy (:class:`AdminPolicy`) and how a refusal looks in its own API
@@ -42,8 +45,8 @@ def is_loopback(remote: Any) -> bool:
 
 @dataclass(frozen=True)
 class AdminPolicy:
-    """``what`` is done (``"flow administration"``), by whom: ``administrators`` (empty:
-    every authenticated caller), and from where: anywhere when ``admin_remote``, else the
+    """``what`` is done (``"flow administration"``), by whom: ``administrators`` (empty: the
+    broker's own administrator), and from where: anywhere when ``admin_remote``, else the
     loopback interface; ``remote_key`` names the setting in refusals."""
 
     what: str
@@ -56,8 +59,12 @@ class AdminPolicy:
         if not self.admin_remote and not is_loopback(request.remote):
             return (f"{self.what} is only allowed from the loopback interface "
                     f"({self.remote_key} = true allows other addresses)")
-        if self.administrators and getattr(request, "user", None) not in self.administrators:
-            return f"{self.what} needs a user of [access] administrators"
+        if self.administrators:
+            if getattr(request, "user", None) not in self.administrators:
+                return f"{self.what} needs a user of [access] administrators"
+        elif not getattr(request, "administrator", False):
+            return (f"{self.what} needs the administrator's credentials (HTTP basic "
+                    f"authentication as the user in the data directory's admin.credentials)")
         return None
 
 

@@ -39,22 +39,32 @@ def parse_basic(value: str | None) -> tuple[str, bytes] | None:
 
 
 class BasicAuth:
-    """Who may call protected routes: users of ``passwords`` (a PasswordFile), and anybody
-    when ``passwords`` is None or ``allow_anonymous`` is true and no credentials are sent."""
+    """Who may call protected routes: users of ``passwords`` (a PasswordFile), the broker's
+    administrator ``admin`` (relaymq.auth.admin_credential.AdminCredential) when given, and
+    anybody when ``passwords`` is None or ``allow_anonymous`` is true and no credentials are
+    sent."""
 
-    def __init__(self, passwords: Any | None, allow_anonymous: bool) -> None:
+    def __init__(self, passwords: Any | None, allow_anonymous: bool, admin: Any | None = None) -> None:
         self.passwords = passwords
         self.allow_anonymous = allow_anonymous or passwords is None
+        self.admin = admin
 
     async def authenticate(self, request: HttpRequest) -> tuple[bool, str | None]:
         """(allowed, user). Credentials that are sent must be right even when anonymous
-        access is allowed: a typo in a password should fail loudly, not run anonymously."""
+        access is allowed: a typo in a password should fail loudly, not run anonymously.
+        Sets ``request.administrator`` when they are the broker's administrator's."""
         credentials = parse_basic(request.header("authorization"))
         if credentials is None:
             return self.allow_anonymous, None
-        if self.passwords is None:
-            return True, credentials[0]
         user, password = credentials
+        if self.admin is not None and user == self.admin.user:
+            if self.admin.check(user, password):
+                request.administrator = True
+                return True, user
+            if self.passwords is None or user not in self.passwords:
+                return False, None
+        if self.passwords is None:
+            return True, user  # nobody to check: a claimed name, which no admin route trusts
         ok = await asyncio.to_thread(self.passwords.check, user, password)
         return ok, user if ok else None
 

@@ -6,7 +6,9 @@ and this module only moves bytes between it and the socket. Parts of the product
 (the REST interface, the channel protocol's HTTP adapter, flows' HTTP input nodes) on the one
 server the HTTP service starts.
 
-Limits keep one bad client from hurting the others: a request head larger than
+Limits keep one bad client from hurting the others: at most ``max_connections`` open
+connections, ``max_connections_per_address`` from one address (one over is closed at once, with
+a rate-limited log line); a request head larger than
 ``max_header_bytes`` is answered 431, a body larger than ``max_body_bytes`` 413 (before it is
 read when Content-Length says so), malformed HTTP 400; each of these closes that connection
 only. An idle keep-alive connection is closed after ``idle_timeout`` seconds; once a request
@@ -35,8 +37,12 @@ from typing import Any
 import h11
 
 from relaymq.http.tcp_server import TcpServer
+from relaymq.ratelog import RefusalLog
+from relaymq.server.admission import UNLIMITED, Admission
 
 log = logging.getLogger("relaymq.http")
+#: One rate-limited log of refused HTTP connections (relaymq.server.admission).
+REFUSALS = RefusalLog(log)
 
 #: Largest request line plus headers accepted by default (bytes).
 DEFAULT_MAX_HEADER_BYTES = 16 * 1024
@@ -71,6 +77,9 @@ class HttpRequest:
     remote: tuple[Any, ...] = ()
     #: Set by an authenticator (relaymq.http.auth) once the caller is known.
     user: str | None = None
+    #: True when the caller proved the broker's own administrator credential
+    #: (relaymq.auth.admin_credential).
+    administrator: bool = False
 
     def header(self, name: str) -> str | None:
         """The first value of header ``name`` (any case), or None."""
@@ -225,14 +234,16 @@ class HttpServer:
                  max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                  idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
                  header_timeout: float = DEFAULT_HEADER_TIMEOUT,
-                 body_timeout: float = DEFAULT_BODY_TIMEOUT) -> None:
+                 body_timeout: float = DEFAULT_BODY_TIMEOUT,
+                 max_connections: int = UNLIMITED, max_connections_per_address: int = UNLIMITED) -> None:
         self.router = Router()
         self.max_header_bytes = max_header_bytes
         self.max_body_bytes = max_body_bytes
         self.idle_timeout = idle_timeout
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
-        self._tcp = TcpServer(self._serve)
+        self._tcp = TcpServer(self._serve, Admission("HTTP", max_connections, max_connections_per_address,
+                                                     REFUSALS))
         #: Optional relaymq.http.auth.BasicAuth the service sets; routes that need callers to
         #: log in wrap their handler with it.
         self.auth: Any = None
@@ -259,10 +270,17 @@ class HttpServer:
     async def stop(self) -> None:
         await self._tcp.stop()
 
+    def addresses(self) -> list[str]:
+        """``host:port`` of every bound socket (log lines)."""
+        return self._tcp.addresses()
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connection = _Connection(self, reader, writer)
         try:
-            await _Connection(self, reader, writer).run()
-        except (asyncio.CancelledError, ConnectionError, TimeoutError, ssl.SSLError):
+            await connection.run()
+        except ConnectionError as error:
+            connection.lost(error)
+        except (asyncio.CancelledError, TimeoutError, ssl.SSLError):
             pass
         except Exception:  # a bug here must not take the server down
             log.exception("HTTP connection failed")
@@ -458,18 +476,39 @@ class _Connection:
         events.append(h11.EndOfMessage())
         await self._send(*events, http_10=http_10)
 
+    def lost(self, error: Exception) -> None:
+        """The socket failed (a reset): one log line when a request was under way."""
+        if self.h11.their_state is h11.SEND_BODY or self.h11.trailing_data[0]:
+            log.info("HTTP client %s closed its connection in the middle of a request: %s",
+                     _peer(self.remote), error)
+
     async def _fail(self, status: int, message: str) -> None:
-        """Answer a request that cannot be served, then close this connection."""
-        if self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+        """Answer a request that cannot be served, then close this connection. A peer that
+        went away halfway through its request costs one log line and is answered only if it
+        still reads (issue 15 finding 8: each logged a traceback, from writing to the closed
+        socket)."""
+        if self.reader.at_eof() or self.writer.is_closing():
+            log.info("HTTP client %s closed its connection in the middle of a request: %s",
+                     _peer(self.remote), message)
+        if self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE) or self.writer.is_closing():
             return
         response = text_response(status, message, [("connection", "close")])
         try:
             await self._respond(response)
-        except (h11.LocalProtocolError, ConnectionError):
+        except ConnectionError:
+            return  # the peer is gone: nobody to tell
+        except h11.LocalProtocolError:
             # h11 refuses once it cannot frame a response (e.g. no request line at all); write
             # a minimal HTTP/1.1 response by hand so the client still learns why.
             reason = {400: b"Bad Request", 408: b"Request Timeout", 413: b"Payload Too Large",
                       431: b"Request Header Fields Too Large"}
+            if self.writer.is_closing():
+                return
             self.writer.write(b"HTTP/1.1 %d %s\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"
                               % (status, reason.get(status, b"Error")))
             await self.writer.drain()
+
+
+def _peer(remote: tuple[Any, ...]) -> str:
+    """``host:port`` of a peer address, ``?`` when unknown (log lines)."""
+    return f"{remote[0]}:{remote[1]}" if len(remote) >= 2 else "?"

@@ -42,6 +42,25 @@ def _password_file(config: Any, settings: Any) -> Any:
         raise ServiceError(f"http: {error}") from None
 
 
+def _admin_credential(config: Any) -> Any:
+    """The broker's own administrator when ``[access] administrators`` names nobody
+    (relaymq.auth.admin_credential), made on the first start."""
+    if config.access.administrators:
+        return None
+    from relaymq.auth.admin_credential import AdminCredentialError, ensure
+    from relaymq.server.app import ServiceError
+
+    try:
+        credential = ensure(config.broker.data_dir)
+    except (AdminCredentialError, OSError) as error:
+        raise ServiceError(f"http: administrator credential: {error}") from None
+    if credential.created:
+        log.info("created the administrator %r for flow deployment and the admin routes; its "
+                 "password is in %s (mode 0600), which relaymq flow/queue/psc on this machine "
+                 "read", credential.user, credential.path)
+    return credential
+
+
 async def start(context: Any) -> HttpService:
     from relaymq.server.app import ServiceError
 
@@ -50,9 +69,10 @@ async def start(context: Any) -> HttpService:
         return HttpService(None)
     server = HttpServer(max_header_bytes=settings.max_header_bytes, max_body_bytes=settings.max_body_bytes,
                         idle_timeout=float(settings.idle_timeout), header_timeout=float(settings.header_timeout),
-                        body_timeout=float(settings.body_timeout))
+                        body_timeout=float(settings.body_timeout), max_connections=settings.max_connections,
+                        max_connections_per_address=settings.max_connections_per_address)
     passwords = _password_file(context.config, settings)
-    server.auth = BasicAuth(passwords, settings.allow_anonymous)
+    server.auth = BasicAuth(passwords, settings.allow_anonymous, _admin_credential(context.config))
     if passwords is not None:
         from relaymq.server.reload import password_reloader
 
@@ -83,5 +103,5 @@ async def start(context: Any) -> HttpService:
 
         AuthorityAdmin(authorities, password_path=context.config.access.password_file,
                        reload=lambda: reload_all(context.reloaders)).install(server)
-    log.info("HTTP listening on %s:%d", settings.host, server.port)
+    log.info("HTTP listening on %s", ", ".join(server.addresses()))
     return HttpService(server)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from relaymq.config import ConfigError, boolean, build_section, int_range, key_field, non_empty_text, text
+from relaymq.config import (ConfigError, boolean, build_section, int_range, key_field, non_empty_text, text,
+                            unlimited_or_at_least)
 
 
 @dataclass(frozen=True)
@@ -20,13 +21,15 @@ class HttpSettings:
     """[http] keys; see docs/rest.md for each."""
 
     enabled: bool = key_field(True, boolean)
-    host: str = key_field("0.0.0.0", non_empty_text)
+    host: str = key_field("localhost", non_empty_text)
     port: int = key_field(8080, int_range(0, 65535))
     max_header_bytes: int = key_field(16384, int_range(256, 1_048_576))
     max_body_bytes: int = key_field(4_194_304, int_range(1, 1_073_741_824))
     idle_timeout: int = key_field(60, int_range(1, 86400))
     header_timeout: int = key_field(20, int_range(1, 3600))
     body_timeout: int = key_field(120, int_range(1, 86400))
+    max_connections: int = key_field(1024, unlimited_or_at_least(1))
+    max_connections_per_address: int = key_field(256, unlimited_or_at_least(1))
     password_file: str = key_field("", text, path="file")
     allow_anonymous: bool = key_field(False, boolean)
     tls_cert: str = key_field("", text, path="file")

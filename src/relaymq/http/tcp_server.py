@@ -1,6 +1,8 @@
 """The TCP (or TLS) server under the HTTP server and the queue manager's channel listener: it
 keeps the task of every open connection, so ``stop()`` ends them all before it returns
-instead of leaving handlers running against a stopped service."""
+instead of leaving handlers running against a stopped service. With an ``Admission``
+(relaymq.server.admission) it caps its connections, in all and per source address: one over
+is closed before a byte is read (issue 15 finding 8)."""
 
 from __future__ import annotations
 
@@ -9,26 +11,39 @@ import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from relaymq.server.admission import Admission, peer_host
+from relaymq.server.binding import Servers, create_servers
+
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
 class TcpServer:
     """``handle(reader, writer)`` runs as one task per accepted connection."""
 
-    def __init__(self, handle: Handler) -> None:
+    def __init__(self, handle: Handler, admission: Admission | None = None) -> None:
         self._handle = handle
-        self._server: asyncio.base_events.Server | None = None
+        self.admission = admission
+        self._server: Servers | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.host = ""
         self.port = 0
 
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None,
                     **options: Any) -> None:
-        """Listen on ``host:port`` (0: any free port, then in ``port``); ``options`` go to
-        ``asyncio.start_server`` (``limit``, for one)."""
-        self._server = await asyncio.start_server(self._serve, host, port, ssl=ssl_context, **options)
+        """Listen on ``host:port`` (0: any free port, then in ``port``; ``"localhost"``: 127.0.0.1
+        and ::1, relaymq.server.binding); ``options`` go to ``asyncio.start_server`` (``limit``,
+        for one)."""
+
+        async def create(address: str, port: int) -> asyncio.base_events.Server:
+            return await asyncio.start_server(self._serve, address, port, ssl=ssl_context, **options)
+
+        self._server = await create_servers(create, host, port)
         self.host = host
-        self.port = self._server.sockets[0].getsockname()[1]
+        self.port = self._server.port
+
+    def addresses(self) -> list[str]:
+        """``host:port`` of every bound socket (log lines)."""
+        return self._server.addresses() if self._server is not None else []
 
     async def stop(self) -> None:
         """Stop accepting, cancel every open connection's task and wait for them to end."""
@@ -43,6 +58,11 @@ class TcpServer:
             self._server = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        admission = self.admission
+        address = peer_host(writer.get_extra_info("peername"))
+        if admission is not None and not admission.admit(address):
+            writer.transport.abort()
+            return
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
@@ -50,3 +70,5 @@ class TcpServer:
             await self._handle(reader, writer)
         finally:
             self._tasks.discard(task)
+            if admission is not None:
+                admission.release(address)

@@ -29,11 +29,15 @@ class PacketReader:
     it, so the broker can tell e.g. a bad DISCONNECT (close quietly) from a bad PUBLISH
     (answer with DISCONNECT and the reason code)."""
 
-    __slots__ = ("max_packet_size", "protocol_level", "from_client", "last_first_byte",
-                 "_buf", "_pos")
+    __slots__ = ("max_packet_size", "max_connect_size", "protocol_level", "from_client",
+                 "last_first_byte", "_buf", "_pos")
 
-    def __init__(self, max_packet_size: int = MAX_PACKET_SIZE, *, from_client: bool = True):
+    def __init__(self, max_packet_size: int = MAX_PACKET_SIZE, *, from_client: bool = True,
+                 max_connect_size: int | None = None):
         self.max_packet_size = max_packet_size
+        # Until a CONNECT is decoded, packets may be at most this large (issue 15 finding 8).
+        self.max_connect_size = max_packet_size if max_connect_size is None else min(
+            max_connect_size, max_packet_size)
         self.protocol_level = 0
         self.from_client = from_client
         self.last_first_byte: int | None = None
@@ -53,7 +57,8 @@ class PacketReader:
         """The next complete packet, or None when more bytes are needed.
 
         Raises :class:`PacketTooLarge` as soon as a fixed header announces a packet bigger
-        than ``max_packet_size``, before its body arrives, and the decoder's
+        than ``max_packet_size`` (``max_connect_size`` until a CONNECT was decoded), before
+        its body arrives, and the decoder's
         :class:`MQTTError` subclasses for a bad packet. The connection must be closed after
         an error: the stream position is then undefined."""
         buf = self._buf
@@ -69,10 +74,11 @@ class PacketReader:
             self._compact()
             return None
         length, body_start = header
-        if body_start - pos + length > self.max_packet_size:
+        limit = self.max_packet_size if self.protocol_level else self.max_connect_size
+        if body_start - pos + length > limit:
             raise PacketTooLarge(
                 f"packet of {body_start - pos + length} bytes exceeds the maximum "
-                f"of {self.max_packet_size}")
+                f"of {limit}{'' if self.protocol_level else ' before CONNECT'}")
         body_end = body_start + length
         if body_end > available:
             self._compact()

@@ -17,7 +17,7 @@ could not be made durable: nothing was removed).
 
 Removing somebody's subscriptions is an administrator's act, so the routes are guarded as
 every admin route is (relaymq.http.admin_guard): the HTTP server's authentication, ``[access]
-administrators`` when that list is not empty, and the loopback interface unless ``[pubsub]
+administrators`` (when empty: the broker's own administrator), and the loopback interface unless ``[pubsub]
 admin_remote`` is true.
 """
 

@@ -12,7 +12,8 @@
     DELETE /ibmmq/rest/v3/admin/qmgr/{qmgr}/queue/{queue}                delete a queue definition
 
 The two admin writes are for administrators: the caller must pass the HTTP authentication,
-be in ``[access] administrators`` when that list is not empty, and call from the loopback
+be in ``[access] administrators`` (when empty: the broker's own administrator,
+relaymq.auth.admin_credential), and call from the loopback
 interface unless ``[qmgr] admin_remote`` is true (relaymq.http.admin_guard, as the flow and
 subscription admin routes).
 

@@ -20,6 +20,7 @@ from typing import Any
 from relaymq import __version__
 from relaymq.broker.broker import Broker
 from relaymq.server.authenticate import PasswordChecker
+from relaymq.server.exposure import exposure_warnings, loopback_notice
 from relaymq.server.listeners import ListenerError, Listeners
 from relaymq.server.reload import Reloader, acl_reloader, authorities_reloader, password_reloader, reload_all
 from relaymq.store.base import StoreError
@@ -184,6 +185,11 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
             broker.shutdown()
             return 2
         log.info("relaymq %s started (store: %s, data: %s)", __version__, b.store, b.data_dir)
+        notice = loopback_notice(config)
+        if notice is not None:
+            log.info("%s", notice)
+        for line in exposure_warnings(config):
+            log.warning("%s", line)
         if ready is not None:
             ready.set()
         while not stop.is_set():

@@ -22,6 +22,9 @@ import os
 from typing import Any
 
 from relaymq.broker.broker import Broker
+from relaymq.ratelog import RefusalLog
+from relaymq.server.admission import Admission, peer_host
+from relaymq.server.binding import Servers, create_servers
 from relaymq.server.mqtt_protocol import MQTTProtocol
 from relaymq.server.tls import server_context
 from relaymq.server.websocket import WebSocketProtocol
@@ -30,6 +33,9 @@ log = logging.getLogger("relaymq.listeners")
 
 #: Seconds closing connections get to go before they are aborted (stop, shutdown).
 CLOSE_GRACE = 2.0
+
+#: One log of refused connections for every MQTT listener, so its rate limit holds for all.
+REFUSALS = RefusalLog(log)
 
 
 class ListenerError(Exception):
@@ -56,10 +62,13 @@ class Listener:
         self.high_water = high_water
         self.index = index
         self.handshake_timeout = handshake_timeout  # TLS handshakes count against connect_timeout
-        self.server: asyncio.base_events.Server | None = None
+        self.server: Servers | None = None
         self.ssl = server_context(config)
         self.port = config.port  # the bound port once opened (config port 0 = any free port)
-        self.protocols: set[Any] = set()  # the connections this listener accepted, still open
+        # the connections this listener accepted, still open, and their source addresses
+        self.protocols: dict[Any, str] = {}
+        self.admission = Admission(f"listener {config.name!r}", config.max_connections,
+                                   config.max_connections_per_address, REFUSALS)
         self._idle = asyncio.Event()  # set whenever ``protocols`` is empty
         self._idle.set()
 
@@ -70,12 +79,21 @@ class Listener:
         return f"{scheme[self.config.protocol]}://{self.config.host}:{self.port}{path}"
 
     # -- the protocols report here
-    def attach(self, protocol: Any) -> None:
-        self.protocols.add(protocol)
+    def attach(self, protocol: Any, transport: asyncio.BaseTransport) -> bool:
+        """Count a new connection; False (and the transport aborted, one rate-limited log
+        line) when the listener's caps refuse it (issue 15 finding 8)."""
+        address = peer_host(transport.get_extra_info("peername"))
+        if not self.admission.admit(address):
+            transport.abort()
+            return False
+        self.protocols[protocol] = address
         self._idle.clear()
+        return True
 
     def detach(self, protocol: Any) -> None:
-        self.protocols.discard(protocol)
+        address = self.protocols.pop(protocol, None)
+        if address is not None:
+            self.admission.release(address)
         if not self.protocols:
             self._idle.set()
 
@@ -96,11 +114,14 @@ class Listener:
                                    "start_serving": False}
         if self.ssl is not None:
             options["ssl_handshake_timeout"] = self.handshake_timeout
+        async def create(host: str, port: int) -> asyncio.base_events.Server:
+            return await loop.create_server(self._factory, host, port, **options)
+
         try:
-            self.server = await loop.create_server(self._factory, cfg.host, self.port, **options)
+            self.server = await create_servers(create, cfg.host, self.port)
         except OSError as err:
             raise ListenerError(self.index, cfg, self.port, _reason(err)) from None
-        self.port = self.server.sockets[0].getsockname()[1]
+        self.port = self.server.port
 
     async def start(self) -> None:
         """Open (if not yet) and accept connections."""
@@ -113,10 +134,10 @@ class Listener:
                 self.server.close()
                 self.server = None
                 raise ListenerError(self.index, self.config, self.port, _reason(err)) from None
-            log.info("listening on %s", self.url)
+            log.info("listening on %s (%s)", self.url, ", ".join(self.server.addresses()))
 
     # -- stop, in three steps (see the module docstring)
-    def close(self) -> asyncio.base_events.Server | None:
+    def close(self) -> Servers | None:
         """Step 1: stop accepting. Returns the server to wait for (None if it was not open)."""
         server, self.server = self.server, None
         if server is not None:
@@ -131,7 +152,7 @@ class Listener:
             except Exception:
                 log.exception("error while closing a connection of %s", self.url)
 
-    async def wait_closed(self, server: asyncio.base_events.Server | None, grace: float = CLOSE_GRACE) -> None:
+    async def wait_closed(self, server: Servers | None, grace: float = CLOSE_GRACE) -> None:
         """Step 3: wait for the connections to go, abort the ones that do not, then for the server."""
         if self.protocols:
             try:
@@ -143,9 +164,7 @@ class Listener:
                     protocol.abort()
         if server is None:
             return
-        abort_clients = getattr(server, "abort_clients", None)  # Python 3.13: TLS handshakes too
-        if abort_clients is not None:
-            abort_clients()
+        server.abort_clients()  # Python 3.13: TLS handshakes too
         try:
             await asyncio.wait_for(server.wait_closed(), grace)
         except asyncio.TimeoutError:

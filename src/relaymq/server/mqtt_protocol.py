@@ -47,14 +47,17 @@ class MQTTProtocol(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        if not self.listener.attach(self, transport):
+            return  # refused by the listener's caps: no Connection, nothing read
         transport.set_write_buffer_limits(high=self.listener.high_water)  # type: ignore[attr-defined]
-        self.listener.attach(self)
         link = TransportLink(transport, asyncio.get_running_loop())  # type: ignore[arg-type]
         self.connection = Connection(self.broker, link, peer_name(transport),
                                      self.listener.config.name, certificate_user(transport))
 
     def data_received(self, data: bytes) -> None:
         conn = self.connection
+        if conn is None:
+            return  # refused (connection_made): bytes that were already on their way
         try:
             conn.data_received(data)
         except Exception:  # a bug must cost one connection, never the broker

@@ -37,8 +37,9 @@ class WebSocketProtocol(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        if not self.listener.attach(self, transport):
+            return  # refused by the listener's caps: no Connection, nothing read
         transport.set_write_buffer_limits(high=self.listener.high_water)  # type: ignore[attr-defined]
-        self.listener.attach(self)
         # one binary message per loop turn: "a single WebSocket data frame can contain multiple
         # or partial MQTT Control Packets" (MQTT 5 6.0)
         link = TransportLink(transport, asyncio.get_running_loop(),  # type: ignore[arg-type]
@@ -47,6 +48,8 @@ class WebSocketProtocol(asyncio.Protocol):
                                      self.listener.config.name, certificate_user(transport))
 
     def data_received(self, data: bytes) -> None:
+        if self.connection is None:
+            return  # refused (connection_made)
         try:
             self.ws.receive_data(data)
             for event in self.ws.events():

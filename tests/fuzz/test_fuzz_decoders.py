@@ -34,8 +34,6 @@ def test_decoder_raises_only_its_typed_error(name: str, report) -> None:
                                           for kind, f in result.findings.items())
 
 
-@pytest.mark.xfail(reason="issue 15 finding 8, channel code (the channels session's): a deeply nested JSON "
-                          "frame header raises RecursionError instead of ChannelProtocolError", strict=False)
 def test_channel_frame_decoder_raises_only_its_typed_error(report) -> None:
     result, _ = fuzz(TARGETS["channel"], BRIEF, seed=0)
     report(result.line())

@@ -214,3 +214,18 @@ def test_sighup_reloads_the_acl_and_queue_subscriptions_obey_it(broker_factory, 
     status, _, body = rest["alice"].get("ALICE.SUBS", f"?wait={int(WAIT * 1000)}")
     assert (status, body) == (200, b"after the reload")
     assert rest["bob"].browse("BOB.SUBS")[0] == 204
+
+
+def test_the_authorisation_models_administrators_may_use_the_admin_routes(broker_factory, tmp_path) -> None:
+    """issue 15 "one authorisation model for every entrance (... admin)": a user the model makes
+    an administrator (group ``administrators`` through the admin API, at run time) may define a
+    queue on the admin routes like a user of ``[access] administrators``; before, bob was refused."""
+    _, rest = start_secured(broker_factory, tmp_path)
+    define = f"{BASE}/admin/qmgr/QM1/queue"
+    assert rest["bob"].call("POST", define, json.dumps({"name": "BOB.NEW"}).encode())[0] == 403
+    status, _, body = rest["admin"].call("PUT", "/relaymq/auth/groups/administrators",
+                                         json.dumps({"members": ["bob"]}).encode())
+    assert status == 200, body
+    status, _, body = rest["bob"].call("POST", define, json.dumps({"name": "BOB.NEW"}).encode())
+    assert status == 201, body
+    assert rest["alice"].call("POST", define, json.dumps({"name": "ALICE.NEW"}).encode())[0] == 403

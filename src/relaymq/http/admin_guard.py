@@ -6,7 +6,9 @@ on other people's messages. A caller of those routes must
 
 1. pass the HTTP server's authentication (``BasicAuth.protect``: 401 otherwise);
 2. be an administrator (403 otherwise): one of ``[access] administrators`` when that list is
-   not empty, else the broker's own administrator (relaymq.auth.admin_credential). Calling
+   not empty, else the broker's own administrator (relaymq.auth.admin_credential); or a user
+   the authorisation model makes one (group ``administrators``, or the ``admin`` authority of
+   relaymq.auth.authorities: ``BasicAuth`` sets ``request.administrator``). Calling
    from the loopback interface is no credential: before issue 15 (finding 2) an anonymous
    caller on the machine could deploy a flow, which runs its Python in the broker;
 3. call from the loopback interface unless the part's ``admin_remote`` setting is true (403).
@@ -59,6 +61,8 @@ class AdminPolicy:
         if not self.admin_remote and not is_loopback(request.remote):
             return (f"{self.what} is only allowed from the loopback interface "
                     f"({self.remote_key} = true allows other addresses)")
+        if getattr(request, "administrator", False):
+            return None  # the broker's own administrator, or one of the authorisation model
         if self.administrators:
             if getattr(request, "user", None) not in self.administrators:
                 return f"{self.what} needs a user of [access] administrators"

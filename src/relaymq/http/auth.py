@@ -42,12 +42,15 @@ class BasicAuth:
     """Who may call protected routes: users of ``passwords`` (a PasswordFile), the broker's
     administrator ``admin`` (relaymq.auth.admin_credential.AdminCredential) when given, and
     anybody when ``passwords`` is None or ``allow_anonymous`` is true and no credentials are
-    sent."""
+    sent. ``authorities`` (relaymq.auth.authorities) names more administrators: a user of
+    ``passwords`` it makes one (group ``administrators``, or holding ``admin``) is one here."""
 
-    def __init__(self, passwords: Any | None, allow_anonymous: bool, admin: Any | None = None) -> None:
+    def __init__(self, passwords: Any | None, allow_anonymous: bool, admin: Any | None = None,
+                 authorities: Any | None = None) -> None:
         self.passwords = passwords
         self.allow_anonymous = allow_anonymous or passwords is None
         self.admin = admin
+        self.authorities = authorities
 
     async def authenticate(self, request: HttpRequest) -> tuple[bool, str | None]:
         """(allowed, user). Credentials that are sent must be right even when anonymous
@@ -66,6 +69,8 @@ class BasicAuth:
         if self.passwords is None:
             return True, user  # nobody to check: a claimed name, which no admin route trusts
         ok = await asyncio.to_thread(self.passwords.check, user, password)
+        if ok and self.authorities is not None and self.authorities.is_administrator(user):
+            request.administrator = True  # a proven name the authorisation model makes an administrator
         return ok, user if ok else None
 
     def protect(self, handler: Handler, unauthorized: Any = None) -> Handler:

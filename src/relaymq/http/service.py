@@ -72,7 +72,8 @@ async def start(context: Any) -> HttpService:
                         body_timeout=float(settings.body_timeout), max_connections=settings.max_connections,
                         max_connections_per_address=settings.max_connections_per_address)
     passwords = _password_file(context.config, settings)
-    server.auth = BasicAuth(passwords, settings.allow_anonymous, _admin_credential(context.config))
+    server.auth = BasicAuth(passwords, settings.allow_anonymous, _admin_credential(context.config),
+                            getattr(context, "authorities", None))
     if passwords is not None:
         from relaymq.server.reload import password_reloader
 

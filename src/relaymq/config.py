@@ -216,7 +216,7 @@ class ListenerConfig:
     #: were acknowledged for is lost); "drop-new" / "drop-oldest" drop a message and count it.
     overflow: str = _key("block", one_of(*OVERFLOW_POLICIES))
     #: Open sockets this listener keeps, in all and from one source address (-1: no cap);
-    #: one over is closed at once, with a rate-limited log line (relaymq.server.admission).
+    #: one over is closed at once, with a rate-limited log line (relaymq.http.admission).
     max_connections: int = _key(20_000, unlimited_or_at_least(1))
     max_connections_per_address: int = _key(1_000, unlimited_or_at_least(1))
 

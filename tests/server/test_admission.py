@@ -1,4 +1,4 @@
-"""relaymq.server.admission: the connection caps of a listener and the rate limit of their
+"""relaymq.http.admission: the connection caps of a listener and the rate limit of their
 log lines (issue 15 finding 8: "per-listener and per-source-address connection caps; one log
 line per refused connection, rate-limited"). Through real brokers: tests/interop/
 test_mqtt_front_door.py and test_http_front_door.py."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from relaymq.ratelog import RefusalLog
-from relaymq.server.admission import UNLIMITED, Admission
+from relaymq.http.admission import UNLIMITED, Admission
 
 
 class Clock:

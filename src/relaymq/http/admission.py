@@ -1,83 +1,67 @@
-"""Connection caps of a listener: at most so many connections in all and per source address,
-and the log line of each refusal, rate-limited (issue 15 finding 8: no listener had a cap, so
-one source could open connections until memory or descriptors ran out).
+"""Who gets a socket: the connection caps of one listener, in total and per source address,
+and the log of those refused (issue 15 finding 8: neither the MQTT nor the HTTP listener had a
+cap, so one address could take every socket and every byte of memory the broker had).
 
-Used by the queue manager's channel listener (relaymq.qmgr.channel_transport) on the TCP server
-of this package; nothing here is channel-specific, so the HTTP listener can take it as it is.
-No sockets here: the listener asks
-:meth:`Admission.admit` with the peer's address when it accepts a connection and calls
-:meth:`Admission.release` when the connection ends.
+A refused connection is closed at once, before a byte is read from it, and costs one log
+line; the lines are rate-limited (``RefusalLog``), so a flood of refused connections cannot
+flood the log either (relaymq.ratelog).
+
+No I/O here: the listener asks ``admit(address)`` when a socket is accepted and calls
+``release(address)`` when it is gone.
 """
 
 from __future__ import annotations
 
-import logging
-import time
-from collections.abc import Callable
+from relaymq.ratelog import RefusalLog
 
-#: A cap of -1 is no cap.
+#: The value of a cap that means "no cap".
 UNLIMITED = -1
 
 
-class RefusalLog:
-    """One log line per refused connection, but at most ``burst`` lines per ``interval``
-    seconds; the refusals left out are counted in the next line that is written, so a flood
-    costs a few lines and the log still says how many there were."""
-
-    def __init__(self, log: logging.Logger, *, burst: int = 5, interval: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.log, self.burst, self.interval, self.clock = log, burst, interval, clock
-        self._window_start = -interval
-        self._written = 0
-        self.suppressed = 0
-
-    def refused(self, text: str, *args: object) -> bool:
-        """Log ``text % args`` as a warning unless the window's lines are used up; True when
-        it was written."""
-        now = self.clock()
-        if now - self._window_start >= self.interval:
-            self._window_start, self._written = now, 0
-        if self._written >= self.burst:
-            self.suppressed += 1
-            return False
-        self._written += 1
-        if self.suppressed:
-            text += " (%d more refused connections were not logged)"
-            args = (*args, self.suppressed)
-            self.suppressed = 0
-        self.log.warning(text, *args)
-        return True
-
-
 class Admission:
-    """Connection counts of one listener, in total and per source address."""
+    """The caps of one listener (``what`` names it in log lines): ``max_connections`` open
+    sockets in all and ``max_per_address`` from one source address; ``UNLIMITED`` for none."""
 
-    def __init__(self, max_connections: int = UNLIMITED, max_per_address: int = UNLIMITED) -> None:
+    def __init__(self, what: str, max_connections: int, max_per_address: int,
+                 refusals: RefusalLog) -> None:
+        self.what = what
         self.max_connections = max_connections
         self.max_per_address = max_per_address
-        self.total = 0
-        self._by_address: dict[str, int] = {}
+        self.refusals = refusals
+        self.open = 0
+        self.by_address: dict[str, int] = {}
+        self.refused_total = 0
 
-    def admit(self, address: str) -> str | None:
-        """Count a new connection from ``address``; or, when a cap is reached, do not count it
-        and return which cap (for the log line)."""
-        if self.max_connections != UNLIMITED and self.total >= self.max_connections:
-            return f"the listener's cap of {self.max_connections} connections is reached"
-        held = self._by_address.get(address, 0)
-        if self.max_per_address != UNLIMITED and held >= self.max_per_address:
-            return f"{address} already holds the cap of {self.max_per_address} connections per address"
-        self.total += 1
-        self._by_address[address] = held + 1
-        return None
+    def admit(self, address: str) -> bool:
+        """Count a new socket from ``address`` and say True, or log the refusal and say False."""
+        if self.max_connections != UNLIMITED and self.open >= self.max_connections:
+            self._refuse(address, f"max_connections ({self.max_connections}) reached")
+            return False
+        count = self.by_address.get(address, 0)
+        if self.max_per_address != UNLIMITED and count >= self.max_per_address:
+            self._refuse(address, f"max_connections_per_address ({self.max_per_address}) reached "
+                                  f"for {address}")
+            return False
+        self.open += 1
+        self.by_address[address] = count + 1
+        return True
 
     def release(self, address: str) -> None:
-        """A connection admitted for ``address`` ended."""
-        self.total -= 1
-        held = self._by_address.get(address, 0) - 1
-        if held > 0:
-            self._by_address[address] = held
+        """A socket ``admit`` counted is gone."""
+        self.open -= 1
+        count = self.by_address.get(address, 0) - 1
+        if count > 0:
+            self.by_address[address] = count
         else:
-            self._by_address.pop(address, None)
+            self.by_address.pop(address, None)
 
-    def held(self, address: str) -> int:
-        return self._by_address.get(address, 0)
+    def _refuse(self, address: str, why: str) -> None:
+        self.refused_total += 1
+        self.refusals.refused("%s: refusing a connection from %s: %s", self.what, address, why)
+
+
+def peer_host(peer: object) -> str:
+    """The host part of a socket's peer address (``"?"`` when there is none, a Unix socket)."""
+    if isinstance(peer, (tuple, list)) and peer:
+        return str(peer[0])
+    return "?"

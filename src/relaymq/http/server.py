@@ -38,10 +38,10 @@ import h11
 
 from relaymq.http.tcp_server import TcpServer
 from relaymq.ratelog import RefusalLog
-from relaymq.server.admission import UNLIMITED, Admission
+from relaymq.http.admission import UNLIMITED, Admission
 
 log = logging.getLogger("relaymq.http")
-#: One rate-limited log of refused HTTP connections (relaymq.server.admission).
+#: One rate-limited log of refused HTTP connections (relaymq.http.admission).
 REFUSALS = RefusalLog(log)
 
 #: Largest request line plus headers accepted by default (bytes).

@@ -1,7 +1,7 @@
 """The TCP (or TLS) server under the HTTP server and the queue manager's channel listener: it
 keeps the task of every open connection, so ``stop()`` ends them all before it returns
 instead of leaving handlers running against a stopped service. With an ``Admission``
-(relaymq.server.admission) it caps its connections, in all and per source address: one over
+(relaymq.http.admission) it caps its connections, in all and per source address: one over
 is closed before a byte is read (issue 15 finding 8)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from relaymq.server.admission import Admission, peer_host
+from relaymq.http.admission import Admission, peer_host
 from relaymq.server.binding import Servers, create_servers
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]

@@ -26,7 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from relaymq.http.admission import Admission, RefusalLog
+from relaymq.http.admission import Admission, peer_host
+from relaymq.ratelog import RefusalLog
 from relaymq.http.auth import REALM, parse_basic
 from relaymq.http.client import HttpClientError
 from relaymq.http.client import request as http_request
@@ -756,9 +757,10 @@ class ChannelListener:
         self.authority = authority
         self.batch = batch
         self.limits = limits or ListenerLimits()
-        self.admission = Admission(self.limits.max_connections, self.limits.max_connections_per_address)
-        self.refusals = RefusalLog(log)
-        self._tcp = TcpServer(self._serve)
+        self.refusals = RefusalLog(log, burst=5)  # refused connections, refused HELLOs: 5 lines / 10 s
+        self.admission = Admission(f"channel listener of {qm.name}", self.limits.max_connections,
+                                   self.limits.max_connections_per_address, self.refusals)
+        self._tcp = TcpServer(self._serve, self.admission)  # over a cap: closed before a byte is read
         self._attempted: dict[str, set[str]] = {}
 
     @property
@@ -772,17 +774,7 @@ class ChannelListener:
         await self._tcp.stop()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peername = writer.get_extra_info("peername")
-        address = str(peername[0]) if isinstance(peername, tuple) and peername else str(peername)
-        refusal = self.admission.admit(address)
-        if refusal is not None:
-            self.refusals.refused("channel connection from %s refused: %s", address, refusal)
-            await StreamConversation(reader, writer, None).close()
-            return
-        try:
-            await self._converse(reader, writer, address)
-        finally:
-            self.admission.release(address)
+        await self._converse(reader, writer, peer_host(writer.get_extra_info("peername")))
 
     async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str) -> None:
         limits = self.limits

@@ -23,7 +23,7 @@ from typing import Any
 
 from relaymq.broker.broker import Broker
 from relaymq.ratelog import RefusalLog
-from relaymq.server.admission import Admission, peer_host
+from relaymq.http.admission import Admission, peer_host
 from relaymq.server.binding import Servers, create_servers
 from relaymq.server.mqtt_protocol import MQTTProtocol
 from relaymq.server.tls import server_context

@@ -134,8 +134,9 @@ def received(broker: BrokerProcess) -> list[int]:
     return sorted(int(m.payload[:5]) for m in messages)
 
 
-def test_full_disk_withholds_acknowledgements_and_resumes_when_space_returns(small_disk: BrokerProcess) -> None:
-    broker = small_disk.start()
+def fill_while_publishing(broker: BrokerProcess) -> tuple[Watch, Publisher, Path]:
+    """An offline persistent subscriber, the disk filled, TOTAL QoS 1 publications sent; returns
+    once $SYS says the store cannot write."""
     offline_subscriber(broker)
     watch = Watch(broker)
     watch.wait(lambda w: w.values.get("store/state") == "ok", "the store writes")
@@ -143,6 +144,12 @@ def test_full_disk_withholds_acknowledgements_and_resumes_when_space_returns(sma
     pub = Publisher(broker)
     pub.publish(TOTAL)
     watch.wait(lambda w: w.values.get("store/state", "").startswith("cannot write"), "the store stops writing")
+    return watch, pub, filler
+
+
+def test_full_disk_withholds_acknowledgements_and_resumes_when_space_returns(small_disk: BrokerProcess) -> None:
+    broker = small_disk.start()
+    watch, pub, filler = fill_while_publishing(broker)
     # three more $SYS rounds (a second apart): not one acknowledgement more meanwhile
     seen = watch.updates
     watch.wait(lambda w: w.updates >= seen + 1, "a $SYS round")
@@ -165,13 +172,7 @@ def test_full_disk_withholds_acknowledgements_and_resumes_when_space_returns(sma
 
 def test_stop_while_the_disk_is_full_exits_0_and_keeps_what_was_acknowledged(small_disk: BrokerProcess) -> None:
     broker = small_disk.start()
-    offline_subscriber(broker)
-    watch = Watch(broker)
-    watch.wait(lambda w: w.values.get("store/state") == "ok", "the store writes")
-    filler = fill(broker.data_dir)
-    pub = Publisher(broker)
-    pub.publish(TOTAL)
-    watch.wait(lambda w: w.values.get("store/state", "").startswith("cannot write"), "the store stops writing")
+    watch, pub, filler = fill_while_publishing(broker)
     acked = pub.acked
     for client in (pub.client, watch.client):  # no coming back (and no loop_stop: paho's
         client.client.reconnect_delay_set(600, 600)  # waits for the unacknowledged messages)

@@ -229,3 +229,16 @@ def test_the_authorisation_models_administrators_may_use_the_admin_routes(broker
     status, _, body = rest["bob"].call("POST", define, json.dumps({"name": "BOB.NEW"}).encode())
     assert status == 201, body
     assert rest["alice"].call("POST", define, json.dumps({"name": "ALICE.NEW"}).encode())[0] == 403
+
+
+def test_deeply_nested_admin_bodies_are_refused_without_a_traceback(broker_factory, tmp_path) -> None:
+    """issue 15 "recursion limits in every parser (typed error, no traceback)": a queue
+    definition or an authority change nested 100,000 deep is a 400, not a 500 with a
+    RecursionError traceback in the log; the broker goes on."""
+    broker, rest = start_secured(broker_factory, tmp_path)
+    deep = b'{"name": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    status, _, body = rest["admin"].call("POST", f"{BASE}/admin/qmgr/QM1/queue", deep)
+    assert status == 400, body
+    status, _, body = rest["admin"].call("POST", "/relaymq/auth/authorities", deep)
+    assert status == 400, body
+    assert broker.running and "Traceback" not in broker.log_tail(200)

@@ -74,6 +74,8 @@ def parse_yaml(text: str, source: str) -> dict[str, Any]:
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err)
         raise FlowDefinitionError(f"not valid YAML{where}: {problem}", source=source) from None
+    except RecursionError:  # the composer recurses once per level (issue 15: a typed error, no traceback)
+        raise FlowDefinitionError("not valid YAML: nested too deeply", source=source) from None
     if not isinstance(data, dict):
         raise FlowDefinitionError("a flow definition is a YAML mapping with flow, nodes and connections", source=source)
     return data

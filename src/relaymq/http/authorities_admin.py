@@ -87,7 +87,7 @@ class AuthorityAdmin:
     def _body(request: HttpRequest) -> dict[str, Any]:
         try:
             document = json.loads(request.body.decode("utf-8") or "{}")
-        except (UnicodeDecodeError, ValueError) as error:
+        except (UnicodeDecodeError, ValueError, RecursionError) as error:  # RecursionError: nested too deep
             raise ValueError(f"the body is not JSON: {error}") from None
         _require(isinstance(document, dict), "the body must be a JSON object")
         return document

@@ -377,7 +377,7 @@ class RestApi:
         try:
             document = json.loads(request.body.decode("utf-8") or "null")
             name, kind, props = queue_request(document)
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep
             return _error(400, "RMQWB0400E", f"the queue definition: {exc}")
         try:
             qm.authorize(self.principal(request), "define", name)

@@ -143,8 +143,11 @@ class Subscriber:
         self.client.loop_stop()
 
 
-def publish_all(port: int, messages: list[tuple[str, bytes, list[tuple[str, str]]]]) -> None:
+def publish_all(port: int, messages: list[tuple[str, bytes, list[tuple[str, str]]]],
+                credentials: tuple[str, str] | None = None) -> None:
     client = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv5)
+    if credentials is not None:
+        client.username_pw_set(*credentials)
     client.connect("127.0.0.1", port)
     client.loop_start()
     infos = []

@@ -4,6 +4,7 @@ archived through the queue manager's put listener (issue 7 item 1)."""
 
 from __future__ import annotations
 
+import json
 import time
 from types import SimpleNamespace
 
@@ -183,9 +184,15 @@ def test_fetch_endpoint_behind_basic_authentication(archive_broker_factory, tmp_
 
     passwords = PasswordFile()
     passwords.set("spark", "s3cret", cost=4)
+    passwords.set("eve", "eve-pw", cost=4)
     passwords.save(str(tmp_path / "passwords"))
+    # issue 15: the archive is an entrance of the authorisation model; spark may read rule a's
+    # partitions, eve (authenticated, no grant) none
+    (tmp_path / "authorities.json").write_text(json.dumps({"authorities": [
+        {"type": "archive", "profile": "a-*", "principal": "spark", "authorities": ["read"]}]}))
     broker = archive_broker_factory([{"name": "a", "topics": ["t/#"]}], config={
-        "access": {"allow_anonymous": False, "password_file": str(tmp_path / "passwords")}})
+        "access": {"allow_anonymous": False, "password_file": str(tmp_path / "passwords"),
+                   "authorities_file": str(tmp_path / "authorities.json")}})
     with pytest.raises(LogError, match="needs HTTP basic authentication: give username/password"):
         HttpAccess(broker.http_url).partitions()
     with pytest.raises(LogError, match="the user given was refused"):
@@ -195,6 +202,15 @@ def test_fetch_endpoint_behind_basic_authentication(archive_broker_factory, tmp_
     in_url = open_access(broker.http_url.replace("http://", "http://spark:s3cret@"))
     assert isinstance(in_url, HttpAccess) and in_url.base_url == broker.http_url
     assert in_url.partitions() == {}
+    publish_all(broker.port, [("t/1", b"private", [])], ("spark", "s3cret"))
+    parts = wait_for_entries(client, 1)
+    assert [r.body for r in records_from_batches(client.read_batches("a-0", 0, parts["a-0"].next_seq))] == [b"private"]
+    eve = HttpAccess(broker.http_url, username="eve", password="eve-pw")
+    assert eve.partitions() == {}  # she does not see what she may not read
+    with pytest.raises(LogError, match="403"):
+        eve.read_batches("a-0", 0, 1)
+    with pytest.raises(LogError, match="403"):
+        eve.timestamps("a-0", 0, 1)
 
 
 def test_a_log_of_an_earlier_version_is_imported_at_start_up(tmp_path) -> None:

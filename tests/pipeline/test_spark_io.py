@@ -151,8 +151,12 @@ def test_read_over_http_with_basic_authentication(spark, tmp_path, archive_broke
     passwords = PasswordFile()
     passwords.set("spark", "s3cret", cost=4)
     passwords.save(str(tmp_path / "passwords"))
+    # with a password file the authorities are enforced: spark reads rule a's partitions (issue 15)
+    (tmp_path / "authorities.json").write_text(json.dumps({"authorities": [
+        {"type": "archive", "profile": "a-*", "principal": "spark", "authorities": ["read"]}]}))
     broker = archive_broker_factory([{"name": "a", "topics": ["t/#"]}], config={
-        "access": {"allow_anonymous": True, "password_file": str(tmp_path / "passwords")}})
+        "access": {"allow_anonymous": True, "password_file": str(tmp_path / "passwords"),
+                   "authorities_file": str(tmp_path / "authorities.json")}})
     publish_all(broker.port, [(f"t/{i}", f"m{i}".encode(), []) for i in range(5)])
     wait_for_entries(HttpAccess(broker.http_url, username="spark", password="s3cret"), 5)
     df = (spark.read.format("relaymq").option("log", broker.http_url)

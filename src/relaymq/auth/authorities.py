@@ -55,6 +55,9 @@ ADMIN_GROUP = "administrators"
 AUTHORITIES: dict[str, tuple[str, ...]] = {
     "queue": ("put", "get", "browse", "inq", "set", "define", "delete"),
     "flow": ("deploy",),
+    # the message log's partitions (an archive rule's are <rule>-0, <rule>-1, ...): reading them
+    # over the fetch endpoint, since the log holds every archived message
+    "archive": ("read",),
     "admin": ("admin",),
 }
 #: The profile of the one ``admin`` object.

@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 
-from relaymq.auth.authorities import ANONYMOUS, FILE_NAME, Authorities, AuthorityError, authorities_path
+from relaymq.auth.authorities import ANONYMOUS, AUTHORITIES, FILE_NAME, Authorities, AuthorityError, authorities_path
 
 _DESCRIPTION = """\
 Grant and revoke authorities on queues, flows and administration, manage groups and users.
@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--file", metavar="PATH", help=f"the authorities file (default <data_dir>/{FILE_NAME})")
     commands = parser.add_subparsers(dest="auth_command", metavar="ACTION")
     change = commands.add_parser("set", help="grant (+x) and revoke (-x) authorities, as setmqaut")
-    change.add_argument("-t", dest="object_type", required=True, choices=("queue", "flow", "admin"))
+    change.add_argument("-t", dest="object_type", required=True, choices=tuple(AUTHORITIES))
     change.add_argument("-n", dest="profile", default="*", help="the profile: a name or generic (APP.**)")
     who = change.add_mutually_exclusive_group(required=True)
     who.add_argument("-p", dest="principal", help="a principal (user, qmgr:NAME, anonymous)")

@@ -29,6 +29,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Protocol
 
+from relaymq.auth.authorities import ANONYMOUS
 from relaymq.pipeline.arrowio import ARROW_MEDIA_TYPE, batches_from_ipc, to_batch, to_ipc
 from relaymq.pipeline.log import BROKER_FILE, LOG_FILE, LogError, has_log, MessageLog, PartitionInfo, RetentionError
 
@@ -182,18 +183,38 @@ def _arg(request: Any, name: str, default: int | None) -> int | None:
 
 
 class FetchEndpoint:
-    """The HTTP handlers over one MessageLog; reads run on a worker thread, not the loop."""
+    """The HTTP handlers over one MessageLog; reads run on a worker thread, not the loop.
+    ``authorities`` (relaymq.auth.authorities): a caller reads only the partitions it holds
+    ``read`` on (object type ``archive``; issue 15: the archive is an entrance like the others)."""
 
-    def __init__(self, log: MessageLog) -> None:
+    def __init__(self, log: MessageLog, authorities: Any = None) -> None:
         self.log = log
+        self.authorities = authorities
+
+    def _may_read(self, request: Any, partition: str) -> bool:
+        if self.authorities is None:
+            return True
+        principal = getattr(request, "user", None) or ANONYMOUS
+        return self.authorities.allows(principal, "archive", partition, "read")
+
+    def _refusal(self, request: Any) -> Any:
+        """403 unless the caller may read the URL's partition."""
+        name = request.path_params["name"]
+        if self._may_read(request, name):
+            return None
+        return _json(403, {"error": f"no read authority on archive partition {name!r}", "partition": name})
 
     async def list_partitions(self, request: Any) -> Any:
         parts = await asyncio.to_thread(self.log.partitions)
-        return _json(200, {n: {"first_seq": p.first_seq, "next_seq": p.next_seq} for n, p in parts.items()})
+        return _json(200, {n: {"first_seq": p.first_seq, "next_seq": p.next_seq} for n, p in parts.items()
+                           if self._may_read(request, n)})
 
     async def read_range(self, request: Any) -> Any:
         from relaymq.http.server import HttpResponse
 
+        refused = self._refusal(request)
+        if refused is not None:
+            return refused
         name = request.path_params["name"]
         try:
             start = _arg(request, "start", 0) or 0
@@ -214,6 +235,9 @@ class FetchEndpoint:
         return HttpResponse(200, [("content-type", ARROW_MEDIA_TYPE)], body)
 
     async def read_timestamps(self, request: Any) -> Any:
+        refused = self._refusal(request)
+        if refused is not None:
+            return refused
         name = request.path_params["name"]
         try:
             start = _arg(request, "start", 0) or 0

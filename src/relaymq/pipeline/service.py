@@ -42,6 +42,8 @@ class ArchiveService:
         self._endpoint: FetchEndpoint | None = None
         self._qmgr: Any = None
         self._housekeeping: asyncio.Task[None] | None = None
+        #: Who may read which partition over the fetch endpoint (relaymq.auth.authorities); None: anybody it lets in.
+        self.authorities: Any = None
 
     # -- publications ---------------------------------------------------------------------------
     def tap(self, message: Any) -> None:
@@ -92,7 +94,7 @@ class ArchiveService:
         broker.publication_taps.append(self.tap)
         self._http = services.get("http")
         if self._http is not None:
-            self._endpoint = FetchEndpoint(self.log)
+            self._endpoint = FetchEndpoint(self.log, self.authorities)
             self._endpoint.install(self._http)
         self._qmgr = services.get("qmgr")
         if self.router.queues:
@@ -155,6 +157,7 @@ async def start(context: Any) -> Any:
                 log.info("archive: imported %d partition(s) and %d entries from %s (renamed .imported)",
                          *imported, os.path.join(data_dir, LEGACY_DIR, LOG_FILE))
         service = ArchiveService(config, directory, engine)
+        service.authorities = getattr(context, "authorities", None)
     except Exception as error:  # noqa: BLE001 - one line for the operator
         raise ServiceError(f"archive: cannot open the message log in {directory}: {error}") from None
     service.attach(context.broker, context.services)

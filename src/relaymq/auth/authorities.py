@@ -70,6 +70,17 @@ class AuthorityError(ValueError):
     """A bad authorities file or request; the text names the file (or field) and the problem."""
 
 
+def request_principal(request: Any) -> str | None:
+    """Who an HTTP caller (an HttpRequest, or anything with ``user`` and ``administrator``) is
+    for this model: None - the broker itself, holding every authority - for an administrator
+    (relaymq.http.auth.BasicAuth marked the request: the broker's own administrator, or one this
+    model makes), else the authenticated user, else anonymous. Every HTTP entrance asks its
+    checks with this."""
+    if getattr(request, "administrator", False):
+        return None
+    return getattr(request, "user", None) or ANONYMOUS
+
+
 def qmgr_principal(name: str) -> str:
     """The principal of a peer queue manager that authenticated its channel as ``name``."""
     return f"qmgr:{name}"

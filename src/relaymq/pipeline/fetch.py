@@ -29,7 +29,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Protocol
 
-from relaymq.auth.authorities import ANONYMOUS
+from relaymq.auth.authorities import request_principal
 from relaymq.pipeline.arrowio import ARROW_MEDIA_TYPE, batches_from_ipc, to_batch, to_ipc
 from relaymq.pipeline.log import BROKER_FILE, LOG_FILE, LogError, has_log, MessageLog, PartitionInfo, RetentionError
 
@@ -194,8 +194,7 @@ class FetchEndpoint:
     def _may_read(self, request: Any, partition: str) -> bool:
         if self.authorities is None:
             return True
-        principal = getattr(request, "user", None) or ANONYMOUS
-        return self.authorities.allows(principal, "archive", partition, "read")
+        return self.authorities.allows(request_principal(request), "archive", partition, "read")
 
     def _refusal(self, request: Any) -> Any:
         """403 unless the caller may read the URL's partition."""

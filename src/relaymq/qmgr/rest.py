@@ -30,7 +30,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from relaymq.auth.authorities import ANONYMOUS
+from relaymq.auth.authorities import request_principal
 from relaymq.http.admin_guard import AdminPolicy
 from relaymq.http.admin_guard import guard as guard_admin
 from relaymq.http.server import HttpRequest, HttpResponse
@@ -148,9 +148,9 @@ class RestApi:
             return fn(queue, *args, qmgr=owner, **kwargs)
 
     @staticmethod
-    def principal(request: HttpRequest) -> str:
-        """Who the caller is for the authorities: the authenticated user, else anonymous."""
-        return getattr(request, "user", None) or ANONYMOUS
+    def principal(request: HttpRequest) -> str | None:
+        """Who the caller is for the authorities (relaymq.auth.authorities.request_principal)."""
+        return request_principal(request)
 
     def _authorize(self, qm: Any, request: HttpRequest, action: str) -> HttpResponse | None:
         """403 (2035) unless the caller holds ``action`` on the URL's queue (issue 15 finding 6)."""

@@ -40,12 +40,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from relaymq.auth.private_file import write_private
 
 #: The principal of a caller that sent no credentials (no user name can hold a colon).
 ANONYMOUS = ":anonymous"
@@ -288,24 +289,8 @@ class Authorities:
         return cls.from_json(data, path, **options)
 
     def save(self, path: str) -> None:
-        """Write atomically (temporary file, then rename), mode 0600."""
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.")
-        try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                os.fchmod(handle.fileno(), 0o600)
-                json.dump(self.to_json(), handle, indent=1)
-                handle.write("\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, path)
-        except BaseException:
-            try:
-                os.unlink(temporary)
-            except FileNotFoundError:
-                pass
-            raise
+        """Write atomically (temporary file, then rename), mode 0600 (relaymq.auth.private_file)."""
+        write_private(path, json.dumps(self.to_json(), indent=1) + "\n")
 
 
 class AuthorityFile:

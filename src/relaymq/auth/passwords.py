@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import re
 import secrets
-import tempfile
 import time
 from typing import Callable
 
 import bcrypt
+
+from relaymq.auth.private_file import write_private
 
 #: bcrypt cost used when none is given: 2**12 rounds.
 DEFAULT_COST = 12
@@ -172,27 +172,7 @@ class PasswordFile:
     def save(self, path: str) -> None:
         """Write the file atomically (temporary file in the same directory, then rename), mode
         0600: a reader never sees half a file, and only the owner can read the hashes."""
-        directory = os.path.dirname(os.path.abspath(path))
-        text = "".join(f"{user}:{hashed.decode('ascii')}\n" for user, hashed in self._hashes.items())
-        descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.")
-        try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                os.fchmod(handle.fileno(), 0o600)
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, path)
-        except BaseException:
-            try:
-                os.unlink(temporary)
-            except FileNotFoundError:
-                pass
-            raise
-        directory_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(directory_fd)
-        finally:
-            os.close(directory_fd)
+        write_private(path, "".join(f"{user}:{hashed.decode('ascii')}\n" for user, hashed in self._hashes.items()))
 
     def _spend(self, password: bytes | None) -> None:
         """Do one bcrypt check against a hash nobody knows the password of."""

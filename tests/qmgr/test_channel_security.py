@@ -195,10 +195,20 @@ def test_unauthenticated_channel_peer_gets_nothing_and_changes_nothing(tmp_path)
         broker.cleanup()
 
 
+def _has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
 def test_channel_listener_binds_loopback_by_default():
-    """Issue 15 finding 1: the channel listener bound 0.0.0.0 by default; now 127.0.0.1
-    ([qmgr] channel_host, and ChannelService's own default)."""
-    assert QmgrSettings().channel_host == "127.0.0.1"
+    """Issue 15 finding 1 and "without a configuration every listener binds 127.0.0.1 and ::1":
+    the channel listener bound 0.0.0.0 by default; now the loopback addresses only ([qmgr]
+    channel_host "localhost", and ChannelService's own default), ::1 where the machine has it."""
+    assert QmgrSettings().channel_host == "localhost"
 
     async def scenario():
         qm = QueueManager.open("QM1", None)
@@ -206,8 +216,9 @@ def test_channel_listener_binds_loopback_by_default():
         await service.start()
         try:
             assert service.listener is not None
-            sockets = service.listener._tcp._server.sockets
-            assert {s.getsockname()[0] for s in sockets} == {"127.0.0.1"}
+            bound = {address.rsplit(":", 1)[0] for address in service.listener.addresses()}
+            assert "127.0.0.1" in bound and bound <= {"127.0.0.1", "[::1]"}
+            assert ("[::1]" in bound) == _has_ipv6_loopback()
         finally:
             await service.stop()
             qm.close()

@@ -1,5 +1,5 @@
 """The channels of one queue manager: the inbound listener ([qmgr] channel_port, default 8081,
-on 127.0.0.1 unless channel_host says otherwise; everyplace.md item 29), the HTTP adapter
+on 127.0.0.1 and ::1 unless channel_host says otherwise; everyplace.md item 29), the HTTP adapter
 route, and one outbound link per connection definition (item 23), woken when a message for its
 queue manager is committed. Both entrances authenticate their peers with one
 :class:`ChannelAuthenticator` (issue 15 finding 1) and show each request to ``authority``.
@@ -24,6 +24,7 @@ from typing import Any
 
 from relaymq.message.message import Message
 from relaymq.qmgr.channel import Authority, ChannelIdentities
+from relaymq.server.binding import LOOPBACK_HOST, is_loopback
 from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_frames import Frame, FrameType, encode_frame, result_messages
 from relaymq.qmgr.channel_settings import ConnectionSettings, route_of
@@ -51,7 +52,7 @@ class ChannelService:
     """Listener + links of one queue manager."""
 
     def __init__(self, qm: Any, connections: tuple[ConnectionSettings, ...] = (), *,
-                 listen_host: str | None = "127.0.0.1", listen_port: int = 8081,
+                 listen_host: str | None = LOOPBACK_HOST, listen_port: int = 8081,
                  ssl_context: ssl.SSLContext | None = None,
                  identities: ChannelIdentities | None = None,
                  authenticator: ChannelAuthenticator | None = None,
@@ -316,9 +317,9 @@ async def start(context: Any, service: Any) -> ChannelService:
                            f"{settings.channel_host}:{settings.channel_port}: {exc.strerror or exc}") from None
     context.services["channels"] = channels
     host = settings.channel_host
-    if _loopback(host):
-        log.info("channel listener of %s on %s:%d (this host only: [qmgr] channel_host opens it to the network)",
-                 service.qm.name, host, channels.port)
+    if is_loopback(host):
+        log.info("channel listener of %s on %s (this host only: [qmgr] channel_host opens it to the network)",
+                 service.qm.name, ", ".join(channels.listener.addresses() if channels.listener else [host]))
         return channels
     log.info("channel listener of %s on %s:%d", service.qm.name, host, channels.port)
     if settings.channel_allow_anonymous:
@@ -347,7 +348,3 @@ def _password_file(path: str) -> Any:
     from relaymq.auth.passwords import PasswordFile
 
     return PasswordFile.load(path)
-
-
-def _loopback(host: str) -> bool:
-    return host in ("localhost", "::1") or host.startswith("127.")

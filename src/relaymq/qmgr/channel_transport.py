@@ -767,6 +767,10 @@ class ChannelListener:
     def port(self) -> int:
         return self._tcp.port
 
+    def addresses(self) -> list[str]:
+        """``host:port`` of every bound socket (log lines)."""
+        return self._tcp.addresses()
+
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> None:
         await self._tcp.start(host, port, ssl_context)
 

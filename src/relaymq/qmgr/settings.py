@@ -3,7 +3,7 @@
     [qmgr]
     name = "QM1"              # --qmgr NAME
     channel_port = 8081       # --channel-port N: the channel listener (started by the channel part)
-    channel_host = "127.0.0.1"  # loopback only until configured otherwise
+    channel_host = "localhost"  # 127.0.0.1 and ::1 only until configured otherwise
     channel_allow_anonymous = false   # peers must authenticate (certificate, or user + password)
     channel_password_file = ""        # peer queue managers' shared credentials (relaymq passwd)
     channel_max_frame = 16777216      # bytes per frame after the HELLO (before it: 16 KiB)
@@ -96,7 +96,7 @@ class QmgrSettings:
     name: str = key_field("QM1", qmgr_name)
     channel_port: int = key_field(8081, int_range(0, 65535))
     #: Loopback by default (issue 15 finding 1): "0.0.0.0" or an address opens it.
-    channel_host: str = key_field("127.0.0.1", non_empty_text)
+    channel_host: str = key_field("localhost", non_empty_text)
     #: May a peer that does not authenticate use the channels? (It may then speak for any
     #: queue manager, and its principal is "".) Default false: it is refused.
     channel_allow_anonymous: bool = key_field(False, boolean)

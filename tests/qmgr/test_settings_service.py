@@ -53,12 +53,12 @@ def test_errors_name_the_key(tmp_path, toml: str, key: str) -> None:
 
 
 def test_channel_security_keys_defaults_and_errors(tmp_path) -> None:
-    """Issue 15 findings 1, 8: the channel listener binds 127.0.0.1 and refuses
-    unauthenticated peers by default, with bounds on frames, time and connections; every new
+    """Issue 15 findings 1, 8: the channel listener binds the loopback addresses ("localhost":
+    127.0.0.1 and ::1) and refuses unauthenticated peers by default, with bounds on frames, time and connections; every new
     key's mistake stops start-up naming the key (a channel password file is read at load)."""
     settings = load_config(None).section("qmgr")
     assert (settings.channel_host, settings.channel_allow_anonymous, settings.channel_password_file) == \
-        ("127.0.0.1", False, "")
+        ("localhost", False, "")
     assert (settings.channel_max_frame, settings.channel_frame_timeout_ms, settings.channel_idle_timeout,
             settings.channel_max_connections, settings.channel_max_connections_per_address,
             settings.channel_trusted_context) == (16 * 1024 * 1024, 30_000, 300, 256, 32, ())

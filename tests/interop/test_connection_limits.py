@@ -13,19 +13,9 @@ import pytest
 from harness import BrokerProcess, free_port
 
 from .clients import PahoClient, paho_client, unique
+from .raw import closed_by_peer
 
 pytestmark = pytest.mark.interop
-
-
-def _closed_by_peer(sock: socket.socket, within: float) -> bool:
-    """True when the broker closes the socket within ``within`` seconds (recv returns b"")."""
-    sock.settimeout(within)
-    try:
-        return sock.recv(1) == b""
-    except socket.timeout:
-        return False
-    except ConnectionResetError:
-        return True
 
 
 @pytest.fixture
@@ -46,9 +36,9 @@ def test_max_connections_counts_sockets_that_have_not_sent_connect(limited: Brok
     silent = [socket.create_connection(limited.address) for _ in range(3)]
     time.sleep(0.2)  # the broker has accepted them
     over = socket.create_connection(limited.address)
-    assert _closed_by_peer(over, 5), "the socket over the limit was not closed"
+    assert closed_by_peer(over, 5), "the socket over the limit was not closed"
     over.close()
-    assert all(_closed_by_peer(s, 10) for s in silent), "connect_timeout did not close the silent sockets"
+    assert all(closed_by_peer(s, 10) for s in silent), "connect_timeout did not close the silent sockets"
     for s in silent:
         s.close()
     client = paho_client(limited, "v311")
@@ -63,7 +53,7 @@ def test_connect_timeout_closes_a_socket_that_trickles_an_incomplete_connect(lim
     sock.sendall(b"\x10\x20\x00")  # a CONNECT's first bytes, never completed
     time.sleep(1.0)
     sock.sendall(b"\x04")
-    assert _closed_by_peer(sock, 10)
+    assert closed_by_peer(sock, 10)
     assert time.monotonic() - started >= 1.5  # not before its time (2 s, ticks of 0.5 s)
     sock.close()
 
@@ -73,7 +63,7 @@ def test_websocket_handshake_that_never_completes_times_out(limited: BrokerProce
     connect_timeout like a CONNECT that never comes."""
     sock = socket.create_connection(("127.0.0.1", limited.ws_port))  # type: ignore[attr-defined]
     sock.sendall(b"GET /mqtt HTTP/1.1\r\nHost: x\r\n")  # headers never finished
-    assert _closed_by_peer(sock, 10)
+    assert closed_by_peer(sock, 10)
     sock.close()
 
 

@@ -13,7 +13,7 @@ import pytest
 from harness import BrokerProcess
 
 from .clients import PahoClient, paho_client
-from .raw import packet, string
+from .raw import closed_by_peer, packet, string
 from .test_http_front_door import wait_for_log
 from .test_memory_bounds import rss_mb
 
@@ -21,17 +21,6 @@ pytestmark = pytest.mark.interop
 
 #: The fixed header of a PUBLISH (or CONNECT) announcing 268,435,455 bytes: 256 MB.
 HUGE_CONNECT = bytes([0x10, 0xFF, 0xFF, 0xFF, 0x7F])
-
-
-def closed_by_peer(sock: socket.socket, within: float) -> bool:
-    """True when the broker closes ``sock`` within ``within`` seconds."""
-    sock.settimeout(within)
-    try:
-        return sock.recv(1) == b""
-    except socket.timeout:
-        return False
-    except ConnectionResetError:
-        return True
 
 
 def push(sock: socket.socket, total: int, chunk: int = 65536) -> int:

@@ -29,6 +29,7 @@ from relaymq.mqtt.reader import PacketReader
 from relaymq.broker.backpressure import Held, must_wait
 from relaymq.broker.backpressure import forget as forget_held
 from relaymq.broker.session import NOTHING_QUEUED, grown
+from relaymq.broker.stats import DROP_TOO_LARGE
 from relaymq.ratelog import RefusalLog
 
 if TYPE_CHECKING:
@@ -241,8 +242,10 @@ class Connection:
     def send_publish(self, message: StoredMessage, qos: int, retain: bool, packet_id: int | None,
                      dup: bool = False, subscription_ids: list[int] | None = None) -> bool:
         """Encode and write one PUBLISH; False when it cannot be sent (too large for the client)."""
+        stats = self.broker.stats
         if self.level != 5:  # no properties, no aliases, no maximum packet size below MQTT 5
-            self.broker.stats.messages_sent += 1
+            stats.sent_by_qos[qos] += 1
+            stats.payload_sent_by_qos[qos] += len(message.payload)
             self.messages_sent += 1
             self.write(encode_publish(message.topic, message.payload, qos, retain, dup, packet_id,
                                       None, self.level))
@@ -270,11 +273,12 @@ class Connection:
                 new_alias = props["topic_alias"] = len(self.aliases_out) + 1
         data = encode_publish(topic, message.payload, qos, retain, dup, packet_id, props, self.level)
         if self.client_max_packet and len(data) > self.client_max_packet:
-            self.broker.stats.publish_dropped += 1  # MQTT 5 3.1.2.25: not sent, as if delivered
+            stats.dropped_by_reason[DROP_TOO_LARGE] += 1  # MQTT 5 3.1.2.25: not sent, as if delivered
             return False
         if new_alias:
             self.aliases_out[topic] = new_alias  # only once the client is told it
-        self.broker.stats.messages_sent += 1
+        stats.sent_by_qos[qos] += 1
+        stats.payload_sent_by_qos[qos] += len(message.payload)
         self.messages_sent += 1
         self.write(data)
         return True

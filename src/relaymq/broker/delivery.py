@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from relaymq.broker import backpressure
 from relaymq.broker.persistence import forget_delivery, persist_delivery, update_delivery
 from relaymq.broker.session import Delivery
+from relaymq.broker.stats import DROP_QOS0_NOT_CONNECTED, DROP_QUEUE_FULL
 from relaymq.mqtt import packets as p
 from relaymq.mqtt.reason_codes import QUOTA_EXCEEDED
 from relaymq.store.base import QUEUED, RELEASED, SENT, StoredMessage, StoreUnavailable
@@ -37,7 +38,7 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
     if qos == 0:
         # mqtt.md item 26: QoS 0 is not kept for a disconnected client
         if conn is None or not conn.connected or conn.outbound_congested():
-            broker.stats.publish_dropped += 1
+            broker.stats.dropped_by_reason[DROP_QOS0_NOT_CONNECTED] += 1
             return
         conn.send_publish(message, 0, retain, None, False, subscription_ids)
         return
@@ -149,8 +150,7 @@ def _drop_oldest(broker: Broker, session: Session) -> None:
 
 def _count_drop(broker: Broker, session: Session, what: str) -> None:
     stats = broker.stats
-    stats.publish_dropped += 1
-    stats.overflow_dropped += 1
+    stats.dropped_by_reason[DROP_QUEUE_FULL] += 1
     session.dropped += 1
     if session.dropped == 1 or session.dropped % 1000 == 0:
         log.warning("session %s: queue full (%d in memory, %d in the store only, %d bytes; overflow = %s): "

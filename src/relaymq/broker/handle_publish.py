@@ -71,10 +71,12 @@ def resolve_topic(conn: Connection, pkt: p.Publish) -> str:
 def handle_publish(conn: Connection, pkt: p.Publish) -> None:
     broker = conn.broker
     session = conn.session
-    broker.stats.messages_received += 1
+    qos = pkt.qos
+    stats = broker.stats
+    stats.received_by_qos[qos] += 1
+    stats.payload_received_by_qos[qos] += len(pkt.payload)
     conn.messages_received += 1
     topic = resolve_topic(conn, pkt)
-    qos = pkt.qos
     limits = broker.limits
     if qos > limits.max_qos:
         raise ProtocolError(f"QoS {qos} above the maximum {limits.max_qos}", rc.QOS_NOT_SUPPORTED)

@@ -97,6 +97,9 @@ async def start(context: Any) -> HttpService:
     from relaymq.qmgr.rest import add_routes
 
     add_routes(server, context.services, context.broker)
+    from relaymq.metrics.endpoint import install as install_metrics
+
+    install_metrics(server, context.broker, context.services)  # GET /metrics (issue 18)
     authorities = getattr(context, "authorities", None)
     if authorities is not None:  # users, groups and authorities at run time (issue 15)
         from relaymq.http.authorities_admin import AuthorityAdmin

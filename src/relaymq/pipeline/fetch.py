@@ -190,6 +190,8 @@ class FetchEndpoint:
     def __init__(self, log: MessageLog, authorities: Any = None) -> None:
         self.log = log
         self.authorities = authorities
+        #: partition -> the highest offset after an entry served, for the archive lag metric.
+        self.served: dict[str, int] = {}
 
     def _may_read(self, request: Any, partition: str) -> bool:
         if self.authorities is None:
@@ -227,6 +229,8 @@ class FetchEndpoint:
             return _json(410, {"error": str(error), "partition": name, "start": start, "first_seq": error.first_seq})
         except LogError as error:
             return _json(404, {"error": str(error)})
+        if records:
+            self.served[name] = max(self.served.get(name, 0), records[-1].seq + 1)
         try:
             body = await asyncio.to_thread(to_ipc, records)
         except ImportError:

@@ -45,6 +45,11 @@ class ArchiveService:
         #: Who may read which partition over the fetch endpoint (relaymq.auth.authorities); None: anybody it lets in.
         self.authorities: Any = None
 
+    def served_offsets(self) -> dict[str, int]:
+        """partition -> the offset after the last entry a reader fetched over HTTP (empty
+        without the fetch endpoint): how far behind readers are (relaymq.metrics)."""
+        return dict(self._endpoint.served) if self._endpoint is not None else {}
+
     # -- publications ---------------------------------------------------------------------------
     def tap(self, message: Any) -> None:
         """broker.publication_taps hook: archive a routed publication (a StoredMessage)."""

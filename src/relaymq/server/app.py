@@ -154,6 +154,7 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
         from relaymq.auth.authorities import open_authorities
 
         context = ServiceContext(config, broker, authorities=open_authorities(config))
+        context.services["listeners"] = listeners  # their state for the metrics and the admin API
         if context.authorities.current.enforced and not config.access.password_file and not all(
                 listener.require_certificate for listener in config.listeners):
             log.warning("authorities are enforced, but without [access] password_file a user name is only a"

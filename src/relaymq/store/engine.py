@@ -67,6 +67,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from .commit_latency import CommitLatency
 from .base import StoreError, StoreUnavailable
 from .sqlite_file import SYNCHRONOUS_MODES, DatabaseFileError, open_database
 
@@ -326,6 +327,8 @@ class Engine:
         self.submitted = 0
         self.commits = 0
         self.written = 0
+        #: Seconds each commit took (BEGIN to COMMIT), for the metrics endpoint.
+        self.commit_latency = CommitLatency()
         self._coalesced = 0
         self._thread = threading.Thread(target=self._run, name="relaymq-store-writer", daemon=True)
         self._thread.start()
@@ -534,6 +537,7 @@ class Engine:
         try:
             if conn.in_transaction:  # left open by a failed try whose ROLLBACK failed too
                 conn.execute("ROLLBACK")
+            started = time.perf_counter()
             conn.execute("BEGIN")
             for sql, rows in statements:
                 _execute(conn, sql, rows)
@@ -544,6 +548,7 @@ class Engine:
             except sqlite3.Error:
                 pass
             raise
+        self.commit_latency.observe(time.perf_counter() - started)
         self.commits += 1
         self.written += sum(len(rows) for _, rows in statements)
 

@@ -100,6 +100,9 @@ async def start(context: Any) -> HttpService:
     from relaymq.metrics.endpoint import install as install_metrics
 
     install_metrics(server, context.broker, context.services)  # GET /metrics (issue 18)
+    from relaymq.http.admin_mqtt import install as install_mqtt_admin
+
+    install_mqtt_admin(server, context)  # clients, sessions, retained, listeners (issue 18)
     authorities = getattr(context, "authorities", None)
     if authorities is not None:  # users, groups and authorities at run time (issue 15)
         from relaymq.http.authorities_admin import AuthorityAdmin

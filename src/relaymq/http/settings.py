@@ -32,6 +32,7 @@ class HttpSettings:
     max_connections_per_address: int = key_field(256, unlimited_or_at_least(1))
     password_file: str = key_field("", text, path="file")
     allow_anonymous: bool = key_field(False, boolean)
+    admin_remote: bool = key_field(False, boolean)
     tls_cert: str = key_field("", text, path="file")
     tls_key: str = key_field("", text, path="file")
 

@@ -53,6 +53,11 @@ ensure_debian_packages() {  # the command-line MQTT clients the interoperability
   apt_install "${missing[@]}"
 }
 
+ensure_chromium() {  # the web console's browser tests drive Debian's Chromium through Playwright
+  command -v chromium >/dev/null 2>&1 && return 0
+  apt_install chromium
+}
+
 java_major() {  # the major version of `java` on the PATH (8 for 1.8), or nothing
   java -version 2>&1 | sed -n 's/.*version "\(1\.\)\{0,1\}\([0-9]*\).*/\2/p' | head -n1
 }

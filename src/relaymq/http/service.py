@@ -103,6 +103,9 @@ async def start(context: Any) -> HttpService:
     from relaymq.http.admin_mqtt import install as install_mqtt_admin
 
     install_mqtt_admin(server, context)  # clients, sessions, retained, listeners (issue 18)
+    from relaymq.console.routes import install as install_console
+
+    install_console(server)  # the web console's static files at /console (issue 18)
     authorities = getattr(context, "authorities", None)
     if authorities is not None:  # users, groups and authorities at run time (issue 15)
         from relaymq.http.authorities_admin import AuthorityAdmin

@@ -81,6 +81,20 @@
     return answer;
   }
   const enc = encodeURIComponent;
+  // A button that asks, calls a route and refreshes the page.
+  function actionButton(label, question, method, path, done, refresh, danger) {
+    return h("button", {class: danger === false ? null : "danger", text: label, onclick: async () => {
+      if (question && !confirm(question)) return;
+      await act(method, path, null, done);
+      refresh();
+    }});
+  }
+  // A page's heading and the element its data is drawn into.
+  function titled(main, title) {
+    const holder = h("div", {});
+    main.append(h("h1", {text: title}), holder);
+    return holder;
+  }
 
   // -- login -------------------------------------------------------------------------------------
   function toBase64(text) {
@@ -188,11 +202,8 @@
         {title: "Keep alive", key: "keepAlive", num: true}, {title: "Connected", cell: (c) => seconds(c.connectedSeconds)},
         {title: "In", key: "messagesReceived", num: true}, {title: "Out", key: "messagesSent", num: true},
         {title: "Subscriptions", key: "subscriptions", num: true}, {title: "Queued", key: "queued", num: true},
-        {title: "", cell: (c) => h("button", {class: "danger", text: "Disconnect", onclick: async () => {
-          if (!confirm(`Disconnect ${c.clientId}?`)) return;
-          await act("DELETE", `/relaymq/mqtt/clients/${enc(c.clientId)}`, null, `disconnected ${c.clientId}`);
-          refresh();
-        }})}], body.clients, (c) => c.clientId));
+        {title: "", cell: (c) => actionButton("Disconnect", `Disconnect ${c.clientId}?`, "DELETE",
+          `/relaymq/mqtt/clients/${enc(c.clientId)}`, `disconnected ${c.clientId}`, refresh)}], body.clients, (c) => c.clientId));
     }
     return refresh;
   };
@@ -214,11 +225,8 @@
         {title: "Expires in", cell: (s) => seconds(s.expiresInSeconds)},
         {title: "Subscriptions", key: "subscriptions", num: true}, {title: "Queued", key: "queued", num: true},
         {title: "In flight", key: "inflight", num: true}, {title: "Dropped", key: "dropped", num: true},
-        {title: "", cell: (s) => h("button", {class: "danger", text: "Delete", onclick: async () => {
-          if (!confirm(`Discard the session of ${s.clientId} with its subscriptions and queued messages?`)) return;
-          await act("DELETE", `/relaymq/mqtt/sessions/${enc(s.clientId)}`, null, `discarded ${s.clientId}`);
-          refresh();
-        }})}], body.sessions, (s) => s.clientId));
+        {title: "", cell: (s) => actionButton("Delete", `Discard the session of ${s.clientId} with its subscriptions and queued messages?`,
+          "DELETE", `/relaymq/mqtt/sessions/${enc(s.clientId)}`, `discarded ${s.clientId}`, refresh)}], body.sessions, (s) => s.clientId));
     }
     return refresh;
   };
@@ -247,38 +255,31 @@
       replace(view.holder, table("retained-table", [
         {title: "Topic", key: "topic"}, {title: "QoS", key: "qos", num: true}, {title: "Bytes", key: "size", num: true},
         {title: "Payload", cell: (r) => r.payload !== undefined ? r.payload : "base64: " + r.payloadBase64},
-        {title: "", cell: (r) => h("button", {class: "danger", text: "Clear", onclick: async () => {
-          if (!confirm(`Clear the retained message of ${r.topic}?`)) return;
-          await act("DELETE", `/relaymq/mqtt/retained/${enc(r.topic)}`, null, `cleared ${r.topic}`);
-          refresh();
-        }})}], answer.json.retained, (r) => r.topic));
+        {title: "", cell: (r) => actionButton("Clear", `Clear the retained message of ${r.topic}?`, "DELETE",
+          `/relaymq/mqtt/retained/${enc(r.topic)}`, `cleared ${r.topic}`, refresh)}], answer.json.retained, (r) => r.topic));
     }
     return refresh;
   };
 
   pages.listeners = function (main) {
-    const holder = h("div", {});
-    main.append(h("h1", {text: "MQTT listeners"}), holder);
+    const holder = titled(main, "MQTT listeners");
     async function refresh() {
       const body = await getJson("/relaymq/mqtt/listeners");
       replace(holder, table("listeners-table", [
         {title: "Name", key: "name"}, {title: "Protocol", key: "protocol"}, {title: "URL", key: "url"},
         {title: "State", cell: (l) => h("span", {class: l.state === "listening" ? "state-up" : "state-down", text: l.state})},
         {title: "Connections", key: "connections", num: true},
-        {title: "", cell: (l) => h("button", {class: l.state === "listening" ? "danger" : "", text: l.state === "listening" ? "Stop" : "Start",
-          onclick: async () => {
-            const action = l.state === "listening" ? "stop" : "start";
-            if (action === "stop" && !confirm(`Stop ${l.name}? Its clients are disconnected.`)) return;
-            await act("POST", `/relaymq/mqtt/listeners/${enc(l.name)}/${action}`, null, `${action} ${l.name} requested`);
-            refresh();
-          }})}], body.listeners, (l) => l.name));
+        {title: "", cell: (l) => l.state === "listening"
+          ? actionButton("Stop", `Stop ${l.name}? Its clients are disconnected.`, "POST",
+                         `/relaymq/mqtt/listeners/${enc(l.name)}/stop`, `stop ${l.name} requested`, refresh)
+          : actionButton("Start", null, "POST", `/relaymq/mqtt/listeners/${enc(l.name)}/start`,
+                         `start ${l.name} requested`, refresh, false)}], body.listeners, (l) => l.name));
     }
     return refresh;
   };
 
   pages.queues = function (main) {
-    const holder = h("div", {});
-    main.append(h("h1", {text: "Queues"}), holder);
+    const holder = titled(main, "Queues");
     async function refresh() {
       const qm = await qmgrName();
       const body = await getJson(`/ibmmq/rest/v3/admin/qmgr/${enc(qm)}/queue`);
@@ -331,8 +332,7 @@
   };
 
   pages.psc = function (main) {
-    const holder = h("div", {});
-    main.append(h("h1", {text: "Publish/subscribe (psc) subscriptions"}), holder);
+    const holder = titled(main, "Publish/subscribe (psc) subscriptions");
     async function refresh() {
       const answer = await api("GET", "/relaymq/pubsub/subscriptions");
       if (answer.status !== 200) { replace(holder, h("p", {class: "error", text: problem(answer)})); return; }
@@ -367,18 +367,14 @@
         {title: "Nodes", num: true, cell: (f) => String(Object.keys(f.nodes).length)},
         {title: "Instances", key: "instances", num: true}, {title: "Inputs", cell: (f) => f.inputs.join(", ")},
         stat("received"), stat("completed"), stat("backouts"), stat("failures"), stat("discarded"),
-        {title: "", cell: (f) => h("button", {class: "danger", text: "Undeploy", onclick: async () => {
-          if (!confirm(`Undeploy ${f.name}?`)) return;
-          await act("DELETE", `/relaymq/flows/${enc(f.name)}`, null, `undeployed ${f.name}`);
-          refresh();
-        }})}], body.flows, (f) => f.name));
+        {title: "", cell: (f) => actionButton("Undeploy", `Undeploy ${f.name}?`, "DELETE", `/relaymq/flows/${enc(f.name)}`,
+          `undeployed ${f.name}`, refresh)}], body.flows, (f) => f.name));
     }
     return refresh;
   };
 
   pages.archive = function (main) {
-    const holder = h("div", {});
-    main.append(h("h1", {text: "Archive partitions"}), holder);
+    const holder = titled(main, "Archive partitions");
     async function refresh() {
       const answer = await api("GET", "/archive/partitions");
       if (answer.status === 404) { replace(holder, h("p", {text: "The archive is off: no [[archive.rule]] (docs/pipeline.md)."})); return; }

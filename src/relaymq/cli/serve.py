@@ -69,6 +69,13 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
+    from relaymq.server.preflight import rule_problems
+
+    problems = rule_problems(config)  # a rule module that cannot be imported (issue 18)
+    if problems:
+        for problem in problems:
+            print(f"config error: {problem}", file=sys.stderr)
+        return 2
     if args.check:
         listeners = ", ".join(f"{item.name}={item.protocol}://{item.host}:{item.port}" for item in config.listeners)
         print(f"config ok: {config.source or 'built-in defaults'} ({listeners})")

@@ -68,8 +68,9 @@ class QueueRule:
     def message_transmitted(self, definition: QueueDefinition, uid: str) -> None: ...
 
 
-def load_rule(spec: str, base: type) -> Any:
-    """Instantiate ``"module:Class"``; it must subclass ``base``. Raises BadProperty."""
+def rule_class(spec: str, base: type) -> type:
+    """The class ``"module:Class"`` names, imported; it must subclass ``base``. Raises
+    BadProperty. ``serve --check`` asks this of every configured rule (issue 18)."""
     module_name, _, class_name = spec.partition(":")
     if not module_name or not class_name:
         raise BadProperty(f"rule must be 'module:Class', got {spec!r}")
@@ -79,7 +80,12 @@ def load_rule(spec: str, base: type) -> Any:
         raise BadProperty(f"cannot load rule {spec!r}: {exc}") from exc
     if not (isinstance(cls, type) and issubclass(cls, base)):
         raise BadProperty(f"rule {spec!r} is not a {base.__name__}")
-    return cls()
+    return cls
+
+
+def load_rule(spec: str, base: type) -> Any:
+    """Instantiate ``"module:Class"``; it must subclass ``base``. Raises BadProperty."""
+    return rule_class(spec, base)()
 
 
 def call_veto(what: str, fn: Any, *args: Any) -> Any:

@@ -22,6 +22,7 @@ from relaymq.broker.broker import Broker
 from relaymq.server.authenticate import PasswordChecker
 from relaymq.server.exposure import exposure_warnings, loopback_notice
 from relaymq.server.listeners import ListenerError, Listeners
+from relaymq.server.preflight import busy_side_ports
 from relaymq.server.reload import Reloader, acl_reloader, authorities_reloader, password_reloader, reload_all
 from relaymq.store.base import StoreError
 from relaymq.store.factory import open_store
@@ -119,17 +120,23 @@ def listener_failed(err: ListenerError) -> None:
 
 async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
     """Run the broker until SIGTERM/SIGINT. Returns the exit status: 0 after a graceful stop,
-    2 when a listener cannot bind its address (nothing else has started then), 1 when a
-    service cannot start."""
+    2 when a listener (MQTT, HTTP or channel) cannot bind its address (nothing else has
+    started then), 1 when a service cannot start."""
     loop = asyncio.get_running_loop()
     b = config.broker
     # Bind every listener first (without accepting): a port in use stops start-up before the
     # store is opened or anything is logged.
     listeners = Listeners(config.listeners, None, config.limits)
+    problems = busy_side_ports(config)  # the HTTP and channel ports too, all at once (issue 18)
     try:
         await listeners.open_all()
     except ListenerError as err:
-        listener_failed(err)
+        problems.insert(0, f"{err.key}: {err}")
+    if problems:
+        for problem in problems:
+            print(f"config error: {problem}", file=sys.stderr, flush=True)
+        for item in listeners.items:
+            item.close()
         return 2
     store = open_store(b.store, b.data_dir, loop.call_soon_threadsafe,
                        synchronous=b.sqlite_synchronous, commit_delay=b.commit_delay_ms / 1000.0)

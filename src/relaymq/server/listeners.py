@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from typing import Any
 
 from relaymq.broker.broker import Broker
 from relaymq.ratelog import RefusalLog
 from relaymq.http.admission import Admission, peer_host
 from relaymq.server.binding import Servers, create_servers
+from relaymq.server.preflight import port_reason
 from relaymq.server.mqtt_protocol import MQTTProtocol
 from relaymq.server.tls import server_context
 from relaymq.server.websocket import WebSocketProtocol
@@ -120,7 +120,7 @@ class Listener:
         try:
             self.server = await create_servers(create, cfg.host, self.port)
         except OSError as err:
-            raise ListenerError(self.index, cfg, self.port, _reason(err)) from None
+            raise ListenerError(self.index, cfg, self.port, port_reason(err)) from None
         self.port = self.server.port
 
     async def start(self) -> None:
@@ -133,7 +133,7 @@ class Listener:
             except OSError as err:  # another process took the port between bind and listen
                 self.server.close()
                 self.server = None
-                raise ListenerError(self.index, self.config, self.port, _reason(err)) from None
+                raise ListenerError(self.index, self.config, self.port, port_reason(err)) from None
             log.info("listening on %s (%s)", self.url, ", ".join(self.server.addresses()))
 
     # -- stop, in three steps (see the module docstring)
@@ -219,11 +219,6 @@ class Listeners:
             task = asyncio.get_running_loop().create_task(coro)
             task.add_done_callback(_report)
         return bool(chosen)
-
-
-def _reason(err: OSError) -> str:
-    """"address already in use", without asyncio's wrapping of the message."""
-    return (os.strerror(err.errno) if err.errno else str(err)).lower()
 
 
 def _report(task: asyncio.Task) -> None:

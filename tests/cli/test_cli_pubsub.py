@@ -172,6 +172,22 @@ def test_user_properties_and_content_filter(
     assert finished.lines == ["plant/p1/temp 21.5\tcolour=blue"]
 
 
+def test_bad_filter_reason_comes_back_to_the_client(
+    broker_factory: Callable[..., BrokerProcess], run_cli: RunCli
+) -> None:
+    """Issue 18 "the first hour": `relaymq sub --filter` with a bad expression printed only
+    "Implementation specific error", the reason being in the broker's log; the broker now
+    sends it in the MQTT 5 SUBACK's Reason String (with its position) and sub prints it."""
+    broker = broker_factory(kind="relaymq", store="memory")
+    result = run_cli("sub", *_at(broker), "-V", "5", "-t", "plant/#", "--filter", "usr.colour = = 'blue'")
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("relaymq sub: subscription to 'plant/#' refused: Implementation specific error"
+                               " (invalid content filter \"usr.colour = = 'blue'\": ")
+    assert "position" in lines[0] or "column" in lines[0], lines[0]
+    assert lines[1] == "relaymq sub: every subscription was refused"
+
+
 def test_user_properties_need_mqtt_5(mqtt_broker: BrokerProcess, run_cli: RunCli) -> None:
     result = run_cli("pub", *_at(mqtt_broker), "-V", "311", "-t", "a", "-m", "x", "--user-property", "k", "v")
     assert result.returncode == 1 and "MQTT 5" in result.stderr

@@ -83,6 +83,7 @@ def handle_subscribe(conn: Connection, pkt: p.Subscribe) -> None:
     sub_id = pkt.properties.get("subscription_identifier") if level == 5 else None
     filter_text = filter_from_properties(pkt.properties) if level == 5 else None
     codes: list[int] = []
+    refusals: list[str] = []  # why, for the MQTT 5 SUBACK's Reason String (issue 18)
     retained_to_send: list[tuple[SubscriptionRecord, str]] = []
     for req in pkt.subscriptions:
         full = req.topic_filter
@@ -96,6 +97,7 @@ def handle_subscribe(conn: Connection, pkt: p.Subscribe) -> None:
             log.info("client %s: invalid topic filter %r: %s", conn.client_id, full, err.reason)
             if level == 5:
                 codes.append(rc.TOPIC_FILTER_INVALID)
+                refusals.append(f"invalid topic filter {full!r}: {err.reason}")
                 continue
             raise ProtocolError(f"invalid topic filter {full!r}: {err.reason}") from None
         if group is not None and req.no_local and level == 5:
@@ -113,6 +115,7 @@ def handle_subscribe(conn: Connection, pkt: p.Subscribe) -> None:
         except SelectorError as err:
             log.info("client %s: invalid content filter %r: %s", conn.client_id, filter_text, err)
             codes.append(rc.IMPLEMENTATION_SPECIFIC_ERROR)
+            refusals.append(f"invalid content filter {filter_text!r}: {err}")
             continue
         if existed:
             remove_subscription(broker, session, full, persist=False)
@@ -127,7 +130,7 @@ def handle_subscribe(conn: Connection, pkt: p.Subscribe) -> None:
     pid = pkt.packet_id
 
     def acknowledge() -> None:
-        conn.send(p.Suback(pid, codes))
+        conn.send(p.Suback(pid, codes, {"reason_string": "; ".join(refusals)} if refusals and level == 5 else {}))
         if conn.closed:
             return
         for sub, topic_filter in retained_to_send:

@@ -198,6 +198,7 @@ class Connection:
         self._connack: ReasonCode | None = None
         self.lost: str | None = None
         self._subacks: dict[int, list[ReasonCode]] = {}
+        self.suback_reason: str | None = None  # the last SUBACK's Reason String (MQTT 5)
         self._refused_publications: dict[int, str] = {}
         self._closing = False
         self._handler_error: Exception | None = None
@@ -224,9 +225,10 @@ class Connection:
                 self.lost = f"connection lost: {reason}" if reason.is_failure else "the broker closed the connection"
             self._changed.notify_all()
 
-    def _on_subscribe(self, _c: mqtt.Client, _u: Any, mid: int, reasons: list[ReasonCode], _p: Any) -> None:
+    def _on_subscribe(self, _c: mqtt.Client, _u: Any, mid: int, reasons: list[ReasonCode], props: Any) -> None:
         with self._changed:
             self._subacks[mid] = reasons
+            self.suback_reason = getattr(props, "ReasonString", None) if props is not None else None
             self._changed.notify_all()
 
     def _on_publish(self, _c: mqtt.Client, _u: Any, mid: int, reason: ReasonCode, _p: Any) -> None:

@@ -112,8 +112,9 @@ def run(args: argparse.Namespace) -> int:
         reasons = connection.subscribe(args.topic, args.qos,
                                        [(FILTER_PROPERTY, args.filter)] if args.filter else None)
         refused = [(topic, reason) for topic, reason in zip(args.topic, reasons) if reason.is_failure]
+        why = f" ({connection.suback_reason})" if connection.suback_reason else ""  # MQTT 5 Reason String
         for topic, reason in refused:
-            print(f"relaymq sub: subscription to {topic!r} refused: {reason}", file=sys.stderr)
+            print(f"relaymq sub: subscription to {topic!r} refused: {reason}{why}", file=sys.stderr)
         if len(refused) == len(args.topic):
             raise ClientError("every subscription was refused")
         if not connection.wait_until(lambda: printer.done, args.timeout):

@@ -27,6 +27,10 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
+from relaymq.cli.client_url import UrlError, apply_url
+from relaymq.cli.mqtt5_properties import PropertyError, PropertySet
+from relaymq.cli.mqtt5_properties import parse as parse_properties
+
 #: -V values, mosquitto's spellings included.
 PROTOCOL_VERSIONS: dict[str, mqtt.MQTTProtocolVersion] = {
     "31": mqtt.MQTTv31,
@@ -104,6 +108,15 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
     connection.add_argument("-d", "--debug", action="store_true", help="print the MQTT conversation on stderr")
     connection.add_argument("--ws", action="store_true", help="connect over WebSocket instead of plain TCP")
     connection.add_argument("--ws-path", default="/mqtt", metavar="PATH", help="WebSocket request path (default /mqtt)")
+    connection.add_argument("-A", dest="bind_address", metavar="ADDRESS",
+                            help="bind the outgoing socket to this local address (choose the interface)")
+    connection.add_argument("-L", "--url", metavar="URL",
+                            help="mqtt(s)://[user[:password]@]host[:port]/topic: host, port, credentials and topic in one")
+    connection.add_argument("-D", "--property", dest="properties", nargs="+", action="append",
+                            metavar="WORD", help="an MQTT 5 property: -D COMMAND PROPERTY VALUE, or -D COMMAND "
+                            "user-property NAME VALUE (COMMAND: connect, publish or subscribe, will); makes "
+                            "the client MQTT 5")
+    connection.add_argument("--quiet", action="store_true", help="do not print error messages")
 
     will = parser.add_argument_group("last will (published by the broker if this client vanishes)")
     will.add_argument("--will-topic", metavar="TOPIC", help="topic of the will message")
@@ -117,6 +130,32 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
     tls.add_argument("--cert", metavar="FILE", help="client certificate (PEM), for brokers that require one")
     tls.add_argument("--key", metavar="FILE", help="private key (PEM) of --cert")
     tls.add_argument("--insecure", action="store_true", help="do not check the broker's host name")
+
+
+def report(args: argparse.Namespace, command: str, text: str) -> None:
+    """One error line on stderr (``relaymq COMMAND: text``), unless --quiet."""
+    if not getattr(args, "quiet", False):
+        print(f"relaymq {command}: {text}", file=sys.stderr)
+
+
+def resolve_target(args: argparse.Namespace, command: str) -> PropertySet:
+    """What -L and -D say, applied to ``args`` before anything connects (raise ClientError):
+    the URL's host, port, credentials and topic; the -D properties, which make the client
+    MQTT 5 as with mosquitto's clients."""
+    try:
+        apply_url(args, many_topics=command == "sub")
+        properties = parse_properties(args.properties, COMMAND_PROPERTIES[command])
+    except (UrlError, PropertyError) as error:
+        raise ClientError(str(error)) from None
+    if not args.topic:
+        raise ClientError("give a topic with -t or -L")
+    if args.properties:
+        args.protocol = mqtt.MQTTv5
+    return properties
+
+
+#: The -D commands each client sends.
+COMMAND_PROPERTIES = {"pub": ("connect", "publish", "will"), "sub": ("connect", "subscribe", "will")}
 
 
 def _check_arguments(args: argparse.Namespace, persistent: bool) -> None:
@@ -137,7 +176,8 @@ def _uses_tls(args: argparse.Namespace) -> bool:
     return bool(args.cafile or args.tls_use_os_certs or args.cert)
 
 
-def build_client(args: argparse.Namespace, command: str, persistent: bool = False) -> mqtt.Client:
+def build_client(args: argparse.Namespace, command: str, persistent: bool = False,
+                 properties: PropertySet | None = None) -> mqtt.Client:
     """A configured, not yet connected paho client for these arguments."""
     _check_arguments(args, persistent)
     client_id = args.client_id or f"relaymq-{command}-{secrets.token_hex(4)}"
@@ -155,7 +195,8 @@ def build_client(args: argparse.Namespace, command: str, persistent: bool = Fals
         client.username_pw_set(args.username, args.password)
     if args.will_topic is not None:
         try:
-            client.will_set(args.will_topic, args.will_payload, args.will_qos, args.will_retain)
+            client.will_set(args.will_topic, args.will_payload, args.will_qos, args.will_retain,
+                            properties=properties.build("will") if properties is not None else None)
         except ValueError as error:
             raise ClientError(f"bad will: {error}") from None
     if _uses_tls(args):
@@ -169,16 +210,18 @@ def build_client(args: argparse.Namespace, command: str, persistent: bool = Fals
     return client
 
 
-def _connect_properties(args: argparse.Namespace, persistent: bool) -> Properties | None:
-    """MQTT 5 CONNECT properties: the session expiry from -x, or "never" for -c without -x."""
+def _connect_properties(args: argparse.Namespace, persistent: bool, given: PropertySet) -> Properties | None:
+    """MQTT 5 CONNECT properties: -D connect ..., and the session expiry from -x, or "never"
+    for -c without -x."""
     if args.protocol != mqtt.MQTTv5:
         return None
+    properties = given.build("connect")
     expiry = args.session_expiry
     if expiry is None and persistent:
         expiry = SESSION_NEVER_EXPIRES
     if expiry is None:
-        return None
-    properties = Properties(PacketTypes.CONNECT)
+        return properties
+    properties = properties or Properties(PacketTypes.CONNECT)
     properties.SessionExpiryInterval = expiry
     return properties
 
@@ -190,10 +233,12 @@ class Connection:
     connection wakes it too, so no wait outlives the connection.
     """
 
-    def __init__(self, args: argparse.Namespace, command: str, persistent: bool = False) -> None:
+    def __init__(self, args: argparse.Namespace, command: str, persistent: bool = False,
+                 properties: PropertySet | None = None) -> None:
         self.args = args
         self.persistent = persistent
-        self.client = build_client(args, command, persistent)
+        self.properties = properties or PropertySet({}, {})
+        self.client = build_client(args, command, persistent, self.properties)
         self._changed = threading.Condition()
         self._connack: ReasonCode | None = None
         self.lost: str | None = None
@@ -286,7 +331,9 @@ class Connection:
         """Connect and wait for a successful CONNACK; raise ClientError otherwise."""
         args = self.args
         port = args.port or (8883 if _uses_tls(args) else 1883)
-        kwargs: dict[str, Any] = {"properties": _connect_properties(args, self.persistent)}
+        kwargs: dict[str, Any] = {"properties": _connect_properties(args, self.persistent, self.properties)}
+        if args.bind_address:
+            kwargs["bind_address"] = args.bind_address
         if args.protocol == mqtt.MQTTv5:
             kwargs["clean_start"] = not self.persistent
         try:
@@ -303,7 +350,7 @@ class Connection:
                 user_properties: list[tuple[str, str]] | None = None) -> None:
         """Publish and wait until the message has left (QoS 0) or been acknowledged (QoS 1/2).
         ``user_properties`` go out as MQTT 5 User Properties (refused at other levels)."""
-        properties = self._user_properties(PacketTypes.PUBLISH, user_properties)
+        properties = self._properties("publish", user_properties)
         try:
             info = self.client.publish(topic, payload, qos, retain, properties=properties)
         except ValueError as error:
@@ -315,19 +362,16 @@ class Connection:
         if refused is not None:
             raise ClientError(f"the broker refused the message on {topic!r}: {refused}")
 
-    def _user_properties(self, packet_type: int, pairs: list[tuple[str, str]] | None) -> Properties | None:
-        if not pairs:
-            return None
-        if self.client.protocol != mqtt.MQTTv5:
+    def _properties(self, command: str, pairs: list[tuple[str, str]] | None) -> Properties | None:
+        """-D ``command`` properties and the user properties ``pairs`` (MQTT 5 only)."""
+        if pairs and self.client.protocol != mqtt.MQTTv5:
             raise ClientError("user properties need MQTT 5 (-V 5)")
-        properties = Properties(packet_type)
-        properties.UserProperty = list(pairs)
-        return properties
+        return self.properties.build(command, pairs)
 
     def subscribe(self, topic_filters: list[str], qos: int,
                   user_properties: list[tuple[str, str]] | None = None) -> list[ReasonCode]:
         """Subscribe to every filter in one SUBSCRIBE and return the SUBACK's reason codes."""
-        properties = self._user_properties(PacketTypes.SUBSCRIBE, user_properties)
+        properties = self._properties("subscribe", user_properties)
         try:
             result, mid = self.client.subscribe([(topic_filter, qos) for topic_filter in topic_filters],
                                                 properties=properties)

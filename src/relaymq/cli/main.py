@@ -64,10 +64,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub-)sub-command parser ``args`` were parsed by: ``relaymq queue define`` ->
+    define's. argparse keeps sub-parsers in its actions; there is no public way to them."""
+    while True:
+        chosen = None
+        for action in parser._actions:  # noqa: SLF001
+            if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+                chosen = action.choices.get(getattr(args, action.dest, None) or "")
+        if chosen is None:
+            return parser
+        parser = chosen
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default: sys.argv[1:]), run the command, return its exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the usage of the command it was given to, not the top level's (issue 18)
+        innermost(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help(sys.stderr)

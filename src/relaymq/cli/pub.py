@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Iterable, Iterator
 
-from relaymq.cli.client_options import CONNECTION_EPILOG, ClientError, Connection, add_client_arguments
+from relaymq.cli.client_options import (CONNECTION_EPILOG, ClientError, Connection, add_client_arguments, report,
+                                        resolve_target)
 
 _DESCRIPTION = """\
 Publish to an MQTT broker (relaymq or any other). Give exactly one of -m, -f, -n, -l, -s.
@@ -28,6 +30,8 @@ examples:
   relaymq pub -h broker.example -p 8883 --cafile ca.pem -u alice -P secret -t a/b -m hi
   relaymq pub -V 31 -t legacy/topic -m hello            # an MQIsdp v3 client
   relaymq pub -V 5 -t plant/p1/temp -m 21.5 --user-property colour blue
+  relaymq pub -L mqtt://alice:secret@broker.example:1883/sensors/t1 -m 21.5
+  relaymq pub -t jobs/new -m go -D publish message-expiry-interval 60 --repeat 3 --repeat-delay 0.5
 
 {CONNECTION_EPILOG}"""
 
@@ -44,8 +48,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     add_client_arguments(parser)
     message = parser.add_argument_group("message")
-    message.add_argument("-t", "--topic", required=True, help="topic to publish on")
+    message.add_argument("-t", "--topic", help="topic to publish on (or in -L's URL)")
     message.add_argument("-r", "--retain", action="store_true", help="ask the broker to retain the message")
+    message.add_argument("--repeat", type=int, default=1, metavar="N",
+                         help="publish the message (-m, -f, -n, -s) N times (default 1)")
+    message.add_argument("--repeat-delay", type=float, default=0.0, metavar="SECONDS",
+                         help="with --repeat: wait this long after each message is delivered")
     message.add_argument("--user-property", nargs=2, action="append", metavar=("NAME", "VALUE"),
                          help="an MQTT 5 user property (repeatable; needs -V 5); relaymq makes them the "
                          "message's usr folder (docs/pubsub.md)")
@@ -65,11 +73,23 @@ def _stdin_lines() -> Iterator[bytes]:
             yield line
 
 
+def _repeated(payloads: list[bytes], times: int, delay: float) -> Iterator[bytes]:
+    """The one message ``times`` times, ``delay`` seconds apart (after each was delivered)."""
+    for n in range(times):
+        if n and delay:
+            time.sleep(delay)  # --repeat-delay: the operator asked for the pause
+        yield from payloads
+
+
 def _payloads(args: argparse.Namespace) -> Iterable[bytes]:
     """The messages to send, as bytes. A single message is read now, before connecting, so a
     missing file fails without touching the broker; -l lines are read as they arrive."""
     if args.stdin_line:
         return _stdin_lines()
+    return _repeated(_one_message(args), args.repeat, args.repeat_delay)
+
+
+def _one_message(args: argparse.Namespace) -> list[bytes]:
     if args.message is not None:
         return [args.message.encode("utf-8")]
     if args.null_message:
@@ -85,16 +105,23 @@ def _payloads(args: argparse.Namespace) -> Iterable[bytes]:
 
 def run(args: argparse.Namespace) -> int:
     """Connect, publish every payload (waiting for acknowledgements), disconnect."""
+    if args.repeat < 1 or args.repeat_delay < 0:
+        report(args, "pub", "--repeat needs a count >= 1 and --repeat-delay seconds >= 0")
+        return 2
+    if args.repeat > 1 and args.stdin_line:
+        report(args, "pub", "--repeat repeats one message (-m, -f, -n, -s), not -l")
+        return 2
     connection: Connection | None = None
     try:
+        properties = resolve_target(args, "pub")
         payloads = _payloads(args)
-        connection = Connection(args, "pub")
+        connection = Connection(args, "pub", properties=properties)
         connection.open()
         for payload in payloads:
             connection.publish(args.topic, payload, args.qos, args.retain,
                                [tuple(pair) for pair in args.user_property or ()])
     except ClientError as error:
-        print(f"relaymq pub: {error}", file=sys.stderr)
+        report(args, "pub", str(error))
         return 1
     finally:
         if connection is not None:

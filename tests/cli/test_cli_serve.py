@@ -104,7 +104,9 @@ def test_check_imports_the_rules(run_cli: RunCli, tmp_path: Path) -> None:
     """Issue 18 "the first hour": ``serve --check`` said ``config ok`` for a ``[qmgr] rule``
     whose module cannot be imported; now it names the key (a queue's rule too), exit 2, and
     an importable rule passes."""
-    (tmp_path / "good_rules.py").write_text(
+    modules = tmp_path / "rules"
+    modules.mkdir()
+    (modules / "good_rules.py").write_text(
         "from relaymq.qmgr.rules import QueueManagerRule, QueueRule\n"
         "class Quiet(QueueManagerRule):\n    pass\n"
         "class Gate(QueueRule):\n    pass\n")
@@ -124,7 +126,7 @@ def test_check_imports_the_rules(run_cli: RunCli, tmp_path: Path) -> None:
     from cli_helpers import PROCESS_TIMEOUT, relaymq_command
 
     def check_with_rules_on_path(config: Path) -> subprocess.CompletedProcess[str]:
-        path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+        path = os.pathsep.join(filter(None, [str(modules), os.environ.get("PYTHONPATH")]))
         return subprocess.run(relaymq_command("serve", "--config", str(config), "--check"), capture_output=True,
                               text=True, timeout=PROCESS_TIMEOUT, env={**os.environ, "PYTHONPATH": path})
 
@@ -138,3 +140,7 @@ def test_check_imports_the_rules(run_cli: RunCli, tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr == ("config error: qmgr.rule: rule 'good_rules:Gate' is not a QueueManagerRule"
                              "\n")
+    beside = modules / "relaymq.toml"  # a rule module beside the configuration needs no PYTHONPATH
+    beside.write_text('[qmgr]\nrule = "good_rules:Quiet"\n')
+    result = run_cli("serve", "--config", str(beside), "--check")
+    assert result.returncode == 0, result.stderr

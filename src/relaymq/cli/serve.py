@@ -69,8 +69,9 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
-    from relaymq.server.preflight import rule_problems
+    from relaymq.server.preflight import rule_problems, rules_beside_config
 
+    rules_beside_config(config)  # examples/qmgr-rules: no PYTHONPATH needed (issue 18)
     problems = rule_problems(config)  # a rule module that cannot be imported (issue 18)
     if problems:
         for problem in problems:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import sys
 from typing import Any
 
 from relaymq.server.binding import bind_addresses
@@ -65,6 +66,16 @@ def busy_side_ports(config: Any) -> list[str]:
         problems.append(f"qmgr.channel_port: cannot listen on {qmgr.channel_host}:{qmgr.channel_port}"
                         f" (channel listener): {reason}")
     return problems
+
+
+def rules_beside_config(config: Any) -> None:
+    """Let ``rule = "module:Class"`` name a module in the configuration file's directory (after
+    the modules on PYTHONPATH), so a rule kept beside its relaymq.toml needs no PYTHONPATH."""
+    source = getattr(config, "source", None)
+    if source:
+        directory = os.path.dirname(os.path.abspath(source))
+        if directory not in sys.path:
+            sys.path.append(directory)
 
 
 def rule_problems(config: Any) -> list[str]:

@@ -203,6 +203,10 @@ def alerts(evts):
 
 def run(spark, args: list[str]) -> int:
     options = parse_args(args)
+    from relaymq.pipeline.fetch import open_access
+
+    if not options.log.startswith(("http://", "https://")):
+        open_access(options.log)  # a log that is not there: one line now, before any query starts
     evts = events(spark, options)
     out = os.path.abspath(options.out)
     trigger = {"availableNow": True} if options.once else {"processingTime": options.interval}

@@ -19,7 +19,8 @@ examples:
 
 --master and --conf may come before or after FILE; the job's own arguments follow "--".
 
-exit status: 0 success, 1 the job failed (one line on stderr), 2 usage."""
+exit status: 0 success, 1 the job failed (one line on stderr naming the cause), 2 usage,
+130 stopped with Ctrl-C (quietly: the queries are stopped, then the session)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -89,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"relaymq pipeline run: error: {error}", file=sys.stderr)
         return 1
     except Exception as error:  # noqa: BLE001 - one line, not a Py4J trace, for the operator
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        print(f"relaymq pipeline run: error: {type(error).__name__}: {first}", file=sys.stderr)
+        from relaymq.pipeline.job_errors import cause
+
+        print(f"relaymq pipeline run: error: {cause(error)}", file=sys.stderr)
         return 1

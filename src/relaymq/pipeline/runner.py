@@ -19,6 +19,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from relaymq.pipeline.job_errors import cause, quiet_query_errors
+
 DEFAULT_MASTER = "local[*]"
 #: Spark settings that suit a message pipeline on a small machine; a job may change them.
 _DEFAULT_CONF = {
@@ -100,24 +102,119 @@ def load_job(path: str) -> Callable[..., Any]:
     return run
 
 
+#: Exit status after Ctrl-C, as a shell reports SIGINT.
+INTERRUPTED = 130
+
+
 def run_job(path: str, master: str = DEFAULT_MASTER, args: Sequence[str] = (),
             conf: dict[str, str] | None = None) -> int:
-    """Load the job, build the session on ``master``, run it, stop the session."""
+    """Load the job, build the session on ``master``, run it, stop the session. Ctrl-C stops
+    it quietly (status 130); any other failure propagates for the caller's one line."""
     job = load_job(path)
     check_java()
     spark = build_session(master, app_name=os.path.basename(path), conf=conf)
+    return _run(job, spark, list(args))
+
+
+def _run(job: Callable[..., Any], spark: Any, args: list[str]) -> int:
+    """Run ``job``; Ctrl-C (SIGINT) stops it quietly with status 130.
+
+    Why a handler of our own: PySpark's calls cancelAllJobs over Py4J from inside the signal
+    handler, while the main thread waits in another Py4J call on the same connection, and both
+    log their tracebacks (four of them, issue 18). Ours only notes the interrupt and cancels
+    from another thread (another Py4J connection): the queries stop, the job returns or raises,
+    and the session is stopped with what it still prints thrown away. Under spark-submit the
+    JVM gets the SIGINT too and goes: whatever fails after the interrupt is not reported."""
+    import logging
+    import signal
+    import threading
+
+    interrupted = threading.Event()
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        if not interrupted.is_set():
+            interrupted.set()
+            logging.disable(logging.CRITICAL)  # Py4J's complaints about calls cut short
+            threading.Thread(target=_cancel, args=(spark,), name="relaymq-interrupt", daemon=True).start()
+
+    quiet_query_errors(spark)
+    jvm_ignores_interrupt(spark)
+    previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
-        result = job(spark, list(args))
+        result = job(spark, args)
+    except BaseException:
+        stop_quietly(spark)
+        if interrupted.is_set():
+            return INTERRUPTED
+        raise
     finally:
-        spark.stop()
+        signal.signal(signal.SIGINT, previous)
+    if interrupted.is_set():
+        stop_quietly(spark)
+        return INTERRUPTED
+    spark.stop()
     return int(result or 0)
 
 
+def jvm_ignores_interrupt(spark: Any) -> None:
+    """Under spark-submit the JVM is the driver's parent and gets the terminal's SIGINT too: it
+    would stop the context under the job (Java stacks on the way). Let this process handle it,
+    as ``relaymq pipeline run``'s JVM (started by PySpark with SIGINT ignored) already does."""
+    try:
+        jvm = spark.sparkContext._jvm  # noqa: SLF001
+        jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal("INT"), jvm.sun.misc.SignalHandler.SIG_IGN)
+    except Exception:  # noqa: BLE001 - a JVM without sun.misc: Ctrl-C is louder, not broken
+        pass
+
+
+def _cancel(spark: Any) -> None:
+    """Stop the streaming queries and cancel the running jobs (off the main thread)."""
+    try:
+        spark.sparkContext.setLogLevel("OFF")  # the operator stopped it: no warnings about threads cut short
+        for query in spark.streams.active:
+            query.stop()
+        spark.sparkContext.cancelAllJobs()
+    except Exception:  # noqa: BLE001 - the JVM may already be gone (spark-submit's SIGINT)
+        pass
+
+
+def stop_quietly(spark: Any) -> None:
+    """Stop the session after Ctrl-C or a failure: the queries and the context, with what they
+    print on the way (Py4J's errors about calls that were cut short) thrown away, and a second
+    Ctrl-C meanwhile ignored."""
+    import logging
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        try:
+            for query in spark.streams.active:
+                query.stop()
+        except Exception:  # noqa: BLE001 - the context stops them too
+            pass
+        try:
+            spark.stop()
+        except Exception:  # noqa: BLE001 - a gateway already gone
+            pass
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+        signal.signal(signal.SIGINT, previous)
+
+
 def submit_main(job: Callable[..., Any]) -> None:
-    """Entry point of a job file run by spark-submit: the master comes from spark-submit."""
+    """Entry point of a job file run by spark-submit: the master comes from spark-submit. A
+    failure is one line on stderr and status 1, Ctrl-C a quiet stop (130), as with
+    ``relaymq pipeline run``."""
     spark = build_session(None)
     try:
-        code = int(job(spark, sys.argv[1:]) or 0)
-    finally:
-        spark.stop()
+        code = _run(job, spark, sys.argv[1:])
+    except Exception as error:  # noqa: BLE001 - one line, not a Py4J trace, for the operator
+        print(f"{os.path.basename(sys.argv[0])}: error: {cause(error)}", file=sys.stderr)
+        code = 1
     sys.exit(code)

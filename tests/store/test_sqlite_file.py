@@ -19,6 +19,7 @@ from relaymq.pipeline.log import LogError, MessageLog
 from relaymq.qmgr.errors import StoreFailed
 from relaymq.qmgr.sqlite_store import SqliteQueueStore
 from relaymq.store.base import StoreError
+from relaymq.store.engine import SCHEMA_VERSION
 from relaymq.store.sqlite import SQLiteStore
 from relaymq.store.sqlite_file import DatabaseFileError, open_database
 
@@ -150,7 +151,7 @@ def test_a_legacy_queue_manager_store_is_adopted_with_its_messages(tmp_path: Pat
     finally:
         qm.close()
     conn = sqlite3.connect(tmp_path / "qmgr-QM1.db")
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("SELECT count(*) FROM qm_messages").fetchone()[0] == 0
 
 
@@ -226,4 +227,4 @@ def test_a_version_1_store_is_migrated_and_keeps_its_rows(tmp_path) -> None:
         assert snap.subscriptions == [SubscriptionRecord("old", "a/#", 1)]
     finally:
         store.close()
-    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 3
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

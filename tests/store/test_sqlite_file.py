@@ -131,12 +131,13 @@ def test_every_part_opens_the_one_database(tmp_path: Path) -> None:
 
 
 def test_log_table_has_the_record_columns() -> None:
-    """The log's table in the engine's schema has every LogRecord column (partition and seq
-    are its key)."""
-    from relaymq.pipeline.record import COLUMNS
+    """The log's one-row-per-entry table in the engine's schema (where a legacy log is
+    imported) has every stored LogRecord column (partition and seq are its key), in the order
+    the record batches keep them."""
+    from relaymq.pipeline.record import COLUMNS, STORED_COLUMNS
     from relaymq.store.engine import LOG_COLUMNS
 
-    assert LOG_COLUMNS == tuple(c for c in COLUMNS if c not in ("partition", "seq"))
+    assert LOG_COLUMNS == STORED_COLUMNS == tuple(c for c in COLUMNS if c not in ("partition", "seq"))
 
 
 def test_a_legacy_queue_manager_store_is_adopted_with_its_messages(tmp_path: Path) -> None:

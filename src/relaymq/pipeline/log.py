@@ -43,7 +43,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from relaymq.pipeline.record import COLUMNS, LogRecord
+from relaymq.pipeline.record import STORED_COLUMNS, LogRecord
 from relaymq.store import log_batch
 from relaymq.store.base import StoreError
 from relaymq.store.engine import Batch, Engine
@@ -53,10 +53,8 @@ LOG_FILE = "archive.sqlite3"
 #: The broker's database, where the log lives when the broker writes it.
 BROKER_FILE = "relaymq.db"
 
-#: What a batch row holds of an entry (relaymq.store.log_batch): every column but partition and seq.
-STORED = tuple(c for c in COLUMNS if c not in ("partition", "seq"))
-_TS = STORED.index("timestamp")
-_ROW = operator.attrgetter(*STORED)
+_TS = STORED_COLUMNS.index("timestamp")
+_ROW = operator.attrgetter(*STORED_COLUMNS)
 _EXTENT = ("INSERT INTO partitions VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET next_seq = excluded.next_seq")
 # The batches holding entries start <= seq < stop: from the one holding ``start`` on.
 _BATCHES = ("SELECT first_seq, data FROM log_batches WHERE partition = ? AND first_seq >= COALESCE("
@@ -108,7 +106,8 @@ LEGACY_DIR = "log"
 # broker's database has none at that (partition, seq).
 _IMPORT_PARTITION = ("INSERT INTO partitions VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET"
                      " first_seq = min(first_seq, excluded.first_seq), next_seq = max(next_seq, excluded.next_seq)")
-_IMPORT_ENTRY = f"INSERT OR IGNORE INTO entries (partition, seq, {', '.join(COLUMNS)}) VALUES ({', '.join('?' * (len(COLUMNS) + 2))})"
+_IMPORT_ENTRY = (f"INSERT OR IGNORE INTO entries (partition, seq, {', '.join(STORED_COLUMNS)})"
+                 f" VALUES ({', '.join('?' * (len(STORED_COLUMNS) + 2))})")
 
 
 def import_legacy_log(engine: Engine, data_dir: str) -> tuple[int, int] | None:
@@ -119,7 +118,7 @@ def import_legacy_log(engine: Engine, data_dir: str) -> tuple[int, int] | None:
     if not os.path.exists(old):
         return None
     copies = [("SELECT name, first_seq, next_seq FROM partitions", _IMPORT_PARTITION),
-              (f"SELECT partition, seq, {', '.join(COLUMNS)} FROM entries", _IMPORT_ENTRY)]
+              (f"SELECT partition, seq, {', '.join(STORED_COLUMNS)} FROM entries", _IMPORT_ENTRY)]
     partitions, entries = import_legacy_file(engine, old, copies)
     return partitions, entries
 
@@ -179,7 +178,7 @@ class MessageLog:
         """Entries kept one row each (a legacy log just imported) become record batches."""
         assert self._engine is not None
         with self._lock:
-            ops = log_batch.pack_entries(self._db, STORED)
+            ops = log_batch.pack_entries(self._db, STORED_COLUMNS)
         if ops:
             try:
                 self._engine.append(ops)
@@ -294,6 +293,13 @@ class MessageLog:
 
         Raises RetentionError when ``start`` is below what retention kept (the caller asked
         for entries that are gone) and LogError for an unknown partition."""
+        seqs, rows = self.read_stored(partition, start, end, limit)
+        return [LogRecord(row[0], row[1], partition, seq, *row[2:]) for seq, row in zip(seqs, rows)]
+
+    def read_stored(self, partition: str, start: int, end: int | None = None,
+                    limit: int | None = None) -> tuple[list[int], list[tuple[Any, ...]]]:
+        """What :meth:`read` reads, as stored: the sequence numbers and the rows
+        (``STORED_COLUMNS``), for a reader that wants columns (Arrow) rather than records."""
         with self._lock:
             found = self._db.execute("SELECT first_seq, next_seq FROM partitions WHERE name=?", (partition,)).fetchone()
             if found is None:
@@ -304,7 +310,12 @@ class MessageLog:
             stop = nxt if end is None else min(end, nxt)
             if limit is not None:
                 stop = min(stop, start + limit)
-            return [LogRecord(row[0], row[1], partition, seq, *row[2:]) for seq, row in self._rows(partition, start, stop)]
+            seqs: list[int] = []
+            rows: list[tuple[Any, ...]] = []
+            for seq, row in self._rows(partition, start, stop):
+                seqs.append(seq)
+                rows.append(row)
+        return seqs, rows
 
     def _rows(self, partition: str, start: int, stop: int) -> Iterator[tuple[int, tuple[Any, ...]]]:
         """(seq, stored row) of the committed entries ``start <= seq < stop``, in order. Call

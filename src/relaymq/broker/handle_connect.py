@@ -69,7 +69,7 @@ def handle_connect(conn: Connection, pkt: p.Connect) -> None:
     will = pkt.will
     if will is not None:
         try:
-            validate_topic_name(will.topic, broker.limits.max_topic_length)
+            validate_topic_name(will.topic, broker.limits.max_topic_length, mixed_literal=conn.level == 3)
         except TopicError as err:
             raise ProtocolError(f"invalid will topic: {err.reason}", rc.TOPIC_NAME_INVALID) from None
         if will.qos > broker.limits.max_qos:

@@ -53,7 +53,7 @@ def resolve_topic(conn: Connection, pkt: p.Publish) -> str:
                 if not topic:
                     raise ProtocolError(f"topic alias {alias} is not set", rc.PROTOCOL_ERROR)
     try:
-        validate_topic_name(topic, conn.broker.limits.max_topic_length)
+        validate_topic_name(topic, conn.broker.limits.max_topic_length, mixed_literal=conn.level == 3)
     except TopicError as err:
         if err.reason == topics.WILDCARD_IN_NAME:
             raise MalformedPacket(f"wildcard in topic name {topic!r}") from None

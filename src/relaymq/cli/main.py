@@ -33,7 +33,7 @@ queue manager QM1. Every command has its own help: relaymq COMMAND --help."""
 
 _EPILOG = """\
 examples:
-  relaymq serve                                  # MQTT on 0.0.0.0:1883, data in ./data
+  relaymq serve                                  # MQTT on localhost:1883, data in ./data
   relaymq serve --config relaymq.toml            # see docs/configuration.md
   relaymq sub -t 'sensors/#' -v                  # print every sensor reading
   relaymq pub -t sensors/t1 -m 21.5 -q 1 -r      # publish a retained reading

@@ -47,7 +47,7 @@ from relaymq.pubsub.engine import CONTROL_QUEUE
 from relaymq.pubsub.settings import build
 from relaymq.qmgr import QueueManager
 from relaymq.qmgr.aio import AsyncQueueManager
-from relaymq.server.app import ServiceContext
+from relaymq.services.contract import ServiceContext
 from relaymq.store.memory import MemoryStore
 from relaymq.store.sqlite import SQLiteStore
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from relaymq.server.binding import LOOPBACK_ADDRESSES, LOOPBACK_HOST
+from relaymq.net.binding import LOOPBACK_ADDRESSES, LOOPBACK_HOST
 
 #: A rule for one key: returns None when the value is acceptable, else what was expected.
 Check = Callable[[Any], str | None]

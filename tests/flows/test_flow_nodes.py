@@ -9,7 +9,7 @@ import pytest
 from flow_helpers import TELEMETRY
 from relaymq.flows import Assembly, CollectingPorts, FlowException, build_flow, evaluate_node, load_flow
 from relaymq.flows import http_headers
-from relaymq.flows.mqtt_mapping import from_mqtt, mqtt_publication
+from relaymq.message.mqtt_mapping import from_mqtt, mqtt_publication
 from relaymq.flows.registry import NODE_TYPES
 from relaymq.message.constants import MQMT_REPLY, MQRO_PASS_CORREL_ID
 from relaymq.message.headers import MQMessage

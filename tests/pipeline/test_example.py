@@ -115,7 +115,7 @@ def job_args(broker, out: Path, *extra: str) -> list[str]:
 def test_seed_sample_split_matches_spec() -> None:
     """flows-http.md item 13: the sample batch splits into the two expected publications."""
     from relaymq.flows.definition import load_flow
-    from relaymq.flows.mqtt_mapping import from_mqtt, usr_properties
+    from relaymq.message.mqtt_mapping import from_mqtt, usr_properties
 
     ports = load_flow(EXAMPLE_FLOW).run_sync(from_mqtt("LCUnit/12345/batch", SEED_BATCH, 1, domain="XMLNS"))
     assert [(t, dict(usr_properties(m))["d_tstamp"]) for t, m, *_ in ports.publications] == [

@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 
 from relaymq.flows import http_headers, qmgr_port
 from relaymq.flows.errors import FlowException
-from relaymq.flows.mqtt_mapping import from_mqtt, user_identifier
+from relaymq.message.mqtt_mapping import from_mqtt, user_identifier
 from relaymq.flows.nodes.http_reply import REQUEST_ID_PATH
 from relaymq.flows.runtime import Delivery, FlowRuntime
 from relaymq.flows.scada import ScadaEndpoint

@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 from relaymq.flows.bindings import PendingReplies
-from relaymq.flows.mqtt_mapping import mqtt_publication
+from relaymq.message.mqtt_mapping import mqtt_publication
 from relaymq.flows.publishing import engine_publication
 from relaymq.message.message import Message
 

@@ -24,9 +24,9 @@ from typing import Any
 from relaymq.broker.broker import Broker
 from relaymq.ratelog import RefusalLog
 from relaymq.http.admission import Admission, peer_host
-from relaymq.server.binding import Servers, create_servers
+from relaymq.net.binding import Servers, create_servers
 from relaymq.server.mqtt_protocol import MQTTProtocol
-from relaymq.server.tls import server_context
+from relaymq.net.tls import server_context
 from relaymq.server.websocket import WebSocketProtocol
 
 log = logging.getLogger("relaymq.listeners")

@@ -36,7 +36,7 @@ import tempfile
 import time
 
 from relaymq.broker.broker import Broker
-from relaymq.broker.clock import Clock
+from relaymq.clock import Clock
 from relaymq.broker.connection import Connection
 from relaymq.config import default_config
 from relaymq.mqtt import packets as p

@@ -46,7 +46,7 @@ def chain(*nodes: tuple[str, dict], connections: list[str] | None = None, **top)
         spec[f"N{i}"] = {"type": kind, **props}
         names.append(f"N{i}")
     if connections is None:
-        connections = [f"{a}.out -> {b}" for a, b in zip(names, names[1:])]
+        connections = [f"{a}.out -> {b}" for a, b in zip(names, names[1:], strict=False)]
     return build_flow({"flow": "t", "nodes": spec, "connections": connections, **top})
 
 

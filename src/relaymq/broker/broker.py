@@ -7,12 +7,13 @@ handling per packet lives in the handle_*.py modules; fan-out in routing.py and 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable
 
 from relaymq.broker import backpressure
 from relaymq.broker.backpressure import Backpressure
 from relaymq.broker import delivery as delivery_mod
-from relaymq.broker.clock import Clock
+from relaymq.clock import Clock
 from relaymq.broker.persistence import MessageRefs, save_session
 from relaymq.broker.session import Delivery, Session
 from relaymq.broker.shared import SharedGroup
@@ -76,7 +77,7 @@ class Broker:
         # Full sessions holding publishers back, the listeners' overflow policies, the server's
         # call_soon (backpressure.py). One attribute: past 30 attributes an instance's __dict__
         # stops sharing its keys and every broker.<attribute> on the hot path gets slower
-        # (measured: +1% of the instructions per QoS 1 message with six attributes here).
+        # (bench/README.md, "Figures behind the constants").
         self.backpressure = Backpressure(getattr(config, "listeners", ()))
         # Sessions whose refill from the store waits for it to write again (a full disk:
         # delivery.refill); tick() pumps them once it does.

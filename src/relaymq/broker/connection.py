@@ -19,7 +19,8 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from relaymq.mqtt import packets as p
 from relaymq.mqtt import reason_codes as rc

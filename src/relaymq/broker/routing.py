@@ -98,8 +98,7 @@ def route(broker: Broker, message: StoredMessage, origin: Session | None, hold: 
         if t is None:
             targets[client_id] = [qos, retain, [sub.subscription_id] if sub.subscription_id else []]
         else:
-            if qos > t[0]:
-                t[0] = qos
+            t[0] = max(t[0], qos)
             t[1] = t[1] or retain
             if sub.subscription_id:
                 t[2].append(sub.subscription_id)

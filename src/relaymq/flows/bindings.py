@@ -188,7 +188,7 @@ class HttpBinding(Binding):
         try:
             await target.runtime.submit(Delivery(target.node, message, local, finished, redeliver=False))
             status, headers, body = await asyncio.wait_for(asyncio.shield(future), target.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             status, headers, body = error_reply(504, f"no reply from the flow within {target.timeout:g}s")
         finally:
             self.pending.waiting.pop(request_id, None)
@@ -280,5 +280,5 @@ class QueueBinding(Binding):
     async def _wait(self, limit: float = 0.5) -> None:
         try:
             await asyncio.wait_for(self._wake.wait(), limit)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass

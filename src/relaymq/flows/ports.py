@@ -47,7 +47,7 @@ class BrokerPorts:
         aio = self.services.get("qmgr.aio")
         if aio is None:
             raise NoQueueManager(f"cannot put to {queue}: no queue manager is running")
-        return await aio.put(queue, message, qmgr=qmgr)  # type: ignore[no-any-return]
+        return await aio.put(queue, message, qmgr=qmgr)
 
     async def publish(self, topic: str, message: Message, *, qos: int, retain: bool, subscription_point: str) -> None:
         """Publish through the pub/sub engine at ``subscription_point`` (seed 003 l.1925-1962).

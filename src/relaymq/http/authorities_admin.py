@@ -120,7 +120,7 @@ class AuthorityAdmin:
                  "members must be a list of principals")
         name = request.path_params["group"]
         await asyncio.to_thread(self.authorities.update, lambda a: a.set_members(name, members))
-        return json_response(200, {"group": name, "members": sorted(set(members))})
+        return json_response(200, {"group": name, "members": sorted(set(members or ()))})
 
     async def _edit_users(self, edit: Callable[[Any], bool]) -> bool:
         """Read the password file, ``edit`` it, save it, and have every holder re-read it.

@@ -312,6 +312,6 @@ def _to_sql(record: LogRecord) -> tuple[object, ...]:
 
 
 def _from_sql(row: Sequence[object]) -> LogRecord:
-    values = dict(zip(COLUMNS, row))
+    values = dict(zip(COLUMNS, row, strict=False))
     values["usr"] = json.loads(values["usr"])  # type: ignore[arg-type]
     return LogRecord(**values)  # type: ignore[arg-type]

@@ -129,7 +129,7 @@ class ArchiveService:
 def _placed(record: LogRecord, partitions: list[str]) -> list[LogRecord]:
     """One copy of the record per partition it goes to."""
     copies = [record] + [dataclasses.replace(record) for _ in partitions[1:]]
-    for copy, name in zip(copies, partitions):
+    for copy, name in zip(copies, partitions, strict=False):
         copy.partition = name
     return copies
 

@@ -99,7 +99,7 @@ def broker_outputs(flow: Any, records: list[LogRecord], input_node: str | None =
 
     results = run_messages(flow, (to_message(record) for record in records), input_node)
     outputs: list[LogRecord] = []
-    for record, result in zip(records, results):
+    for record, result in zip(records, results, strict=False):
         outputs.extend(_collected(result.puts, result.publications, record))
     return outputs
 

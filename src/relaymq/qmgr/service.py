@@ -17,6 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from relaymq.clock import Clock
 from relaymq.qmgr import channel_service
 from relaymq.qmgr.aio import AsyncQueueManager
 from relaymq.qmgr.errors import QueueError, QueueExists
@@ -86,7 +87,8 @@ async def start(context: Any) -> QmgrService:
             engine=getattr(getattr(context.broker, "store", None), "engine", None),
             synchronous=broker.sqlite_synchronous, confirm_window=float(settings.confirm_window),
             rule=settings.rule or None, dead_letter_undeliverable=settings.dead_letter_undeliverable,
-            administrators=tuple(config.access.administrators))  # empty: admin messages are refused
+            administrators=tuple(config.access.administrators),  # empty: admin messages are refused
+            clock=getattr(context.broker, "clock", Clock()).wall)  # the broker's clock (relaymq.clock)
     except (QueueError, OSError, ValueError) as exc:
         raise ServiceError(f"queue manager {settings.name}: cannot open: {exc}") from exc
     try:

@@ -33,8 +33,8 @@ TICK_SECONDS = 0.5
 #: hundred thousand per second (packets, deliveries, messages, rows) that reference counting
 #: frees; with CPython's default (700, 10, 10) every 700 of them start a scan of the young
 #: generation, and every 7,000 one of the middle one, where the deliveries waiting in deep
-#: session queues sit: a quarter of the event loop's time with 100,000 of them (issue 8
-#: profile). Cycles are rare here, so they are collected far less often.
+#: session queues sit (the profile: bench/README.md, "Figures behind the constants"). Cycles
+#: are rare here, so they are collected far less often.
 GC_THRESHOLDS = (100_000, 50, 100)
 
 
@@ -140,7 +140,7 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
         while not stop.is_set():
             try:
                 await asyncio.wait_for(stop.wait(), TICK_SECONDS)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             broker.tick()
         log.info("shutting down")
@@ -160,7 +160,7 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
 def run(config: Any) -> int:
     setup_logging(config.broker.log_level)
     try:
-        import uvloop  # type: ignore
+        import uvloop
 
         uvloop.install()
     except ImportError:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from relaymq.broker.backpressure import HELD
 from relaymq.broker.delivery import deliver
+from relaymq.broker.records import RoutingTarget
 from relaymq.broker.retain import store_retained
 from relaymq.broker.shared import SharedGroup
 from relaymq.pubsub.content_filter import FilteredSubscription, LazyView
@@ -63,7 +64,7 @@ def route(broker: Broker, message: StoredMessage, origin: Session | None, hold: 
     if not matches:
         return 0
     # One delivery per client: with a single match there is nothing to merge.
-    targets: dict[str, list] | None = {} if len(matches) > 1 else None  # client id -> [qos, retain, sub ids]
+    targets: dict[str, RoutingTarget] | None = {} if len(matches) > 1 else None  # by client id
     view: LazyView | None = None
     for key, value in matches:
         if isinstance(value, SharedGroup):
@@ -96,20 +97,19 @@ def route(broker: Broker, message: StoredMessage, origin: Session | None, hold: 
             return 1
         t = targets.get(client_id)
         if t is None:
-            targets[client_id] = [qos, retain, [sub.subscription_id] if sub.subscription_id else []]
+            targets[client_id] = RoutingTarget(session, qos, retain, [sub.subscription_id] if sub.subscription_id else [])
         else:
-            t[0] = max(t[0], qos)
-            t[1] = t[1] or retain
+            t.qos = max(t.qos, qos)
+            t.retain = t.retain or retain
             if sub.subscription_id:
-                t[2].append(sub.subscription_id)
+                t.subscription_ids.append(sub.subscription_id)
     if not targets:
         return 0
     if hold and broker.backpressure.blocking:
-        for client_id, target in targets.items():
-            session = sessions[client_id]
-            if target[0] and session.blocking is not None:
-                broker.backpressure.held_on = session
+        for target in targets.values():
+            if target.qos and target.session.blocking is not None:
+                broker.backpressure.held_on = target.session
                 return HELD
-    for client_id, (qos, retain, sub_ids) in targets.items():
-        deliver(broker, sessions[client_id], message, qos, retain, sub_ids)
+    for target in targets.values():
+        deliver(broker, target.session, message, target.qos, target.retain, target.subscription_ids)
     return len(targets)

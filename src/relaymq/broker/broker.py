@@ -29,7 +29,6 @@ from relaymq.pubsub.topictree import SubscriptionTree
 from relaymq.store.base import NEVER_EXPIRES, Snapshot, Store, StoredMessage, StoreUnavailable
 
 if TYPE_CHECKING:
-    from relaymq.broker.ack_watch import AckWatch
     from relaymq.broker.connection import Connection
 
 log = logging.getLogger("relaymq.broker")
@@ -68,8 +67,6 @@ class Broker:
         # Called with every publication once it is routed (the message log, flows that listen
         # to topics): fn(message). A tap must not block; one that raises is logged and skipped.
         self.publication_taps: list[Callable[[StoredMessage], int | None]] = []
-        # Set while a client's QoS 1 publication is routed: the deliveries it stores (ack_watch.py).
-        self.ack_watch: AckWatch | None = None
         # Full sessions holding publishers back, the listeners' overflow policies, the server's
         # call_soon (backpressure.py). One attribute: past 30 attributes an instance's __dict__
         # stops sharing its keys and every broker.<attribute> on the hot path gets slower

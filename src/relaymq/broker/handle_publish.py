@@ -152,11 +152,8 @@ def publish_qos1(conn: Connection, message: StoredMessage, pid: int) -> bool:
     broker = conn.broker
     store = broker.store
     submitted = store.submitted
-    watch = broker.ack_watch = AckWatch()
-    try:
-        receivers = process_publication(broker, message, conn.session, True)
-    finally:
-        broker.ack_watch = None
+    watch = AckWatch()
+    receivers = process_publication(broker, message, conn.session, True, watch)
     if receivers < 0:
         hold(conn, partial(publish_qos1, conn, message, pid), broker.backpressure.held_on)
         return False

@@ -133,7 +133,7 @@ class Subscriber:
         with self.cond:
             while time.monotonic() < deadline:
                 seen = len(self.messages)
-                self.cond.wait_for(lambda: len(self.messages) > seen, quiet)
+                self.cond.wait_for(lambda: len(self.messages) > seen, quiet)  # noqa: B023 - called within this iteration
                 if len(self.messages) == seen:
                     break
             return list(self.messages)

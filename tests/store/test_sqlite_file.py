@@ -137,7 +137,7 @@ def test_log_table_has_the_record_columns() -> None:
     from relaymq.pipeline.record import COLUMNS, STORED_COLUMNS
     from relaymq.store.engine import LOG_COLUMNS
 
-    assert LOG_COLUMNS == STORED_COLUMNS == tuple(c for c in COLUMNS if c not in ("partition", "seq"))
+    assert tuple(c for c in COLUMNS if c not in ("partition", "seq")) == LOG_COLUMNS == STORED_COLUMNS
 
 
 def test_a_legacy_queue_manager_store_is_adopted_with_its_messages(tmp_path: Path) -> None:

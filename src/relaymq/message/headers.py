@@ -18,7 +18,7 @@ attributes come from the last and everything else from the first (:meth:`MQMessa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Literal
 
 from relaymq.message.ccsid import check_ccsid, decode_text, encode_text
 from relaymq.message.constants import MQCCSI_EMBEDDED, MQCCSI_INHERIT, MQCCSI_Q_MGR, MQENC_NATIVE
@@ -56,7 +56,7 @@ class RawHeader:
         return {"Encoding": self.Encoding, "CodedCharSetId": self.CodedCharSetId, "Format": self.Format, "bytes": self.data.hex()}
 
 
-Header = Union[MQRFH2, MQRFH, MQDLH, RawHeader]
+Header = MQRFH2 | MQRFH | MQDLH | RawHeader
 
 
 def fmt(name: str) -> str:
@@ -175,7 +175,7 @@ def decode_message(
 def _decode_generic(data: bytes, pos: int, encoding: int, ccsid: int, name: str) -> tuple[RawHeader, int]:
     if len(data) - pos < _GENERIC_PREFIX:
         raise TruncatedError(f"{name}.StrucLength", pos, f"a chained header needs at least {_GENERIC_PREFIX} bytes")
-    order = "big" if byte_order(encoding) == ">" else "little"
+    order: Literal["big", "little"] = "big" if byte_order(encoding) == ">" else "little"
 
     def long_at(off: int) -> int:
         return int.from_bytes(data[pos + off : pos + off + 4], order, signed=True)

@@ -55,7 +55,7 @@ class Layout:
         self._plan = tuple((f.name, f.kind, f.size) for f in fields)
 
     def offset_of(self, name: str) -> int:
-        for f, off in zip(self.fields, self.offsets):
+        for f, off in zip(self.fields, self.offsets, strict=False):
             if f.name == name:
                 return off
         raise KeyError(name)
@@ -65,7 +65,7 @@ class Layout:
         available = len(data) - offset
         if available >= self.size:
             return
-        for f, off in zip(self.fields, self.offsets):
+        for f, off in zip(self.fields, self.offsets, strict=False):
             if off + f.size > available:
                 raise TruncatedError(
                     f"{self.structure}.{f.name}",
@@ -80,11 +80,11 @@ class Layout:
         if codec is not None:  # the common case, in one pass; an error takes the path below, which names it
             try:
                 return {name: value.decode(codec).rstrip(" \x00") if kind == CHAR else value
-                        for (name, kind, _size), value in zip(self._plan, raw)}
+                        for (name, kind, _size), value in zip(self._plan, raw, strict=False)}
             except UnicodeDecodeError:
                 pass
         values: dict[str, object] = {}
-        for f, off, value in zip(self.fields, self.offsets, raw):
+        for f, off, value in zip(self.fields, self.offsets, raw, strict=False):
             if f.kind == CHAR:
                 text = decode_text(value, ccsid, encoding, f"{self.structure}.{f.name}", offset + off)
                 values[f.name] = text.rstrip(" \x00")
@@ -113,7 +113,7 @@ class Layout:
                 pad, blank = f.size - len(raw), encode_text(" ", ccsid, encoding)
                 packed.append(raw + (blank * (pad // len(blank))).ljust(pad, b"\x00"))
             else:
-                raw = bytes(value)  # type: ignore[arg-type]
+                raw = bytes(value)  # type: ignore[call-overload]
                 if len(raw) > f.size:
                     raise FormatError(where, None, f"{len(raw)} bytes do not fit in {f.size}")
                 packed.append(raw.ljust(f.size, b"\x00"))
@@ -138,7 +138,7 @@ class Layout:
                         return None
                     append(raw.ljust(size, blank))
                 else:
-                    raw = bytes(value)  # type: ignore[arg-type]
+                    raw = bytes(value)  # type: ignore[call-overload]
                     if len(raw) > size:
                         return None
                     append(raw.ljust(size, b"\x00"))

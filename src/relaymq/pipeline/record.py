@@ -151,4 +151,4 @@ def to_row(record: LogRecord) -> tuple[Any, ...]:
 
 def from_row(row: tuple[Any, ...] | list[Any]) -> LogRecord:
     """The inverse of to_row."""
-    return LogRecord(**dict(zip(COLUMNS, row)))
+    return LogRecord(**dict(zip(COLUMNS, row, strict=False)))

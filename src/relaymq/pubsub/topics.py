@@ -223,7 +223,7 @@ def topic_matches(topic_filter: str, topic: str) -> bool:
             filter_level = filter_levels[position]
             if filter_level == MULTI_LEVEL_WILDCARD:
                 following.add(position)  # '#' consumes this level and may consume more
-            elif filter_level == SINGLE_LEVEL_WILDCARD or filter_level == level:
+            elif filter_level in (SINGLE_LEVEL_WILDCARD, level):
                 following.add(position + 1)
         if not following:
             return False

@@ -213,7 +213,8 @@ class RetrievalMixin:
         self._check_open()
         route = self._sync_route(queue, qmgr)
         if route is not None:
-            return self._remote_to(*route).unlock(route[0], route[1], uid, lock_id)
+            self._remote_to(*route).unlock(route[0], route[1], uid, lock_id)
+            return
         with self._lock:
             index = self._holding_index(queue, qmgr, "unlock")
             entry = index.entries.get(uid)
@@ -231,7 +232,8 @@ class RetrievalMixin:
         self._check_open()
         route = self._sync_route(queue, qmgr)
         if route is not None:
-            return self._remote_to(*route).delete(route[0], route[1], uid, lock_id)
+            self._remote_to(*route).delete(route[0], route[1], uid, lock_id)
+            return
         with self._lock:
             index = self._holding_index(queue, qmgr, "delete")
             entry = self._locked_entry(index, uid, lock_id)

@@ -61,7 +61,7 @@ def stored_batch(partition: str, seqs: Sequence[int], rows: Sequence[tuple[Any, 
     """Entries as the log stores them (``MessageLog.read_stored``) as one RecordBatch: column by
     column, without a record object per entry."""
     if rows:
-        columns = dict(zip(STORED_COLUMNS, map(list, zip(*rows))))
+        columns = dict(zip(STORED_COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
     else:
         columns = {name: [] for name in STORED_COLUMNS}
     columns["partition"] = [partition] * len(seqs)

@@ -294,7 +294,7 @@ class MessageLog:
         Raises RetentionError when ``start`` is below what retention kept (the caller asked
         for entries that are gone) and LogError for an unknown partition."""
         seqs, rows = self.read_stored(partition, start, end, limit)
-        return [LogRecord(row[0], row[1], partition, seq, *row[2:]) for seq, row in zip(seqs, rows)]
+        return [LogRecord(row[0], row[1], partition, seq, *row[2:]) for seq, row in zip(seqs, rows, strict=True)]
 
     def read_stored(self, partition: str, start: int, end: int | None = None,
                     limit: int | None = None) -> tuple[list[int], list[tuple[Any, ...]]]:

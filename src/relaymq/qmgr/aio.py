@@ -116,6 +116,28 @@ class AsyncQueueManager:
 
     def __init__(self, qm: QueueManager) -> None:
         self.sync = qm
+        #: (loop, engine batch number, future): the commit that the operations submitted
+        #: while that batch fills wait for. One callback and one wake-up per batch, not per op.
+        self._batch_wait: tuple[asyncio.AbstractEventLoop, int, asyncio.Future[None]] | None = None
+
+    async def _committed(self, engine: Any) -> None:
+        """:func:`committed` for a put or get just submitted: callers whose submissions are in
+        the same batch share one future (each awaits it shielded: a cancelled caller does not
+        cancel the others' wait)."""
+        loop = asyncio.get_running_loop()
+        number = engine.batch_number  # read after the submission: that batch or a later one
+        shared = self._batch_wait
+        if shared is not None and shared[1] == number and shared[0] is loop and not shared[2].done():
+            done = shared[2]
+        else:
+            done = loop.create_future()
+
+            def finished(error: BaseException | None) -> None:  # the writer thread (or this one, at once)
+                loop.call_soon_threadsafe(_settle, done, error)
+
+            self._batch_wait = (loop, number, done)
+            engine.on_commit(finished)
+        await asyncio.shield(done)
 
     @classmethod
     async def open(cls, name: str, data_dir: str | None, **options: Any) -> AsyncQueueManager:
@@ -158,7 +180,7 @@ class AsyncQueueManager:
         if engine is None:
             return await self._call("put", queue, message, **options)
         msg_id = self.sync.put(queue, message, wait=False, **options)
-        await committed(engine)
+        await self._committed(engine)
         return msg_id
 
     async def _take(self, queue: str, engine: Any, **options: Any) -> Envelope | None:
@@ -168,7 +190,7 @@ class AsyncQueueManager:
             return await self._call("get_envelope", queue, **options)
         envelope = self.sync.get_envelope(queue, durable=False, **options)
         if envelope is not None:
-            await committed(engine)
+            await self._committed(engine)
         return envelope
 
     async def get_envelope(self, queue: str, *, wait: float = 0.0, **options: Any) -> Envelope | None:

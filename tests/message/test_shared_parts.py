@@ -3,7 +3,13 @@ publication share their MQRFH2 and body, encoded once, and each is still its own
 
 from __future__ import annotations
 
-from relaymq.message.headers import MQMessage, SharedMQMessage, SharedParts, decode_message, encode_message
+from relaymq.message.headers import (
+    MQMessage,
+    SharedMQMessage,
+    SharedParts,
+    decode_message,
+    encode_message,
+)
 from relaymq.message.message import Message
 from relaymq.message.mqmd import MQMD
 from relaymq.message.mqrfh2 import MQRFH2

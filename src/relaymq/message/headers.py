@@ -243,7 +243,7 @@ class SharedParts:
     once the parts are made.
     """
 
-    __slots__ = ("headers", "body", "first_format", "_encoded")
+    __slots__ = ("_encoded", "body", "first_format", "headers")
 
     def __init__(self, headers: list[Header], body: bytes) -> None:
         if not headers:

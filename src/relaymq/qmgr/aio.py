@@ -111,33 +111,46 @@ def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
         done.set_exception(StoreFailed(f"store write failed: {error}"))
 
 
+class _BatchWaiters:
+    """The futures of the callers waiting for one engine batch's commit (on one loop)."""
+
+    __slots__ = ("futures", "loop", "number", "settled")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, number: int, first: asyncio.Future[None]) -> None:
+        self.loop, self.number, self.futures, self.settled = loop, number, [first], False
+
+    def finished(self, error: BaseException | None) -> None:  # the writer thread (or the loop's, at once)
+        self.loop.call_soon_threadsafe(self._settle, error)
+
+    def _settle(self, error: BaseException | None) -> None:  # the loop's thread
+        self.settled = True
+        for done in self.futures:
+            _settle(done, error)
+
+
 class AsyncQueueManager:
     """Coroutine versions of :class:`QueueManager`'s methods; ``sync`` is the wrapped one."""
 
     def __init__(self, qm: QueueManager) -> None:
         self.sync = qm
-        #: (loop, engine batch number, future): the commit that the operations submitted
-        #: while that batch fills wait for. One callback and one wake-up per batch, not per op.
-        self._batch_wait: tuple[asyncio.AbstractEventLoop, int, asyncio.Future[None]] | None = None
+        #: The waiters of the engine batch that is filling now: they share one commit callback.
+        self._batch_wait: _BatchWaiters | None = None
 
     async def _committed(self, engine: Any) -> None:
-        """:func:`committed` for a put or get just submitted: callers whose submissions are in
-        the same batch share one future (each awaits it shielded: a cancelled caller does not
-        cancel the others' wait)."""
+        """:func:`committed` for a put or get just submitted: the callers whose submissions are
+        in the same engine batch share one on_commit callback and one wake-up of the loop
+        (``Engine.batch_number``), which settles each one's future (a cancelled caller's
+        future is simply skipped)."""
         loop = asyncio.get_running_loop()
         number = engine.batch_number  # read after the submission: that batch or a later one
-        shared = self._batch_wait
-        if shared is not None and shared[1] == number and shared[0] is loop and not shared[2].done():
-            done = shared[2]
+        done: asyncio.Future[None] = loop.create_future()
+        waiters = self._batch_wait
+        if waiters is not None and waiters.number == number and waiters.loop is loop and not waiters.settled:
+            waiters.futures.append(done)
         else:
-            done = loop.create_future()
-
-            def finished(error: BaseException | None) -> None:  # the writer thread (or this one, at once)
-                loop.call_soon_threadsafe(_settle, done, error)
-
-            self._batch_wait = (loop, number, done)
-            engine.on_commit(finished)
-        await asyncio.shield(done)
+            waiters = self._batch_wait = _BatchWaiters(loop, number, done)
+            engine.on_commit(waiters.finished)
+        await done
 
     @classmethod
     async def open(cls, name: str, data_dir: str | None, **options: Any) -> AsyncQueueManager:

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from tests.harness import BrokerProcess, free_port, merge_config, port_accepts
+from harness import BrokerProcess, free_port, merge_config, port_accepts
 
 
 def amqp_config(port: int, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:

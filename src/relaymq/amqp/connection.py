@@ -173,7 +173,8 @@ class AmqpConnection(asyncio.Protocol):
         if pending > 0:
             self._write(engine.peek(pending))
             engine.pop(pending)
-        elif pending < 0 or engine.closed:
+            pending = engine.pending()
+        if pending < 0 or engine.closed:  # the engine closed its output: so does the socket
             self.abort(graceful=True)
 
     def schedule_pump(self) -> None:
@@ -218,8 +219,14 @@ class AmqpConnection(asyncio.Protocol):
         elif kind == Event.CONNECTION_REMOTE_CLOSE:
             self._end_links()
             event.connection.close()
-        elif kind == Event.TRANSPORT_CLOSED:
+        elif kind in (Event.TRANSPORT_CLOSED, Event.TRANSPORT_TAIL_CLOSED, Event.TRANSPORT_ERROR):
+            # The engine read something it cannot parse, or the peer closed: it wrote its close
+            # (with the error, once the connection was open); this connection ends.
+            condition = self.engine.condition if self.engine is not None else None
+            if condition is not None:
+                log.info("AMQP connection %s: %s", self.peer, condition)
             self._end_links()
+            self.loop.call_soon(self.abort, True)
 
     def _attach(self, link: Link) -> None:
         remote = link.remote_target if link.is_receiver else link.remote_source

@@ -74,6 +74,22 @@ def _dt_of(value: object) -> str | None:
     return "bin.hex" if isinstance(value, (bytes, bytearray)) else None
 
 
+def plain(value: object) -> object:
+    """A proton-typed value (``int32(3)``, ``symbol('x')``) as the plain Python value the JMS
+    model holds; the JMS type travels beside it as its dt."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    return value
+
+
 def typed_value(value: object, dt: str) -> object:
     """A JMS-typed value as the AMQP type that keeps its Java type."""
     if value is None:
@@ -140,7 +156,7 @@ def amqp_to_jms(msg: Message, scheme: AddressScheme, delivery_count: int = 0) ->
         dt = _dt_of(value) if value is not None else "string"
         if dt is None:
             continue  # a list or map property: JMS has none; not selectable, not kept
-        props.set_received(str(name), value if not isinstance(value, (bytes, bytearray)) else bytes(value), dt)
+        props.set_received(str(name), plain(value), dt)
     props.set_received("JMSXDeliveryCount", delivery_count + 1, "i4")
     if msg.user_id:
         props.set_received("JMSXUserID", bytes(msg.user_id).decode("utf-8", "replace"))
@@ -155,11 +171,13 @@ def amqp_to_jms(msg: Message, scheme: AddressScheme, delivery_count: int = 0) ->
     elif kind in (BYTES, OBJECT):
         jms.body = bytes(body) if isinstance(body, (bytes, bytearray, memoryview)) else b""
     elif kind == MAP:
-        jms.body = {str(k): v for k, v in dict(body or {}).items()}
-        jms.body_types = {k: t for k, v in jms.body.items() if (t := _dt_of(v)) is not None}
+        entries = {str(k): v for k, v in dict(body or {}).items()}
+        jms.body_types = {k: t for k, v in entries.items() if (t := _dt_of(v)) is not None}
+        jms.body = {k: plain(v) for k, v in entries.items()}
     elif kind == STREAM:
-        jms.body = list(body or [])
-        jms.body_types = [_dt_of(v) for v in jms.body]
+        items = list(body or [])
+        jms.body_types = [_dt_of(v) for v in items]
+        jms.body = [plain(v) for v in items]
     else:
         jms.body = None
     return jms
@@ -173,8 +191,9 @@ def jms_to_amqp(jms: JMSMessage, scheme: AddressScheme, address: str | None = No
     if to:
         msg.address = to
     annotations: dict[symbol, object] = {MSG_TYPE: byte(TYPE_CODES[jms.message_type])}
-    if jms.JMSDestination:
-        annotations[DEST] = byte(TOPIC_CODE if jms.JMSDestination.startswith("topic://") else QUEUE_CODE)
+    destination = scheme.to_jms(to) if to else jms.JMSDestination
+    if destination:
+        annotations[DEST] = byte(TOPIC_CODE if destination.startswith("topic://") else QUEUE_CODE)
     if jms.JMSReplyTo:
         msg.reply_to = scheme.from_jms(jms.JMSReplyTo)
         annotations[REPLY_TO] = byte(TOPIC_CODE if jms.JMSReplyTo.startswith("topic://") else QUEUE_CODE)

@@ -130,7 +130,13 @@ class QueueOutbound(LinkHandler):
                 self._credit.clear()
                 continue
             confirm_id = 0 if self.at_most_once else next(_confirm_ids)
-            envelope = await aio.get_envelope(queue, wait=GET_WAIT, selector=self.selector, confirm_id=confirm_id)
+            try:
+                envelope = await aio.get_envelope(queue, wait=GET_WAIT, selector=self.selector, confirm_id=confirm_id)
+            except Exception as exc:  # the queue went, the authority was revoked, a bad message
+                self.link.condition = condition_for(exc)
+                self.link.close()
+                self.owner.pump()
+                return
             if envelope is None:
                 if self.link.drain_mode and not self.done:
                     self.link.drained()

@@ -27,7 +27,10 @@ from relaymq.amqp.addresses import Address
 from relaymq.amqp.jms_mapping import amqp_to_jms, jms_to_amqp
 from relaymq.amqp.links import LinkHandler, Owner, echo_selector, is_durable, selector_of
 from relaymq.amqp.topic_bridge import NEVER_EXPIRES, BridgeRefused, TopicBridge
+from relaymq.message.errors import FormatError
+from relaymq.message.jms import JMSMessage
 from relaymq.message.jms_mqtt import MQTT5Publish, jms_to_mqtt5, mqtt5_to_jms
+from relaymq.message.typed import STRING, parse_value
 from relaymq.mqtt.packets import Publish
 from relaymq.selector import Selector, compile_selector
 
@@ -39,6 +42,38 @@ _PUBLISH_PROPERTIES = ("payload_format_indicator", "message_expiry_interval", "c
 #: MQTT reason code -> AMQP error condition.
 _CONDITIONS = {0x87: "amqp:unauthorized-access", 0x86: "amqp:unauthorized-access", 0x85: "amqp:invalid-field",
                0x8F: "amqp:invalid-field", 0x90: "amqp:invalid-field", 0x97: "amqp:resource-limit-exceeded"}
+
+
+#: The user property that carries the JMS types of the other user properties across MQTT,
+#: whose user properties are text: ``name:dt`` items, comma-separated (docs/amqp.md).
+TYPES_PROPERTY = "JMS_RelayMQ_Types"
+
+
+def add_types(jms: JMSMessage, pub: MQTT5Publish) -> None:
+    """Name the non-string property types, so an AMQP (JMS) receiver gets ``int``s back and
+    a selector compares numbers; MQTT subscribers see one more user property."""
+    props = jms.properties
+    typed = [f"{name}:{props.dt(name)}" for name in props
+             if props.dt(name) != STRING and props[name] is not None and "," not in name and ":" not in name]
+    if typed:
+        pub.user_properties.append((TYPES_PROPERTY, ",".join(typed)))
+
+
+def retype(jms: JMSMessage) -> None:
+    """Undo :func:`add_types` on a received message: each named property parsed as its dt."""
+    props = jms.properties
+    hint = props.get(TYPES_PROPERTY)
+    if not isinstance(hint, str):
+        return
+    del props[TYPES_PROPERTY]
+    for item in hint.split(","):
+        name, _, dt = item.partition(":")
+        value = props.get(name)
+        if isinstance(value, str):
+            try:
+                props.set_received(name, parse_value(value, dt), dt)
+            except FormatError:
+                pass  # not what the hint says: left as text
 
 
 def packet_properties(pub: MQTT5Publish) -> dict[str, Any]:
@@ -104,6 +139,7 @@ class TopicInbound(LinkHandler):
             jms = amqp_to_jms(msg, self.owner.scheme)
             jms.JMSDestination = f"topic://{self.address.name}"
             pub = jms_to_mqtt5(jms, topic=self.address.name)
+            add_types(jms, pub)
         except Exception as exc:
             self._settle(delivery, Condition("amqp:decode-error", str(exc)))
             return
@@ -184,6 +220,7 @@ class TopicOutbound(LinkHandler):
         packet_id = packet.packet_id if packet.qos > 0 else None
         try:
             jms = mqtt5_to_jms(mqtt5_publish(packet))
+            retype(jms)
         except Exception:  # a payload that its JMS class cannot read: acknowledged, not sent
             self._ack_later(packet_id)
             return

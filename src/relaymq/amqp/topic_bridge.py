@@ -56,14 +56,16 @@ class TopicBridge:
     delivers (acknowledge a QoS 1 one with :meth:`ack`); ``on_closed()`` runs once when the
     broker closes the session (take-over, shutdown, a refused CONNECT)."""
 
-    def __init__(self, broker: Any, *, peer: str, on_publish: Callable[[Publish], None],
+    def __init__(self, broker: Any, *, peer: str, identity: str | None, on_publish: Callable[[Publish], None],
                  on_closed: Callable[[], None]) -> None:
         self.loop = asyncio.get_running_loop()
         self.on_publish = on_publish
         self.on_closed = on_closed
         self.reader = PacketReader(broker.limits.max_packet_size, from_client=False)
         self.reader.protocol_level = MQTT5
-        self.connection = Connection(broker, self, peer, LISTENER_NAME, None)
+        # The user SASL authenticated is the session's proven identity, as a verified client
+        # certificate's name is for an MQTT client: no password is kept or checked twice.
+        self.connection = Connection(broker, self, peer, LISTENER_NAME, identity)
         self.closed = False
         #: The broker asked its publisher to wait (a full session, overflow = "block").
         self.paused = False
@@ -134,14 +136,14 @@ class TopicBridge:
         return packet_id, future
 
     # -- what the AMQP side asks ------------------------------------------------------------
-    async def connect(self, client_id: str, *, username: str | None, password: bytes | None,
-                      clean_start: bool, session_expiry: int, receive_maximum: int) -> bool:
+    async def connect(self, client_id: str, *, clean_start: bool, session_expiry: int,
+                      receive_maximum: int) -> bool:
         """Open the session; True when a stored one was resumed (a durable subscription)."""
         properties: dict[str, Any] = {"receive_maximum": receive_maximum}
         if session_expiry:
             properties["session_expiry_interval"] = session_expiry
         self._send(Connect(protocol_level=MQTT5, clean_start=clean_start, keep_alive=0, client_id=client_id,
-                           username=username, password=password, properties=properties))
+                           username=self.connection.certificate_user, properties=properties))
         connack = await self._connack
         if connack.reason_code >= 0x80:
             raise BridgeRefused("connect", connack.reason_code)

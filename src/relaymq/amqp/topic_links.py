@@ -96,7 +96,8 @@ def refusal(error: BridgeRefused) -> Condition:
 
 
 def _bridge(owner: Owner, on_publish: Any, on_closed: Any) -> TopicBridge:
-    return TopicBridge(owner.services["broker"], peer=owner.peer, on_publish=on_publish, on_closed=on_closed)
+    return TopicBridge(owner.services["broker"], peer=owner.peer, identity=owner.user, on_publish=on_publish,
+                       on_closed=on_closed)
 
 
 class TopicInbound(LinkHandler):
@@ -109,7 +110,7 @@ class TopicInbound(LinkHandler):
         self.credit = credit
 
     async def opened(self) -> None:
-        await self.bridge.connect(f"amqp-{secrets.token_hex(8)}", username=self.owner.user, password=None,
+        await self.bridge.connect(f"amqp-{secrets.token_hex(8)}",
                                   clean_start=True, session_expiry=0, receive_maximum=65535)
         self.credit = max(1, min(self.credit, self.bridge.receive_maximum))
         self.bridge.resumed = self._top_up
@@ -203,10 +204,10 @@ class TopicOutbound(LinkHandler):
         if self.durable:
             self.link.source.durability = source.durability
             self.link.source.expiry_policy = source.expiry_policy
-            await self.bridge.connect(self.client_id, username=self.owner.user, password=None, clean_start=False,
+            await self.bridge.connect(self.client_id, clean_start=False,
                                       session_expiry=NEVER_EXPIRES, receive_maximum=65535)
         else:
-            await self.bridge.connect(f"amqp-{secrets.token_hex(8)}", username=self.owner.user, password=None,
+            await self.bridge.connect(f"amqp-{secrets.token_hex(8)}",
                                       clean_start=True, session_expiry=0, receive_maximum=65535)
         await self.bridge.subscribe(self.address.name, 0 if self.at_most_once else 1)
 

@@ -64,3 +64,11 @@ ensure_java() {  # the Spark tests (the spark extra: PySpark 4) need Java 17 or 
   echo "relaymq: Spark needs Java 17 or newer (found: ${major:-none})" >&2
   apt_install openjdk-17-jre-headless
 }
+
+ensure_node_packages() {  # the npm AMQP 1.0 client (rhea) the AMQP listener tests drive
+  local dir="$ROOT/tests/amqp/rhea"
+  [ -d "$dir/node_modules/rhea" ] && return 0
+  command -v npm >/dev/null 2>&1 || apt_install nodejs npm
+  echo "relaymq: installing the npm packages of $dir" >&2
+  (cd "$dir" && npm ci --no-audit --no-fund --silent) >&2
+}

@@ -1,7 +1,8 @@
 """The AMQP 1.0 listener inside the broker process (relaymq.services.registry SERVICE_MODULES;
 docs/amqp.md).
 
-``start`` binds ``[amqp] host:port`` (and ``tls_port`` with a certificate) when ``[amqp]
+The listener's modules import python-qpid-proton (the ``amqp`` extra) only when it is
+enabled. ``start`` binds ``[amqp] host:port`` (and ``tls_port`` with a certificate) when ``[amqp]
 enabled``; it starts after the queue manager and the pub/sub engine, whose public faces the
 links use (``context.services["qmgr"]``, ``["qmgr.aio"]``, the broker). A port in use stops
 start-up with one line naming the key. ``stop`` closes the listening sockets, then every
@@ -11,64 +12,16 @@ to their queues, non-durable subscriptions end, durable ones stay.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import ssl
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from relaymq.amqp.addresses import AddressScheme
-from relaymq.amqp.connection import AmqpConnection
 from relaymq.amqp.settings import AmqpSettings
-from relaymq.http.admission import Admission, peer_host
-from relaymq.ratelog import RefusalLog
-from relaymq.server.binding import Servers, create_servers
+
+if TYPE_CHECKING:
+    from relaymq.amqp.listener import AmqpListener
 
 log = logging.getLogger("relaymq.amqp")
-REFUSALS = RefusalLog(log)
-
-
-class AmqpListener:
-    """The listening sockets and the open connections."""
-
-    def __init__(self, settings: AmqpSettings, services: dict[str, Any]) -> None:
-        self.settings = settings
-        self.services = services
-        self.scheme = AddressScheme(settings.queue_prefix, settings.topic_prefix)
-        self.admission = Admission("amqp", settings.max_connections, settings.max_connections_per_address, REFUSALS)
-        self.connections: set[AmqpConnection] = set()
-        self.servers: list[Servers] = []
-
-    def attach(self, connection: AmqpConnection) -> bool:
-        assert connection.transport is not None
-        if not self.admission.admit(peer_host(connection.transport.get_extra_info("peername"))):
-            return False
-        self.connections.add(connection)
-        return True
-
-    def detach(self, connection: AmqpConnection) -> None:
-        if connection in self.connections:
-            self.connections.discard(connection)
-            assert connection.transport is not None
-            self.admission.release(peer_host(connection.transport.get_extra_info("peername")))
-
-    async def listen(self, port: int, ssl_context: ssl.SSLContext | None) -> Servers:
-        loop = asyncio.get_running_loop()
-
-        async def create(address: str, port: int) -> asyncio.base_events.Server:
-            return await loop.create_server(lambda: AmqpConnection(self), address, port, ssl=ssl_context)
-
-        servers = await create_servers(create, self.settings.host, port)
-        self.servers.append(servers)
-        return servers
-
-    async def stop(self) -> None:
-        for servers in self.servers:
-            servers.close()
-        for connection in list(self.connections):
-            connection.shutdown()
-        for servers in self.servers:
-            servers.abort_clients()
-        self.servers.clear()
 
 
 class AmqpService:
@@ -90,6 +43,11 @@ async def start(context: Any) -> AmqpService:
     settings: AmqpSettings = context.config.section("amqp")
     if not settings.enabled:
         return AmqpService(None)
+    try:  # the amqp extra: a broker that does not enable the listener does not need it
+        from relaymq.amqp.listener import AmqpListener
+    except ImportError as error:
+        raise ServiceError(f"config error: amqp.enabled: the AMQP listener needs python-qpid-proton"
+                           f" (pip install 'relaymq[amqp]'): {error}") from None
     services = dict(context.services)
     services["broker"] = context.broker
     listener = AmqpListener(settings, services)

@@ -16,7 +16,8 @@ JMSDeliveryMode             header.durable
 JMSPriority                 header.priority
 JMSTimestamp                properties.creation-time
 JMSExpiration               properties.absolute-expiry-time (and header.ttl)
-JMSMessageID                properties.message-id (a non-string id: ``ID:AMQP_...``)
+JMSMessageID                properties.message-id (a non-string id: ``ID:AMQP_...``);
+                            kept through MQ-format queues as JMS_RelayMQ_MessageID
 JMSCorrelationID            properties.correlation-id (string; binary as bytes)
 JMSType                     properties.subject
 JMSRedelivered              header.delivery-count > 0
@@ -57,7 +58,13 @@ OCTET_STREAM = "application/octet-stream"
 #: Provider properties that are an MQ message's MQMD seen through JMS (``jms_mq``): made
 #: again on every read from an MQ-format queue, so they do not travel as AMQP properties.
 MQ_VIEW_PREFIX = "JMS_IBM_"
-FIELD_PROPERTIES = frozenset({"JMSXUserID", "JMSXGroupID", "JMSXGroupSeq", "JMSXDeliveryCount", CONTENT_TYPE_PROPERTY})
+#: The AMQP message-id as the sender gave it. An MQ-format queue keeps a JMSMessageID as the
+#: 24-byte MQMD MsgId, which only an ``ID:`` + 48 hex digits id fits; Qpid JMS's ids
+#: (``ID:<uuid>:1:1:1-1``) do not, and a JMS requester correlates its reply by its own id.
+MESSAGE_ID_PROPERTY = "JMS_RelayMQ_MessageID"
+#: JMSX properties carried by AMQP fields, not application-properties.
+FIELD_PROPERTIES = frozenset({"JMSXUserID", "JMSXGroupID", "JMSXGroupSeq", "JMSXDeliveryCount", CONTENT_TYPE_PROPERTY,
+                              MESSAGE_ID_PROPERTY})
 
 #: Python/proton value type -> JMS dt.
 _DT_OF: dict[type, str] = {
@@ -158,6 +165,8 @@ def amqp_to_jms(msg: Message, scheme: AddressScheme, delivery_count: int = 0) ->
             continue  # a list or map property: JMS has none; not selectable, not kept
         props.set_received(str(name), plain(value), dt)
     props.set_received("JMSXDeliveryCount", delivery_count + 1, "i4")
+    if jms.JMSMessageID is not None:
+        props.set_received(MESSAGE_ID_PROPERTY, jms.JMSMessageID)
     if msg.user_id:
         props.set_received("JMSXUserID", bytes(msg.user_id).decode("utf-8", "replace"))
     if msg.group_id:
@@ -204,7 +213,10 @@ def jms_to_amqp(jms: JMSMessage, scheme: AddressScheme, address: str | None = No
         msg.creation_time = _seconds(jms.JMSTimestamp)
     if jms.JMSExpiration:
         msg.expiry_time = _seconds(jms.JMSExpiration)
-    if jms.JMSMessageID:
+    original_id = jms.properties.get(MESSAGE_ID_PROPERTY)
+    if isinstance(original_id, str) and original_id:
+        msg.id = original_id
+    elif jms.JMSMessageID:
         msg.id = jms.JMSMessageID
     if jms.JMSCorrelationID is not None:
         msg.correlation_id = jms.JMSCorrelationID

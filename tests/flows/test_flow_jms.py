@@ -70,7 +70,7 @@ def send(broker: FlowBroker, address: str, message: Message) -> None:
 
 
 #: A JMS node with the flow's administered objects (JNDI names as Qpid JMS's jndi.properties).
-JNDI_MAP = ("{{type: {kind}, jndi: {{'connectionfactory.jms/RelayCF': 'amqp://127.0.0.1:{port}', "
+JNDI_MAP = ("{{{kind}, jndi: {{'connectionfactory.jms/RelayCF': 'amqp://127.0.0.1:{port}', "
             "'queue.jms/In': 'queue://JMS.IN', 'queue.jms/Out': 'queue://JMS.OUT', "
             "'queue.jms/Requests': 'queue://JMS.REQ', 'queue.jms/Bad': 'queue://JMS.BAD'}}, "
             "connection_factory: jms/RelayCF{extra}}}")
@@ -87,8 +87,8 @@ def test_jms_input_to_jms_output_keeps_the_jms_message(broker: FlowBroker) -> No
     deploy(broker, "\n".join([
         "flow: jms-relay",
         "nodes:",
-        "  In: " + node(broker, "JMSInput", "source: jms/In"),
-        "  Out: " + node(broker, "JMSOutput", "destination: jms/Out"),
+        "  In: " + node(broker, "type: JMSInput", "source: jms/In"),
+        "  Out: " + node(broker, "type: JMSOutput", "destination: jms/Out"),
         "connections:", "  - In.out -> Out"]))
     send(broker, "queue://JMS.IN", Message(body="through the flow", subject="Order", correlation_id="c-1",
                                            priority=6, durable=True, properties={"qty": int32(12), "who": "acme"}))
@@ -105,8 +105,8 @@ def test_jms_reply_answers_the_request(broker: FlowBroker) -> None:
     = the request's JMSMessageID (seed 000 l.2672; flows-http.md item 2)."""
     deploy(broker, "\n".join([
         "flow: jms-service", "nodes:",
-        "  In: " + node(broker, "JMSInput", "source: jms/Requests"),
-        "  Reply: " + node(broker, "JMSReply"),
+        "  In: " + node(broker, "type: JMSInput", "source: jms/Requests"),
+        "  Reply: " + node(broker, "type: JMSReply"),
         "connections:", "  - In.out -> Reply"]))
     send(broker, "queue://JMS.REQ", Message(id="ID:request-1", body="ping", reply_to="queue://JMS.REPLIES"))
     got = receive(broker, "queue://JMS.REPLIES")
@@ -120,7 +120,7 @@ def test_failing_run_backs_out_to_the_backout_queue(broker: FlowBroker) -> None:
     for ever (flows-http.md item 4)."""
     deploy(broker, "\n".join([
         "flow: jms-poison", "backout_threshold: 2", "backout_queue: JMS.BACKOUT", "nodes:",
-        "  In: " + node(broker, "JMSInput", "source: jms/Bad"),
+        "  In: " + node(broker, "type: JMSInput", "source: jms/Bad"),
         "  Fail: {type: Throw, message: no good}",
         "connections:", "  - In.out -> Fail"]))
     send(broker, "queue://JMS.BAD", Message(body="poison", properties={"n": int32(1)}))
@@ -142,7 +142,7 @@ def test_mq_input_to_jms_output_sends_a_bytes_message(broker: FlowBroker) -> Non
     deploy(broker, "\n".join([
         "flow: mq-to-jms", "nodes:",
         "  In: {type: MQInput, queue: MQ.IN}",
-        "  Out: " + node(broker, "JMSOutput", "destination: jms/Out, mode: request, reply_to: jms/Requests"),
+        "  Out: " + node(broker, "type: JMSOutput", "destination: jms/Out, mode: request, reply_to: jms/Requests"),
         "connections:", "  - In.out -> Out"]))
     token = base64.b64encode(broker.admin_credentials.read_text().strip().encode()).decode()
     request = urllib.request.Request(

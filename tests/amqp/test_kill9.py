@@ -88,3 +88,31 @@ def test_nothing_settled_is_lost_after_kill_9() -> None:
         lost = settled - found
         assert not lost, f"{len(lost)} of {len(settled)} accepted messages lost, e.g. {sorted(lost)[:5]}"
         assert handler.sent > len(settled) or found >= settled  # the stream was cut mid-way
+
+
+def test_unsettled_delivery_comes_again_after_kill_9() -> None:
+    """A message sent to an at-least-once receiver but not yet accepted when the broker is
+    killed is delivered again after the restart (it was locked, not removed: issue 20
+    settlement; seed 004 item 13 browseAndLock)."""
+    with amqp_broker() as (broker, port):
+        conn = BlockingConnection(url(port), timeout=WAIT)
+        try:
+            conn.create_sender("queue://REPLIES").send(Message(body="in flight", durable=True))
+            receiver = conn.create_receiver("queue://REPLIES", credit=1)
+            assert receiver.receive(timeout=WAIT).body == "in flight"  # received, not settled
+            broker.kill()
+        finally:
+            conn.timeout = 1.0  # the broker is gone: do not wait for its close
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001 - the broker is gone
+                pass
+        broker.start()
+        conn = BlockingConnection(url(port), timeout=WAIT)
+        try:
+            receiver = conn.create_receiver("queue://REPLIES")
+            again = receiver.receive(timeout=WAIT)
+            receiver.accept()
+        finally:
+            conn.close()
+        assert again.body == "in flight"

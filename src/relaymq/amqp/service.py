@@ -48,6 +48,13 @@ async def start(context: Any) -> AmqpService:
     except ImportError as error:
         raise ServiceError(f"config error: amqp.enabled: the AMQP listener needs python-qpid-proton"
                            f" (pip install 'relaymq[amqp]'): {error}") from None
+    qm_aio = context.services.get("qmgr.aio")
+    if qm_aio is not None:  # messages a crash left locked for AMQP receivers: delivered again
+        from relaymq.amqp.queue_links import recover
+
+        unlocked = await recover(qm_aio, await qm_aio.queue_names())
+        if unlocked:
+            log.info("AMQP: %d message(s) locked for receivers before a restart are visible again", unlocked)
     services = dict(context.services)
     services["broker"] = context.broker
     listener = AmqpListener(settings, services)

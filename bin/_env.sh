@@ -72,3 +72,8 @@ ensure_node_packages() {  # the npm AMQP 1.0 client (rhea) the AMQP listener tes
   echo "relaymq: installing the npm packages of $dir" >&2
   (cd "$dir" && npm ci --no-audit --no-fund --silent) >&2
 }
+
+ensure_rabbitmq() {  # an outside AMQP 1.0 JMS provider for the JMS flow node tests (started by them)
+  [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] && return 0
+  apt_install rabbitmq-server  # where services start on install, the tests' own node is separate
+}

@@ -24,6 +24,7 @@ from urllib.parse import unquote, urlsplit
 
 from proton import Collector, Condition, Connection, Delivery, Event, Link, Message, Terminus, Transport
 
+from relaymq.amqp.engine_io import drain, feed
 from relaymq.amqp.links import echo_selector
 
 log = logging.getLogger("relaymq.amqp.client")
@@ -89,6 +90,7 @@ class AmqpClient(asyncio.Protocol):
         self._senders: dict[str, Link] = {}
         self._credit: dict[Link, asyncio.Event] = {}
         self._ticker: asyncio.TimerHandle | None = None
+        self._held = b""  # bytes the engine had no room for yet
 
     @classmethod
     async def connect(cls, endpoint: Endpoint, container_id: str | None = None, timeout: float = 30.0) -> AmqpClient:
@@ -111,9 +113,10 @@ class AmqpClient(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         try:
-            self.engine.push(data)
+            self._held = feed(self.engine, self._held + data, self.pump)
         except Exception as err:  # noqa: BLE001 - the engine's TransportException
             log.info("AMQP client %s: %s", self.endpoint.host, err)
+            self._held = b""
         self.pump()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -132,12 +135,14 @@ class AmqpClient(asyncio.Protocol):
         while (event := self.collector.peek()) is not None:
             self._event(event)
             self.collector.pop()
-        pending = self.engine.pending()
-        if pending > 0 and self.transport is not None and not self.transport.is_closing():
-            self.transport.write(bytes(self.engine.peek(pending)))
-            self.engine.pop(pending)
-        elif pending < 0 and self.transport is not None:
+        if self.transport is None:
+            return
+        if drain(self.engine, self._write) < 0:
             self.transport.close()
+
+    def _write(self, data: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(data)
 
     def _event(self, event: Event) -> None:
         kind = event.type

@@ -24,6 +24,7 @@ from typing import Any
 from proton import Collector, Condition, Connection, Endpoint, Event, Link, Transport, TransportException
 
 from relaymq.amqp.addresses import TOPIC, AddressError, AddressScheme
+from relaymq.amqp.engine_io import drain, feed
 from relaymq.amqp.links import LinkHandler, terminus_address
 from relaymq.amqp.queue_links import QueueInbound, QueueOutbound, condition_for
 from relaymq.amqp.sasl import ANONYMOUS, SaslError, SaslServer
@@ -55,6 +56,7 @@ class AmqpConnection(asyncio.Protocol):
         self.tasks: set[asyncio.Task[Any]] = set()
         self.closed = False
         self._pump_scheduled = False
+        self._held = b""  # bytes the engine had no room for yet
         self._ticker: asyncio.TimerHandle | None = None
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
@@ -140,11 +142,12 @@ class AmqpConnection(asyncio.Protocol):
 
     def _push(self, data: bytes) -> None:
         assert self.engine is not None
-        if data:
-            try:
-                self.engine.push(data)
-            except TransportException as err:
-                log.info("AMQP connection %s: %s", self.peer, err)
+        try:
+            left = feed(self.engine, self._held + data, self.pump)
+        except TransportException as err:
+            log.info("AMQP connection %s: %s", self.peer, err)
+            left = b""
+        self._held = left  # the engine is full until it has sent: taken with the next bytes
         self.pump()
 
     def _tick(self) -> None:
@@ -169,11 +172,7 @@ class AmqpConnection(asyncio.Protocol):
                 self.abort()
                 return
             self.collector.pop()
-        pending = engine.pending()
-        if pending > 0:
-            self._write(engine.peek(pending))
-            engine.pop(pending)
-            pending = engine.pending()
+        pending = drain(engine, self._write)
         if pending < 0 or engine.closed:  # the engine closed its output: so does the socket
             self.abort(graceful=True)
 

@@ -1,0 +1,38 @@
+"""Moving bytes in and out of python-qpid-proton's engine (a Transport), shared by the
+listener's connections and the client. Pure: the caller owns the socket."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from proton import Transport
+
+
+def feed(engine: Transport, data: bytes, process: Callable[[], None]) -> bytes:
+    """Push ``data`` into the engine in pieces of at most its capacity (a larger push raises),
+    handling its events after each (``process``). Returns what it could not take: the engine
+    closed its input, or is full until its output is read."""
+    view = memoryview(data)
+    while view:
+        room = engine.capacity()
+        if room <= 0:
+            process()
+            room = engine.capacity()
+            if room <= 0:
+                return bytes(view)
+        taken = min(room, len(view))
+        engine.push(bytes(view[:taken]))
+        view = view[taken:]
+        process()
+    return b""
+
+
+def drain(engine: Transport, write: Callable[[bytes], None]) -> int:
+    """Hand everything the engine has to send to ``write``; returns ``pending()`` after it
+    (negative: the engine closed its output)."""
+    pending = engine.pending()
+    if pending > 0:
+        write(bytes(engine.peek(pending)))
+        engine.pop(pending)
+        pending = engine.pending()
+    return pending

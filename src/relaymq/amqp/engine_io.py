@@ -31,7 +31,7 @@ def drain(engine: Transport, write: Callable[[bytes], None]) -> int:
     """Hand everything the engine has to send to ``write``; returns ``pending()`` after it
     (negative: the engine closed its output)."""
     pending = engine.pending()
-    if pending > 0:
+    while pending > 0:  # the engine shows its output a buffer at a time (a large transfer)
         write(bytes(engine.peek(pending)))
         engine.pop(pending)
         pending = engine.pending()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 from proton import Collector, Condition, Connection, Delivery, Event, Link, Message, Terminus, Transport
 
-from relaymq.amqp.engine_io import drain, feed
+from relaymq.amqp.engine_io import drain, feed, tick
 from relaymq.amqp.links import echo_selector
 
 log = logging.getLogger("relaymq.amqp.client")
@@ -126,10 +125,9 @@ class AmqpClient(asyncio.Protocol):
     def _tick(self) -> None:
         if self.closed:
             return
-        deadline = self.engine.tick(time.monotonic())
-        self.pump()
-        if deadline:
-            self._ticker = self.loop.call_later(max(deadline - time.monotonic(), 0.05), self._tick)
+        delay = tick(self.engine, self.pump)
+        if delay is not None:
+            self._ticker = self.loop.call_later(delay, self._tick)
 
     def pump(self) -> None:
         while (event := self.collector.peek()) is not None:

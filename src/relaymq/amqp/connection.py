@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Coroutine
 from typing import Any
 
 from proton import Collector, Condition, Connection, Endpoint, Event, Link, Transport, TransportException
 
 from relaymq.amqp.addresses import TOPIC, AddressError, AddressScheme
-from relaymq.amqp.engine_io import drain, feed
+from relaymq.amqp.engine_io import drain, feed, tick
 from relaymq.amqp.links import LinkHandler, terminus_address
 from relaymq.amqp.queue_links import QueueInbound, QueueOutbound, condition_for
 from relaymq.amqp.sasl import ANONYMOUS, SaslError, SaslServer
@@ -153,10 +152,9 @@ class AmqpConnection(asyncio.Protocol):
     def _tick(self) -> None:
         if self.engine is None or self.closed:
             return
-        deadline = self.engine.tick(time.monotonic())
-        self.pump()
-        if deadline:
-            self._ticker = self.loop.call_later(max(deadline - time.monotonic(), 0.05), self._tick)
+        delay = tick(self.engine, self.pump)
+        if delay is not None:
+            self._ticker = self.loop.call_later(delay, self._tick)
 
     # -- events -------------------------------------------------------------------------------
     def pump(self) -> None:

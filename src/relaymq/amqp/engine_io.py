@@ -3,9 +3,13 @@ listener's connections and the client. Pure: the caller owns the socket."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from proton import Transport
+
+#: The shortest wait before the engine's next tick (seconds).
+MIN_TICK = 0.05
 
 
 def feed(engine: Transport, data: bytes, process: Callable[[], None]) -> bytes:
@@ -36,3 +40,11 @@ def drain(engine: Transport, write: Callable[[bytes], None]) -> int:
         engine.pop(pending)
         pending = engine.pending()
     return pending
+
+
+def tick(engine: Transport, process: Callable[[], None]) -> float | None:
+    """Let the engine keep time (idle time-outs, heartbeats); returns the seconds until it
+    wants the next tick, or None when it keeps no time."""
+    deadline = engine.tick(time.monotonic())
+    process()
+    return max(deadline - time.monotonic(), MIN_TICK) if deadline else None

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import logging
 import ssl
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from relaymq.amqp.settings import AmqpSettings
+from relaymq.server.tls import server_context
 
 if TYPE_CHECKING:
     from relaymq.amqp.listener import AmqpListener
@@ -58,13 +60,10 @@ async def start(context: Any) -> AmqpService:
     services = dict(context.services)
     services["broker"] = context.broker
     listener = AmqpListener(settings, services)
-    ssl_context = None
-    if settings.tls_cert:
-        ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        try:
-            ssl_context.load_cert_chain(settings.tls_cert, settings.tls_key)
-        except (OSError, ssl.SSLError) as error:
-            raise ServiceError(f"config error: amqp.tls_cert: cannot load the certificate: {error}") from None
+    try:  # the listeners' TLS context (TLS 1.2 and up); no client certificates here
+        ssl_context = server_context(SimpleNamespace(tls_cert=settings.tls_cert, tls_key=settings.tls_key, tls_ca=""))
+    except (OSError, ssl.SSLError) as error:
+        raise ServiceError(f"config error: amqp.tls_cert: cannot load the certificate: {error}") from None
     for key, port, tls in (("port", settings.port, None), ("tls_port", settings.tls_port, ssl_context)):
         if key == "tls_port" and tls is None:
             continue

@@ -36,7 +36,7 @@ class RabbitMQ:
     def env(self) -> dict[str, str]:
         (self.dir / "enabled_plugins").write_text("[rabbitmq_amqp1_0].\n")
         (self.dir / "rabbitmq.conf").write_text(
-            "listeners.tcp.1 = 127.0.0.1:%d\nloopback_users = none\nlog.console = true\n" % self.port)
+            f"listeners.tcp.1 = 127.0.0.1:{self.port}\nloopback_users = none\nlog.console = true\n")
         return {**os.environ,
                 "HOME": str(self.dir),  # the Erlang cookie lives here
                 "RABBITMQ_NODENAME": self.node,

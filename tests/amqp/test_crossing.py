@@ -36,7 +36,7 @@ def broker() -> Iterator[tuple[BrokerProcess, int]]:
         yield started
 
 
-def mqtt5(broker: BrokerProcess) -> tuple[mqtt.Client, "queue.Queue[mqtt.MQTTMessage]"]:
+def mqtt5(broker: BrokerProcess) -> tuple[mqtt.Client, queue.Queue[mqtt.MQTTMessage]]:
     inbox: queue.Queue[mqtt.MQTTMessage] = queue.Queue()
     connected: queue.Queue[object] = queue.Queue()
     client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"x-{uuid.uuid4().hex[:8]}", protocol=mqtt.MQTTv5)

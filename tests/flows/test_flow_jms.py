@@ -16,7 +16,7 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from proton import Message, int32
+from proton import Message, Timeout, int32
 from proton.utils import BlockingConnection
 
 from harness import free_port
@@ -129,7 +129,7 @@ def test_failing_run_backs_out_to_the_backout_queue(broker: FlowBroker) -> None:
     assert got.properties["relaymq_flow"] == "jms-poison"
     conn = amqp(broker)
     try:
-        with pytest.raises(Exception):  # accepted at the provider: nothing left on JMS.BAD
+        with pytest.raises(Timeout):  # accepted at the provider: nothing left on JMS.BAD
             conn.create_receiver("queue://JMS.BAD").receive(timeout=2.0)
     finally:
         conn.close()

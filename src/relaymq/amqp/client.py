@@ -142,7 +142,7 @@ class AmqpClient(asyncio.Protocol):
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(data)
 
-    def _event(self, event: Event) -> None:
+    def _event(self, event: Any) -> None:  # proton types every Event attribute Optional
         kind = event.type
         if kind == Event.CONNECTION_REMOTE_OPEN:
             if not self.opened.done():
@@ -207,7 +207,8 @@ class AmqpClient(asyncio.Protocol):
         self.closed = True
         if self._ticker is not None:
             self._ticker.cancel()
-        for future in [self.opened, *self._attached.values(), *self._outcomes.values()]:
+        futures: list[asyncio.Future[Any]] = [self.opened, *self._attached.values(), *self._outcomes.values()]
+        for future in futures:
             if not future.done():
                 future.set_exception(error)
         for waiter in self._credit.values():
@@ -247,7 +248,7 @@ class AmqpClient(asyncio.Protocol):
             waiter = self._credit[link]
             waiter.clear()
             await waiter.wait()
-        delivery = link.delivery(uuid.uuid4().bytes)
+        delivery = link.delivery(uuid.uuid4().hex)
         outcome: asyncio.Future[None] = self.loop.create_future()
         self._outcomes[delivery] = outcome
         link.send(message.encode())

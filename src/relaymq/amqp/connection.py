@@ -46,7 +46,7 @@ class AmqpConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.user: str | None = None
-        self.container = ""
+        self.container: str = ""
         self.sasl = SaslServer(self.settings.allow_anonymous)
         self.engine: Transport | None = None
         self.connection: Connection | None = None
@@ -183,11 +183,11 @@ class AmqpConnection(asyncio.Protocol):
         self._pump_scheduled = False
         self.pump()
 
-    def _event(self, event: Event) -> None:
+    def _event(self, event: Any) -> None:  # proton types every Event attribute Optional
         kind = event.type
         if kind == Event.CONNECTION_REMOTE_OPEN:
             conn = event.connection
-            self.container = conn.remote_container or ""
+            self.container = str(conn.remote_container or "")
             conn.container = CONTAINER_ID
             conn.open()
         elif kind == Event.SESSION_REMOTE_OPEN:
@@ -231,7 +231,7 @@ class AmqpConnection(asyncio.Protocol):
             link.target.copy(link.remote_target)
             link.source.copy(link.remote_source)
         else:
-            link.source.address = link.remote_source.address
+            link.source.address = link.remote_source.address  # type: ignore[assignment]  # None when refused
             link.target.copy(link.remote_target)
         link.snd_settle_mode = link.remote_snd_settle_mode
         link.rcv_settle_mode = Link.RCV_FIRST
@@ -275,10 +275,8 @@ class AmqpConnection(asyncio.Protocol):
 
     def _refuse(self, link: Link, condition: Condition) -> None:
         """Answer the attach with no terminus, then detach with the reason (part 2.6.3)."""
-        if link.is_receiver:
-            link.target.address = None
-        else:
-            link.source.address = None
+        terminus = link.target if link.is_receiver else link.source
+        terminus.address = None  # type: ignore[assignment]  # a null terminus: the refusal
         if not (link.state & Endpoint.LOCAL_ACTIVE):
             link.open()
         link.condition = condition

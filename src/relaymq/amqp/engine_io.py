@@ -36,7 +36,7 @@ def drain(engine: Transport, write: Callable[[bytes], None]) -> int:
     (negative: the engine closed its output)."""
     pending = engine.pending()
     while pending > 0:  # the engine shows its output a buffer at a time (a large transfer)
-        write(bytes(engine.peek(pending)))
+        write(bytes(engine.peek(pending) or b""))
         engine.pop(pending)
         pending = engine.pending()
     return pending

@@ -123,8 +123,8 @@ def _seconds(ms: int) -> float:
 
 def amqp_to_jms(msg: Message, scheme: AddressScheme, delivery_count: int = 0) -> JMSMessage:
     """The JMS view of a received AMQP message."""
-    annotations = msg.annotations or {}
-    body = msg.body
+    annotations: dict[Any, Any] = dict(msg.annotations or {})
+    body: Any = msg.body
     code = annotations.get(MSG_TYPE)
     kind = CODE_TYPES.get(int(code)) if code is not None else None
     if kind is None:
@@ -159,7 +159,8 @@ def amqp_to_jms(msg: Message, scheme: AddressScheme, delivery_count: int = 0) ->
     jms.JMSType = msg.subject or None
     jms.JMSRedelivered = delivery_count > 0
     props = jms.properties
-    for name, value in (msg.properties or {}).items():
+    properties: dict[Any, Any] = dict(msg.properties or {})
+    for name, value in properties.items():
         dt = _dt_of(value) if value is not None else "string"
         if dt is None:
             continue  # a list or map property: JMS has none; not selectable, not kept
@@ -199,12 +200,12 @@ def jms_to_amqp(jms: JMSMessage, scheme: AddressScheme, address: str | None = No
     to = address or scheme.from_jms(jms.JMSDestination)
     if to:
         msg.address = to
-    annotations: dict[symbol, object] = {MSG_TYPE: byte(TYPE_CODES[jms.message_type])}
+    annotations: dict[Any, Any] = {MSG_TYPE: byte(TYPE_CODES[jms.message_type])}
     destination = scheme.to_jms(to) if to else jms.JMSDestination
     if destination:
         annotations[DEST] = byte(TOPIC_CODE if destination.startswith("topic://") else QUEUE_CODE)
     if jms.JMSReplyTo:
-        msg.reply_to = scheme.from_jms(jms.JMSReplyTo)
+        msg.reply_to = scheme.from_jms(jms.JMSReplyTo) or ""
         annotations[REPLY_TO] = byte(TOPIC_CODE if jms.JMSReplyTo.startswith("topic://") else QUEUE_CODE)
     msg.annotations = annotations
     msg.durable = jms.JMSDeliveryMode == PERSISTENT
@@ -223,12 +224,12 @@ def jms_to_amqp(jms: JMSMessage, scheme: AddressScheme, address: str | None = No
     if jms.JMSType:
         msg.subject = jms.JMSType
     props = jms.properties
-    application: dict[str, object] = {}
+    application: dict[Any, Any] = {}
     for name, value in props.items():
         if name in FIELD_PROPERTIES or name.startswith(MQ_VIEW_PREFIX):
             continue
         application[name] = typed_value(value, props.dt(name))
-    msg.properties = application
+    msg.properties = application  # type: ignore[assignment]  # proton's stub says None
     if "JMSXUserID" in props and props["JMSXUserID"]:
         msg.user_id = str(props["JMSXUserID"]).encode("utf-8")
     if "JMSXGroupID" in props and props["JMSXGroupID"]:

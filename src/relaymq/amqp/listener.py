@@ -12,7 +12,7 @@ from relaymq.amqp.connection import AmqpConnection
 from relaymq.amqp.settings import AmqpSettings
 from relaymq.http.admission import Admission, peer_host
 from relaymq.ratelog import RefusalLog
-from relaymq.server.binding import Servers, create_servers
+from relaymq.net.binding import Servers, create_servers
 
 log = logging.getLogger("relaymq.amqp")
 REFUSALS = RefusalLog(log)

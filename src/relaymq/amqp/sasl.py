@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from proton import UNDESCRIBED, Array, Data, Described, symbol, ubyte, ulong
 
@@ -40,7 +41,7 @@ class Credentials:
     password: bytes | None
 
 
-def encode_frame(descriptor: int, fields: list[object]) -> bytes:
+def encode_frame(descriptor: int, fields: list[Any]) -> bytes:
     data = Data()
     data.put_object(Described(ulong(descriptor), fields))
     body = data.encode()
@@ -101,7 +102,8 @@ class SaslServer:
                 raise SaslError("authentication is required: the client must use SASL")
             self._header_seen = True
             self.outgoing += SASL_HEADER
-            self.outgoing += encode_frame(SASL_MECHANISMS, [Array(UNDESCRIBED, Data.SYMBOL, *(symbol(m) for m in self.mechanisms))])
+            offered: Any = Array(UNDESCRIBED, Data.SYMBOL, *(symbol(m) for m in self.mechanisms))  # type: ignore[arg-type]
+            self.outgoing += encode_frame(SASL_MECHANISMS, [offered])
         self._frames()
 
     def _frames(self) -> None:
@@ -129,7 +131,8 @@ class SaslServer:
             raise SaslError("expected sasl-init")
         fields = list(frame.value) if isinstance(frame.value, (list, tuple)) else []
         mechanism = str(fields[0]) if fields else ""
-        response = bytes(fields[1]) if len(fields) > 1 and fields[1] is not None else b""
+        raw: Any = fields[1] if len(fields) > 1 else None
+        response = bytes(raw) if raw is not None else b""
         if mechanism not in self.mechanisms:
             self.credentials = Credentials(mechanism, None, None)  # answered AUTH by outcome()
             return

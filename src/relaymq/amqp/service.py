@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from relaymq.amqp.settings import AmqpSettings
-from relaymq.server.tls import server_context
+from relaymq.net.tls import server_context
 
 if TYPE_CHECKING:
     from relaymq.amqp.listener import AmqpListener

@@ -17,6 +17,7 @@ does not select is acknowledged and not sent.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections import deque
 from typing import Any
@@ -87,7 +88,7 @@ def packet_properties(pub: MQTT5Publish) -> dict[str, Any]:
 def mqtt5_publish(packet: Publish) -> MQTT5Publish:
     props = packet.properties
     return MQTT5Publish(packet.topic, bytes(packet.payload), packet.qos, packet.retain,
-                        user_properties=[tuple(p) for p in props.get("user_property", ())],  # type: ignore[misc]
+                        user_properties=[(str(k), str(v)) for k, v in props.get("user_property", ())],
                         **{name: props[name] for name in _PUBLISH_PROPERTIES if name in props})
 
 
@@ -235,17 +236,17 @@ class TopicOutbound(LinkHandler):
         if packet_id is None and len(self._waiting) > MAX_BUFFERED_AT_MOST_ONCE:
             self._waiting.popleft()
             self.dropped += 1
-        self.owner.loop.call_soon(self.flow)
+        asyncio.get_running_loop().call_soon(self.flow)
 
     def _ack_later(self, packet_id: int | None) -> None:
         if packet_id is not None:
-            self.owner.loop.call_soon(self.bridge.ack, packet_id)
+            asyncio.get_running_loop().call_soon(self.bridge.ack, packet_id)
 
     def flow(self) -> None:
         sent = False
         while self._waiting and self.link.credit > 0 and not self.done:
             packet_id, msg = self._waiting.popleft()
-            delivery = self.link.delivery(secrets.token_bytes(8))
+            delivery = self.link.delivery(secrets.token_hex(8))
             self.link.send(msg.encode())
             self.link.advance()
             if self.at_most_once or packet_id is None:

@@ -50,7 +50,7 @@ class JmsBinding(Binding):
         while not self._stopping.is_set():
             try:
                 self._client = await AmqpClient.connect(endpoint, factory.client_id)
-                await self._client.receive(node.source.address, self._received, credit=1,
+                await self._client.receive(node.jms_source.address, self._received, credit=1,
                                            selector=node.props["selector"] or None,
                                            durable_name=node.props["durable_subscription_id"] or None)
                 if warned:
@@ -66,7 +66,7 @@ class JmsBinding(Binding):
             if not self._stopping.is_set():
                 try:
                     await asyncio.wait_for(self._stopping.wait(), RETRY_SECONDS)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
 
     def _received(self, amqp: Any, delivery: Any) -> None:

@@ -12,11 +12,11 @@ class) is sent as a BytesMessage of its body (item 12: no Message_MetaData, a By
 
 from __future__ import annotations
 
-from relaymq.flows.assembly import body_bytes, replace_transport_folder, transport_folder
+from relaymq.flows.assembly import replace_transport_folder, transport_folder
 from relaymq.flows.nodes.jms_mq_transform import jms_from_folder
 from relaymq.flows.nodes.mq_jms_transform import JMS_FOLDER, jms_folder
 from relaymq.message.jms import BYTES, MESSAGE_TYPES, JMSMessage
-from relaymq.message.message import Message
+from relaymq.message.message import Message, body_bytes
 
 
 def incoming(jms: JMSMessage, domain: str | None) -> Message:

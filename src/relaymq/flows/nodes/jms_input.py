@@ -37,15 +37,15 @@ class JMSInput(InputNode):
         super().configure()
         jndi = jndi_context(self)
         self.factory = lookup_factory(self, jndi)
-        self.source: Destination = jndi.lookup_destination(self.props["source"])
+        self.jms_source: Destination = jndi.lookup_destination(self.props["source"])
         if self.props["selector"]:
             try:
                 compile_selector(self.props["selector"])
             except SelectorError as err:
                 raise self.error(str(err), "selector") from None
-        if self.props["durable_subscription_id"] and self.source.kind != "topic":
+        if self.props["durable_subscription_id"] and self.jms_source.kind != "topic":
             raise self.error("a durable subscription needs a topic source", "durable_subscription_id")
 
     @property
     def binding_key(self) -> str:
-        return f"jms:{self.factory.url}|{self.source.address}|{self.props['durable_subscription_id']}"
+        return f"jms:{self.factory.url}|{self.jms_source.address}|{self.props['durable_subscription_id']}"

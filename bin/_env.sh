@@ -75,5 +75,13 @@ ensure_node_packages() {  # the npm AMQP 1.0 client (rhea) the AMQP listener tes
 
 ensure_rabbitmq() {  # an outside AMQP 1.0 JMS provider for the JMS flow node tests (started by them)
   [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] && return 0
-  apt_install rabbitmq-server  # where services start on install, the tests' own node is separate
+  # The tests start their own node on loopback ports; Debian's service (every interface, 5672)
+  # must not start on install: a policy-rc.d that denies it, unless the machine has one.
+  local policy=/usr/sbin/policy-rc.d made=""
+  if [ ! -e "$policy" ] && [ "$(id -u)" -eq 0 ]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && made=1
+  fi
+  apt_install rabbitmq-server
+  [ -n "$made" ] && rm -f "$policy"
+  return 0
 }

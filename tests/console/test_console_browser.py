@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import expect
 
 from harness import BrokerProcess
-from interop.clients import PahoClient, paho_client, unique
+from interop.clients import PahoClient, unique
 from operator_http import call
 
 CONFIG = {"qmgr": {"queue": [{"name": "CONSOLE.IN"}, {"name": "CONSOLE.OUT"}, {"name": "CONSOLE.REPLY"}]},

@@ -23,7 +23,7 @@ exit status: 0 success, 1 the job failed (one line on stderr naming the cause), 
 130 stopped with Ctrl-C (quietly: the queries are stopped, then the session)."""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``pipeline run``."""
     parser = subparsers.add_parser(
         "pipeline", help="run Spark jobs over the message log",

@@ -30,7 +30,7 @@ examples:
 options given here override the file: --port replaces the port of the first [[listener]]
 (or creates the default listener on that port; 0 picks a free port)."""
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``serve`` sub-command."""
     parser = subparsers.add_parser(
         "serve",
@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
-    from relaymq.server.preflight import rule_problems, rules_beside_config
+    from relaymq.qmgr.rule_check import rule_problems
+    from relaymq.server.preflight import rules_beside_config
 
     rules_beside_config(config)  # examples/qmgr-rules: no PYTHONPATH needed (issue 18)
     problems = rule_problems(config)  # a rule module that cannot be imported (issue 18)

@@ -43,7 +43,7 @@ exit status 27: -W seconds passed before -C messages arrived.
 {CONNECTION_EPILOG}"""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``sub`` sub-command."""
     parser = subparsers.add_parser(
         "sub",
@@ -113,7 +113,7 @@ class _Printer:
     def _line(self, message: mqtt.MQTTMessage) -> bytes:
         if self.format is not None:
             return sub_format.render(self.format, message)
-        line = message.topic.encode("utf-8") + b" " + message.payload if self.verbose else message.payload
+        line = message.topic.encode("utf-8") + b" " + message.payload if self.verbose else bytes(message.payload)
         if self.user_properties:
             pairs = (getattr(message.properties, "UserProperty", None) or []) if message.properties else []
             line += b"".join(f"\t{name}={value}".encode() for name, value in pairs)
@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
         connection.open()
         reasons = connection.subscribe(args.topic, args.qos,
                                        [(FILTER_PROPERTY, args.filter)] if args.filter else None)
-        refused = [(topic, reason) for topic, reason in zip(args.topic, reasons) if reason.is_failure]
+        refused = [(topic, reason) for topic, reason in zip(args.topic, reasons, strict=False) if reason.is_failure]
         why = f" ({connection.suback_reason})" if connection.suback_reason else ""  # MQTT 5 Reason String
         for topic, reason in refused:
             report(args, "sub", f"subscription to {topic!r} refused: {reason}{why}")

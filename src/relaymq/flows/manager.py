@@ -10,6 +10,7 @@ pointed at it, and only then does the old flow drain its queued messages and sto
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import os
 from collections.abc import Mapping
@@ -25,6 +26,7 @@ from relaymq.flows.flow import Flow
 from relaymq.flows.group import ExecutionGroup
 from relaymq.flows.node import Node
 from relaymq.flows.nodes.http_input import HTTPInput
+from relaymq.flows.nodes.jms_input import JMSInput
 from relaymq.flows.nodes.mq_input import MQInput
 from relaymq.flows.nodes.scada_input import SCADAInput
 from relaymq.flows.runtime import FlowRuntime
@@ -89,6 +91,8 @@ class FlowManager:
             return f"path:{node.props['path']}"
         if isinstance(node, MQInput):
             return f"queue:{node.props['queue']}"
+        if isinstance(node, JMSInput):
+            return node.binding_key
         raise DeployError(f"node {node.name}: no transport for a {node.KIND} input")
 
     def _new_binding(self, node: Node) -> Binding:
@@ -102,6 +106,10 @@ class FlowManager:
             if self.aio is None:
                 raise DeployError(f"node {node.name}: MQInput needs the queue manager")
             return QueueBinding(self.aio, node.props["queue"], self.backout_counts)
+        if isinstance(node, JMSInput):
+            from relaymq.flows.jms_binding import JmsBinding
+
+            return JmsBinding(node)
         raise DeployError(f"node {node.name}: no transport for a {node.KIND} input")
 
     # -- deploy ----------------------------------------------------------------------------
@@ -208,11 +216,11 @@ class FlowManager:
         if path is not None and os.path.exists(path):
             os.remove(path)
 
-    def stored(self) -> list[tuple[str, str]]:
+    def stored(self) -> builtins.list[tuple[str, str]]:  # builtins: this class has a method named list
         """(group, path) of every stored flow."""
         if not self.store_dir or not os.path.isdir(self.store_dir):
             return []
-        found = []
+        found: builtins.list[tuple[str, str]] = []
         for group in sorted(os.listdir(self.store_dir)):
             folder = os.path.join(self.store_dir, group)
             if os.path.isdir(folder) and NAME.match(group):

@@ -21,7 +21,7 @@ QOS_LEVELS = ("0", "1", "2")
 
 def _by_qos(name: str, documentation: str, values: list[int]) -> CounterMetricFamily:
     family = CounterMetricFamily(name, documentation, labels=["qos"])
-    for qos, value in zip(QOS_LEVELS, values):
+    for qos, value in zip(QOS_LEVELS, values, strict=True):
         family.add_metric([qos], value)
     return family
 

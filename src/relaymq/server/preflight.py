@@ -1,5 +1,5 @@
-"""What start-up checks before anything starts (issue 18, "the first hour"): the configured
-rules can be imported (``serve --check`` too), and the HTTP and channel ports are free, so
+"""What start-up checks before anything starts (issue 18, "the first hour"): the HTTP and
+channel ports are free (the rules: relaymq.qmgr.rule_check), so
 a port in use is one line and exit status 2 for every listener alike, as ``serve --help``
 promises, instead of an ERROR after the store opened, one port per attempt.
 
@@ -15,7 +15,7 @@ import socket
 import sys
 from typing import Any
 
-from relaymq.server.binding import bind_addresses
+from relaymq.net.binding import bind_addresses
 
 #: Errors that mean "this machine has no such address" (no IPv6): not a busy port.
 _NO_ADDRESS = {errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT, errno.EPROTONOSUPPORT}
@@ -76,22 +76,3 @@ def rules_beside_config(config: Any) -> None:
         directory = os.path.dirname(os.path.abspath(source))
         if directory not in sys.path:
             sys.path.append(directory)
-
-
-def rule_problems(config: Any) -> list[str]:
-    """``key: message`` for each ``[qmgr] rule`` and queue ``rule`` that cannot be imported
-    (or is no rule class)."""
-    from relaymq.qmgr.errors import BadProperty
-    from relaymq.qmgr.rules import QueueManagerRule, QueueRule, rule_class
-
-    qmgr = config.section("qmgr")
-    wanted = [("qmgr.rule", qmgr.rule, QueueManagerRule)] if qmgr.rule else []
-    wanted += [(f"qmgr.queue[{index}].rule", definition.rule, QueueRule)
-               for index, definition in enumerate(qmgr.queue) if definition.rule]
-    problems = []
-    for key, spec, base in wanted:
-        try:
-            rule_class(spec, base)
-        except BadProperty as error:
-            problems.append(f"{key}: {error.message}")
-    return problems

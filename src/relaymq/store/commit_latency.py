@@ -34,7 +34,7 @@ class CommitLatency:
         """(upper bound, commits at or under it), ending with (inf, count): Prometheus' shape."""
         out: list[tuple[float, int]] = []
         running = 0
-        for bound, n in zip((*self.bounds, float("inf")), self.counts):
+        for bound, n in zip((*self.bounds, float("inf")), self.counts, strict=True):
             running += n
             out.append((bound, running))
         return out

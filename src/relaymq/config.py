@@ -261,6 +261,7 @@ PLUGIN_SECTIONS: dict[str, str] = {
     "pubsub": "relaymq.pubsub.settings",
     "flows": "relaymq.flows.settings",
     "archive": "relaymq.pipeline.settings",
+    "bridge": "relaymq.bridge.settings",
 }
 
 

@@ -49,6 +49,7 @@ SERVICE_MODULES: tuple[str, ...] = (
     "relaymq.pubsub.service",
     "relaymq.flows.service",
     "relaymq.pipeline.service",
+    "relaymq.bridge.service",
 )
 
 

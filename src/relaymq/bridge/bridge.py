@@ -1,0 +1,313 @@
+"""One MQTT bridge at run time: its local session in this broker (``local_link.py``), its
+connection to the remote broker (TCP or TLS, reconnected with back-off), and the
+``Forwarder`` between them. Loop prevention: the local subscriptions are No Local (a
+publication the bridge brought in does not go back out); towards an MQTT 5 remote the
+remote subscriptions are No Local too, towards 3.1.1 the CONNECT announces a bridge
+(protocol level | 0x80, Mosquitto's ``try_private``) and the remote does not echo."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import ssl
+from typing import Any
+
+from relaymq.bridge.client import ClientEnd, connect_packet
+from relaymq.bridge.forwarder import BridgeCounters, Forwarder
+from relaymq.bridge.local_link import LocalLink, open_local
+from relaymq.bridge.settings import BridgeSettings
+from relaymq.bridge.topic_map import TopicMap
+from relaymq.broker.connection import Connection
+from relaymq.config import SESSION_EXPIRY_LIMIT
+from relaymq.mqtt import packets as p
+from relaymq.mqtt.errors import MQTTError
+
+log = logging.getLogger("relaymq.bridge")
+
+#: Seconds to wait for a TCP/TLS connection and then for the CONNACK.
+CONNECT_TIMEOUT = 10.0
+#: QoS 1/2 publications this broker may have in flight to the bridge's local session.
+LOCAL_RECEIVE_MAXIMUM = 1000
+#: Bytes waiting for the remote socket past which QoS 0 publications are dropped (counted).
+REMOTE_BUFFER_LIMIT = 8 << 20
+#: CONNACK return code 1 of MQTT 3.1.1: unacceptable protocol level (a remote without try_private).
+UNACCEPTABLE_PROTOCOL = 1
+
+
+class RemoteRefused(Exception):
+    """The remote broker answered CONNECT with a refusal, or closed before answering."""
+
+    def __init__(self, message: str, reason_code: int | None) -> None:
+        super().__init__(message)
+        self.reason_code = reason_code
+
+
+def client_ssl(settings: BridgeSettings) -> ssl.SSLContext | None:
+    """The TLS context towards the remote: its certificate must chain to ``tls_ca`` (or the
+    system's CAs) and name the host unless ``tls_insecure``; ``tls_cert`` is ours."""
+    if not settings.tls:
+        return None
+    context = ssl.create_default_context(cafile=settings.tls_ca or None)
+    if settings.tls_insecure:
+        context.check_hostname = False
+    if settings.tls_cert:
+        context.load_cert_chain(settings.tls_cert, settings.tls_key or None)
+    return context
+
+
+class Bridge:
+    """A configured bridge: ``start()`` connects both ends in the background, ``stop()`` ends both."""
+
+    def __init__(self, settings: BridgeSettings, broker: Any) -> None:
+        self.settings = settings
+        self.broker = broker
+        self.counters = BridgeCounters()
+        level = p.MQTT_5 if settings.protocol == "5" else p.MQTT_311
+        self.local = ClientEnd(p.MQTT_5)
+        self.remote = ClientEnd(level)
+        self.forwarder = Forwarder(TopicMap(settings.topic), self.local, self.remote, self._send_local,
+                                   self._send_remote, self.counters)
+        self.private = settings.try_private and level != p.MQTT_5
+        self.connection: Connection | None = None  # the local session's connection
+        self.local_ready = asyncio.Event()
+        self.remote_ready = asyncio.Event()
+        self._writer: asyncio.StreamWriter | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._local_closed = asyncio.Event()
+        self._stopping = False
+
+    @property
+    def name(self) -> str:
+        return self.settings.name
+
+    # ------------------------------------------------------------------ life cycle
+    def start(self) -> None:
+        self._tasks = [asyncio.create_task(self._local_loop(), name=f"bridge {self.name} local"),
+                       asyncio.create_task(self._remote_loop(), name=f"bridge {self.name} remote")]
+
+    async def stop(self) -> None:
+        self._stopping = True
+        writer = self._writer
+        if writer is not None and not writer.is_closing():
+            writer.write(self.remote.encode(p.Disconnect()))
+            writer.close()
+        conn = self.connection
+        if conn is not None and not conn.closed:
+            conn.data_received(self.local.encode(p.Disconnect()))  # a normal end: no will, session kept
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _backoff(self, delay: float) -> float:
+        return min(delay * 2, self.settings.reconnect_max_ms / 1000.0)
+
+    async def _pause(self, delay: float) -> None:
+        await asyncio.sleep(delay * random.uniform(0.8, 1.2))
+
+    # ------------------------------------------------------------------ the local end
+    async def _local_loop(self) -> None:
+        delay = self.settings.reconnect_initial_ms / 1000.0
+        while not self._stopping:
+            self._local_closed.clear()
+            self._open_local()
+            await self._local_closed.wait()
+            self.local_ready.clear()
+            self.forwarder.target_down(self.forwarder.inbound)
+            if self._stopping:
+                return
+            log.warning("bridge %s: its session in this broker ended; again in %.1f s", self.name, delay)
+            await self._pause(delay)
+            delay = self._backoff(delay)
+
+    def _open_local(self) -> None:
+        s = self.settings
+        link = LocalLink(asyncio.get_running_loop(), self._local_bytes, self._local_closed.set)
+        self.local.new_connection()
+        self.connection = open_local(self.broker, link, self.name, s.local_principal)
+        persistent = not s.clean_session
+        connect = connect_packet(p.MQTT_5, s.remote_client_id, clean_start=s.clean_session, keep_alive=0,
+                                 session_expiry=SESSION_EXPIRY_LIMIT if persistent else 0, username=None,
+                                 password=None, bridge_flag=False, receive_maximum=LOCAL_RECEIVE_MAXIMUM)
+        self.connection.data_received(self.local.encode(connect))
+
+    def _send_local(self, packet: p.Packet) -> None:
+        conn = self.connection
+        if conn is not None and not conn.closed:
+            conn.data_received(self.local.encode(packet))
+
+    def _local_bytes(self, data: bytes) -> None:
+        try:
+            packets = self.local.receive(data)
+        except MQTTError as exc:  # this broker's own bytes: a bug, never a peer's doing
+            log.error("bridge %s: bad packet from this broker: %s", self.name, exc)
+            return
+        for packet in packets:
+            self._local_packet(packet)
+
+    def _local_packet(self, packet: p.Packet) -> None:
+        fw = self.forwarder
+        if isinstance(packet, p.Publish):
+            fw.local_publish(packet)
+        elif isinstance(packet, (p.Puback, p.Pubrec, p.Pubrel, p.Pubcomp)):
+            fw.local_ack(packet)
+        elif isinstance(packet, p.Connack):
+            self._local_connack(packet)
+        elif isinstance(packet, p.Suback):
+            self.local.release_id(packet.packet_id)
+            self._check_suback("this broker", packet, [r.local_filter for r in fw.topics.outbound])
+        elif isinstance(packet, p.Disconnect):
+            log.warning("bridge %s: this broker ended the session (reason 0x%02x)", self.name, packet.reason_code)
+
+    def _local_connack(self, packet: p.Connack) -> None:
+        if packet.reason_code != 0:
+            log.error("bridge %s: this broker refused the bridge's session as %r (reason 0x%02x)", self.name,
+                      self.settings.local_principal, packet.reason_code)
+            return
+        self.local.send_quota = packet.properties.get("receive_maximum", 65535)
+        fw = self.forwarder
+        fw.source_up(fw.outbound, packet.session_present)
+        fw.target_up(fw.inbound, packet.session_present)
+        rules = fw.topics.outbound
+        if rules:
+            # No Local: what the bridge brought in does not go back out. Retain As Published:
+            # a retained publication stays retained on the other side. Retain Handling 1: a
+            # kept subscription does not get the retained publications again at each start.
+            subscriptions = [p.Subscription(rule.local_filter, rule.qos, True, True, 1) for rule in rules]
+            self._send_local(p.Subscribe(self.local.allocate_id(), subscriptions))
+        self.local_ready.set()
+
+    def _check_suback(self, where: str, packet: p.Suback, filters: list[str]) -> None:
+        for topic_filter, code in zip(filters, packet.reason_codes):
+            if code >= 0x80:
+                log.error("bridge %s: %s refused the subscription to %r (reason 0x%02x)", self.name, where,
+                          topic_filter, code)
+
+    # ------------------------------------------------------------------ the remote end
+    async def _remote_loop(self) -> None:
+        s = self.settings
+        initial = s.reconnect_initial_ms / 1000.0
+        delay = initial
+        await self.local_ready.wait()
+        while not self._stopping:
+            try:
+                await self._remote_session()
+                delay = initial
+                why = "connection lost"
+            except RemoteRefused as exc:
+                why = str(exc)
+                if self.private and (exc.reason_code in (None, UNACCEPTABLE_PROTOCOL)):
+                    self.private = False
+                    why += "; trying again without the bridge flag (try_private)"
+            except (OSError, asyncio.TimeoutError, MQTTError) as exc:
+                why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            finally:
+                self.remote_ready.clear()
+                self.forwarder.target_down(self.forwarder.outbound)
+                self._writer = None
+            if self._stopping:
+                return
+            log.warning("bridge %s: %s:%d: %s; again in %.1f s", self.name, s.host, s.port, why, delay)
+            await self._pause(delay)
+            delay = self._backoff(delay)
+
+    async def _remote_session(self) -> None:
+        """Connect, hand the connection to the forwarder, and return when it is lost."""
+        s = self.settings
+        context = client_ssl(s)
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(s.host, s.port, ssl=context, server_hostname=s.host if context else None),
+            CONNECT_TIMEOUT)
+        try:
+            self.remote.new_connection()
+            connect = connect_packet(self.remote.level, s.remote_client_id, clean_start=s.clean_session,
+                                     keep_alive=s.keep_alive,
+                                     session_expiry=0 if s.clean_session else s.session_expiry,
+                                     username=s.username or None,
+                                     password=s.password.encode() if s.username and s.password else None,
+                                     bridge_flag=self.private, receive_maximum=LOCAL_RECEIVE_MAXIMUM)
+            writer.write(self.remote.encode(connect))
+            connack = await asyncio.wait_for(self._read_connack(reader), CONNECT_TIMEOUT)
+            if connack.reason_code != 0:
+                raise RemoteRefused(f"refused the connection (reason {connack.reason_code})", connack.reason_code)
+            self._writer = writer
+            self.counters.connects += 1
+            log.info("bridge %s: connected to %s:%d (%s%s, session %s)", self.name, s.host, s.port,
+                     "MQTT 5" if self.remote.level == p.MQTT_5 else "MQTT 3.1.1",
+                     " as a bridge" if self.private else "", "kept" if connack.session_present else "new")
+            self._remote_connack(connack)
+            await self._read_remote(reader, writer)
+        finally:
+            if not writer.is_closing():
+                writer.close()
+
+    async def _read_connack(self, reader: asyncio.StreamReader) -> p.Connack:
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                raise RemoteRefused("closed the connection before CONNACK", None)
+            for packet in self.remote.receive(data):
+                if isinstance(packet, p.Connack):
+                    return packet
+                raise MQTTError(f"{type(packet).__name__} before CONNACK")
+
+    def _remote_connack(self, connack: p.Connack) -> None:
+        s = self.settings
+        self.remote.send_quota = connack.properties.get("receive_maximum", 65535)
+        fw = self.forwarder
+        fw.source_up(fw.inbound, connack.session_present)
+        rules = fw.topics.inbound
+        if rules:
+            v5 = self.remote.level == p.MQTT_5
+            subscriptions = [p.Subscription(rule.remote_filter, rule.qos, v5, v5, 1 if v5 and not s.clean_session
+                                            else 0) for rule in rules]
+            self._send_remote(p.Subscribe(self.remote.allocate_id(), subscriptions))
+        fw.target_up(fw.outbound, connack.session_present)
+        self.remote_ready.set()
+
+    async def _read_remote(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Read until the remote closes. Keep alive: a PINGREQ every half keep-alive interval;
+        nothing received for 1.5 intervals means the remote is gone."""
+        keep_alive = self.settings.keep_alive
+        loop = asyncio.get_running_loop()
+        last_received = last_ping = loop.time()
+        while True:
+            try:
+                data: bytes | None = await asyncio.wait_for(reader.read(1 << 18), keep_alive / 2 or None)
+            except asyncio.TimeoutError:
+                data = None
+            now = loop.time()
+            if data == b"":
+                return
+            if data is not None:
+                last_received = now
+                for packet in self.remote.receive(data):
+                    self._remote_packet(packet)
+            elif now - last_received > 1.5 * keep_alive:
+                raise asyncio.TimeoutError("nothing from the remote within 1.5 x keep alive")
+            if keep_alive and now - last_ping >= keep_alive / 2:
+                last_ping = now
+                writer.write(self.remote.encode(p.Pingreq()))
+
+    def _send_remote(self, packet: p.Packet) -> None:
+        writer = self._writer
+        if writer is None or writer.is_closing():
+            return
+        if (isinstance(packet, p.Publish) and packet.qos == 0
+                and writer.transport.get_write_buffer_size() > REMOTE_BUFFER_LIMIT):
+            self.counters.dropped_qos0 += 1
+            return
+        writer.write(self.remote.encode(packet))
+
+    def _remote_packet(self, packet: p.Packet) -> None:
+        fw = self.forwarder
+        if isinstance(packet, p.Publish):
+            fw.remote_publish(packet)
+        elif isinstance(packet, (p.Puback, p.Pubrec, p.Pubrel, p.Pubcomp)):
+            fw.remote_ack(packet)
+        elif isinstance(packet, p.Suback):
+            self.remote.release_id(packet.packet_id)
+            self._check_suback("the remote broker", packet, [r.remote_filter for r in fw.topics.inbound])
+        elif isinstance(packet, p.Disconnect):
+            log.warning("bridge %s: the remote broker ended the connection (reason 0x%02x)", self.name,
+                        packet.reason_code)

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from harness import BrokerProcess
 from interop.certs import Certificates, make_certificates
 from interop.clients import WAIT, PahoClient, paho_client, unique

@@ -21,7 +21,7 @@ from relaymq.bridge.topic_map import TopicMap
 from relaymq.broker.connection import Connection
 from relaymq.config import SESSION_EXPIRY_LIMIT
 from relaymq.mqtt import packets as p
-from relaymq.mqtt.errors import MQTTError
+from relaymq.mqtt.errors import MQTTError, ProtocolError
 
 log = logging.getLogger("relaymq.bridge")
 
@@ -146,18 +146,25 @@ class Bridge:
             self._local_packet(packet)
 
     def _local_packet(self, packet: p.Packet) -> None:
-        fw = self.forwarder
-        if isinstance(packet, p.Publish):
-            fw.local_publish(packet)
-        elif isinstance(packet, (p.Puback, p.Pubrec, p.Pubrel, p.Pubcomp)):
-            fw.local_ack(packet)
-        elif isinstance(packet, p.Connack):
+        if isinstance(packet, p.Connack):
             self._local_connack(packet)
+        else:
+            self._dispatch(packet, local=True)
+
+    def _dispatch(self, packet: p.Packet, *, local: bool) -> None:
+        """A packet from this broker (``local``) or from the remote, once connected."""
+        fw = self.forwarder
+        where = "this broker" if local else "the remote broker"
+        if isinstance(packet, p.Publish):
+            (fw.local_publish if local else fw.remote_publish)(packet)
+        elif isinstance(packet, (p.Puback, p.Pubrec, p.Pubrel, p.Pubcomp)):
+            (fw.local_ack if local else fw.remote_ack)(packet)
         elif isinstance(packet, p.Suback):
-            self.local.release_id(packet.packet_id)
-            self._check_suback("this broker", packet, [r.local_filter for r in fw.topics.outbound])
+            (self.local if local else self.remote).release_id(packet.packet_id)
+            rules = fw.topics.outbound if local else fw.topics.inbound
+            self._check_suback(where, packet, [r.local_filter if local else r.remote_filter for r in rules])
         elif isinstance(packet, p.Disconnect):
-            log.warning("bridge %s: this broker ended the session (reason 0x%02x)", self.name, packet.reason_code)
+            log.warning("bridge %s: %s ended the connection (reason 0x%02x)", self.name, where, packet.reason_code)
 
     def _local_connack(self, packet: p.Connack) -> None:
         if packet.reason_code != 0:
@@ -199,7 +206,7 @@ class Bridge:
                 if self.private and (exc.reason_code in (None, UNACCEPTABLE_PROTOCOL)):
                     self.private = False
                     why += "; trying again without the bridge flag (try_private)"
-            except (OSError, asyncio.TimeoutError, MQTTError) as exc:
+            except (OSError, TimeoutError, MQTTError) as exc:
                 why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             finally:
                 self.remote_ready.clear()
@@ -249,7 +256,7 @@ class Bridge:
             for packet in self.remote.receive(data):
                 if isinstance(packet, p.Connack):
                     return packet
-                raise MQTTError(f"{type(packet).__name__} before CONNACK")
+                raise ProtocolError(f"{type(packet).__name__} before CONNACK")
 
     def _remote_connack(self, connack: p.Connack) -> None:
         s = self.settings
@@ -274,7 +281,7 @@ class Bridge:
         while True:
             try:
                 data: bytes | None = await asyncio.wait_for(reader.read(1 << 18), keep_alive / 2 or None)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 data = None
             now = loop.time()
             if data == b"":
@@ -282,9 +289,9 @@ class Bridge:
             if data is not None:
                 last_received = now
                 for packet in self.remote.receive(data):
-                    self._remote_packet(packet)
+                    self._dispatch(packet, local=False)
             elif now - last_received > 1.5 * keep_alive:
-                raise asyncio.TimeoutError("nothing from the remote within 1.5 x keep alive")
+                raise TimeoutError("nothing from the remote within 1.5 x keep alive")
             if keep_alive and now - last_ping >= keep_alive / 2:
                 last_ping = now
                 writer.write(self.remote.encode(p.Pingreq()))
@@ -299,15 +306,3 @@ class Bridge:
             return
         writer.write(self.remote.encode(packet))
 
-    def _remote_packet(self, packet: p.Packet) -> None:
-        fw = self.forwarder
-        if isinstance(packet, p.Publish):
-            fw.remote_publish(packet)
-        elif isinstance(packet, (p.Puback, p.Pubrec, p.Pubrel, p.Pubcomp)):
-            fw.remote_ack(packet)
-        elif isinstance(packet, p.Suback):
-            self.remote.release_id(packet.packet_id)
-            self._check_suback("the remote broker", packet, [r.remote_filter for r in fw.topics.inbound])
-        elif isinstance(packet, p.Disconnect):
-            log.warning("bridge %s: the remote broker ended the connection (reason 0x%02x)", self.name,
-                        packet.reason_code)

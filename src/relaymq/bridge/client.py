@@ -18,7 +18,7 @@ BRIDGE_FLAG = 0x80
 class ClientEnd:
     """Encoder, decoder and identifier allocator of one client connection at ``level`` (4 or 5)."""
 
-    __slots__ = ("level", "reader", "_next_id", "in_use", "send_quota")
+    __slots__ = ("_next_id", "in_use", "level", "reader", "send_quota")
 
     def __init__(self, level: int) -> None:
         self.level = level

@@ -18,7 +18,7 @@ from relaymq.broker.connection import Connection
 class LocalLink:
     """The link a bridge's in-process ``Connection`` writes to (``relaymq.server.link``'s interface)."""
 
-    __slots__ = ("loop", "deliver", "on_close", "_out", "_scheduled", "closed")
+    __slots__ = ("_out", "_scheduled", "closed", "deliver", "loop", "on_close")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, deliver: Callable[[bytes], None],
                  on_close: Callable[[], None]) -> None:

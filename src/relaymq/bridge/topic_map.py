@@ -13,7 +13,7 @@ CACHE_SIZE = 4096
 class TopicMap:
     """The outbound (local -> remote) and inbound (remote -> local) halves of a bridge's rules."""
 
-    __slots__ = ("outbound", "inbound", "_out_cache", "_in_cache")
+    __slots__ = ("_in_cache", "_out_cache", "inbound", "outbound")
 
     def __init__(self, rules: tuple[TopicRule, ...]) -> None:
         self.outbound = tuple(rule for rule in rules if rule.outbound)

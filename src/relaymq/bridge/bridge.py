@@ -75,6 +75,10 @@ class Bridge:
         self._writer: asyncio.StreamWriter | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._local_closed = asyncio.Event()
+        self._local_session_present = False
+        self._remote_session_present = False
+        #: SUBSCRIBEs waiting for their SUBACK: (local, packet id) -> the filters
+        self._subscribing: dict[tuple[bool, int], list[str]] = {}
         self._stopping = False
 
     @property
@@ -124,12 +128,20 @@ class Bridge:
         s = self.settings
         link = LocalLink(asyncio.get_running_loop(), self._local_bytes, self._local_closed.set)
         self.local.new_connection()
+        self._subscribing = {key: filters for key, filters in self._subscribing.items() if not key[0]}
         self.connection = open_local(self.broker, link, self.name, s.local_principal)
         persistent = not s.clean_session
         connect = connect_packet(p.MQTT_5, s.remote_client_id, clean_start=s.clean_session, keep_alive=0,
                                  session_expiry=SESSION_EXPIRY_LIMIT if persistent else 0, username=None,
                                  password=None, bridge_flag=False, receive_maximum=LOCAL_RECEIVE_MAXIMUM)
         self.connection.data_received(self.local.encode(connect))
+
+    def _subscribe(self, local: bool, subscriptions: list[p.Subscription]) -> None:
+        """SUBSCRIBE at this broker (``local``) or the remote, remembering the filters for the SUBACK."""
+        end, way = (self.local, self.forwarder.inbound) if local else (self.remote, self.forwarder.outbound)
+        packet_id = end.allocate_id(way.carried)
+        self._subscribing[(local, packet_id)] = [s.topic_filter for s in subscriptions]
+        (self._send_local if local else self._send_remote)(p.Subscribe(packet_id, subscriptions))
 
     def _send_local(self, packet: p.Packet) -> None:
         conn = self.connection
@@ -161,8 +173,13 @@ class Bridge:
             (fw.local_ack if local else fw.remote_ack)(packet)
         elif isinstance(packet, p.Suback):
             (self.local if local else self.remote).release_id(packet.packet_id)
-            rules = fw.topics.outbound if local else fw.topics.inbound
-            self._check_suback(where, packet, [r.local_filter if local else r.remote_filter for r in rules])
+            for topic_filter, code in zip(self._subscribing.pop((local, packet.packet_id), ()), packet.reason_codes):
+                if code >= 0x80:
+                    log.error("bridge %s: %s refused the subscription to %r (reason 0x%02x)", self.name, where,
+                              topic_filter, code)
+            (self._local_subscribed if local else self._remote_subscribed)()
+        elif isinstance(packet, p.Unsuback):
+            (self.local if local else self.remote).release_id(packet.packet_id)
         elif isinstance(packet, p.Disconnect):
             log.warning("bridge %s: %s ended the connection (reason 0x%02x)", self.name, where, packet.reason_code)
 
@@ -174,21 +191,23 @@ class Bridge:
         self.local.send_quota = packet.properties.get("receive_maximum", 65535)
         fw = self.forwarder
         fw.source_up(fw.outbound, packet.session_present)
-        fw.target_up(fw.inbound, packet.session_present)
+        self._local_session_present = packet.session_present
         rules = fw.topics.outbound
         if rules:
             # No Local: what the bridge brought in does not go back out. Retain As Published:
             # a retained publication stays retained on the other side. Retain Handling 1: a
             # kept subscription does not get the retained publications again at each start.
+            # The inbound direction starts at the SUBACK: its publications use identifiers the
+            # remote chose, which must not meet the SUBSCRIBE's.
             subscriptions = [p.Subscription(rule.local_filter, rule.qos, True, True, 1) for rule in rules]
-            self._send_local(p.Subscribe(self.local.allocate_id(), subscriptions))
-        self.local_ready.set()
+            self._subscribe(True, subscriptions)
+        else:
+            self._local_subscribed()
 
-    def _check_suback(self, where: str, packet: p.Suback, filters: list[str]) -> None:
-        for topic_filter, code in zip(filters, packet.reason_codes):
-            if code >= 0x80:
-                log.error("bridge %s: %s refused the subscription to %r (reason 0x%02x)", self.name, where,
-                          topic_filter, code)
+    def _local_subscribed(self) -> None:
+        if not self.forwarder.inbound.up:
+            self.forwarder.target_up(self.forwarder.inbound, self._local_session_present)
+        self.local_ready.set()
 
     # ------------------------------------------------------------------ the remote end
     async def _remote_loop(self) -> None:
@@ -227,6 +246,7 @@ class Bridge:
             CONNECT_TIMEOUT)
         try:
             self.remote.new_connection()
+            self._subscribing = {key: filters for key, filters in self._subscribing.items() if key[0]}
             connect = connect_packet(self.remote.level, s.remote_client_id, clean_start=s.clean_session,
                                      keep_alive=s.keep_alive,
                                      session_expiry=0 if s.clean_session else s.session_expiry,
@@ -268,8 +288,16 @@ class Bridge:
             v5 = self.remote.level == p.MQTT_5
             subscriptions = [p.Subscription(rule.remote_filter, rule.qos, v5, v5, 1 if v5 and not s.clean_session
                                             else 0) for rule in rules]
-            self._send_remote(p.Subscribe(self.remote.allocate_id(), subscriptions))
-        fw.target_up(fw.outbound, connack.session_present)
+            self._remote_session_present = connack.session_present
+            self._subscribe(False, subscriptions)
+        else:
+            self._remote_session_present = connack.session_present
+            self._remote_subscribed()
+
+    def _remote_subscribed(self) -> None:
+        """The outbound direction starts at the SUBACK (see _local_connack)."""
+        if not self.forwarder.outbound.up:
+            self.forwarder.target_up(self.forwarder.outbound, self._remote_session_present)
         self.remote_ready.set()
 
     async def _read_remote(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

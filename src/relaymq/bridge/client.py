@@ -4,6 +4,8 @@ broker (over a socket) and one towards this broker (in process, ``local_link.py`
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 from relaymq.mqtt import packets as p
 from relaymq.mqtt.codec import encode
 from relaymq.mqtt.reader import PacketReader
@@ -33,6 +35,7 @@ class ClientEnd:
         """A new network connection: nothing of the last one's bytes is kept (identifiers are)."""
         self.reader = PacketReader(MAX_PACKET_SIZE, from_client=False)
         self.reader.protocol_level = self.level
+        self.in_use.clear()  # a SUBSCRIBE of the last connection is answered by nobody
 
     def encode(self, packet: p.Packet) -> bytes:
         return encode(packet, self.level)
@@ -45,15 +48,16 @@ class ClientEnd:
             out.append(packet)
         return out
 
-    def allocate_id(self) -> int:
-        """A packet identifier not in use on this connection."""
-        if len(self.in_use) >= 65535:
-            raise RuntimeError("all 65535 packet identifiers are in use")
-        while True:
+    def allocate_id(self, busy: Container[int] = ()) -> int:
+        """A packet identifier for a SUBSCRIBE or UNSUBSCRIBE: not in use by another of those,
+        nor in ``busy`` (the publications in flight that the bridge relays with the
+        identifiers their source gave them)."""
+        for _ in range(65535):
             self._next_id = self._next_id % 65535 + 1
-            if self._next_id not in self.in_use:
+            if self._next_id not in self.in_use and self._next_id not in busy:
                 self.in_use.add(self._next_id)
                 return self._next_id
+        raise RuntimeError("all 65535 packet identifiers are in use")
 
     def release_id(self, packet_id: int) -> None:
         self.in_use.discard(packet_id)

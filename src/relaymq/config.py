@@ -262,6 +262,7 @@ PLUGIN_SECTIONS: dict[str, str] = {
     "flows": "relaymq.flows.settings",
     "archive": "relaymq.pipeline.settings",
     "bridge": "relaymq.bridge.settings",
+    "network": "relaymq.network.settings",
 }
 
 

@@ -14,7 +14,7 @@ import ssl
 from typing import Any
 
 from relaymq.bridge.client import ClientEnd, connect_packet
-from relaymq.bridge.forwarder import BridgeCounters, Forwarder
+from relaymq.bridge.forwarder import BridgeCounters, Forwarder, Transform
 from relaymq.bridge.local_link import LocalLink, open_local
 from relaymq.bridge.settings import BridgeSettings
 from relaymq.bridge.topic_map import TopicMap
@@ -59,15 +59,21 @@ def client_ssl(settings: BridgeSettings) -> ssl.SSLContext | None:
 class Bridge:
     """A configured bridge: ``start()`` connects both ends in the background, ``stop()`` ends both."""
 
-    def __init__(self, settings: BridgeSettings, broker: Any) -> None:
+    def __init__(self, settings: BridgeSettings, broker: Any, *, local_client_id: str | None = None,
+                 inbound_transform: Transform | None = None, dynamic: bool = False) -> None:
         self.settings = settings
         self.broker = broker
         self.counters = BridgeCounters()
         level = p.MQTT_5 if settings.protocol == "5" else p.MQTT_311
         self.local = ClientEnd(p.MQTT_5)
         self.remote = ClientEnd(level)
-        self.forwarder = Forwarder(TopicMap(settings.topic), self.local, self.remote, self._send_local,
-                                   self._send_remote, self.counters)
+        self.local_client_id = local_client_id or settings.remote_client_id
+        self.forwarder = Forwarder(TopicMap(settings.topic, inbound_as_is=dynamic), self.local, self.remote, self._send_local,
+                                   self._send_remote, self.counters, inbound_transform)
+        #: Remote subscriptions made at run time (a broker network's proxy subscriptions):
+        #: filter -> QoS, taken from the remote, with every publication accepted as it is.
+        self.dynamic: dict[str, int] = {}
+        self._remote_connected = False
         self.private = settings.try_private and level != p.MQTT_5
         self.connection: Connection | None = None  # the local session's connection
         self.local_ready = asyncio.Event()
@@ -131,7 +137,7 @@ class Bridge:
         self._subscribing = {key: filters for key, filters in self._subscribing.items() if not key[0]}
         self.connection = open_local(self.broker, link, self.name, s.local_principal)
         persistent = not s.clean_session
-        connect = connect_packet(p.MQTT_5, s.remote_client_id, clean_start=s.clean_session, keep_alive=0,
+        connect = connect_packet(p.MQTT_5, self.local_client_id, clean_start=s.clean_session, keep_alive=0,
                                  session_expiry=SESSION_EXPIRY_LIMIT if persistent else 0, username=None,
                                  password=None, bridge_flag=False, receive_maximum=LOCAL_RECEIVE_MAXIMUM)
         self.connection.data_received(self.local.encode(connect))
@@ -228,6 +234,7 @@ class Bridge:
             except (OSError, TimeoutError, MQTTError) as exc:
                 why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             finally:
+                self._remote_connected = False
                 self.remote_ready.clear()
                 self.forwarder.target_down(self.forwarder.outbound)
                 self._writer = None
@@ -279,20 +286,36 @@ class Bridge:
                 raise ProtocolError(f"{type(packet).__name__} before CONNACK")
 
     def _remote_connack(self, connack: p.Connack) -> None:
-        s = self.settings
         self.remote.send_quota = connack.properties.get("receive_maximum", 65535)
         fw = self.forwarder
         fw.source_up(fw.inbound, connack.session_present)
-        rules = fw.topics.inbound
-        if rules:
-            v5 = self.remote.level == p.MQTT_5
-            subscriptions = [p.Subscription(rule.remote_filter, rule.qos, v5, v5, 1 if v5 and not s.clean_session
-                                            else 0) for rule in rules]
-            self._remote_session_present = connack.session_present
-            self._subscribe(False, subscriptions)
+        self._remote_session_present = connack.session_present
+        self._remote_connected = True
+        wanted = [(rule.remote_filter, rule.qos) for rule in fw.topics.inbound] + list(self.dynamic.items())
+        if wanted:
+            self._subscribe(False, [self._remote_subscription(f, qos) for f, qos in wanted])
         else:
-            self._remote_session_present = connack.session_present
             self._remote_subscribed()
+
+    def _remote_subscription(self, topic_filter: str, qos: int) -> p.Subscription:
+        """No Local and Retain As Published towards MQTT 5; Retain Handling 1 for a persistent
+        session (a kept subscription does not get the retained publications again)."""
+        v5 = self.remote.level == p.MQTT_5
+        return p.Subscription(topic_filter, qos, v5, v5, 1 if v5 and not self.settings.clean_session else 0)
+
+    def subscribe_remote(self, topic_filter: str, qos: int) -> None:
+        """Hold a subscription at the remote broker (now, and after each reconnection)."""
+        self.dynamic[topic_filter] = qos
+        if self._remote_connected:
+            self._subscribe(False, [self._remote_subscription(topic_filter, qos)])
+
+    def unsubscribe_remote(self, topic_filter: str) -> None:
+        if self.dynamic.pop(topic_filter, None) is not None and self._remote_connected:
+            self._send_remote(p.Unsubscribe(self.remote.allocate_id(self.forwarder.outbound.carried), [topic_filter]))
+
+    @property
+    def connected(self) -> bool:
+        return self._remote_connected
 
     def _remote_subscribed(self) -> None:
         """The outbound direction starts at the SUBACK (see _local_connack)."""

@@ -13,9 +13,12 @@ CACHE_SIZE = 4096
 class TopicMap:
     """The outbound (local -> remote) and inbound (remote -> local) halves of a bridge's rules."""
 
-    __slots__ = ("_in_cache", "_out_cache", "inbound", "outbound")
+    __slots__ = ("_in_cache", "_out_cache", "inbound", "inbound_as_is", "outbound")
 
-    def __init__(self, rules: tuple[TopicRule, ...]) -> None:
+    def __init__(self, rules: tuple[TopicRule, ...], *, inbound_as_is: bool = False) -> None:
+        #: Remote publications no rule covers keep their topic (the subscriptions were made at
+        #: run time: a broker network's proxy subscriptions) instead of being dropped.
+        self.inbound_as_is = inbound_as_is
         self.outbound = tuple(rule for rule in rules if rule.outbound)
         self.inbound = tuple(rule for rule in rules if rule.inbound)
         self._out_cache: dict[str, str | None] = {}
@@ -27,7 +30,8 @@ class TopicMap:
 
     def to_local(self, remote_topic: str) -> str | None:
         """The local topic for a remote publication, None when no inbound rule covers it."""
-        return _mapped(remote_topic, self.inbound, self._in_cache, inbound=True)
+        mapped = _mapped(remote_topic, self.inbound, self._in_cache, inbound=True)
+        return remote_topic if mapped is None and self.inbound_as_is else mapped
 
 
 def _mapped(topic: str, rules: tuple[TopicRule, ...], cache: dict[str, str | None], *, inbound: bool) -> str | None:

@@ -50,6 +50,7 @@ SERVICE_MODULES: tuple[str, ...] = (
     "relaymq.flows.service",
     "relaymq.pipeline.service",
     "relaymq.bridge.service",
+    "relaymq.network.service",
 )
 
 

@@ -65,11 +65,24 @@ def test_the_remote_receive_maximum_holds_the_rest_back() -> None:
     assert [m.packet_id for m in ends.remote_out] == [1, 2, 3] and ends.local_out == [p.Puback(1)]
 
 
-def test_a_dup_from_the_source_is_not_carried_twice() -> None:
+def test_a_dup_from_the_source_asks_the_target_again_and_is_acknowledged_once() -> None:
     ends = Ends()
     ends.fw.local_publish(p.Publish("a/1", b"x", 1, packet_id=7))
     ends.fw.local_publish(p.Publish("a/1", b"x", 1, dup=True, packet_id=7))
-    assert len(ends.remote_out) == 1
+    assert [(m.packet_id, m.dup) for m in ends.remote_out] == [(7, False), (7, True)]
+    ends.fw.remote_ack(p.Puback(7))
+    ends.fw.remote_ack(p.Puback(7))
+    assert ends.local_out == [p.Puback(7)]
+
+
+def test_a_qos2_dup_past_pubrec_gets_the_pubrec_again() -> None:
+    """The source lost our PUBREC with its connection and sends the PUBLISH again: without
+    the PUBREC again it would never send its PUBREL (found by the kill -9 test)."""
+    ends = Ends()
+    ends.fw.remote_publish(p.Publish("b/1", b"z", 2, packet_id=3))
+    ends.fw.local_ack(p.Pubrec(3))
+    ends.fw.remote_publish(p.Publish("b/1", b"z", 2, dup=True, packet_id=3))
+    assert ends.remote_out == [p.Pubrec(3), p.Pubrec(3)] and len(ends.local_out) == 1
 
 
 def test_qos2_handshake_is_relayed_step_by_step_with_one_identifier() -> None:

@@ -78,3 +78,35 @@ def test_item40_three_level_hierarchy(tmp_path: Path) -> None:
         want = sorted(f"{i}".encode() for i in range(10))
         assert sorted(m.payload for m in root.inbox.wait_quiet(1.5)) == want
         assert sorted(m.payload for m in leaf2.inbox.wait_quiet(0.1)) == want
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("victim", ["MID", "SUB"])
+def test_kill_9_in_a_persistent_stream_loses_nothing_and_duplicates_nothing(tmp_path: Path, victim: str) -> None:
+    """Issue 17: kill -9 a broker in the middle of a persistent (QoS 2) stream and restart it:
+    nothing acknowledged to the publisher is lost, nothing arrives twice. PUB -> MID -> SUB,
+    the subscriber's session persistent; the broker in the middle, or the subscriber's."""
+    edges = gateway("PUB", "MID") + gateway("MID", "SUB")
+    with network(tmp_path, ["PUB", "MID", "SUB"], edges) as brokers:
+        sub = paho_client(brokers["SUB"], "v5", "far-subscriber", clean=False)
+        sub.subscribe("stream/#", 2)
+        pub = paho_client(brokers["PUB"], "v5")
+        wait_routed(pub, sub, "stream/probe", qos=2)
+        count = 300
+        for i in range(count // 2):
+            pub.publish("stream/x", f"{i}".encode(), 2)  # PUBCOMP from PUB: acknowledged
+        brokers[victim].kill()
+        for i in range(count // 2, count):
+            pub.publish("stream/x", f"{i}".encode(), 2)
+        brokers[victim].start()
+        before: list[bytes] = []
+        if victim == "SUB":  # the subscriber's connection went with its broker
+            sub.drop()
+            before = [m.payload for m in sub.inbox.messages]
+            sub = paho_client(brokers["SUB"], "v5", "far-subscriber", clean=False)
+        got = sub.inbox.wait_while_progressing(lambda ms: len({m.payload for m in ms} | set(before)) >= count,
+                                               idle=15, limit=120)
+        payloads = before + [m.payload for m in got]
+        missing = sorted(set(range(count)) - {int(x) for x in payloads})
+        assert not missing, f"lost {missing}"
+        assert len(payloads) == count, f"{len(payloads) - count} duplicate(s)"

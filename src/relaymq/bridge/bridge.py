@@ -261,7 +261,7 @@ class Bridge:
                                      password=s.password.encode() if s.username and s.password else None,
                                      bridge_flag=self.private, receive_maximum=LOCAL_RECEIVE_MAXIMUM)
             writer.write(self.remote.encode(connect))
-            connack = await asyncio.wait_for(self._read_connack(reader), CONNECT_TIMEOUT)
+            connack, following = await asyncio.wait_for(self._read_connack(reader), CONNECT_TIMEOUT)
             if connack.reason_code != 0:
                 raise RemoteRefused(f"refused the connection (reason {connack.reason_code})", connack.reason_code)
             self._writer = writer
@@ -270,20 +270,26 @@ class Bridge:
                      "MQTT 5" if self.remote.level == p.MQTT_5 else "MQTT 3.1.1",
                      " as a bridge" if self.private else "", "kept" if connack.session_present else "new")
             self._remote_connack(connack)
+            for packet in following:  # what the remote sent at once after it (resent publications)
+                self._dispatch(packet, local=False)
             await self._read_remote(reader, writer)
         finally:
             if not writer.is_closing():
                 writer.close()
 
-    async def _read_connack(self, reader: asyncio.StreamReader) -> p.Connack:
+    async def _read_connack(self, reader: asyncio.StreamReader) -> tuple[p.Connack, list[p.Packet]]:
+        """The CONNACK, and the packets that came in the same read behind it (a remote that
+        kept the session resends its publications in flight at once: found by the kill -9 test)."""
         while True:
             data = await reader.read(65536)
             if not data:
                 raise RemoteRefused("closed the connection before CONNACK", None)
-            for packet in self.remote.receive(data):
-                if isinstance(packet, p.Connack):
-                    return packet
-                raise ProtocolError(f"{type(packet).__name__} before CONNACK")
+            packets = self.remote.receive(data)
+            if packets:
+                first = packets[0]
+                if not isinstance(first, p.Connack):
+                    raise ProtocolError(f"{type(first).__name__} before CONNACK")
+                return first, packets[1:]
 
     def _remote_connack(self, connack: p.Connack) -> None:
         self.remote.send_quota = connack.properties.get("receive_maximum", 65535)

@@ -28,6 +28,7 @@ is dropped (and counted) while the target is away.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -132,7 +133,14 @@ class Forwarder:
         assert packet_id is not None
         known = way.carried.get(packet_id)
         if known is not None and not known.orphan:
-            return  # a DUP of one on its way: its acknowledgement comes once
+            # Sent again by the source: an answer of ours may have been lost with its last
+            # connection. Past PUBREC, the PUBREC goes again; before, the target is asked again
+            # (it answers once more; a QoS 2 target recognises the identifier).
+            if known.released:
+                way.send_source(p.Pubrec(packet_id))
+            elif way.up and packet_id not in way.waiting:
+                way.send_target(dataclasses.replace(known.publish, dup=True))
+            return
         if known is not None:  # the identifier of a publication of a lost session, now a new one
             self._forget(way, packet_id)
         # dup: sent before a restart, maybe received; the target's state tells (QoS 2)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from interop.clients import paho_client
+
 from network.topology import collective, gateway, network, parent_child, wait_routed
 
 pytestmark = pytest.mark.interop

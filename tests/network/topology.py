@@ -9,8 +9,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness import BrokerProcess
+from harness import BrokerProcess, free_port
 from interop.clients import WAIT, PahoClient
+
+from relaymq.cli.main import main
 
 Edge = tuple[str, str, str]  # (broker, neighbour, relation as seen from broker)
 
@@ -28,10 +30,17 @@ def gateway(a: str, b: str) -> list[Edge]:
 
 
 @contextmanager
-def network(tmp_path: Path, names: list[str], edges: list[Edge],
-            extra: dict[str, dict[str, Any]] | None = None) -> Iterator[dict[str, BrokerProcess]]:
+def network(tmp_path: Path, names: list[str], edges: list[Edge], extra: dict[str, dict[str, Any]] | None = None,
+            queues: tuple[str, ...] = ()) -> Iterator[dict[str, BrokerProcess]]:
+    """Start relaymq brokers ``names`` joined by ``edges``; ``queues`` are defined on each
+    (for psc subscribers), and each gets a fixed HTTP port (``config["http"]["port"]``)."""
     brokers = {name: BrokerProcess("relaymq", workdir=tmp_path / name) for name in names}
+    for proc in brokers.values():
+        for queue in queues:
+            assert main(["queue", "define", queue, "--data-dir", str(proc.data_dir)]) == 0
     for name, proc in brokers.items():
+        proc.config = {**proc.config, "http": {"host": "127.0.0.1", "port": free_port()},
+                       "qmgr": {"channel_allow_anonymous": True}}
         neighbors = [{"name": other, "host": "127.0.0.1", "port": brokers[other].port, "relation": relation,
                       "reconnect_initial_ms": 50, "reconnect_max_ms": 500}
                      for broker, other, relation in edges if broker == name]

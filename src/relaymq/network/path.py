@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-PATH_PROPERTY = "relaymq-path"
-LOCAL_PROPERTY = "relaymq-local"
+from relaymq.pubsub.locality import LOCAL_PROPERTY, PATH_PROPERTY
 
 
 def path_of(user_properties: list[tuple[str, str]]) -> list[str]:

@@ -45,9 +45,7 @@ class ProxyTable:
         """The neighbours a subscription with tree key ``key`` is passed on to."""
         source = self.neighbor_of(key)
         for neighbor in self.neighbors:
-            if source is None:
-                yield neighbor
-            elif neighbor.name != source.name and not (source.in_collective and neighbor.in_collective):
+            if source is None or neighbor.name != source.name and not (source.in_collective and neighbor.in_collective):
                 yield neighbor
 
     def change(self, added: bool, topic_filter: str, key: Hashable, local_only: bool) -> list[tuple[str, str, bool]]:

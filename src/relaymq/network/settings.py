@@ -26,7 +26,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from relaymq.config import ConfigError, boolean, build_section, int_range, key_field, one_of, text
+from relaymq.config import (
+    ConfigError,
+    boolean,
+    build_section,
+    int_range,
+    key_field,
+    one_of,
+    text,
+)
 
 RELATIONS = ("collective", "parent", "child", "gateway")
 

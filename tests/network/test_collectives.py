@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 from interop.clients import paho_client
 
-from network.topology import collective, gateway, network, parent_child, wait_routed
+from network.topology import (
+    collective,
+    gateway,
+    network,
+    parent_child,
+    wait_routed,
+    wait_until,
+)
 
 pytestmark = pytest.mark.interop
 
@@ -110,3 +117,27 @@ def test_kill_9_in_a_persistent_stream_loses_nothing_and_duplicates_nothing(tmp_
         missing = sorted(set(range(count)) - {int(x) for x in payloads})
         assert not missing, f"lost {missing}"
         assert len(payloads) == count, f"{len(payloads) - count} duplicate(s)"
+
+
+def test_item40_a_cycle_between_collectives_is_refused(tmp_path: Path) -> None:
+    """Item 40: connections that would make messages cycle are refused. Three brokers joined
+    in a ring of gateways: each learns the others' neighbour lists and stops its links on the
+    cycle, naming the configuration key; nothing then goes round."""
+    edges = gateway("A", "B") + gateway("B", "C") + gateway("C", "A")
+    with network(tmp_path, ["A", "B", "C"], edges) as brokers:
+        for name, proc in brokers.items():
+            wait_until(lambda proc=proc: proc.log_tail(400).count("closes a cycle") >= 2,
+                       f"{name} refuses its two links on the ring")
+            assert "network.neighbor[0]" in proc.log_tail(400) and "network.neighbor[1]" in proc.log_tail(400)
+
+
+def test_item40_a_tree_of_collectives_is_not_refused(tmp_path: Path) -> None:
+    """Item 40, the other side: two collectives joined by one gateway pair and a child below
+    are a tree: every broker learns the whole network and refuses nothing."""
+    edges = collective("A", "B", "C") + collective("D", "E") + gateway("A", "D") + parent_child("E", "F")
+    with network(tmp_path, ["A", "B", "C", "D", "E", "F"], edges) as brokers:
+        watcher = paho_client(brokers["F"], "v5")
+        watcher.subscribe("relaymq/network/topology/#", 0)
+        wait_until(lambda: len({m.topic for m in watcher.inbox.messages}) == 6, "F learns all six lists")
+        for proc in brokers.values():
+            assert "closes a cycle" not in proc.log_tail(400)

@@ -19,6 +19,7 @@ from relaymq.mqtt import packets as p
 from relaymq.network.path import accept, is_local, path_of, with_hop
 from relaymq.network.proxy import proxy_client_id
 from relaymq.network.settings import NeighborSettings
+from relaymq.network.topology import TOPOLOGY_PREFIX
 
 #: How long a neighbour keeps this broker's proxy session (and what it holds for it) while the
 #: link is down: a week.
@@ -93,5 +94,5 @@ class NeighborLink:
         counters = self.bridge.counters
         return {"Name": self.name, "Relation": self.neighbor.relation,
                 "Connected": "true" if self.connected else "false",
-                "ProxySubscriptions": str(len(self.bridge.dynamic)),
+                "ProxySubscriptions": str(sum(1 for f in self.bridge.dynamic if not f.startswith(TOPOLOGY_PREFIX))),
                 "MessagesReceived": str(counters.received), "MessagesDropped": str(self.rule.dropped)}

@@ -13,6 +13,12 @@ from typing import Any
 from relaymq.network.link import NeighborLink
 from relaymq.network.proxy import ProxyTable
 from relaymq.network.settings import NetworkSettings
+from relaymq.network.topology import (
+    TOPOLOGY_FILTER,
+    Topology,
+    announcement,
+    parse_announcement,
+)
 from relaymq.pubsub.model import DEFAULT_SUBPOINT
 from relaymq.pubsub.topics import parse_shared
 
@@ -36,6 +42,10 @@ class NetworkService:
         self.proxies = ProxyTable(settings.neighbor)
         self._states: dict[str, bool | None] = {name: None for name in self.links}
         self._task: asyncio.Task[None] | None = None
+        self.topology = Topology()
+        #: Links stopped because they close a cycle (item 40), by neighbour name.
+        self.refused: set[str] = set()
+        self._stopping: list[asyncio.Task[None]] = []
 
     def start(self, pubsub: Any) -> None:
         """Proxy what is subscribed now, follow every change from here on, and connect."""
@@ -49,7 +59,13 @@ class NetworkService:
                 if sub.sub_point == DEFAULT_SUBPOINT:
                     self._apply(self.proxies.change(True, sub.topic, sub.tree_key, "Local" in sub.flags))
         self.broker.subscriptions.observers.append(self._observe)
+        self.broker.publication_taps.append(self._tap)
+        if self.links:
+            # Item 40: every broker tells the network its neighbours, and learns everybody's.
+            topic, payload = announcement(self.settings.broker, {n.name: n.relation for n in self.settings.neighbor})
+            self.broker.publish(topic, payload, 1, True)
         for link in self.links.values():
+            link.proxy(TOPOLOGY_FILTER, True)
             link.start()
         self._task = asyncio.create_task(self._watch_states(), name="network states")
 
@@ -57,8 +73,31 @@ class NetworkService:
         """Every change of the broker's subscription tree (MQTT and psc at the default point)."""
         self._apply(self.proxies.change(added, topic_filter, key, "Local" in getattr(value, "flags", ())))
 
+    def _tap(self, stored: Any) -> None:
+        """Every publication: the network's topology announcements are learnt."""
+        if not stored.topic.startswith("relaymq/network/"):
+            return
+        parsed = parse_announcement(stored.topic, stored.payload)
+        if parsed is not None and self.topology.learn(*parsed):
+            self._refuse_cycles()
+        return
+
+    def _refuse_cycles(self) -> None:
+        """Stop this broker's links that close a cycle (item 40), naming their configuration."""
+        me = self.settings.broker
+        for index, neighbor in enumerate(self.settings.neighbor):
+            if neighbor.in_collective or neighbor.name in self.refused:
+                continue
+            if self.topology.on_cycle(me, neighbor.name):
+                self.refused.add(neighbor.name)
+                log.error("network.neighbor[%d]: the link to %s (%s) closes a cycle in the broker network: publications"
+                          " would go round it (item 40); the link is stopped", index, neighbor.name, neighbor.relation)
+                self._stopping.append(asyncio.get_running_loop().create_task(self.links[neighbor.name].stop()))
+
     def _apply(self, changes: list[tuple[str, str, bool]]) -> None:
         for neighbor, topic_filter, subscribe in changes:
+            if topic_filter == TOPOLOGY_FILTER:
+                continue  # held for the network's own announcements whatever clients do
             log.debug("proxy subscription %s at %s: %s", "made" if subscribe else "withdrawn", neighbor, topic_filter)
             self.links[neighbor].proxy(topic_filter, subscribe)
 
@@ -81,6 +120,9 @@ class NetworkService:
     async def stop(self) -> None:
         if self._observe in self.broker.subscriptions.observers:
             self.broker.subscriptions.observers.remove(self._observe)
+        if self._tap in self.broker.publication_taps:
+            self.broker.publication_taps.remove(self._tap)
+        await asyncio.gather(*self._stopping, return_exceptions=True)
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)

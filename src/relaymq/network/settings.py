@@ -3,7 +3,6 @@ pubsub.md items 40, 43)::
 
     [network]
     broker = "A"                       # this broker's name in the network
-    clones = ""                        # the seed's list: "broker2,QM2,broker3,QM3" (item 43)
 
     [[network.neighbor]]
     name = "B"                         # the neighbour's [network] broker name
@@ -18,8 +17,8 @@ pubsub.md items 40, 43)::
 A collective is a fully connected set: every member lists every other with relation
 ``collective``. ``parent``/``child`` join a hierarchy, ``gateway`` joins two collectives through
 one broker each. What this broker can see of a cycle is refused at start-up (item 40): itself
-as a neighbour, a neighbour twice, two parents, a clone that is not a neighbour in the same
-collective or tree. Cycles through other brokers are found at run time (``topology.py``).
+as a neighbour, a neighbour twice, two parents. Cycles through other brokers are found at run
+time (``topology.py``). Cloned brokers (item 43) are not implemented.
 """
 
 from __future__ import annotations
@@ -53,46 +52,6 @@ def _host(value: object) -> str | None:
     return None if isinstance(value, str) and value and " " not in value else "a host name or address"
 
 
-def parse_clone_list(value: str, current: tuple[tuple[str, str], ...] = ()) -> tuple[tuple[str, str], ...]:
-    """The seed's ``clonedPubSubBrokerList`` (003 l.1139-1222): ``"broker2,QM2,broker3,QM3"``
-    sets the list, ``"+broker4,QM4"`` adds to ``current``, ``"-broker3"`` removes, ``""``
-    clears. Raises ValueError with what is wrong."""
-    value = value.strip()
-    if not value:
-        return ()
-    if value.startswith("-"):
-        names = [name.strip() for name in value[1:].split(",")]
-        for name in names:
-            if _name(name) is not None:
-                raise ValueError(f"{name!r} is not a broker name")
-        return tuple(pair for pair in current if pair[0] not in names)
-    adding = value.startswith("+")
-    items = [item.strip() for item in (value[1:] if adding else value).split(",")]
-    if len(items) % 2:
-        raise ValueError("expected pairs of broker name and queue manager name")
-    pairs = [(items[i], items[i + 1]) for i in range(0, len(items), 2)]
-    for broker, qmgr in pairs:
-        if _name(broker) is not None or _name(qmgr) is not None:
-            raise ValueError(f"{broker!r},{qmgr!r} is not a broker name and a queue manager name")
-    result = [pair for pair in current if pair[0] not in {b for b, _ in pairs}] if adding else []
-    result.extend(pairs)
-    if len({b for b, _ in result}) != len(result):
-        raise ValueError("a broker is listed twice")
-    return tuple(result)
-
-
-def _clone_list(value: object) -> str | None:
-    if not isinstance(value, str):
-        return 'the list "broker,qm,broker,qm,..." (or "")'
-    try:
-        parse_clone_list(value)
-    except ValueError as exc:
-        return f'the list "broker,qm,broker,qm,..." ({exc})'
-    if value.strip().startswith(("+", "-")):
-        return 'the whole list "broker,qm,..." (+ and - change it at run time)'
-    return None
-
-
 @dataclass(frozen=True)
 class NeighborSettings:
     """One ``[[network.neighbor]]``."""
@@ -122,11 +81,7 @@ class NetworkSettings:
     """``[network]``; no neighbours: a broker on its own."""
 
     broker: str = key_field("", _optional_name)
-    clones: str = key_field("", _clone_list)
     neighbor: tuple[NeighborSettings, ...] = key_field((), lambda v: None)
-
-    def clone_list(self) -> tuple[tuple[str, str], ...]:
-        return parse_clone_list(self.clones)
 
 
 def build(raw: object, key: str, base_dir: str | None) -> NetworkSettings:
@@ -160,10 +115,4 @@ def build(raw: object, key: str, base_dir: str | None) -> NetworkSettings:
         neighbors.append(neighbor)
     if neighbors and not settings.broker:
         raise ConfigError(f"{key}.broker", "needed with neighbours: this broker's name in the network")
-    names = {n.name for n in neighbors}
-    for clone, _qmgr in settings.clone_list():
-        if clone == settings.broker:
-            raise ConfigError(f"{key}.clones", f"{clone!r} is this broker")
-        if clone not in names:
-            raise ConfigError(f"{key}.clones", f"{clone!r} is not a neighbour ([[network.neighbor]])")
-    return NetworkSettings(settings.broker, settings.clones, tuple(neighbors))
+    return NetworkSettings(settings.broker, tuple(neighbors))

@@ -47,7 +47,8 @@ from relaymq.pubsub.topics import TopicError, validate_topic_filter
 DIRECTIONS = ("in", "out", "both")
 
 
-def _name(value: object) -> str | None:
+def name_check(value: object) -> str | None:
+    """A bridge's or a broker's name: letters, digits, - _ . (it goes into client ids)."""
     if isinstance(value, str) and value and all(c.isalnum() or c in "-_." for c in value):
         return None
     return "a name of letters, digits, - _ ."
@@ -69,7 +70,7 @@ def _prefix(value: object) -> str | None:
     return "a topic prefix without wildcards"
 
 
-def _host(value: object) -> str | None:
+def host_check(value: object) -> str | None:
     return None if isinstance(value, str) and value and " " not in value else "a host name or address"
 
 
@@ -104,8 +105,8 @@ class TopicRule:
 class BridgeSettings:
     """One ``[[bridge]]`` table."""
 
-    name: str = key_field("", _name)
-    host: str = key_field("", _host)
+    name: str = key_field("", name_check)
+    host: str = key_field("", host_check)
     port: int = key_field(1883, int_range(1, 65535))
     protocol: str = key_field("3.1.1", one_of("3.1.1", "5"))
     client_id: str = key_field("", text)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from relaymq.bridge.settings import host_check, name_check
 from relaymq.config import (
     ConfigError,
     boolean,
@@ -38,26 +39,16 @@ from relaymq.config import (
 RELATIONS = ("collective", "parent", "child", "gateway")
 
 
-def _name(value: object) -> str | None:
-    if isinstance(value, str) and value and all(c.isalnum() or c in "-_." for c in value):
-        return None
-    return "a broker name of letters, digits, - _ ."
-
-
 def _optional_name(value: object) -> str | None:
-    return None if value == "" else _name(value)
-
-
-def _host(value: object) -> str | None:
-    return None if isinstance(value, str) and value and " " not in value else "a host name or address"
+    return None if value == "" else name_check(value)
 
 
 @dataclass(frozen=True)
 class NeighborSettings:
     """One ``[[network.neighbor]]``."""
 
-    name: str = key_field("", _name)
-    host: str = key_field("", _host)
+    name: str = key_field("", name_check)
+    host: str = key_field("", host_check)
     port: int = key_field(1883, int_range(1, 65535))
     relation: str = key_field("collective", one_of(*RELATIONS))
     username: str = key_field("", text)

@@ -205,3 +205,13 @@ def test_bridge_over_tls_with_credentials(broker_factory: Callable[..., BrokerPr
         assert "connected to 127.0.0.1" in local.log_tail(200)
     finally:
         remote.cleanup()
+
+
+def test_bridge_to_a_broker_without_try_private_falls_back(broker_factory: Callable[..., BrokerProcess]) -> None:
+    """Issue 17: "to any MQTT 3.1.1/5 broker": a remote that refuses the bridge flag (relaymq
+    itself answers protocol level 0x84 with return code 1) is connected to again without it."""
+    remote = broker_factory(kind="relaymq")
+    local = broker_factory(kind="relaymq", config=bridge_config(remote, "plain", "3.1.1", [
+        {"pattern": "fwd/#", "direction": "out", "qos": 1}]))
+    wait_bridge_up(local, remote, "fwd/probe", "fwd/probe")
+    assert "trying again without the bridge flag" in local.log_tail(200)

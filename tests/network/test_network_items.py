@@ -5,13 +5,15 @@ matching subscription, the statistics and $SYS show the neighbours."""
 
 from __future__ import annotations
 
+import json
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from interop.clients import WAIT, paho_client
-from pubsub.psc_process import CONTROL, Rest
+from pubsub.psc_process import CONTROL, Rest, http
 
 from network.topology import collective, network, wait_routed, wait_until
 
@@ -148,3 +150,38 @@ def test_sys_topics_show_the_neighbours(tmp_path: Path) -> None:
         assert watcher.inbox.messages[-1].topic == "$SYS/broker/network/A/neighbors/B"
         brokers["B"].kill()
         wait_until(lambda: watcher.inbox.messages[-1].payload == b"0", "B shown gone")
+
+
+def test_neighbours_change_at_run_time_through_the_admin_api(tmp_path: Path) -> None:
+    """Issue 17: broker-to-broker connections "changed at run time through the admin API":
+    PUT connects a new neighbour (its proxy subscriptions made from what is subscribed now),
+    GET shows it, DELETE disconnects it; a bad entry is refused naming the key."""
+    with network(tmp_path, ["A", "B"], [], extra={n: {"network": {"broker": n}} for n in "AB"}) as brokers:
+        a, b = brokers["A"], brokers["B"]
+        sub = paho_client(a, "v5")
+        sub.subscribe("rt/#", 1)
+        pub = paho_client(b, "v5")
+
+        def call(broker: Any, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+            status, _, reply = http(broker, method, "/relaymq/network" + path,
+                                    json.dumps(body).encode() if body is not None else b"",
+                                    headers=broker.admin_headers())
+            return status, json.loads(reply)
+
+        status, reply = call(a, "PUT", "/neighbors/B", {"host": "127.0.0.1", "port": b.port, "relation": "cousin"})
+        assert status == 400 and "neighbor.relation" in reply["error"]
+        assert http(a, "GET", "/relaymq/network")[0] in (401, 403)  # an administrator's act
+        for here, there in ((a, "B"), (b, "A")):
+            port = brokers[there].port
+            status, reply = call(here, "PUT", f"/neighbors/{there}", {"host": "127.0.0.1", "port": port,
+                                                                     "relation": "collective"})
+            assert status == 201, reply
+        wait_routed(pub, sub, "rt/probe")
+        wait_until(lambda: call(a, "GET", "")[1]["neighbors"][0]["Connected"] == "true", "A shows B connected")
+        assert call(a, "GET", "")[1]["neighbors"][0]["ProxySubscriptions"] == "1"
+
+        assert call(a, "DELETE", "/neighbors/B")[0] == 200
+        assert call(a, "DELETE", "/neighbors/B")[0] == 404
+        assert call(a, "GET", "")[1]["neighbors"] == []
+        pub.publish("rt/after", b"after", 1)
+        assert [m for m in sub.inbox.wait_quiet(1.0) if m.payload == b"after"] == []

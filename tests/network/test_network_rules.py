@@ -92,3 +92,13 @@ def test_item40_cycles_between_collectives_are_found() -> None:
     topology.learn("E", {"D": "collective", "B": "gateway"})  # a second join between the collectives
     assert topology.on_cycle("A", "D") and topology.on_cycle("E", "B")
     assert parse_announcement("relaymq/network/topology/X", b'{"broker": "Y", "neighbors": {}}') is None
+
+
+def test_item41_a_neighbour_added_later_gets_the_proxies_of_what_is_subscribed_and_a_removed_one_withdraws_its_own(
+        ) -> None:
+    table = ProxyTable((NeighborSettings("B", "h", relation="collective"),))
+    table.change(True, "t/#", "client-1", False)
+    table.change(True, "b/#", proxy_client_id("B"), False)  # B's proxy subscription here
+    assert table.add(NeighborSettings("D", "h", relation="gateway")) == ["b/#", "t/#"]
+    assert table.remove("B") == [("D", "b/#", False)]  # B's interest is withdrawn from D
+    assert table.change(True, "b2/#", proxy_client_id("B"), False) == []  # B is gone: not passed on

@@ -6,13 +6,15 @@ statistics' Neighbor section (pubsub.md item 44)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Hashable
 from typing import Any
 
+from relaymq.network.admin import NetworkAdmin
 from relaymq.network.link import NeighborLink
 from relaymq.network.proxy import ProxyTable
-from relaymq.network.settings import NetworkSettings
+from relaymq.network.settings import NeighborSettings, NetworkSettings
 from relaymq.network.topology import (
     TOPOLOGY_FILTER,
     Topology,
@@ -46,6 +48,8 @@ class NetworkService:
         #: Links stopped because they close a cycle (item 40), by neighbour name.
         self.refused: set[str] = set()
         self._stopping: list[asyncio.Task[None]] = []
+        self.admin: NetworkAdmin | None = None
+        self.http: Any = None
 
     def start(self, pubsub: Any) -> None:
         """Proxy what is subscribed now, follow every change from here on, and connect."""
@@ -61,9 +65,7 @@ class NetworkService:
         self.broker.subscriptions.observers.append(self._observe)
         self.broker.publication_taps.append(self._tap)
         if self.links:
-            # Item 40: every broker tells the network its neighbours, and learns everybody's.
-            topic, payload = announcement(self.settings.broker, {n.name: n.relation for n in self.settings.neighbor})
-            self.broker.publish(topic, payload, 1, True)
+            self._announce()  # item 40: every broker tells the network its neighbours, and learns everybody's
         for link in self.links.values():
             link.proxy(TOPOLOGY_FILTER, True)
             link.start()
@@ -104,7 +106,7 @@ class NetworkService:
     async def _watch_states(self) -> None:
         me = self.settings.broker
         while True:
-            for name, link in self.links.items():
+            for name, link in list(self.links.items()):
                 state = link.connected
                 if state != self._states[name]:
                     self._states[name] = state
@@ -113,11 +115,64 @@ class NetworkService:
                     self.broker.publish(sys_topic(me, name), b"1" if state else b"0", 0, True)
             await asyncio.sleep(STATE_INTERVAL)
 
+    # ------------------------------------------------------------------ changes at run time
+    def add_neighbor(self, neighbor: NeighborSettings) -> None:
+        """Connect to a new neighbour now (the admin API; the file is not changed). Raises
+        ValueError when it would break what start-up checks (item 40)."""
+        me = self.settings.broker
+        if not me:
+            raise ValueError("this broker has no [network] broker name")
+        if neighbor.name == me or neighbor.name in self.links:
+            raise ValueError(f"{neighbor.name!r} is this broker or already a neighbour")
+        if neighbor.relation == "parent" and any(n.relation == "parent" for n in self.settings.neighbor):
+            raise ValueError("a second parent: a hierarchy is a tree (item 40)")
+        self.settings = dataclasses.replace(self.settings, neighbor=(*self.settings.neighbor, neighbor))
+        collective = frozenset(n.name for n in self.settings.neighbor if n.in_collective)
+        for link in self.links.values():
+            link.rule.collective = collective
+        link = NeighborLink(me, neighbor, collective, self.broker)
+        self.links[neighbor.name] = link
+        self._states[neighbor.name] = None
+        for topic_filter in self.proxies.add(neighbor):
+            link.proxy(topic_filter, True)
+        link.proxy(TOPOLOGY_FILTER, True)
+        link.start()
+        self._announce()
+        log.info("neighbour %s (%s) added at %s:%d", neighbor.name, neighbor.relation, neighbor.host, neighbor.port)
+
+    async def remove_neighbor(self, name: str) -> None:
+        """Disconnect from a neighbour now (the admin API). Raises KeyError when there is none."""
+        link = self.links.pop(name)
+        self._apply(self.proxies.remove(name))
+        self.settings = dataclasses.replace(self.settings,
+                                            neighbor=tuple(n for n in self.settings.neighbor if n.name != name))
+        collective = frozenset(n.name for n in self.settings.neighbor if n.in_collective)
+        for other in self.links.values():
+            other.rule.collective = collective
+        self._states.pop(name, None)
+        self.refused.discard(name)
+        await link.stop()
+        self.broker.publish(sys_topic(self.settings.broker, name), b"", 0, True)  # its $SYS state cleared
+        self._announce()
+        log.info("neighbour %s removed", name)
+
+    def _announce(self) -> None:
+        topic, payload = announcement(self.settings.broker, {n.name: n.relation for n in self.settings.neighbor})
+        self.broker.publish(topic, payload, 1, True)
+
+    def describe(self) -> dict[str, Any]:
+        """What the admin API shows: this broker, its neighbours, the links refused (item 40)."""
+        return {"broker": self.settings.broker,
+                "neighbors": [{**link.statistics(), "host": link.neighbor.host, "port": link.neighbor.port,
+                               "refused": name in self.refused} for name, link in self.links.items()]}
+
     def statistics_rows(self) -> list[dict[str, str]]:
         """One row per neighbour for the statistics report's Neighbor section."""
         return [link.statistics() for link in self.links.values()]
 
     async def stop(self) -> None:
+        if self.admin is not None:
+            self.admin.uninstall(self.http)
         if self._observe in self.broker.subscriptions.observers:
             self.broker.subscriptions.observers.remove(self._observe)
         if self._tap in self.broker.publication_taps:
@@ -134,6 +189,12 @@ async def start(context: Any) -> NetworkService:
     settings: NetworkSettings = context.config.section("network")
     service = NetworkService(settings, context.broker)
     service.start(context.services.get("pubsub"))
+    http = context.services.get("http")
+    if http is not None:
+        service.admin = NetworkAdmin(service, admin_remote=settings.admin_remote,
+                                     administrators=tuple(context.config.access.administrators))
+        service.admin.install(http)
+        service.http = http
     if settings.neighbor:
         log.info("broker %s in a network of %d neighbour(s): %s", settings.broker, len(settings.neighbor),
                  ", ".join(f"{n.name} ({n.relation})" for n in settings.neighbor))

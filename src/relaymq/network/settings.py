@@ -72,6 +72,8 @@ class NetworkSettings:
     """``[network]``; no neighbours: a broker on its own."""
 
     broker: str = key_field("", _optional_name)
+    #: The admin routes (network/admin.py) from other addresses than the loopback interface.
+    admin_remote: bool = key_field(False, boolean)
     neighbor: tuple[NeighborSettings, ...] = key_field((), lambda v: None)
 
 
@@ -106,4 +108,4 @@ def build(raw: object, key: str, base_dir: str | None) -> NetworkSettings:
         neighbors.append(neighbor)
     if neighbors and not settings.broker:
         raise ConfigError(f"{key}.broker", "needed with neighbours: this broker's name in the network")
-    return NetworkSettings(settings.broker, tuple(neighbors))
+    return NetworkSettings(settings.broker, settings.admin_remote, tuple(neighbors))

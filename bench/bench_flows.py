@@ -36,7 +36,7 @@ from paho.mqtt.enums import CallbackAPIVersion  # noqa: E402
 from flow_helpers import TELEMETRY, FlowBroker, admin, flow_file  # noqa: E402
 from harness import free_port  # noqa: E402
 from relaymq.flows import load_flow  # noqa: E402
-from relaymq.flows.mqtt_mapping import from_mqtt  # noqa: E402
+from relaymq.message.mqtt_mapping import from_mqtt  # noqa: E402
 
 BATCH = (TELEMETRY / "batch.xml").read_bytes()
 

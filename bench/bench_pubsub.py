@@ -36,7 +36,7 @@ import tempfile
 import time
 
 from relaymq.broker.broker import Broker
-from relaymq.broker.clock import Clock
+from relaymq.clock import Clock
 from relaymq.broker.connection import Connection
 from relaymq.config import default_config
 from relaymq.mqtt import packets as p
@@ -47,7 +47,7 @@ from relaymq.pubsub.engine import CONTROL_QUEUE
 from relaymq.pubsub.settings import build
 from relaymq.qmgr import QueueManager
 from relaymq.qmgr.aio import AsyncQueueManager
-from relaymq.server.app import ServiceContext
+from relaymq.services.contract import ServiceContext
 from relaymq.store.memory import MemoryStore
 from relaymq.store.sqlite import SQLiteStore
 

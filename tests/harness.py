@@ -309,7 +309,7 @@ class BrokerProcess:
         """The environment for a relaymq CLI command that administers this broker."""
         return {**os.environ, "RELAYMQ_ADMIN_CREDENTIALS": str(self.admin_credentials)}
 
-    def start(self) -> "BrokerProcess":
+    def start(self) -> BrokerProcess:
         """Start the broker and wait until its port accepts connections."""
         if self.running:
             raise RuntimeError("broker already running")
@@ -340,11 +340,10 @@ class BrokerProcess:
                     f"{self.kind} exited with status {self.proc.returncode} before accepting "
                     f"connections on {self.host}:{self.port}\n{self.describe_log()}"
                 )
-            if port_accepts(self.host, self.port, timeout=0.5):
-                # The port could belong to someone else who grabbed it first; a broker that
-                # failed to bind exits, so check it is still alive once more.
-                if self.proc.poll() is None:
-                    return
+            # The port could belong to someone else who grabbed it first; a broker that
+            # failed to bind exits, so check it is still alive once more.
+            if port_accepts(self.host, self.port, timeout=0.5) and self.proc.poll() is None:
+                return
             time.sleep(0.05)
         pid = self.proc.pid
         self._terminate(signal.SIGKILL, timeout=5)
@@ -376,7 +375,7 @@ class BrokerProcess:
         """SIGKILL: the crash the durability tests simulate. Nothing gets flushed."""
         return self._terminate(signal.SIGKILL, timeout=10)
 
-    def restart(self, *, hard: bool = False) -> "BrokerProcess":
+    def restart(self, *, hard: bool = False) -> BrokerProcess:
         """Stop (or kill, when ``hard``) and start again on the same port and data directory."""
         if hard:
             self.kill()
@@ -390,7 +389,7 @@ class BrokerProcess:
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def __enter__(self) -> "BrokerProcess":
+    def __enter__(self) -> BrokerProcess:
         if not self.running:
             self.start()
         return self

@@ -32,15 +32,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from relaymq.server.binding import LOOPBACK_ADDRESSES, LOOPBACK_HOST
+from relaymq.mqtt.wire import MAX_PACKET_SIZE, MAX_UINT16
+from relaymq.net.binding import LOOPBACK_ADDRESSES, LOOPBACK_HOST, MAX_PORT
 
 #: A rule for one key: returns None when the value is acceptable, else what was expected.
 Check = Callable[[Any], str | None]
 
 _UNKNOWN_KEY = "unknown key"
 
-#: Largest MQTT packet: 268,435,455 bytes of Remaining Length + 1 type byte + 4 length bytes.
-MAX_PACKET_SIZE_LIMIT = 268_435_460
 #: Largest CONNECT accepted by default: five strings of 65,535 bytes (client id, will topic,
 #: will payload, user name, password) and their lengths are 327,685 bytes; the rest of 512 KiB
 #: leaves room for MQTT 5 properties.
@@ -161,7 +160,7 @@ class BrokerConfig:
     sys_interval: int = _key(10, int_range(0))
     retry_interval: int = _key(20, int_range(1))
     log_level: str = _key("info", one_of("debug", "info", "warning", "error"))
-    max_keepalive: int = _key(65535, int_range(1, 65535))
+    max_keepalive: int = _key(MAX_UINT16, int_range(1, MAX_UINT16))
     session_expiry_max: int = _key(SESSION_EXPIRY_LIMIT, int_range(0, SESSION_EXPIRY_LIMIT))
 
 
@@ -171,16 +170,16 @@ class LimitsConfig:
 
     max_connections: int = _key(-1, unlimited_or_at_least(1))
     connect_timeout: int = _key(10, int_range(1, 3600))
-    max_packet_size: int = _key(MAX_PACKET_SIZE_LIMIT, int_range(2, MAX_PACKET_SIZE_LIMIT))
+    max_packet_size: int = _key(MAX_PACKET_SIZE, int_range(2, MAX_PACKET_SIZE))
     #: Largest packet before CONNECT: a client that has not said who it is gets no more memory
     #: than the largest CONNECT needs (issue 15 finding 8; see docs/configuration.md).
-    max_connect_packet_size: int = _key(DEFAULT_MAX_CONNECT_PACKET, int_range(2, MAX_PACKET_SIZE_LIMIT))
-    max_inflight: int = _key(20, int_range(1, 65535))
+    max_connect_packet_size: int = _key(DEFAULT_MAX_CONNECT_PACKET, int_range(2, MAX_PACKET_SIZE))
+    max_inflight: int = _key(20, int_range(1, MAX_UINT16))
     max_queued_messages: int = _key(1000, int_range(1))
     max_queued_bytes: int = _key(67_108_864, int_range(0))
     max_stored_messages: int = _key(1_000_000, int_range(1))
-    max_topic_length: int = _key(65535, int_range(1, 65535))
-    topic_alias_maximum: int = _key(10, int_range(0, 65535))
+    max_topic_length: int = _key(MAX_UINT16, int_range(1, MAX_UINT16))
+    topic_alias_maximum: int = _key(10, int_range(0, MAX_UINT16))
     max_outbound_buffer: int = _key(4_194_304, int_range(1024))
     retain_available: bool = _key(True, boolean)
     max_qos: int = _key(2, int_range(0, 2))
@@ -204,7 +203,7 @@ class ListenerConfig:
 
     name: str = _key("default", non_empty_text)
     host: str = _key("localhost", non_empty_text)
-    port: int = _key(1883, int_range(0, 65535))
+    port: int = _key(1883, int_range(0, MAX_PORT))
     protocol: str = _key("mqtt", one_of("mqtt", "websocket"))
     path: str = _key("/mqtt", url_path)
     tls_cert: str = _key("", text, path="file")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from relaymq.broker.broker import Broker
-from relaymq.broker.clock import ManualClock
+from relaymq.clock import ManualClock
 from relaymq.broker.connection import Connection
 from relaymq.config import Config, default_config
 from relaymq.mqtt import packets as p

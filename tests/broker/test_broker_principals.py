@@ -255,7 +255,7 @@ def test_a_telemetry_will_carries_its_own_device_user():
     device whose will was checked on the same topic, nor as nobody."""
     from types import SimpleNamespace
 
-    from relaymq.broker.clock import ManualClock
+    from relaymq.clock import ManualClock
     from relaymq.flows.scada import _Access, _ScadaBroker
     from relaymq.store.memory import MemoryStore
 

@@ -183,7 +183,7 @@ def test_session_expiry_zero_cannot_become_nonzero_at_disconnect():
 def _restart(path, clock_now: float, **settings):
     """A new broker on the same SQLite file, its clock at ``clock_now`` (time went on)."""
     from relaymq.broker.broker import Broker
-    from relaymq.broker.clock import ManualClock
+    from relaymq.clock import ManualClock
     from relaymq.store.sqlite import SQLiteStore
 
     from .driver import Callbacks, make_config

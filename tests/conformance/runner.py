@@ -223,7 +223,7 @@ def recv_exact(sock: socket.socket, expected: bytes, timeout: float, what: str) 
         sock.settimeout(remaining)
         try:
             chunk = sock.recv(len(expected) - len(got))
-        except socket.timeout:
+        except TimeoutError:
             break
         except OSError as exc:
             if not _is_reset(exc):
@@ -261,7 +261,7 @@ def expect_closed(sock: socket.socket, timeout: float) -> bytes:
         sock.settimeout(remaining)
         try:
             chunk = sock.recv(4096)
-        except socket.timeout:
+        except TimeoutError:
             break
         except OSError as exc:
             if not _is_reset(exc):

@@ -9,7 +9,7 @@ import pytest
 from flow_helpers import TELEMETRY
 from relaymq.flows import Assembly, CollectingPorts, FlowException, build_flow, evaluate_node, load_flow
 from relaymq.flows import http_headers
-from relaymq.flows.mqtt_mapping import from_mqtt, mqtt_publication
+from relaymq.message.mqtt_mapping import from_mqtt, mqtt_publication
 from relaymq.flows.registry import NODE_TYPES
 from relaymq.message.constants import MQMT_REPLY, MQRO_PASS_CORREL_ID
 from relaymq.message.headers import MQMessage
@@ -46,7 +46,7 @@ def chain(*nodes: tuple[str, dict], connections: list[str] | None = None, **top)
         spec[f"N{i}"] = {"type": kind, **props}
         names.append(f"N{i}")
     if connections is None:
-        connections = [f"{a}.out -> {b}" for a, b in zip(names, names[1:])]
+        connections = [f"{a}.out -> {b}" for a, b in zip(names, names[1:], strict=False)]
     return build_flow({"flow": "t", "nodes": spec, "connections": connections, **top})
 
 

@@ -21,7 +21,7 @@ class ServerThread:
     def call(self, coro: object, timeout: float = 10.0) -> object:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)  # type: ignore[arg-type]
 
-    def start(self) -> "ServerThread":
+    def start(self) -> ServerThread:
         self.thread.start()
         self.call(self.server.start("127.0.0.1", 0))
         return self

@@ -40,10 +40,11 @@ def test_errors_name_the_key(tmp_path, text, key):
 
 
 def test_service_listens_registers_and_can_be_disabled(tmp_path):
-    """relaymq.http.service: context.services["http"] is the running HttpServer with the REST
-    routes; enabled = false starts nothing."""
+    """relaymq.http.service: context.services["http"] is the running HttpServer, where the REST
+    routes (added by the queue manager service: relaymq.qmgr.rest.add_routes) find the queue
+    manager per request; enabled = false starts nothing."""
     from relaymq.http import service
-    from relaymq.server.app import ServiceContext
+    from relaymq.services.contract import ServiceContext
 
     async def scenario():
         # data_dir next to the file: the service keeps its administrator credential there
@@ -56,6 +57,9 @@ def test_service_listens_registers_and_can_be_disabled(tmp_path):
             server = context.services["http"]
             assert server.port > 0 and server.body_timeout == 7.0
             from relaymq.http.client import request
+            from relaymq.qmgr.rest import add_routes
+
+            add_routes(server, context.services, context.broker)
 
             response = await request("GET", f"http://127.0.0.1:{server.port}/ibmmq/rest/v3/admin/qmgr", timeout=5)
             assert response.status == 503  # REST is there; no queue manager in this context

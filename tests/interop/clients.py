@@ -82,7 +82,7 @@ class Inbox:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                arrived = self._cond.wait_for(lambda: len(self.messages) > seen,
+                arrived = self._cond.wait_for(lambda: len(self.messages) > seen,  # noqa: B023 - called within this iteration
                                               min(idle, remaining))
                 if not arrived:
                     break
@@ -208,7 +208,7 @@ class PahoClient:
 
     # -- operations --------------------------------------------------------------------------
 
-    def connect(self, timeout: float = WAIT) -> "PahoClient":
+    def connect(self, timeout: float = WAIT) -> PahoClient:
         """Connect and wait for a successful CONNACK."""
         self.start_connect()
         if not self._connected.wait(timeout):
@@ -217,7 +217,7 @@ class PahoClient:
                                f"(reason {self.connect_reason})")
         return self
 
-    def start_connect(self) -> "PahoClient":
+    def start_connect(self) -> PahoClient:
         """Send CONNECT and start the network thread without waiting for the CONNACK."""
         if self.protocol == mqtt.MQTTv5:
             props = Properties(PacketTypes.CONNECT)
@@ -340,7 +340,7 @@ class MosquittoSub:
         self.proc: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
 
-    def start(self, timeout: float = WAIT) -> "MosquittoSub":
+    def start(self, timeout: float = WAIT) -> MosquittoSub:
         self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, text=True, errors="replace")
         self._reader = threading.Thread(target=self._read, daemon=True)

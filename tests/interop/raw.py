@@ -28,7 +28,7 @@ def closed_by_peer(sock: socket.socket, within: float) -> bool:
     sock.settimeout(within)
     try:
         return sock.recv(1) == b""
-    except socket.timeout:
+    except TimeoutError:
         return False
     except ConnectionResetError:
         return True

@@ -52,7 +52,7 @@ class Sampler:
             self.samples.append(rss_mb(self.pid))
             self._stop.wait(0.1)
 
-    def __enter__(self) -> "Sampler":
+    def __enter__(self) -> Sampler:
         self._thread.start()
         return self
 

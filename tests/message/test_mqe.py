@@ -194,7 +194,7 @@ def test_rule_body_as_bytes(kind: str, body: object) -> None:
     """Table 8: the body is stored as bytes in MQe_JMS_BODY (text as UTF-8)."""
     f = jms_to_mqe(JMSMessage(message_type=kind, body=body))
     if kind == "jms_text":
-        assert f.get("MQe_JMS_BODY") == "ünï text".encode("utf-8")
+        assert f.get("MQe_JMS_BODY") == "ünï text".encode()
     back = mqe_to_jms(restore(dump(f)))
     assert (back.message_type, back.body) == (kind, body)
 
@@ -206,7 +206,7 @@ def test_seed_example_message_is_understood() -> None:
     header = MQeFields().put_boolean("MQe_JMS_REDELIVERED", False).put_ascii("MQe_JMS_TYPE", "testMsg").put_int("MQe_JMS_DELIVERYMODE", 2)
     msg.put_fields("MQe_JMS_HEADER", header).put_fields("MQe_JMS_PROPERTIES", MQeFields().put_int("anInt", 12345))
     msg.put_fields("MQe_JMSX_PROPERTIES", MQeFields()).put_fields("MQe_JMS_PS_PROPERTIES", MQeFields())
-    msg.put_array_of_byte("MQe_JMS_BODY", "A test message to MQe JMS".encode("utf-8"))
+    msg.put_array_of_byte("MQe_JMS_BODY", b"A test message to MQe JMS")
     jms = mqe_to_jms(msg)
     assert (jms.JMSType, jms.JMSDeliveryMode, jms.JMSExpiration, jms.JMSPriority, jms.JMSCorrelationID, jms.JMSReplyTo, jms.JMSRedelivered) == ("testMsg", 2, 0, 7, None, None, False)
     assert jms.properties["anInt"] == 12345 and jms.body == "A test message to MQe JMS"

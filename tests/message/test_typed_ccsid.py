@@ -56,7 +56,7 @@ def test_r4_keeps_single_precision_text_short() -> None:
 @pytest.mark.parametrize(
     ("ccsid", "encoding", "text", "raw"),
     [
-        (1208, 546, "héllo", "héllo".encode("utf-8")),
+        (1208, 546, "héllo", "héllo".encode()),
         (1200, 546, "hé", "hé".encode("utf-16-le")),
         (1200, 273, "hé", "hé".encode("utf-16-be")),
         (819, 546, "héllo", "héllo".encode("latin-1")),

@@ -93,9 +93,7 @@ def properties_for(packet_type: int, level: int) -> st.SearchStrategy[dict[str, 
         chosen = draw(st.lists(st.sampled_from(names), unique=True, max_size=4))
         props: dict[str, Any] = {}
         for name in chosen:
-            if name == "user_property":
-                props[name] = draw(st.lists(value_for(name), min_size=1, max_size=3))
-            elif name == "subscription_identifier" and packet_type == p.PUBLISH:
+            if name == "user_property" or name == "subscription_identifier" and packet_type == p.PUBLISH:
                 props[name] = draw(st.lists(value_for(name), min_size=1, max_size=3))
             else:
                 props[name] = draw(value_for(name))

@@ -133,7 +133,7 @@ class Subscriber:
         with self.cond:
             while time.monotonic() < deadline:
                 seen = len(self.messages)
-                self.cond.wait_for(lambda: len(self.messages) > seen, quiet)
+                self.cond.wait_for(lambda: len(self.messages) > seen, quiet)  # noqa: B023 - called within this iteration
                 if len(self.messages) == seen:
                     break
             return list(self.messages)
@@ -222,3 +222,35 @@ def kill_session(session: int, timeout: float = 30.0) -> None:
             os.waitpid(pid, 0)
         except ChildProcessError:
             pass
+
+
+def write_row_per_entry_log(path: Path, records: list, application_id: int | None = None) -> None:
+    """A message log as relaymq versions before record batches (schema 4) kept it: table
+    ``entries``, one row per entry, ``usr`` as JSON text; ``partitions`` with each extent.
+    ``application_id`` marks it (the standalone archive.sqlite3 of earlier versions: "RMQL")."""
+    import json
+    import sqlite3
+
+    from relaymq.pipeline.record import COLUMNS
+    from relaymq.store.engine import LOG_COLUMNS
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE partitions (name TEXT PRIMARY KEY, first_seq INTEGER NOT NULL, next_seq INTEGER NOT NULL)")
+    conn.execute("CREATE TABLE entries (partition TEXT NOT NULL, seq INTEGER NOT NULL, "
+                 + ", ".join(c + " ANY" for c in LOG_COLUMNS) + ", PRIMARY KEY (partition, seq)) WITHOUT ROWID")
+    extents: dict[str, int] = {}
+    for record in records:
+        record.seq = extents.get(record.partition, 0)
+        extents[record.partition] = record.seq + 1
+        values = {name: getattr(record, name) for name in COLUMNS}
+        values["usr"] = json.dumps(values["usr"])
+        conn.execute(f"INSERT INTO entries (partition, seq, {', '.join(LOG_COLUMNS)}) VALUES "
+                     f"({', '.join('?' * (len(LOG_COLUMNS) + 2))})",
+                     [record.partition, record.seq] + [values[name] for name in LOG_COLUMNS])
+    conn.executemany("INSERT INTO partitions VALUES (?, 0, ?)", list(extents.items()))
+    if application_id is not None:
+        conn.execute(f"PRAGMA application_id = {application_id}")
+        conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()

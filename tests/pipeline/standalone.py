@@ -40,9 +40,9 @@ class StandaloneCluster:
         return f"spark://127.0.0.1:{self.port}"
 
     def _start(self, name: str, *args: str) -> None:
-        log = open(self.workdir / f"{name}.log", "wb")
-        self.procs.append(subprocess.Popen([str(spark_home() / "bin" / "spark-class"), *args], env=self.env,
-                                           stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        with open(self.workdir / f"{name}.log", "wb") as log:  # the child keeps its own descriptor
+            self.procs.append(subprocess.Popen([str(spark_home() / "bin" / "spark-class"), *args], env=self.env,
+                                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
 
     def __enter__(self) -> StandaloneCluster:
         self.workdir.mkdir(parents=True, exist_ok=True)

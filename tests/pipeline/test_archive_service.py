@@ -217,22 +217,20 @@ def test_a_log_of_an_earlier_version_is_imported_at_start_up(tmp_path) -> None:
     """Issue 14 (one engine): a broker upgraded from a version that kept its log in
     ``<data_dir>/log/archive.sqlite3`` finds those entries in relaymq.db after start-up, once
     (the old file renamed .imported), and appends after them in the same partition."""
-    from pipeline_helpers import ArchiveBroker, archive_toml
-    from relaymq.pipeline.log import MessageLog
+    from pipeline_helpers import ArchiveBroker, archive_toml, write_row_per_entry_log
     from relaymq.pipeline.record import from_publication
+    from relaymq.store.engine import LEGACY_LOG_ID
 
     broker = ArchiveBroker(archive_toml([{"name": "tel", "topics": ["LCUnit/#"]}]), workdir=tmp_path / "b")
     old_dir = broker.data_dir / "log"
-    old = MessageLog(str(old_dir))  # the broker's log as earlier versions kept it
-    try:
-        records = []
-        for i in range(5):
-            record = from_publication("LCUnit/old", f"old{i}".encode(), 1, {}, None)
-            record.partition = "tel-0"
-            records.append(record)
-        assert old.append(records) == [("tel-0", i) for i in range(5)]
-    finally:
-        old.close()
+    records = []
+    for i in range(5):
+        record = from_publication("LCUnit/old", f"old{i}".encode(), 1, {"user_property": [("i", str(i))]}, None)
+        record.partition = "tel-0"
+        record.timestamp = 1_700_000_000 + i
+        records.append(record)
+    # the broker's log as earlier versions kept it: a file of its own, one row per entry
+    write_row_per_entry_log(old_dir / "archive.sqlite3", records, LEGACY_LOG_ID)
     try:
         broker.start()
         assert not (old_dir / "archive.sqlite3").exists() and (old_dir / "archive.sqlite3.imported").exists()
@@ -242,6 +240,8 @@ def test_a_log_of_an_earlier_version_is_imported_at_start_up(tmp_path) -> None:
         parts = wait_for_entries(http, 6)
         got = records_from_batches(http.read_batches("tel-0", 0, parts["tel-0"].next_seq))
         assert [(r.seq, r.body) for r in got] == [(i, f"old{i}".encode()) for i in range(5)] + [(5, b"new0")]
+        assert [(r.usr, r.timestamp) for r in got[:5]] == [({"i": str(i)}, 1_700_000_000 + i) for i in range(5)]
+        assert got[5].timestamp > got[4].timestamp
         broker.stop()
         broker.start()  # nothing imported twice
         assert http.partitions()["tel-0"].next_seq == 6

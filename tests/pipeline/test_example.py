@@ -69,12 +69,12 @@ def expected(plan) -> tuple[dict, set[tuple[str, datetime]]]:
             row[0] += e.kind == "StateChange"
             row[1] += e.kind == "Heartbeat"
         beats = [e.time for e in evs if e.kind == "Heartbeat"]
-        for previous, current in zip(beats, beats[1:]):
+        for previous, current in zip(beats, beats[1:], strict=False):
             row = windows[(str(unit), window_of(current))]
             gap = int((current - previous).total_seconds())
             row[2] = gap if row[2] is None else max(row[2], gap)
         times = [e.time for e in evs]
-        for last, following in zip(times, times[1:] + [None]):
+        for last, following in zip(times, times[1:] + [None], strict=False):
             if (following is None or following - last > SILENCE) and last + SILENCE <= watermark:
                 alerts.add((str(unit), last))
     closed = {key: tuple(row) for key, row in windows.items() if key[1] + WINDOW <= watermark}
@@ -115,7 +115,7 @@ def job_args(broker, out: Path, *extra: str) -> list[str]:
 def test_seed_sample_split_matches_spec() -> None:
     """flows-http.md item 13: the sample batch splits into the two expected publications."""
     from relaymq.flows.definition import load_flow
-    from relaymq.flows.mqtt_mapping import from_mqtt, usr_properties
+    from relaymq.message.mqtt_mapping import from_mqtt, usr_properties
 
     ports = load_flow(EXAMPLE_FLOW).run_sync(from_mqtt("LCUnit/12345/batch", SEED_BATCH, 1, domain="XMLNS"))
     assert [(t, dict(usr_properties(m))["d_tstamp"]) for t, m, *_ in ports.publications] == [
@@ -172,10 +172,11 @@ def test_example_survives_a_kill_between_sink_commit_and_spark_commit(spark, arc
     out, marker = tmp_path / "out", tmp_path / "crash-marker"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, RELAYMQ_TEST_CRASH_MARKER=str(marker))
     become_subreaper()
-    job = subprocess.Popen(
-        [sys.executable, "-m", "relaymq", "pipeline", "run", CRASH_JOB, "--master", "local[2]",
-         "--conf", "spark.sql.shuffle.partitions=2", "--", *job_args(broker, out, "--max-records", "8")],
-        env=env, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "job.log", "wb"), start_new_session=True)
+    with open(tmp_path / "job.log", "wb") as job_log:  # the child keeps its own descriptor
+        job = subprocess.Popen(
+            [sys.executable, "-m", "relaymq", "pipeline", "run", CRASH_JOB, "--master", "local[2]",
+             "--conf", "spark.sql.shuffle.partitions=2", "--", *job_args(broker, out, "--max-records", "8")],
+            env=env, stdout=subprocess.DEVNULL, stderr=job_log, start_new_session=True)
     try:
         deadline = time.monotonic() + 600
         while not marker.exists():

@@ -68,7 +68,7 @@ def test_only_committed_entries_are_visible(tmp_path) -> None:
     log.append([rec("x-0", b"a")])
     writer = sqlite3.connect(log_path(str(tmp_path)), isolation_level=None)
     writer.execute("BEGIN IMMEDIATE")
-    writer.execute("INSERT INTO entries (partition, seq, usr, body) VALUES ('x-0', 1, '{}', x'00')")
+    writer.execute("INSERT INTO log_batches VALUES ('x-0', 1, 1, 0, x'00')")
     writer.execute("UPDATE partitions SET next_seq=2 WHERE name='x-0'")
     reader = MessageLog(str(tmp_path), readonly=True)
     assert reader.partitions()["x-0"].next_seq == 1
@@ -138,3 +138,82 @@ def test_entries_submitted_in_a_unit_commit_with_it(tmp_path) -> None:
     log.flush()
     assert [(r.seq, r.body) for r in log.read("x-0", 0)] == [(0, b"in the unit")]
     log.close()
+
+
+def test_entries_are_kept_as_record_batches_and_read_across_them(tmp_path) -> None:
+    """issue 14 (log append >= 200,000 msg/s): one commit's entries of a partition are kept as
+    record batches of at most MAX_ROWS (relaymq.store.log_batch), and reading, timestamps and
+    retention still see one entry per sequence number (issue 7 item 1), across batch edges."""
+    from relaymq.store.log_batch import MAX_ROWS
+
+    log = MessageLog(str(tmp_path))
+    count = 2 * MAX_ROWS + MAX_ROWS // 2
+    log.append([rec("x-0", i.to_bytes(4, "big"), usr={"i": str(i)}) for i in range(count)], now=100.0)
+    log.append([rec("x-0", b"later")], now=200.0)
+    db = sqlite3.connect(log_path(str(tmp_path)))
+    counts = [row[0] for row in db.execute("SELECT count FROM log_batches WHERE partition='x-0' ORDER BY first_seq")]
+    assert counts == [MAX_ROWS, MAX_ROWS, MAX_ROWS // 2, 1]
+    edge = log.read("x-0", MAX_ROWS - 2, MAX_ROWS + 2)
+    assert [(r.seq, r.body, r.usr) for r in edge] == [
+        (s, s.to_bytes(4, "big"), {"i": str(s)}) for s in range(MAX_ROWS - 2, MAX_ROWS + 2)]
+    stamps = log.timestamps("x-0", count - 1, count + 1)
+    assert stamps[0] < 101 and stamps[1] >= 200
+    assert log.read("x-0", count, limit=5)[0].body == b"later"
+    # retention inside a batch: the batches wholly below go, the rest is skipped on reading
+    assert log.apply_retention("x-0", max_entries=MAX_ROWS) == count + 1 - MAX_ROWS
+    first = count + 1 - MAX_ROWS
+    assert log.partitions()["x-0"].first_seq == first
+    assert [r.seq for r in log.read("x-0", first, first + 2)] == [first, first + 1]
+    with pytest.raises(RetentionError):
+        log.read("x-0", first - 1)
+    assert [row[0] for row in db.execute("SELECT first_seq FROM log_batches ORDER BY first_seq")] == [
+        MAX_ROWS, 2 * MAX_ROWS, count]
+    assert log.apply_retention("x-0", max_age=50, now=220.0) == MAX_ROWS - 1  # all but 'later'
+    assert [r.body for r in log.read("x-0", count)] == [b"later"]
+    log.close()
+    reopened = MessageLog(str(tmp_path))  # continues after the newest entry and stamp
+    assert reopened.append([rec("x-0", b"next")], now=150.0) == [("x-0", count + 1)]
+    assert reopened.timestamps("x-0", count, count + 2)[1] > stamps[1]
+    reopened.close()
+    db.close()
+
+
+@pytest.mark.parametrize("kind", ["relaymq.db at schema 3", "archive.sqlite3 of its own"])
+def test_entries_kept_one_row_each_by_earlier_versions_become_batches(tmp_path, kind: str) -> None:
+    """issue 14: a log written before record batches (one row per entry, usr as JSON) is
+    converted when it is opened for writing (schema migration 4), every entry kept as it was;
+    a reader opening it unconverted gets a one-line error rather than an empty log."""
+    from pipeline_helpers import write_row_per_entry_log
+    from relaymq.store.engine import APPLICATION_ID, LEGACY_LOG_ID, MIGRATIONS, Engine
+
+    records = [rec(f"x-{i % 2}", bytes([i]), usr={"n": str(i)}, timestamp=1000.0 + i) for i in range(7)]
+    if kind == "archive.sqlite3 of its own":
+        path = tmp_path / "archive.sqlite3"
+        write_row_per_entry_log(path, records, LEGACY_LOG_ID)
+    else:
+        path = tmp_path / "relaymq.db"
+        write_row_per_entry_log(path, records)
+        conn = sqlite3.connect(path)
+        for version in (1, 2, 3):
+            for statement in MIGRATIONS[version]:
+                conn.execute(statement)
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute("PRAGMA user_version = 3")
+        conn.commit()
+        conn.close()
+    with pytest.raises(LogError, match="written by an earlier relaymq"):
+        MessageLog(str(tmp_path), readonly=True)
+    engine = Engine(str(path)) if kind.startswith("relaymq.db") else None  # as the broker opens it
+    log = MessageLog(str(tmp_path), engine=engine)
+    assert {name: (p.first_seq, p.next_seq) for name, p in log.partitions().items()} == {"x-0": (0, 4), "x-1": (0, 3)}
+    got = log.read("x-0", 0) + log.read("x-1", 0)
+    assert [(r.partition, r.seq, r.body, r.usr, r.timestamp) for r in got] == [
+        (r.partition, r.seq, r.body, r.usr, r.timestamp) for r in sorted(records, key=lambda r: (r.partition, r.seq))]
+    assert log.append([rec("x-1", b"new")]) == [("x-1", 3)]
+    assert log.timestamps("x-1", 2, 4)[1] > 1006.0
+    log.close()
+    if engine is not None:
+        engine.close()
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
+    db.close()

@@ -60,7 +60,7 @@ def test_queue_record_back_to_a_flow_message() -> None:
 
 def test_publication_record_to_a_flow_message_carries_topic_and_usr() -> None:
     """flows-http.md decisions: a publication enters a flow with psc.Topic and usr (flows.mqtt_mapping)."""
-    from relaymq.flows.mqtt_mapping import topic_of, usr_properties
+    from relaymq.message.mqtt_mapping import topic_of, usr_properties
     from relaymq.pipeline.sparkflows import to_message
 
     message = to_message(from_publication("LCUnit/1/batch", b"<events/>", 1, {"user_property": [("k", "v")]}))

@@ -168,7 +168,7 @@ def test_read_over_http_with_basic_authentication(spark, tmp_path, archive_broke
 
 def test_sink_puts_to_queues(spark, tmp_path) -> None:
     """issue 7 sink "puts to queues": rows with a queue column go to that queue, usr in the RFH2."""
-    from relaymq.flows.mqtt_mapping import usr_properties
+    from relaymq.message.mqtt_mapping import usr_properties
     from relaymq.qmgr import QueueManager
 
     qm = QueueManager.open("QMS", str(tmp_path / "qm"))
@@ -190,7 +190,7 @@ def test_flow_nodes_run_over_a_dataframe(spark, tmp_path) -> None:
     message takes the flow's failure path by default (audit item 4), or fails the task (raise),
     or is dropped (skip)."""
     from relaymq.flows.definition import load_flow
-    from relaymq.flows.mqtt_mapping import from_mqtt, usr_properties
+    from relaymq.message.mqtt_mapping import from_mqtt, usr_properties
     from relaymq.pipeline.sparkflows import map_node, run_flow
     from test_example import EXAMPLE_FLOW, SEED_BATCH
 

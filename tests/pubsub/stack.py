@@ -15,7 +15,7 @@ from relaymq.pubsub import service as pubsub_service
 from relaymq.pubsub.settings import build
 from relaymq.qmgr import QueueManager
 from relaymq.qmgr.aio import AsyncQueueManager
-from relaymq.server.app import ServiceContext
+from relaymq.services.contract import ServiceContext
 from relaymq.store.memory import MemoryStore
 from relaymq.store.sqlite import SQLiteStore
 

@@ -242,7 +242,7 @@ def test_item_44_statistics_report(tmp_path):
                 "Name": "B1", "ExecutionGroup": "eg1", "ClientCount": "2", "NeighborCount": "0",
                 "SubscriptionCount": "5"}  # watcher 1 + sensor 2 + queue subscriptions 2
             stamp = datetime.datetime.strptime(broker["TimeStamp"], "%Y-%m-%dT%H:%M:%S.%fZ")
-            assert abs(stamp.replace(tzinfo=datetime.timezone.utc).timestamp() - before) < 5
+            assert abs(stamp.replace(tzinfo=datetime.UTC).timestamp() - before) < 5
             client = report.find("Client")
             assert int(client.get("MessagesReceived")) >= 3 and int(client.get("MessagesSent")) >= 3
             assert int(client.get("BytesReceived")) > 0 and int(client.get("BytesSent")) > 0

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
 from relaymq.message import Message
+from relaymq.qmgr import QueueManager
+from relaymq.qmgr.channel_auth import ChannelAuthenticator
+from relaymq.qmgr.channel_service import ChannelService
+from relaymq.qmgr.channel_settings import build_connections
 
 
 def text_message(body: str, priority: int = -1, correl_id: bytes | None = None) -> Message:
@@ -18,3 +26,46 @@ def text_message(body: str, priority: int = -1, correl_id: bytes | None = None) 
 
 def body(message: Message | None) -> str | None:
     return None if message is None else message.mq.body.decode()
+
+
+#: Channel retries short enough for tests (a link's first connect may race the listener).
+FAST_LINK = {"retry_initial_ms": 20, "retry_max_ms": 200, "timeout_ms": 5000}
+
+
+@dataclass
+class LinkedQueueManagers:
+    """Two queue managers in memory, the ``device`` linked by TCP to the ``server``'s channel
+    listener on 127.0.0.1 (everyplace.md items 22-24, 29)."""
+
+    server: QueueManager
+    device: QueueManager
+    server_channels: ChannelService
+    device_channels: ChannelService
+
+
+@asynccontextmanager
+async def linked_queue_managers(prepare: Callable[[QueueManager, QueueManager], None], *,
+                                server: str = "TGT", device: str = "DEV",
+                                link: dict[str, object] | None = None) -> AsyncIterator[LinkedQueueManagers]:
+    """The two-queue-manager set-up of the channel tests: open ``server`` and ``device``,
+    ``prepare(server_qm, device_qm)`` (define queues, put what must wait), start the server's
+    listener (anonymous peers: these tests are about the protocol, test_channel_security is
+    about who may use it) and the device's link to it; stop both and close both at the end."""
+    server_qm, device_qm = QueueManager.open(server, None), QueueManager.open(device, None)
+    server_channels = device_channels = None
+    try:
+        prepare(server_qm, device_qm)
+        server_channels = ChannelService(server_qm, listen_host="127.0.0.1", listen_port=0,
+                                         authenticator=ChannelAuthenticator.anonymous())
+        await server_channels.start()
+        table = {**FAST_LINK, **(link or {}), "name": server, "address": f"127.0.0.1:{server_channels.port}"}
+        device_channels = ChannelService(device_qm, build_connections([table], "connection", None), listen_host=None)
+        await device_channels.start()
+        yield LinkedQueueManagers(server_qm, device_qm, server_channels, device_channels)
+    finally:
+        if device_channels is not None:
+            await device_channels.stop()
+        if server_channels is not None:
+            await server_channels.stop()
+        device_qm.close()
+        server_qm.close()

@@ -33,7 +33,7 @@ class CuttingProxy:
         self.port = 0
         self.enabled = True
 
-    def start(self) -> "CuttingProxy":
+    def start(self) -> CuttingProxy:
         self.thread.start()
 
         async def listen() -> int:

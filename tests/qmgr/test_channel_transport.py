@@ -15,7 +15,7 @@ from relaymq.qmgr.channel_service import ChannelService
 from relaymq.qmgr.channel_settings import ConnectionSettings, build_connections
 from relaymq.qmgr.channel_transport import HTTP_CHANNEL_PATH
 
-from .helpers import body, text_message
+from .helpers import body, linked_queue_managers, text_message
 
 FAST = {"retry_initial_ms": 20, "retry_max_ms": 200, "timeout_ms": 5000}
 
@@ -119,26 +119,19 @@ def test_home_server_pull_takes_only_messages_for_the_puller():
     """Item 24 (l.3360-3390): the server holds messages on a non-pushing store-and-forward
     queue and needs no connection to the client; the client pulls only its own."""
 
-    async def scenario():
-        srv, dev = QueueManager.open("SRV", None), QueueManager.open("DEV", None)
+    def prepare(srv: QueueManager, dev: QueueManager) -> None:
         srv.define_queue("HOLD", "store_and_forward", target_queue_managers=["DEV", "OTHER"], push=False)
         dev.define_queue("INBOX")
         dev.define_queue("HOLD", "home_server", queue_manager="SRV", poll_interval=50)
         srv.put("INBOX", text_message("for-dev"), qmgr="DEV")
         srv.put("INBOX", text_message("for-other"), qmgr="OTHER")
-        s = ChannelService(srv, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
-        await s.start()
-        d = ChannelService(dev, (_conn(name="SRV", address=f"127.0.0.1:{s.port}"),), listen_host=None)
-        await d.start()
-        try:
+
+    async def scenario():
+        async with linked_queue_managers(prepare, server="SRV") as pair:
+            srv, dev = pair.server, pair.device
             await _wait_depth(dev, "INBOX", 1)
             assert body(dev.get("INBOX")) == "for-dev"
             assert srv.depth("HOLD") == 1  # the other queue manager's message stays
-        finally:
-            await d.stop()
-            await s.stop()
-            dev.close()
-            srv.close()
 
     asyncio.run(scenario())
 
@@ -159,7 +152,10 @@ def test_link_retries_until_the_peer_starts():
         t = ChannelService(tgt, listen_host="127.0.0.1", authenticator=OPEN, listen_port=port)
         try:
             await asyncio.to_thread(dev.put, "IN", text_message("late"), qmgr="TGT")
-            await asyncio.sleep(0.3)
+            deadline = asyncio.get_running_loop().time() + 10
+            while d.links["TGT"].last_error is None:  # the link has tried the absent peer
+                assert asyncio.get_running_loop().time() < deadline, "the link never tried the peer"
+                await asyncio.sleep(0.02)
             assert d.links["TGT"].last_error is not None and dev.depth("IN", qmgr="TGT") == 1
             await t.start()
             await _wait_depth(tgt, "IN", 1)
@@ -191,17 +187,15 @@ def test_synchronous_remote_queue_and_discovery():
     definition; with the peer down the put fails with NotConnected (nothing stored)."""
     from relaymq.qmgr.errors import MessageTooBig, NotConnected
 
-    async def scenario():
-        tgt, dev = QueueManager.open("TGT", None), QueueManager.open("DEV", None)
+    def prepare(tgt: QueueManager, dev: QueueManager) -> None:
         tgt.define_queue("IN")
         tgt.define_queue("TINY", max_message_size=10)
         tgt.define_queue("OTHER_Q")
         dev.define_queue("IN", "remote", queue_manager="TGT")  # mode sync (the default)
-        t = ChannelService(tgt, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
-        await t.start()
-        d = ChannelService(dev, (_conn(name="TGT", address=f"127.0.0.1:{t.port}"),), listen_host=None)
-        await d.start()
-        try:
+
+    async def scenario():
+        async with linked_queue_managers(prepare) as pair:
+            tgt, dev = pair.server, pair.device
             msg_id = await asyncio.to_thread(dev.put, "IN", text_message("sync"), qmgr="TGT")
             got = tgt.get("IN")
             assert body(got) == "sync" and got.mq.md.MsgId == msg_id
@@ -210,14 +204,9 @@ def test_synchronous_remote_queue_and_discovery():
             with pytest.raises(Exception) as refused:
                 await asyncio.to_thread(dev.put, "TINY", text_message("far too long"), qmgr="TGT")
             assert isinstance(refused.value, MessageTooBig)
-            await t.stop()
+            await pair.server_channels.stop()
             with pytest.raises(NotConnected):
                 await asyncio.to_thread(dev.put, "IN", text_message("down"), qmgr="TGT")
-        finally:
-            await d.stop()
-            await t.stop()
-            dev.close()
-            tgt.close()
 
     asyncio.run(scenario())
 
@@ -331,7 +320,10 @@ def test_tls_channel_verifies_the_server_certificate(tmp_path):
         await untrusted.start()
         try:
             await asyncio.to_thread(dev.put, "IN", text_message("secret"), qmgr="TGT")
-            await asyncio.sleep(0.3)
+            deadline = asyncio.get_running_loop().time() + 10
+            while untrusted.links["TGT"].last_error is None:  # the link has tried the handshake
+                assert asyncio.get_running_loop().time() < deadline, "the link never tried the peer"
+                await asyncio.sleep(0.02)
             assert "CERTIFICATE_VERIFY_FAILED" in (untrusted.links["TGT"].last_error or "")
             assert tgt.depth("IN") == 0
             await untrusted.stop()
@@ -356,8 +348,7 @@ def test_home_server_queue_pulls_only_from_the_store_queue_of_its_name():
     queue): DEV's home-server queue HOLD pulls from SRV's store-and-forward queue HOLD, not
     from SRV's other store queue that also holds messages for DEV."""
 
-    async def scenario():
-        srv, dev = QueueManager.open("SRV", None), QueueManager.open("DEV", None)
+    def prepare(srv: QueueManager, dev: QueueManager) -> None:
         srv.define_queue("HOLD", "store_and_forward", target_queue_managers=["DEV"], push=False)
         srv.define_queue("OTHER", "store_and_forward", target_queue_managers=["DEV2"], push=False)
         dev.define_queue("INBOX")
@@ -365,11 +356,10 @@ def test_home_server_queue_pulls_only_from_the_store_queue_of_its_name():
         srv.put("INBOX", text_message("from HOLD"), qmgr="DEV")
         srv.put("NOSUCHQ", text_message("undeliverable"), qmgr="DEV")
         srv.put("INBOX", text_message("not for DEV"), qmgr="DEV2")
-        s = ChannelService(srv, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
-        await s.start()
-        d = ChannelService(dev, (_conn(name="SRV", address=f"127.0.0.1:{s.port}"),), listen_host=None)
-        await d.start()
-        try:
+
+    async def scenario():
+        async with linked_queue_managers(prepare, server="SRV") as pair:
+            srv, dev = pair.server, pair.device
             await _wait_depth(dev, "INBOX", 1)
             await _wait_depth(dev, "SYSTEM.DEAD.LETTER.QUEUE", 1)
             await _wait_empty(srv, "HOLD")
@@ -379,11 +369,6 @@ def test_home_server_queue_pulls_only_from_the_store_queue_of_its_name():
             assert (dlh.Reason, dlh.DestQName.strip(), dlh.DestQMgrName.strip()) == (2085, "NOSUCHQ", "DEV")
             assert dead.mq.body == b"undeliverable" and dead.mq.body_format.strip() == "MQSTR"
             assert srv.depth("OTHER") == 1
-        finally:
-            await d.stop()
-            await s.stop()
-            dev.close()
-            srv.close()
 
     asyncio.run(scenario())
 

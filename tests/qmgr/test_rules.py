@@ -225,7 +225,10 @@ def test_links_ask_the_trigger_transmission_rule_before_transmitting() -> None:
         try:
             for i in range(3):
                 await asyncio.to_thread(dev.put, "IN", text_message(f"m{i}", priority=6), qmgr="TGT")
-            await asyncio.sleep(1.5)  # put triggers and at least one periodic look
+            deadline = asyncio.get_running_loop().time() + 10
+            while len(rule.asked) < 4:  # the three puts' triggers and at least one periodic look
+                assert asyncio.get_running_loop().time() < deadline, rule.asked
+                await asyncio.sleep(0.02)
             assert tgt.depth("IN") == 0 and dev.depth("IN", qmgr="TGT") == 3
             assert rule.asked and all(count <= 3 for count, _ in rule.asked)
             await asyncio.to_thread(dev.put, "IN", text_message("m3", priority=6), qmgr="TGT")

@@ -9,7 +9,7 @@ import pytest
 from relaymq.config import ConfigError, load_config
 from relaymq.qmgr import QueueManager
 from relaymq.qmgr import service as qmgr_service
-from relaymq.server.app import ServiceContext
+from relaymq.services.contract import ServiceContext
 
 from .helpers import body, text_message
 

@@ -21,7 +21,7 @@ from relaymq.qmgr.channel_service import ChannelService
 from relaymq.qmgr.channel_settings import build_connections
 from relaymq.qmgr.errors import NotAllowed
 
-from .helpers import body, text_message
+from .helpers import body, linked_queue_managers, text_message
 from .proxy import CuttingProxy
 
 FAST = {"retry_initial_ms": 20, "retry_max_ms": 200, "timeout_ms": 5000, "batch": 20}
@@ -126,16 +126,13 @@ def test_assured_put_to_a_synchronous_remote_queue_waits_for_the_applications_co
     makes it visible there, a repeated confirm answers "already"; undo(queue, confirm_id,
     qmgr) deletes an unconfirmed one (l.3040: undo works on remote queues)."""
 
-    async def scenario() -> None:
-        tgt, dev = QueueManager.open("TGT", None), QueueManager.open("DEV", None)
+    def prepare(tgt: QueueManager, dev: QueueManager) -> None:
         tgt.define_queue("IN")
         dev.define_queue("IN", "remote", queue_manager="TGT")
-        t = ChannelService(tgt, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
-        await t.start()
-        d = ChannelService(dev, build_connections([{**FAST, "name": "TGT", "address": f"127.0.0.1:{t.port}"}],
-                                                  "c", None), listen_host=None)
-        await d.start()
-        try:
+
+    async def scenario() -> None:
+        async with linked_queue_managers(prepare, link={"batch": FAST["batch"]}) as pair:
+            tgt, dev = pair.server, pair.device
             await asyncio.to_thread(dev.put, "IN", text_message("assured"), qmgr="TGT", confirm_id=5, uid="DEV:app:1")
             assert tgt.depth("IN") == 1 and tgt.browse("IN") == []
             assert await asyncio.to_thread(dev.confirm_put, "DEV:app:1", qmgr="TGT", queue="IN") is True
@@ -145,10 +142,5 @@ def test_assured_put_to_a_synchronous_remote_queue_waits_for_the_applications_co
             assert tgt.depth("IN") == 2
             assert await asyncio.to_thread(dev.undo, "IN", 6, qmgr="TGT") == 1
             assert tgt.depth("IN") == 1
-        finally:
-            await d.stop()
-            await t.stop()
-            dev.close()
-            tgt.close()
 
     asyncio.run(scenario())

@@ -4,7 +4,7 @@ client's selector cannot stall the broker."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import pytest
 from hypothesis import given, settings
@@ -27,7 +27,7 @@ def _reference(pattern: str, escape: str | None, text: str) -> bool:
         tokens.append(("any", "") if ch == "%" else ("one", "") if ch == "_" else ("lit", ch))
         i += 1
 
-    @lru_cache(maxsize=None)
+    @cache
     def m(p: int, t: int) -> bool:
         if p == len(tokens):
             return t == len(text)

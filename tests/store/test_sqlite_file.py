@@ -19,6 +19,7 @@ from relaymq.pipeline.log import LogError, MessageLog
 from relaymq.qmgr.errors import StoreFailed
 from relaymq.qmgr.sqlite_store import SqliteQueueStore
 from relaymq.store.base import StoreError
+from relaymq.store.engine import SCHEMA_VERSION
 from relaymq.store.sqlite import SQLiteStore
 from relaymq.store.sqlite_file import DatabaseFileError, open_database
 
@@ -130,12 +131,13 @@ def test_every_part_opens_the_one_database(tmp_path: Path) -> None:
 
 
 def test_log_table_has_the_record_columns() -> None:
-    """The log's table in the engine's schema has every LogRecord column (partition and seq
-    are its key)."""
-    from relaymq.pipeline.record import COLUMNS
+    """The log's one-row-per-entry table in the engine's schema (where a legacy log is
+    imported) has every stored LogRecord column (partition and seq are its key), in the order
+    the record batches keep them."""
+    from relaymq.pipeline.record import COLUMNS, STORED_COLUMNS
     from relaymq.store.engine import LOG_COLUMNS
 
-    assert LOG_COLUMNS == tuple(c for c in COLUMNS if c not in ("partition", "seq"))
+    assert tuple(c for c in COLUMNS if c not in ("partition", "seq")) == LOG_COLUMNS == STORED_COLUMNS
 
 
 def test_a_legacy_queue_manager_store_is_adopted_with_its_messages(tmp_path: Path) -> None:
@@ -150,7 +152,7 @@ def test_a_legacy_queue_manager_store_is_adopted_with_its_messages(tmp_path: Pat
     finally:
         qm.close()
     conn = sqlite3.connect(tmp_path / "qmgr-QM1.db")
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("SELECT count(*) FROM qm_messages").fetchone()[0] == 0
 
 
@@ -226,4 +228,4 @@ def test_a_version_1_store_is_migrated_and_keeps_its_rows(tmp_path) -> None:
         assert snap.subscriptions == [SubscriptionRecord("old", "a/#", 1)]
     finally:
         store.close()
-    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 3
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

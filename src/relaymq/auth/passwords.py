@@ -23,7 +23,7 @@ import hmac
 import re
 import secrets
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import bcrypt
 

@@ -76,13 +76,13 @@ class Connection:
     async def open(cls, host: str, port: int, client_id: str, level: int = 4, *,
                    clean: bool = True, keep_alive: int = 0, session_expiry: int | None = None,
                    username: str | None = None, password: bytes | None = None,
-                   source: str | None = None, timeout: float = 30.0) -> "Connection":
+                   source: str | None = None, timeout: float = 30.0) -> Connection:
         """Connect and complete CONNECT/CONNACK; raises BenchError when refused."""
         local = (source, 0) if source else None
         try:
             reader, writer = await asyncio.wait_for(
                 asyncio.open_connection(host, port, local_addr=local, limit=READ_SIZE), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise BenchError(f"{client_id}: no TCP connection to {host}:{port} within "
                              f"{timeout:g}s") from None
         sock = writer.get_extra_info("socket")
@@ -97,7 +97,7 @@ class Connection:
         conn.credentials = (username, password)
         try:
             first, body = await asyncio.wait_for(conn.read_packet(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             writer.close()
             raise BenchError(f"{client_id}: no CONNACK from {host}:{port} within "
                              f"{timeout:g}s") from None
@@ -112,7 +112,7 @@ class Connection:
     async def open_session(cls, host: str, port: int, client_id: str, level: int = 4, *,
                            persistent: bool = False, session_expiry: int | None = None,
                            username: str | None = None, password: bytes | None = None,
-                           timeout: float = 30.0) -> "Connection":
+                           timeout: float = 30.0) -> Connection:
         """Connect with a *new* session: clean, or persistent (3.1.1: clean session 0; 5.0:
         Clean Start with a Session Expiry Interval, default :data:`DEFAULT_SESSION_EXPIRY`).
 
@@ -256,10 +256,9 @@ class Connection:
                         result.completed += n
                         await writer.drain()
                         continue
-                    if outstanding < window and not (rate > 0):
-                        # top the window up before waiting for acks while the batch flushes
-                        if writer.transport.get_write_buffer_size() < 1 << 20:
-                            continue
+                    # top the window up before waiting for acks while the batch flushes
+                    if outstanding < window and not (rate > 0) and writer.transport.get_write_buffer_size() < 1 << 20:
+                        continue
             elif qos == 0:
                 break
             await writer.drain()

@@ -56,7 +56,7 @@ class RunReport:
     worker_cpu_seconds: list[tuple[str, float]] = field(default_factory=list)
 
     def finish(self, start_ns: int, pub_end_ns: int, recv_end_ns: int,
-               latencies: array, recv_start_ns: int = 0) -> "RunReport":
+               latencies: array, recv_start_ns: int = 0) -> RunReport:
         """Derive the rates, losses and percentiles once every worker has reported.
 
         ``recv_start_ns``: the first reception (0: none), for the stream figures, which

@@ -63,7 +63,7 @@ class BenchSpec:
     username: str | None = None
     password: str | None = None
 
-    def resolved(self) -> "BenchSpec":
+    def resolved(self) -> BenchSpec:
         """A copy with defaults filled in and the options checked (ValueError on bad ones)."""
         spec = BenchSpec(**self.__dict__)
         if spec.qos not in (0, 1, 2) or (spec.sub_qos is not None and spec.sub_qos not in (0, 1, 2)):
@@ -161,7 +161,7 @@ def _worker_entry(spec: BenchSpec, worker: int, pubs: list[int], subs: list[int]
                   shared: _Shared) -> None:
     """Process entry point: run this worker's clients and put one _WorkerResult."""
     try:
-        import uvloop  # type: ignore[import-not-found]
+        import uvloop
         runner = uvloop.run
     except ImportError:  # pragma: no cover - uvloop is optional
         runner = asyncio.run
@@ -233,8 +233,8 @@ async def _worker(spec: BenchSpec, worker: int, pubs: list[int], subs: list[int]
         await conn.receive(tally, done, progress=recv_progress, stop=shared.stop.is_set,
                            read_pause=spec.read_pause)
 
-    sub_tasks = [asyncio.create_task(run_subscriber(c, t)) for c, t in zip(sub_conns, tallies)]
-    await asyncio.gather(*(run_publisher(i, c) for i, c in zip(pubs, pub_conns)))
+    sub_tasks = [asyncio.create_task(run_subscriber(c, t)) for c, t in zip(sub_conns, tallies, strict=False)]
+    await asyncio.gather(*(run_publisher(i, c) for i, c in zip(pubs, pub_conns, strict=False)))
     await asyncio.gather(*sub_tasks)
     result.subs_done = True
     per_sub = max(1000, RUN_LATENCY_SAMPLES // max(1, spec.subscribers))

@@ -42,7 +42,7 @@ def raise_fd_limit() -> int:
 
 def _run(coro: Any) -> Any:
     try:
-        import uvloop  # type: ignore[import-not-found]
+        import uvloop
         return uvloop.run(coro)
     except ImportError:  # pragma: no cover
         return asyncio.run(coro)
@@ -84,7 +84,7 @@ def _idle_worker(host: str, port: int, count: int, level: int, username: str | N
                         with connected.get_lock():
                             connected.value += 1
                         return
-                    except (OSError, BenchError, asyncio.TimeoutError) as error:
+                    except (TimeoutError, OSError, BenchError) as error:
                         if attempt == 2:
                             errors.put(f"{type(error).__name__}: {error}")
                         await asyncio.sleep(0.2)
@@ -114,7 +114,7 @@ class IdleConnections:
         self.seconds = 0.0
         self._procs: list[Any] = []
 
-    def __enter__(self) -> "IdleConnections":
+    def __enter__(self) -> IdleConnections:
         raise_fd_limit()
         ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
         self._connected = ctx.Value("q", 0)
@@ -315,7 +315,7 @@ def wait_for_session(host: str, port: int, client_id: str, *, level: int = 4,
                 conn = await Connection.open(host, port, client_id, level, clean=False,
                                              session_expiry=SESSION_EXPIRY, timeout=timeout,
                                              username=username)
-            except (OSError, BenchError, asyncio.TimeoutError) as error:
+            except (TimeoutError, OSError, BenchError) as error:
                 last = error
                 await asyncio.sleep(0.01)
                 continue

@@ -189,7 +189,7 @@ def scan_acks(buf: bytes | bytearray, level: int) -> AckScan:
             break
         first, start, stop = frame
         kind = first >> 4
-        if kind == _PUBACK or kind == _PUBCOMP:
+        if kind in (_PUBACK, _PUBCOMP):
             result.completed += 1
             if stop - start > 2 and buf[start + 2] >= 0x80:
                 result.refused += 1

@@ -22,10 +22,11 @@ and the rows of those acknowledged in time cancel out of the pending batch unwri
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from relaymq.broker.connection import Connection
+    from relaymq.broker.records import PendingAck
 
 
 class AckWatch:
@@ -38,14 +39,14 @@ class AckWatch:
         self.writes = 0  # store writes the watched deliveries made
         self.waiting = 0  # watched deliveries not acknowledged yet
         self.conn: Connection | None = None
-        self.entry: list[Any] | None = None
+        self.entry: PendingAck | None = None
 
     def watch(self, writes: int) -> None:
         """A delivery of the publication was stored with ``writes`` store operations."""
         self.writes += writes
         self.waiting += 1
 
-    def arm(self, conn: Connection, entry: list[Any]) -> None:
+    def arm(self, conn: Connection, entry: PendingAck) -> None:
         """The PUBACK is queued as ``entry`` of ``conn``: release it when the last watched
         delivery is acknowledged."""
         self.conn = conn
@@ -56,6 +57,6 @@ class AckWatch:
         self.waiting -= 1
         if self.waiting == 0 and self.entry is not None and self.conn is not None:
             conn, self.conn = self.conn, None
-            self.entry[2] = True
+            self.entry.ready = True
             self.entry = None
             conn.send_ready_acks(resume=False)  # called inside the subscriber's PUBACK

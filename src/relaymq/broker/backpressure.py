@@ -53,7 +53,8 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from relaymq.mqtt import packets as p
 from relaymq.mqtt.reason_codes import QUOTA_EXCEEDED

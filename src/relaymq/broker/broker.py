@@ -7,35 +7,31 @@ handling per packet lives in the handle_*.py modules; fan-out in routing.py and 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from relaymq.broker import backpressure
 from relaymq.broker.backpressure import Backpressure
 from relaymq.broker import delivery as delivery_mod
-from relaymq.broker.clock import Clock
+from relaymq.broker import sys_tree
+from relaymq.broker.handle_subscribe import remove_subscription
+from relaymq.clock import Clock
+from relaymq.broker.persist_read import restore_snapshot
 from relaymq.broker.persistence import MessageRefs, save_session
-from relaymq.broker.session import Delivery, Session
+from relaymq.broker.records import PendingWill
+from relaymq.broker.routing import process_publication
+from relaymq.broker.session import Session
 from relaymq.broker.shared import SharedGroup
 from relaymq.broker.stats import BrokerStats
 from relaymq.pubsub.retained import RetainedTree
 from relaymq.pubsub.topics import reserved_for_broker
 from relaymq.pubsub.topictree import SubscriptionTree
-from relaymq.store.base import NEVER_EXPIRES, QUEUED, Snapshot, Store, StoredMessage, StoreUnavailable
+from relaymq.store.base import NEVER_EXPIRES, Snapshot, Store, StoredMessage, StoreUnavailable
 
 if TYPE_CHECKING:
-    from relaymq.broker.ack_watch import AckWatch
     from relaymq.broker.connection import Connection
 
 log = logging.getLogger("relaymq.broker")
-
-
-class PendingWill(NamedTuple):
-    """A will waiting for its delay (MQTT 5 Will Delay Interval), with the user it is
-    published as: the ACL judges it again when it fires (issue 15, finding 5)."""
-
-    due: float  # monotonic
-    message: StoredMessage
-    username: str | None
 
 
 class Broker:
@@ -71,12 +67,10 @@ class Broker:
         # Called with every publication once it is routed (the message log, flows that listen
         # to topics): fn(message). A tap must not block; one that raises is logged and skipped.
         self.publication_taps: list[Callable[[StoredMessage], int | None]] = []
-        # Set while a client's QoS 1 publication is routed: the deliveries it stores (ack_watch.py).
-        self.ack_watch: AckWatch | None = None
         # Full sessions holding publishers back, the listeners' overflow policies, the server's
         # call_soon (backpressure.py). One attribute: past 30 attributes an instance's __dict__
         # stops sharing its keys and every broker.<attribute> on the hot path gets slower
-        # (measured: +1% of the instructions per QoS 1 message with six attributes here).
+        # (bench/README.md, "Figures behind the constants").
         self.backpressure = Backpressure(getattr(config, "listeners", ()))
         # Sessions whose refill from the store waits for it to write again (a full disk:
         # delivery.refill); tick() pumps them once it does.
@@ -158,8 +152,6 @@ class Broker:
     # ------------------------------------------------------------------ sessions
     def end_session(self, session: Session) -> None:
         """Discard a session: its subscriptions, queued and in-flight messages (mqtt.md item 20)."""
-        from relaymq.broker.handle_subscribe import remove_subscription
-
         for topic_filter in list(session.subscriptions):
             remove_subscription(self, session, topic_filter, persist=False)
         for d in list(session.inflight.values()) + list(session.queue):
@@ -187,8 +179,6 @@ class Broker:
         """Publish from inside the broker (a flow, a ``psc`` command, the REST interface) as
         if a client had; returns the number of receiving clients. The topic is taken as
         valid: callers check names they did not make themselves (relaymq.pubsub.topics)."""
-        from relaymq.broker.routing import process_publication
-
         with self.store.unit():  # every copy commits together
             return process_publication(self, self.new_message(topic, payload, qos, retain, properties,
                                                               expiry_interval), origin=None)
@@ -197,8 +187,6 @@ class Broker:
         """Publish a client's will as that client, if it is still allowed: the ACL is asked
         again now, since it may have changed since the CONNECT (issue 15, finding 5). A will
         that is no longer allowed is dropped with a log line. True if it was published."""
-        from relaymq.broker.routing import process_publication
-
         why = self.will_refusal(username, client_id, message.topic)
         if why is not None:
             log.info("will of client %s (user %r) on %r not published: %s", client_id, username,
@@ -237,85 +225,13 @@ class Broker:
 
     # ------------------------------------------------------------------ restore
     def restore(self, snap: Snapshot) -> None:
-        """Rebuild sessions, subscriptions, queues and retained messages from the store."""
-        from relaymq.broker.handle_subscribe import add_subscription_to_tree
-
-        now = self.clock.monotonic()
-        wall = self.clock.wall()
-        self._next_msg_id = max(self._next_msg_id, getattr(snap, "next_msg_id", 1))
-        self._next_seq = max(self._next_seq, getattr(snap, "next_seq", 1))
-        for rec in snap.sessions.values():
-            s = Session(rec.client_id, rec.protocol_level, rec.expiry_interval, rec.username)
-            s.persisted = True
-            s.overflow = self.backpressure.default_overflow
-            # The expiry clock runs on from the stored disconnect time, so the time the broker
-            # was down counts; a session still connected when it stopped (a crash) counts from
-            # now, the first moment it is known to be disconnected.
-            s.disconnected_at = now if rec.disconnected_at is None else now - max(0.0, wall - rec.disconnected_at)
-            self.sessions[rec.client_id] = s
-            will = snap.messages.get(rec.will_msg_id) if rec.will_msg_id is not None else None
-            if will is not None:
-                due = now + max(0.0, (rec.will_at or wall) - wall)
-                self.pending_wills[rec.client_id] = PendingWill(due, will, rec.username)
-                self.stored_wills.add(rec.client_id)
-                self.refs.add(will.msg_id)
-        for sub in snap.subscriptions:
-            s = self.sessions.get(sub.client_id)
-            if s is None:
-                continue
-            s.subscriptions[sub.topic_filter] = sub
-            add_subscription_to_tree(self, s, sub)
-        max_queued = self.limits.max_queued_messages
-        max_bytes = self.limits.max_queued_bytes
-        for rec in snap.deliveries:
-            s = self.sessions.get(rec.client_id)
-            msg = snap.messages.get(rec.msg_id)
-            if s is None or msg is None:
-                continue
-            self.refs.add(msg.msg_id)
-            inflight = rec.state != QUEUED and rec.packet_id is not None and rec.packet_id not in s.inflight
-            if not inflight and (s.spilled or len(s.queue) >= max_queued or (
-                    max_bytes and s.queue and s.queued_bytes + len(msg.payload) > max_bytes)):
-                s.spill(rec.seq, msg.msg_id)  # stays in the store until there is room
-                continue
-            d = Delivery(rec.seq, msg, rec.qos, rec.retain, list(rec.subscription_ids),
-                         rec.packet_id, rec.state, persisted=True)
-            if inflight:
-                s.inflight[rec.packet_id] = d
-            else:
-                d.state, d.packet_id = QUEUED, None
-                s.enqueue(d)
-            s.queued_bytes += len(msg.payload)
-        for rec in snap.inbound:
-            s = self.sessions.get(rec.client_id)
-            if s is None:
-                continue
-            msg = snap.messages.get(rec.msg_id) if rec.msg_id is not None else None
-            if msg is not None:
-                self.refs.add(msg.msg_id)
-            s.inbound[rec.packet_id] = msg
-            if msg is not None:
-                s.inbound_bytes += len(msg.payload)
-        for topic, msg_id in snap.retained.items():
-            msg = snap.messages.get(msg_id)
-            if msg is not None:
-                self.retained.set(topic, msg)
-                self.refs.add(msg_id)
-        for msg_id in snap.messages:
-            if msg_id not in self.refs.counts:  # orphan left by a crash between two writes
-                self.store.delete_message(msg_id)
-            self._next_msg_id = max(self._next_msg_id, msg_id + 1)
-        for rec in snap.deliveries:
-            self._next_seq = max(self._next_seq, rec.seq + 1)
-        log.info("restored %d sessions, %d subscriptions, %d queued messages, %d inbound QoS 2 "
-                 "awaiting PUBREL, %d retained", len(snap.sessions), len(snap.subscriptions),
-                 len(snap.deliveries), len(snap.inbound), len(snap.retained))
+        """Rebuild sessions, subscriptions, queues and retained messages from the store
+        (persist_read.py)."""
+        restore_snapshot(self, snap)
 
     # ------------------------------------------------------------------ time
     def tick(self) -> None:
         """Called about once a second by the server: keep-alive, retries, wills, expiry, $SYS."""
-        from relaymq.broker import sys_tree
-
         now = self.clock.monotonic()
         self.run_deferred()
         for conn in list(self.connections):

@@ -19,7 +19,8 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from relaymq.mqtt import packets as p
 from relaymq.mqtt import reason_codes as rc
@@ -28,6 +29,7 @@ from relaymq.mqtt.errors import MQTTError, ProtocolError
 from relaymq.mqtt.reader import PacketReader
 from relaymq.broker.backpressure import Held, must_wait
 from relaymq.broker.backpressure import forget as forget_held
+from relaymq.broker.records import PendingAck
 from relaymq.broker.session import NOTHING_QUEUED, grown
 from relaymq.ratelog import RefusalLog
 
@@ -100,7 +102,7 @@ class Connection:
         self.inbound_qos2: set[int] = set()
         # Acknowledgements not sent yet, in the order their packets arrived: [bytes, completes,
         # ready]; the first ones go out as soon as they are ready (acknowledge_*).
-        self.acks: deque[list] = NOTHING_QUEUED  # type: ignore[assignment]  # a deque once used
+        self.acks: deque[PendingAck] = NOTHING_QUEUED  # type: ignore[assignment]  # a deque once used
         self._acks_unregistered: list[list] = []  # queued in this read, not yet given to the store
         self.paused = False  # the link's buffer is over its high-water mark
         self.held = bytearray()  # written while paused, handed to the link on resume
@@ -326,18 +328,18 @@ class Connection:
         return len(self.acks)
 
     def acknowledge(self, packet_type: int, packet_id: int, reason_code: int, completes: bool,
-                    durable: bool) -> list[Any] | None:
+                    durable: bool) -> PendingAck | None:
         """Send an acknowledgement in order: after the store's next commit when ``durable``
         (something it promises was written), else as soon as those before it went.
-        ``completes``: it ends a flow counted by the receive maximum. Returns the queued entry
-        (``[data, completes, ready]``), None when it was sent at once."""
+        ``completes``: it ends a flow counted by the receive maximum. Returns the queued entry,
+        None when it was sent at once."""
         data = encode_ack(packet_type, packet_id, reason_code, self.level)
         if not durable and not self.acks:
             if completes:
                 self.inbound_unacked -= 1
             self.write(data)
             return None
-        entry = [data, completes, not durable]
+        entry = PendingAck(data, completes, not durable)
         self.acks = grown(self.acks)
         self.acks.append(entry)
         if durable:
@@ -360,7 +362,7 @@ class Connection:
 
         def durable() -> None:
             for entry in entries:
-                entry[2] = True
+                entry.ready = True
             self.send_ready_acks()
 
         self.broker.store.on_durable(durable)
@@ -371,11 +373,11 @@ class Connection:
         paused for too many waiting acknowledgements, resumes at the next commit instead, so
         this connection's packets are never handled inside another's."""
         acks = self.acks
-        while acks and acks[0][2]:
-            data, completes, _ = acks.popleft()
-            if completes:
+        while acks and acks[0].ready:
+            entry = acks.popleft()
+            if entry.completes:
                 self.inbound_unacked -= 1
-            self.write(data)
+            self.write(entry.data)
         if resume and len(acks) <= MAX_PENDING_ACKS // 2 and "acks" in self.read_paused_for:
             self.resume_reading("acks")
 

@@ -20,6 +20,7 @@ from relaymq.mqtt.reason_codes import QUOTA_EXCEEDED
 from relaymq.store.base import QUEUED, RELEASED, SENT, StoredMessage, StoreUnavailable
 
 if TYPE_CHECKING:
+    from relaymq.broker.ack_watch import AckWatch
     from relaymq.broker.broker import Broker
     from relaymq.broker.connection import Connection
     from relaymq.broker.session import Session
@@ -32,7 +33,7 @@ BLOCK, DROP_NEW, DROP_OLDEST = "block", "drop-new", "drop-oldest"
 
 
 def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, retain: bool,
-            subscription_ids: list[int] | None = None) -> None:
+            subscription_ids: list[int] | None = None, watch: AckWatch | None = None) -> None:
     conn = session.connection
     if qos == 0:
         # mqtt.md item 26: QoS 0 is not kept for a disconnected client
@@ -46,7 +47,7 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
     queue = session.queue
     if session.spilled or len(queue) >= limits.max_queued_messages or (
             limits.max_queued_bytes and session.queued_bytes + size > limits.max_queued_bytes):
-        overflow(broker, session, message, qos, retain, subscription_ids)
+        overflow(broker, session, message, qos, retain, subscription_ids, watch)
         return
     d = Delivery(broker.new_seq(), message, qos, retain, list(subscription_ids) if subscription_ids else [])
     session.queued_bytes += size
@@ -57,7 +58,7 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
         if message.expiry_at is not None and message.expiry_at <= broker.clock.wall():
             release(broker, session, d)  # MQTT 5 message expiry: never delivered late
         else:
-            start(broker, session, conn, d)
+            start(broker, session, conn, d, watch)
         return
     if session.persistent:
         persist_delivery(broker, session, d)
@@ -67,7 +68,7 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
 
 
 def overflow(broker: Broker, session: Session, message: StoredMessage, qos: int, retain: bool,
-             subscription_ids: list[int] | None) -> None:
+             subscription_ids: list[int] | None, watch: AckWatch | None = None) -> None:
     """The in-memory queue is full (issue 2, limits). A persistent session keeps the message in
     the store only, up to ``max_stored_messages``. Past that, or past the in-memory limits for a
     clean session, the session's ``overflow`` policy (its client's listener) decides (issue 14):
@@ -109,7 +110,7 @@ def overflow(broker: Broker, session: Session, message: StoredMessage, qos: int,
         while _full(broker, session, size) and (session.queue or session.spilled):
             _drop_oldest(broker, session)
         if not _full(broker, session, size):
-            deliver(broker, session, message, qos, retain, subscription_ids)
+            deliver(broker, session, message, qos, retain, subscription_ids, watch)
             return
     _count_drop(broker, session, "dropped")
     conn = session.connection
@@ -212,9 +213,11 @@ def pump(broker: Broker, session: Session) -> None:
         start(broker, session, conn, d)
 
 
-def start(broker: Broker, session: Session, conn: Connection, d: Delivery) -> None:
+def start(broker: Broker, session: Session, conn: Connection, d: Delivery,
+          watch: AckWatch | None = None) -> None:
     """Put a delivery in flight: a packet id, SENT, stored so (a persistent session's first
-    write of it when it comes straight from routing), then the first transmission."""
+    write of it when it comes straight from routing, told to ``watch``), then the first
+    transmission."""
     d.packet_id = pid = session.next_packet_id()
     d.state = SENT
     d.sent_at = broker.clock.monotonic()
@@ -222,7 +225,7 @@ def start(broker: Broker, session: Session, conn: Connection, d: Delivery) -> No
     if d.persisted:
         update_delivery(broker, session, d)
     elif session.persistent:
-        persist_delivery(broker, session, d)
+        persist_delivery(broker, session, d, watch)
     if d.qos == 2 and d.persisted:
         # Exactly once across a crash: the packet id must be in the store before the client
         # sees it, or a restarted broker would send the message again under a new id and a

@@ -19,6 +19,7 @@ from relaymq.mqtt import packets as p
 from relaymq.mqtt import reason_codes as rc
 from relaymq.mqtt.codec import encode
 from relaymq.mqtt.errors import MQTTError, ProtocolError
+from relaymq.mqtt.wire import MAX_PACKET_SIZE, MAX_UINT16
 from relaymq.pubsub.topics import TopicError, validate_topic_name
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def handle_connect(conn: Connection, pkt: p.Connect) -> None:
     will = pkt.will
     if will is not None:
         try:
-            validate_topic_name(will.topic, broker.limits.max_topic_length)
+            validate_topic_name(will.topic, broker.limits.max_topic_length, mixed_literal=conn.level == 3)
         except TopicError as err:
             raise ProtocolError(f"invalid will topic: {err.reason}", rc.TOPIC_NAME_INVALID) from None
         if will.qos > broker.limits.max_qos:
@@ -216,23 +217,23 @@ def connect_session(conn: Connection, pkt: p.Connect, client_id: str, assigned: 
     ack_props: dict = {}
     if level == 5:
         limits = broker.limits
-        conn.send_quota = min(props.get("receive_maximum", 65535), limits.max_inflight)
+        conn.send_quota = min(props.get("receive_maximum", MAX_UINT16), limits.max_inflight)
         conn.client_max_packet = props.get("maximum_packet_size", 0)
         conn.client_alias_max = props.get("topic_alias_maximum", 0)
         if limits.topic_alias_maximum:
             ack_props["topic_alias_maximum"] = limits.topic_alias_maximum
-        if limits.max_inflight < 65535:
+        if limits.max_inflight < MAX_UINT16:
             ack_props["receive_maximum"] = limits.max_inflight
         if limits.max_qos < 2:
             ack_props["maximum_qos"] = limits.max_qos
         if not limits.retain_available:
             ack_props["retain_available"] = 0
-        if limits.max_packet_size < 268435460:
+        if limits.max_packet_size < MAX_PACKET_SIZE:
             ack_props["maximum_packet_size"] = limits.max_packet_size
         if assigned:
             ack_props["assigned_client_identifier"] = client_id
         max_ka = broker.config.broker.max_keepalive
-        if pkt.keep_alive > max_ka or (pkt.keep_alive == 0 and max_ka < 65535):
+        if pkt.keep_alive > max_ka or (pkt.keep_alive == 0 and max_ka < MAX_UINT16):
             conn.keep_alive = max_ka
             ack_props["server_keep_alive"] = max_ka
         if expiry_interval != props.get("session_expiry_interval", 0):

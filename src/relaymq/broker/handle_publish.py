@@ -53,7 +53,7 @@ def resolve_topic(conn: Connection, pkt: p.Publish) -> str:
                 if not topic:
                     raise ProtocolError(f"topic alias {alias} is not set", rc.PROTOCOL_ERROR)
     try:
-        validate_topic_name(topic, conn.broker.limits.max_topic_length)
+        validate_topic_name(topic, conn.broker.limits.max_topic_length, mixed_literal=conn.level == 3)
     except TopicError as err:
         if err.reason == topics.WILDCARD_IN_NAME:
             raise MalformedPacket(f"wildcard in topic name {topic!r}") from None
@@ -95,9 +95,8 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
             # this one was not acknowledged, so it comes again after the reconnect.
             raise ProtocolError(f"QoS 2 messages awaiting PUBREL exceed max_queued_bytes ({max_bytes})",
                                 rc.QUOTA_EXCEEDED)
-    if qos > 0 and conn.level == 5:
-        if conn.inbound_unacked >= limits.max_inflight:
-            raise ProtocolError("receive maximum exceeded", rc.RECEIVE_MAXIMUM_EXCEEDED)
+    if qos > 0 and conn.level == 5 and conn.inbound_unacked >= limits.max_inflight:
+        raise ProtocolError("receive maximum exceeded", rc.RECEIVE_MAXIMUM_EXCEEDED)
 
     allowed = broker.acl is None or broker.acl.can_publish(conn.username, conn.client_id, topic)
     why = "the ACL refuses it"
@@ -153,11 +152,8 @@ def publish_qos1(conn: Connection, message: StoredMessage, pid: int) -> bool:
     broker = conn.broker
     store = broker.store
     submitted = store.submitted
-    watch = broker.ack_watch = AckWatch()
-    try:
-        receivers = process_publication(broker, message, conn.session, True)
-    finally:
-        broker.ack_watch = None
+    watch = AckWatch()
+    receivers = process_publication(broker, message, conn.session, True, watch)
     if receivers < 0:
         hold(conn, partial(publish_qos1, conn, message, pid), broker.backpressure.held_on)
         return False

@@ -91,7 +91,8 @@ def handle_subscribe(conn: Connection, pkt: p.Subscribe) -> None:
         except TopicError as err:
             raise ProtocolError(f"invalid shared subscription {full!r}: {err.reason}") from None
         try:
-            validate_topic_filter(topic_filter, strict=True, max_length=broker.limits.max_topic_length)
+            validate_topic_filter(topic_filter, strict=True, max_length=broker.limits.max_topic_length,
+                                  mixed_literal=conn.level == 3)
         except TopicError as err:
             log.info("client %s: invalid topic filter %r: %s", conn.client_id, full, err.reason)
             if level == 5:
@@ -144,7 +145,8 @@ def handle_unsubscribe(conn: Connection, pkt: p.Unsubscribe) -> None:
     for full in pkt.topic_filters:
         try:
             group, topic_filter = parse_shared(full)
-            validate_topic_filter(topic_filter, strict=True, max_length=broker.limits.max_topic_length)
+            validate_topic_filter(topic_filter, strict=True, max_length=broker.limits.max_topic_length,
+                                  mixed_literal=conn.level == 3)
         except TopicError as err:
             if conn.level == 5:
                 codes.append(rc.TOPIC_FILTER_INVALID)

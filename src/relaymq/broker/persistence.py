@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from relaymq.store.base import QUEUED, DeliveryRecord, InboundRecord, SessionRecord, StoredMessage
 
 if TYPE_CHECKING:
+    from relaymq.broker.ack_watch import AckWatch
     from relaymq.broker.broker import Broker
     from relaymq.broker.session import Delivery, Session
 
@@ -77,7 +78,7 @@ def save_session(broker: Broker, session: Session) -> None:
         session.persisted = False
 
 
-def persist_delivery(broker: Broker, session: Session, delivery: Delivery) -> None:
+def persist_delivery(broker: Broker, session: Session, delivery: Delivery, watch: AckWatch | None = None) -> None:
     store = broker.store
     before = store.submitted
     broker.refs.acquire(delivery.message)
@@ -85,7 +86,6 @@ def persist_delivery(broker: Broker, session: Session, delivery: Delivery) -> No
         session.client_id, delivery.seq, delivery.message.msg_id, delivery.qos, delivery.retain,
         delivery.packet_id, delivery.state, list(delivery.subscription_ids)))
     delivery.persisted = True
-    watch = broker.ack_watch
     if watch is not None and delivery.state != QUEUED:
         # routing a QoS 1 publication whose PUBACK may go early (ack_watch.py); only a delivery
         # going straight into flight is watched, so a watch (and the publisher's connection it

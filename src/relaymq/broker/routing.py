@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from relaymq.broker.backpressure import HELD
 from relaymq.broker.delivery import deliver
+from relaymq.broker.records import RoutingTarget
 from relaymq.broker.retain import store_retained
 from relaymq.broker.shared import SharedGroup
 from relaymq.pubsub.content_filter import FilteredSubscription, LazyView
@@ -25,20 +26,21 @@ from relaymq.pubsub.content_filter import FilteredSubscription, LazyView
 log = logging.getLogger("relaymq.routing")
 
 if TYPE_CHECKING:
+    from relaymq.broker.ack_watch import AckWatch
     from relaymq.broker.broker import Broker
     from relaymq.broker.session import Session
     from relaymq.store.base import StoredMessage
 
 
 def process_publication(broker: Broker, message: StoredMessage, origin: Session | None,
-                        hold: bool = False) -> int:
+                        hold: bool = False, watch: AckWatch | None = None) -> int:
     """Route and retain (if flagged) a publication. Returns the number of receivers: clients,
     and the copies the taps made (queue subscribers), so an MQTT 5 PUBACK says 0x10 No matching
     subscribers only when nobody at all took it; or HELD when ``hold`` (a client's QoS 1/2
     publication, whose acknowledgement can wait) and a session it goes to at QoS 1/2 is full
     and blocking (``broker.backpressure.held_on``): then nothing was delivered nor retained
     (backpressure.py)."""
-    receivers = route(broker, message, origin, hold)
+    receivers = route(broker, message, origin, hold, watch)
     if receivers < 0:
         return receivers
     if message.retain:
@@ -54,7 +56,11 @@ def process_publication(broker: Broker, message: StoredMessage, origin: Session 
     return receivers
 
 
-def route(broker: Broker, message: StoredMessage, origin: Session | None, hold: bool = False) -> int:
+def route(broker: Broker, message: StoredMessage, origin: Session | None, hold: bool = False,
+          watch: AckWatch | None = None) -> int:
+    """Deliver ``message`` to every session with a matching subscription, once per client;
+    ``watch``: the publisher's QoS 1 PUBACK that may leave before the commit (ack_watch.py),
+    told of each delivery stored on the way."""
     topic = message.topic
     sessions = broker.sessions
     acl = broker.acl
@@ -63,7 +69,7 @@ def route(broker: Broker, message: StoredMessage, origin: Session | None, hold: 
     if not matches:
         return 0
     # One delivery per client: with a single match there is nothing to merge.
-    targets: dict[str, list] | None = {} if len(matches) > 1 else None  # client id -> [qos, retain, sub ids]
+    targets: dict[str, RoutingTarget] | None = {} if len(matches) > 1 else None  # by client id
     view: LazyView | None = None
     for key, value in matches:
         if isinstance(value, SharedGroup):
@@ -92,25 +98,23 @@ def route(broker: Broker, message: StoredMessage, origin: Session | None, hold: 
             if hold and qos and session.blocking is not None:
                 broker.backpressure.held_on = session
                 return HELD
-            deliver(broker, session, message, qos, retain, [sub.subscription_id] if sub.subscription_id else None)
+            deliver(broker, session, message, qos, retain, [sub.subscription_id] if sub.subscription_id else None, watch)
             return 1
         t = targets.get(client_id)
         if t is None:
-            targets[client_id] = [qos, retain, [sub.subscription_id] if sub.subscription_id else []]
+            targets[client_id] = RoutingTarget(session, qos, retain, [sub.subscription_id] if sub.subscription_id else [])
         else:
-            if qos > t[0]:
-                t[0] = qos
-            t[1] = t[1] or retain
+            t.qos = max(t.qos, qos)
+            t.retain = t.retain or retain
             if sub.subscription_id:
-                t[2].append(sub.subscription_id)
+                t.subscription_ids.append(sub.subscription_id)
     if not targets:
         return 0
     if hold and broker.backpressure.blocking:
-        for client_id, target in targets.items():
-            session = sessions[client_id]
-            if target[0] and session.blocking is not None:
-                broker.backpressure.held_on = session
+        for target in targets.values():
+            if target.qos and target.session.blocking is not None:
+                broker.backpressure.held_on = target.session
                 return HELD
-    for client_id, (qos, retain, sub_ids) in targets.items():
-        deliver(broker, sessions[client_id], message, qos, retain, sub_ids)
+    for target in targets.values():
+        deliver(broker, target.session, message, target.qos, target.retain, target.subscription_ids, watch)
     return len(targets)

@@ -11,6 +11,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from relaymq.mqtt.wire import MAX_UINT16
 from relaymq.store.base import NEVER_EXPIRES, QUEUED, StoredMessage, SubscriptionRecord
 
 if TYPE_CHECKING:
@@ -109,9 +110,9 @@ class Session:
 
     def next_packet_id(self) -> int:
         """A free packet id in 1..65535 (mqtt.md item 28: 0 is invalid), skipping ids in use."""
-        for _ in range(65535):
+        for _ in range(MAX_UINT16):
             pid = self._next_packet_id
-            self._next_packet_id = pid + 1 if pid < 65535 else 1
+            self._next_packet_id = pid + 1 if pid < MAX_UINT16 else 1
             if pid not in self.inflight:
                 return pid
         raise RuntimeError("no free packet identifier")  # impossible: inflight is bounded

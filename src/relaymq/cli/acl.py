@@ -31,7 +31,7 @@ examples:
 exit status: 0 success, 1 failure (one line on stderr), 2 usage."""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "acl", help="show or change topic ACLs (publish/subscribe/persistent per topic)",
         description="Show or change the topic ACLs of the pub/sub engine.", epilog=_EPILOG,

@@ -41,7 +41,7 @@ authorities: queue put get browse inq set define delete; flow deploy; admin admi
 exit status: 0 done, 1 failure (one line on stderr), 2 bad command line."""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("auth", help="users, groups and authorities (like setmqaut)",
                                    description=_DESCRIPTION, epilog=_EPILOG,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -76,7 +76,7 @@ class _Failure(Exception):
         self.status = status
 
 
-def _config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _config(args: argparse.Namespace):
     from relaymq.config import ConfigError, load_config
 
     try:
@@ -97,7 +97,8 @@ def _principal(name: str) -> str:
 
 
 def _changes(tokens: list[str]) -> tuple[list[str], list[str]]:
-    grant, revoke = [], []
+    grant: list[str] = []
+    revoke: list[str] = []
     for token in tokens:
         if token == "--":
             continue
@@ -109,7 +110,7 @@ def _changes(tokens: list[str]) -> tuple[list[str], list[str]]:
     return grant, revoke
 
 
-def _edit(path: str, edit) -> object:  # type: ignore[no-untyped-def]
+def _edit(path: str, edit) -> object:
     authorities = Authorities.load(path)
     result = edit(authorities)
     authorities.save(path)

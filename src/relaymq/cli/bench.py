@@ -38,7 +38,7 @@ exit status: 0 success (losses are reported, not failures), 1 the run failed (on
 stderr), 2 usage error."""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``bench`` command."""
     parser = subparsers.add_parser(
         "bench",

@@ -31,7 +31,7 @@ exit status: 0 success, 1 failure (one line on stderr), 2 usage or invalid flow 
 TIMEOUT = 60.0
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "flow", help="deploy, undeploy and list message flows",
         description="Manage the message flows of a running broker (through its HTTP admin routes).",

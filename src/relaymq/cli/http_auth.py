@@ -15,7 +15,7 @@ import os
 import urllib.parse
 
 from relaymq.auth.admin_credential import DEFAULT_PATH, ENV_PATH, AdminCredentialError, read
-from relaymq.server.binding import is_loopback
+from relaymq.net.binding import is_loopback
 
 
 def basic(user: str, password: str) -> tuple[str, str]:

@@ -26,7 +26,7 @@ examples:
 exit status: 0 success, 2 a malformed message or JSON (one line on stderr)."""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``msg`` command with ``decode`` and ``encode``."""
     parser = subparsers.add_parser(
         "msg",

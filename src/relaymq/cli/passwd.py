@@ -33,7 +33,7 @@ The bcrypt cost defaults to {DEFAULT_COST} (about a quarter of a second per chec
 exit status: 0 done, 1 failure (one line on stderr), 2 bad command line."""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``passwd`` sub-command."""
     parser = subparsers.add_parser(
         "passwd",

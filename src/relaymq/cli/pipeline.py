@@ -22,7 +22,7 @@ examples:
 exit status: 0 success, 1 the job failed (one line on stderr), 2 usage."""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``pipeline run``."""
     parser = subparsers.add_parser(
         "pipeline", help="run Spark jobs over the message log",

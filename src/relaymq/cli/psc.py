@@ -50,7 +50,7 @@ _CRITERIA = (("topic", "topic"), ("sub_point", "subPoint"), ("filter", "filter")
              ("queue", "queue"), ("correl_id", "correlId"), ("name", "subName"), ("owner", "user"))
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "psc", help="list and remove pub/sub queue subscriptions (administrator)",
         description="List or remove the queue subscriptions of the publish/subscribe engine, on a running "

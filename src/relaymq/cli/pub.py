@@ -32,7 +32,7 @@ examples:
 {CONNECTION_EPILOG}"""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``pub`` sub-command."""
     parser = subparsers.add_parser(
         "pub",

@@ -21,6 +21,7 @@ import base64
 import json
 import sys
 import urllib.parse
+from pathlib import Path
 from typing import Any
 
 from relaymq.cli.http_auth import authorization
@@ -46,7 +47,7 @@ exit status: 0 success, 1 a queue manager error (one line on stderr, with the re
 2 usage. `get` on an empty queue prints nothing and exits 1 with MQRC_NO_MSG_AVAILABLE."""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``queue`` with define, delete, show, put, get and browse."""
     parser = subparsers.add_parser(
         "queue", help="define, show, put to, get from and browse queues",
@@ -152,7 +153,7 @@ def _execute(qm: QueueManager, args: argparse.Namespace) -> int:
         if args.correl_id:
             md.CorrelId = bytes.fromhex(args.correl_id).ljust(24, b"\0")[:24]
         if args.file:
-            message.mq.body = sys.stdin.buffer.read() if args.file == "-" else open(args.file, "rb").read()
+            message.mq.body = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
         else:
             message.mq.body = (args.message or "").encode("utf-8")
         _emit({"msg_id": qm.put(args.name, message, qmgr=args.to_qmgr).hex()})
@@ -263,7 +264,7 @@ def _run_remote(args: argparse.Namespace) -> int:
         return 0
     if command == "put":
         qmgr = _quote(args.to_qmgr) if args.to_qmgr else qmgr  # REST names the destination in the URL
-        data = (sys.stdin.buffer.read() if args.file == "-" else open(args.file, "rb").read()) if args.file \
+        data = (sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()) if args.file \
             else (args.message or "").encode("utf-8")
         headers = [("content-type", "text/plain;charset=utf-8")]
         if args.priority >= 0:
@@ -275,7 +276,7 @@ def _run_remote(args: argparse.Namespace) -> int:
         _emit({"msg_id": dict((k.lower(), v) for k, v in response.headers)
                .get("ibm-mq-md-messageid", "").removeprefix("ID:")})
         return 0
-    query: dict[str, str] = {}
+    query = {}
     if args.msg_id:
         query["messageId"] = "ID:" + args.msg_id
     if args.correl_id:

@@ -30,7 +30,7 @@ exit status: 0 valid (and TRUE with --message), 1 FALSE or UNKNOWN with --messag
 2 an invalid expression or message (one line on stderr)."""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``selector`` command with ``check``."""
     parser = subparsers.add_parser(
         "selector",

@@ -30,7 +30,7 @@ examples:
 options given here override the file: --port replaces the port of the first [[listener]]
 (or creates the default listener on that port; 0 picks a free port)."""
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``serve`` sub-command."""
     parser = subparsers.add_parser(
         "serve",

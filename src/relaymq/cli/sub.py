@@ -37,7 +37,7 @@ exit status 27: -W seconds passed before -C messages arrived.
 {CONNECTION_EPILOG}"""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``sub`` sub-command."""
     parser = subparsers.add_parser(
         "sub",
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         connection.open()
         reasons = connection.subscribe(args.topic, args.qos,
                                        [(FILTER_PROPERTY, args.filter)] if args.filter else None)
-        refused = [(topic, reason) for topic, reason in zip(args.topic, reasons) if reason.is_failure]
+        refused = [(topic, reason) for topic, reason in zip(args.topic, reasons, strict=False) if reason.is_failure]
         for topic, reason in refused:
             print(f"relaymq sub: subscription to {topic!r} refused: {reason}", file=sys.stderr)
         if len(refused) == len(args.topic):

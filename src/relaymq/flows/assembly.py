@@ -29,13 +29,6 @@ def copy_message(message: Message) -> Message:
     return out
 
 
-def body_bytes(message: Message) -> bytes:
-    """The body as bytes, with a parsed (maybe changed) body tree written back first."""
-    if message._body is not None:  # noqa: SLF001
-        message.to_bytes()
-    return message.mq.body
-
-
 def transport_folder(message: Message, name: str) -> Element | None:
     """A transport header folder (``HTTPInputHeader``, ``JMSTransport``...) by name."""
     for folder in message.transport:

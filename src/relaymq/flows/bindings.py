@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 
 from relaymq.flows import http_headers, qmgr_port
 from relaymq.flows.errors import FlowException
-from relaymq.flows.mqtt_mapping import from_mqtt, user_identifier
+from relaymq.message.mqtt_mapping import from_mqtt, user_identifier
 from relaymq.flows.nodes.http_reply import REQUEST_ID_PATH
 from relaymq.flows.runtime import Delivery, FlowRuntime
 from relaymq.flows.scada import ScadaEndpoint
@@ -188,7 +188,7 @@ class HttpBinding(Binding):
         try:
             await target.runtime.submit(Delivery(target.node, message, local, finished, redeliver=False))
             status, headers, body = await asyncio.wait_for(asyncio.shield(future), target.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             status, headers, body = error_reply(504, f"no reply from the flow within {target.timeout:g}s")
         finally:
             self.pending.waiting.pop(request_id, None)
@@ -280,5 +280,5 @@ class QueueBinding(Binding):
     async def _wait(self, limit: float = 0.5) -> None:
         try:
             await asyncio.wait_for(self._wake.wait(), limit)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass

@@ -10,6 +10,7 @@ pointed at it, and only then does the old flow drain its queued messages and sto
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import os
 from collections.abc import Mapping
@@ -208,11 +209,11 @@ class FlowManager:
         if path is not None and os.path.exists(path):
             os.remove(path)
 
-    def stored(self) -> list[tuple[str, str]]:
+    def stored(self) -> builtins.list[tuple[str, str]]:  # builtins: this class has a method named list
         """(group, path) of every stored flow."""
         if not self.store_dir or not os.path.isdir(self.store_dir):
             return []
-        found = []
+        found: builtins.list[tuple[str, str]] = []
         for group in sorted(os.listdir(self.store_dir)):
             folder = os.path.join(self.store_dir, group)
             if os.path.isdir(folder) and NAME.match(group):

@@ -93,8 +93,6 @@ class Node:
                 out[key] = spec.default
                 continue
             value = raw[key]
-            if int in spec.types and float in spec.types and isinstance(value, int) and not isinstance(value, bool):
-                value = value
             ok = isinstance(value, spec.types) and not (isinstance(value, bool) and bool not in spec.types)
             if float in spec.types and isinstance(value, int) and not isinstance(value, bool):
                 ok, value = True, float(value)

@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 from relaymq.flows.bindings import PendingReplies
-from relaymq.flows.mqtt_mapping import mqtt_publication
+from relaymq.message.mqtt_mapping import mqtt_publication
 from relaymq.flows.publishing import engine_publication
 from relaymq.message.message import Message
 
@@ -47,7 +47,7 @@ class BrokerPorts:
         aio = self.services.get("qmgr.aio")
         if aio is None:
             raise NoQueueManager(f"cannot put to {queue}: no queue manager is running")
-        return await aio.put(queue, message, qmgr=qmgr)  # type: ignore[no-any-return]
+        return await aio.put(queue, message, qmgr=qmgr)
 
     async def publish(self, topic: str, message: Message, *, qos: int, retain: bool, subscription_point: str) -> None:
         """Publish through the pub/sub engine at ``subscription_point`` (seed 003 l.1925-1962).

@@ -9,8 +9,8 @@ registered at a named one.
 
 from __future__ import annotations
 
-from relaymq.flows.assembly import body_bytes
-from relaymq.flows.mqtt_mapping import usr_properties
+from relaymq.message.message import body_bytes
+from relaymq.message.mqtt_mapping import usr_properties
 from relaymq.message.message import Message
 from relaymq.pubsub.model import DEFAULT_SUBPOINT, Publication
 

@@ -23,10 +23,9 @@ import zlib
 from typing import Any
 
 from relaymq.flows.files import read_text, write_atomically
+from relaymq.message.message import Message
 
 log = logging.getLogger("relaymq.flows")
-
-from relaymq.message.message import Message
 
 
 def confirm_id_for(queue: str) -> int:

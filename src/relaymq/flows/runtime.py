@@ -129,7 +129,7 @@ class ThreadPorts:
         return bool(self._on_loop(self.ports.http_reply, request_id, status, headers, body))
 
     def subscribed(self, topic: str, subscription_point: str) -> bool | None:
-        return self._on_loop(self.ports.subscribed, topic, subscription_point)  # type: ignore[no-any-return]
+        return self._on_loop(self.ports.subscribed, topic, subscription_point)
 
     def trace(self, node: str, text: str, destination: str) -> None:
         self.ports.trace(node, text, destination)

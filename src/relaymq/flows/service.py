@@ -1,4 +1,4 @@
-"""The flows service in the broker process (relaymq.server.app SERVICE_MODULES).
+"""The flows service in the broker process (relaymq.services.registry SERVICE_MODULES).
 
 At start: build the FlowManager over the broker, the queue manager (``services["qmgr.aio"]``)
 and the HTTP server (``services["http"]``), redeploy the flows stored under ``<data_dir>/flows``,
@@ -20,6 +20,7 @@ from relaymq.flows.errors import FlowDefinitionError
 from relaymq.flows.manager import DeployError, FlowManager
 from relaymq.flows.ports import BrokerPorts
 from relaymq.flows.settings import FlowsSettings
+from relaymq.services.contract import ServiceError
 
 log = logging.getLogger("relaymq.flows")
 
@@ -38,8 +39,6 @@ class FlowsService:
 
 
 async def start(context: Any) -> FlowsService:
-    from relaymq.server.app import ServiceError
-
     config = context.config
     settings: FlowsSettings = config.section("flows")
     if not settings.enabled:

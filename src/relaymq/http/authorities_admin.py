@@ -12,7 +12,7 @@ DELETE   /relaymq/auth/users/{user}       remove the user (204)
 
 Every change is saved to its file (the authorities file, ``[access] password_file``) before it
 applies, and applies at once: the authorities are re-read from their file on change, and a
-change of users re-reads every access file as SIGHUP does (relaymq.server.reload), so the MQTT
+change of users re-reads every access file as SIGHUP does (relaymq.services.reload), so the MQTT
 password checker sees it too.
 
 Who may call them: an administrator of the authority model - ``[access] administrators`` or a
@@ -48,7 +48,7 @@ class AuthorityAdmin:
     def __init__(self, authorities: Any, *, password_path: str = "", reload: Callable[[], object] | None = None) -> None:
         self.authorities = authorities
         self.password_path = password_path
-        #: Re-reads every access file (relaymq.server.reload), so each holder takes the change.
+        #: Re-reads every access file (relaymq.services.reload), so each holder takes the change.
         self.reload = reload
 
     def routes(self) -> list[tuple[str, str, Any]]:
@@ -120,7 +120,7 @@ class AuthorityAdmin:
                  "members must be a list of principals")
         name = request.path_params["group"]
         await asyncio.to_thread(self.authorities.update, lambda a: a.set_members(name, members))
-        return json_response(200, {"group": name, "members": sorted(set(members))})
+        return json_response(200, {"group": name, "members": sorted(set(members or ()))})
 
     async def _edit_users(self, edit: Callable[[Any], bool]) -> bool:
         """Read the password file, ``edit`` it, save it, and have every holder re-read it.

@@ -31,7 +31,7 @@ async def request(method: str, url: str, *, headers: Iterable[tuple[str, str]] =
     try:
         return await asyncio.wait_for(_exchange(method, url, list(headers), body, ssl_context, max_body_bytes),
                                       timeout)
-    except (TimeoutError, asyncio.TimeoutError):
+    except TimeoutError:
         raise HttpClientError(f"{method} {url}: no response within {timeout:g}s") from None
     except (OSError, h11.ProtocolError) as error:
         raise HttpClientError(f"{method} {url}: {error}") from None

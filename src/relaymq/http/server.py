@@ -148,7 +148,7 @@ class _Route:
     def _match_fixed(segments: list[tuple[str, str]], raw: list[str], params: dict[str, str]) -> bool:
         if len(segments) != len(raw):
             return False
-        for (kind, text), value in zip(segments, raw):
+        for (kind, text), value in zip(segments, raw, strict=False):
             segment = urllib.parse.unquote(value)
             if kind == "literal":
                 if segment != text:

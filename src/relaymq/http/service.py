@@ -1,8 +1,9 @@
-"""The HTTP service: starts the HttpServer from [http], registers it as
-``context.services["http"]`` so the channel adapter and flows add routes, and adds the REST
-interface's routes.
+"""The HTTP service: starts the HttpServer from [http] and registers it as
+``context.services["http"]``, where each later part adds its own routes (the queue manager its
+REST interface and channel adapter, pub/sub its admin routes, flows theirs), and adds the admin
+API for users, groups and authorities.
 
-It starts first (see relaymq.server.app.SERVICE_MODULES): the routes are added by services
+It starts first (see relaymq.services.registry.SERVICE_MODULES): the routes are added by services
 that start later, on a server that already listens; a request that arrives in between gets 404.
 """
 
@@ -14,6 +15,8 @@ from typing import Any
 
 from relaymq.http.auth import BasicAuth
 from relaymq.http.server import HttpServer
+from relaymq.services.contract import ServiceError
+from relaymq.services.reload import password_reloader, reload_all
 
 log = logging.getLogger("relaymq.http")
 
@@ -34,8 +37,6 @@ def _password_file(config: Any, settings: Any) -> Any:
     if not path:
         return None
     from relaymq.auth.passwords import PasswordFile, PasswordFileError
-    from relaymq.server.app import ServiceError
-
     try:
         return PasswordFile.load(path)
     except PasswordFileError as error:
@@ -48,8 +49,6 @@ def _admin_credential(config: Any) -> Any:
     if config.access.administrators:
         return None
     from relaymq.auth.admin_credential import AdminCredentialError, ensure
-    from relaymq.server.app import ServiceError
-
     try:
         credential = ensure(config.broker.data_dir)
     except (AdminCredentialError, OSError) as error:
@@ -62,8 +61,6 @@ def _admin_credential(config: Any) -> Any:
 
 
 async def start(context: Any) -> HttpService:
-    from relaymq.server.app import ServiceError
-
     settings = context.config.section("http")
     if not settings.enabled:
         return HttpService(None)
@@ -75,8 +72,6 @@ async def start(context: Any) -> HttpService:
     server.auth = BasicAuth(passwords, settings.allow_anonymous, _admin_credential(context.config),
                             getattr(context, "authorities", None))
     if passwords is not None:
-        from relaymq.server.reload import password_reloader
-
         context.reloaders.append(password_reloader(settings.password_file or context.config.access.password_file,
                                                    passwords))
     ssl_context = None
@@ -92,15 +87,9 @@ async def start(context: Any) -> HttpService:
         raise ServiceError(f"http: cannot listen on {settings.host}:{settings.port}: "
                            f"{error.strerror or error}") from None
     context.services["http"] = server
-    # The REST interface (relaymq.qmgr.rest) finds the queue manager per request in the
-    # registry, so its routes can be added now, before the queue manager service starts.
-    from relaymq.qmgr.rest import add_routes
-
-    add_routes(server, context.services, context.broker)
     authorities = getattr(context, "authorities", None)
     if authorities is not None:  # users, groups and authorities at run time (issue 15)
         from relaymq.http.authorities_admin import AuthorityAdmin
-        from relaymq.server.reload import reload_all
 
         AuthorityAdmin(authorities, password_path=context.config.access.password_file,
                        reload=lambda: reload_all(context.reloaders)).install(server)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from relaymq.net.binding import MAX_PORT
 from relaymq.config import (ConfigError, boolean, build_section, int_range, key_field, non_empty_text, text,
                             unlimited_or_at_least)
 
@@ -22,7 +23,7 @@ class HttpSettings:
 
     enabled: bool = key_field(True, boolean)
     host: str = key_field("localhost", non_empty_text)
-    port: int = key_field(8080, int_range(0, 65535))
+    port: int = key_field(8080, int_range(0, MAX_PORT))
     max_header_bytes: int = key_field(16384, int_range(256, 1_048_576))
     max_body_bytes: int = key_field(4_194_304, int_range(1, 1_073_741_824))
     idle_timeout: int = key_field(60, int_range(1, 86400))

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from relaymq.http.admission import Admission, peer_host
-from relaymq.server.binding import Servers, create_servers
+from relaymq.net.binding import Servers, create_servers
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -31,7 +31,7 @@ class TcpServer:
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None,
                     **options: Any) -> None:
         """Listen on ``host:port`` (0: any free port, then in ``port``; ``"localhost"``: 127.0.0.1
-        and ::1, relaymq.server.binding); ``options`` go to ``asyncio.start_server`` (``limit``,
+        and ::1, relaymq.net.binding); ``options`` go to ``asyncio.start_server`` (``limit``,
         for one)."""
 
         async def create(address: str, port: int) -> asyncio.base_events.Server:

@@ -12,7 +12,8 @@ the two differ only in the six positions listed in ``_CP1047_FROM_CP037``.
 from __future__ import annotations
 
 import codecs
-from typing import Callable
+from typing import Any
+from collections.abc import Callable
 
 from relaymq.message.constants import MQENC_INTEGER_MASK, MQENC_INTEGER_REVERSED
 from relaymq.message.errors import CCSIDError
@@ -46,7 +47,7 @@ EBCDIC_CCSIDS = frozenset({37, 500, 1047, 1140})
 _CP1047_FROM_CP037 = {0x5F: "^", 0xAD: "[", 0xB0: "\u00ac", 0xBA: "\u00dd", 0xBB: "\u00a8", 0xBD: "]"}
 
 
-def _build_cp1047() -> tuple[str, dict[int, int]]:
+def _build_cp1047() -> tuple[str, Any]:  # Any: codecs' encoding map has no public type
     table = list(bytes(range(256)).decode("cp037"))
     for byte, ch in _CP1047_FROM_CP037.items():
         table[byte] = ch

@@ -15,7 +15,7 @@ names without a colon, each name at most once. Values with a ``dt`` attribute ar
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from relaymq.message.errors import DataTypeError, FolderError
 from relaymq.message.tree import Element

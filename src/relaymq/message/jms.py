@@ -10,7 +10,7 @@ Header field names are JMS's own (``JMSPriority``), which is also what a selecto
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 
 from relaymq.message.errors import DataTypeError
@@ -132,6 +132,8 @@ class TypedProperties(MutableMapping[str, object]):
     def __len__(self) -> int:
         return len(self._values)
 
+    __hash__ = None  # type: ignore[assignment]  # mutable, so unhashable, as a dict is
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, TypedProperties):
             return self._values == other._values and self._types == other._types
@@ -195,7 +197,7 @@ def _correlation(m: JMSMessage) -> object:
     return cid
 
 
-_HEADER_GETTERS = {
+_HEADER_GETTERS: dict[str, Callable[[JMSMessage], object]] = {
     "JMSDeliveryMode": lambda m: "PERSISTENT" if m.JMSDeliveryMode == PERSISTENT else "NON_PERSISTENT",
     "JMSPriority": lambda m: m.JMSPriority,
     "JMSMessageID": lambda m: m.JMSMessageID,

@@ -134,7 +134,7 @@ def queue_uri(qmgr: str, queue: str) -> str:
 # -- time (JMSTimestamp <-> PutDate/PutTime) ---------------------------------------------------
 def put_date_time(ms: int) -> tuple[str, str]:
     """UTC ``YYYYMMDD`` and ``HHMMSSTH`` (hundredths) for a Java time in milliseconds."""
-    t = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
+    t = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.UTC)
     return t.strftime("%Y%m%d"), t.strftime("%H%M%S") + f"{t.microsecond // 10000:02d}"
 
 
@@ -148,7 +148,7 @@ def time_from_put(date: str, time: str) -> int | None:
     if len(date) != 8 or len(time) < 6 or not ascii_digits(date + time):
         return None
     try:
-        t = _dt.datetime.strptime(date + time[:6], "%Y%m%d%H%M%S").replace(tzinfo=_dt.timezone.utc)
+        t = _dt.datetime.strptime(date + time[:6], "%Y%m%d%H%M%S").replace(tzinfo=_dt.UTC)
     except ValueError:
         return None
     hundredths = int(time[6:8]) if len(time) >= 8 else 0
@@ -291,9 +291,9 @@ def jms_to_mq(jms: JMSMessage, *, with_rfh2: bool = True, now_ms: int | None = N
     if props.get("JMS_IBM_Last_Msg_In_Group"):
         md.MsgFlags |= MQMF_LAST_MSG_IN_GROUP | MQMF_MSG_IN_GROUP  # note 8
     for name, attr in (("JMS_IBM_Feedback", "Feedback"), ("JMS_IBM_MsgType", "MsgType")):
-        value = _explicit_int(props, name)
-        if value is not None:
-            setattr(md, attr, value)
+        number = _explicit_int(props, name)
+        if number is not None:
+            setattr(md, attr, number)
     for name, attr in (("JMS_IBM_PutDate", "PutDate"), ("JMS_IBM_PutTime", "PutTime")):
         if _explicit(props, name) is not None:
             setattr(md, attr, str(props[name]))
@@ -390,7 +390,7 @@ def mq_to_jms(msg: MQMessage, now_ms: int | None = None) -> JMSMessage:
         """An integer jms field; untyped text that is a number is accepted."""
         value = jget(name)
         if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-            return value  # type: ignore[return-value]
+            return value
         text = str(value).strip()
         if text[:1] in "+-":
             text = text[1:]
@@ -407,17 +407,17 @@ def mq_to_jms(msg: MQMessage, now_ms: int | None = None) -> JMSMessage:
     jms.JMSCorrelationID = str(cid) if cid is not None else id_string(md.CorrelId)
     dlv = jint("Dlv")
     if dlv in (PERSISTENT, NON_PERSISTENT):
-        jms.JMSDeliveryMode = int(dlv)  # type: ignore[arg-type]
+        jms.JMSDeliveryMode = int(dlv)
     else:  # DECISION: MQPER_PERSISTENCE_AS_Q_DEF reads as non-persistent (the queue default).
         jms.JMSDeliveryMode = PERSISTENT if md.Persistence == MQPER_PERSISTENT else NON_PERSISTENT
     dst = jget("Dst")
     jms.JMSDestination = str(dst) if dst is not None else None
     tms = jint("Tms")
     put_ms = time_from_put(md.PutDate, md.PutTime)
-    jms.JMSTimestamp = int(tms) if tms is not None else (put_ms or 0)  # type: ignore[call-overload]
+    jms.JMSTimestamp = int(tms) if tms is not None else (put_ms or 0)
     exp = jint("Exp")
     if exp is not None:
-        jms.JMSExpiration = int(exp)  # type: ignore[call-overload]
+        jms.JMSExpiration = int(exp)
     elif md.Expiry > 0:
         jms.JMSExpiration = reference_ms(now_ms, jms.JMSTimestamp) + md.Expiry * 100
     jms.JMSMessageID = id_string(md.MsgId)
@@ -456,7 +456,7 @@ def mq_to_jms(msg: MQMessage, now_ms: int | None = None) -> JMSMessage:
         props.set_received("JMSXGroupID", id_string(md.GroupId))
     seq = jint("Seq")
     if seq is not None:
-        props.set_received("JMSXGroupSeq", int(seq), "i4")  # type: ignore[call-overload]
+        props.set_received("JMSXGroupSeq", int(seq), "i4")
     elif in_group:
         props.set_received("JMSXGroupSeq", md.MsgSeqNumber, "i4")
     if md.UserIdentifier:

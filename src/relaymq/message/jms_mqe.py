@@ -151,7 +151,7 @@ def _body_bytes(jms: JMSMessage) -> bytes | None:
     if kind == TEXT:
         return str(body).encode("utf-8")
     if kind in (BYTES, OBJECT):
-        return bytes(body)  # type: ignore[call-overload]
+        return bytes(body)  # type: ignore[call-overload, no-any-return]
     if kind == MAP:
         return JMSMAP.serialize(map_body(dict(body), body_types_dict(jms)))  # type: ignore[call-overload]
     return JMSSTREAM.serialize(stream_body(list(body), jms.body_types if isinstance(jms.body_types, list) else None))  # type: ignore[call-overload]
@@ -192,7 +192,7 @@ def mqe_to_jms(msg: MQeFields, destination: str | None = None) -> JMSMessage:
     cls = _field(msg, MQE_JMS_CLASS, _TEXT)
     if cls not in MQE_TO_CLASS:
         raise MQeFieldsError(MQE_JMS_CLASS, None, f"{cls!r} is not a JMS message class ({', '.join(sorted(MQE_TO_CLASS))})")
-    jms = JMSMessage(message_type=MQE_TO_CLASS[cls], JMSDestination=destination)  # type: ignore[index]
+    jms = JMSMessage(message_type=MQE_TO_CLASS[cls], JMSDestination=destination)
     jms.JMSTimestamp = int(_field(msg, MSG_TIME, _INTEGERS) or 0)  # type: ignore[call-overload]
     origin = _field(msg, MSG_ORIGINQMGR, _TEXT)
     jms.JMSMessageID = message_id(str(origin or ""), jms.JMSTimestamp)
@@ -215,7 +215,7 @@ def mqe_to_jms(msg: MQeFields, destination: str | None = None) -> JMSMessage:
     mode = _field(header, MQE_JMS_DELIVERYMODE, _INTEGERS, at)
     if mode is not None and mode not in (PERSISTENT, NON_PERSISTENT):
         raise MQeFieldsError(at + MQE_JMS_DELIVERYMODE, None, f"{mode} is not 1 (non-persistent) or 2 (persistent)")
-    jms.JMSDeliveryMode = PERSISTENT if mode is None else int(mode)  # type: ignore[call-overload]
+    jms.JMSDeliveryMode = PERSISTENT if mode is None else int(mode)
     jms.JMSRedelivered = bool(_field(header, MQE_JMS_REDELIVERED, (BOOLEAN,), at))
     t = _field(header, MQE_JMS_TYPE, _TEXT, at)
     jms.JMSType = str(t) if t is not None else None

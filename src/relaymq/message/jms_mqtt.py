@@ -123,7 +123,7 @@ def mqtt5_to_jms(pub: MQTT5Publish, now_ms: int = 0) -> JMSMessage:
     cls = next((v for k, v in users if k == CLASS_PROPERTY), None)
     if cls not in MESSAGE_TYPES:
         cls = TEXT if pub.payload_format_indicator == 1 else BYTES
-    jms = JMSMessage(message_type=cls, JMSDestination=f"topic://{pub.topic}")  # type: ignore[arg-type]
+    jms = JMSMessage(message_type=cls, JMSDestination=f"topic://{pub.topic}")
     jms.JMSDeliveryMode = PERSISTENT if pub.qos > 0 else NON_PERSISTENT
     headers: dict[str, str] = {}
     for k, v in users:

@@ -10,6 +10,8 @@ parsed body tree is added as ``tree`` (display only).
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from relaymq.message.ccsid import decode_text, encode_text
 from relaymq.message.constants import MQFMT_STRING
 from relaymq.message.domains.json_domain import JSON as JSON_DOMAIN, from_element
@@ -75,7 +77,10 @@ def to_json(msg: MQMessage, domain: str | None = None) -> dict[str, object]:
     }
 
 
-def _require(obj: object, kind: type, where: str) -> object:
+_T = TypeVar("_T")
+
+
+def _require(obj: object, kind: type[_T], where: str) -> _T:
     if not isinstance(obj, kind) or (kind is int and isinstance(obj, bool)):
         name = {int: "integer", str: "string", dict: "object", list: "array"}.get(kind, kind.__name__)
         raise FormatError(where, None, f"expected a JSON {name}, found {_json_type(obj)}")
@@ -91,11 +96,11 @@ def _json_type(obj: object) -> str:
 
 
 def _int(obj: object, where: str) -> int:
-    return _require(obj, int, where)  # type: ignore[return-value]
+    return _require(obj, int, where)
 
 
 def _str(obj: object, where: str) -> str:
-    return _require(obj, str, where)  # type: ignore[return-value]
+    return _require(obj, str, where)
 
 
 def _hex(obj: object, where: str) -> bytes:
@@ -111,7 +116,7 @@ def _typed_fields(values: dict[str, object], defaults: object, where: str) -> di
     out: dict[str, object] = {}
     for key, value in values.items():
         if not hasattr(defaults, key) or key in ("folders", "name_values"):
-            raise FormatError(f"{where}.{key}", None, f"not a field of {where.split('[')[0]}")
+            raise FormatError(f"{where}.{key}", None, f"not a field of {where.split('[', maxsplit=1)[0]}")
         default = getattr(defaults, key)
         field = f"{where}.{key}"
         if isinstance(default, bytes):
@@ -137,16 +142,16 @@ def from_json(doc: object) -> MQMessage:
     (the input is a document, not bytes)."""
     data = _require(doc, dict, "message")
     assert isinstance(data, dict)
-    md_values = _typed_fields(_require(data.get("MQMD", {}), dict, "MQMD"), MQMD(), "MQMD")  # type: ignore[arg-type]
+    md_values = _typed_fields(_require(data.get("MQMD", {}), dict, "MQMD"), MQMD(), "MQMD")
     md = MQMD(**md_values)  # type: ignore[arg-type]
     msg = MQMessage(md=md)
     if "descriptor_encoding" in data:
         msg.md_encoding = _int(data["descriptor_encoding"], "descriptor_encoding")
     if "descriptor_ccsid" in data:
         msg.md_ccsid = _int(data["descriptor_ccsid"], "descriptor_ccsid")
-    for i, h in enumerate(_require(data.get("headers", []), list, "headers")):  # type: ignore[arg-type]
+    for i, h in enumerate(_require(data.get("headers", []), list, "headers")):
         where = f"headers[{i}]"
-        h = dict(_require(h, dict, where))  # type: ignore[call-overload]
+        h = dict(_require(h, dict, where))
         kind = h.pop("header", None)
         for key in _DISPLAY_ONLY.get(str(kind), ()):
             h.pop(key, None)
@@ -155,12 +160,12 @@ def from_json(doc: object) -> MQMessage:
             rfh2 = MQRFH2(**_typed_fields(h, MQRFH2(), where))  # type: ignore[arg-type]
             rfh2.folders = [
                 parse_folder(_str(t, f"{where}.folders[{j}]"), field=f"{where}.folders[{j}]")
-                for j, t in enumerate(folders)  # type: ignore[arg-type]
+                for j, t in enumerate(folders)
             ]
             msg.headers.append(rfh2)
         elif kind == "MQRFH":
             pairs = []
-            for j, pair in enumerate(_require(h.pop("NameValueString", []), list, f"{where}.NameValueString")):  # type: ignore[arg-type]
+            for j, pair in enumerate(_require(h.pop("NameValueString", []), list, f"{where}.NameValueString")):
                 item = f"{where}.NameValueString[{j}]"
                 if not isinstance(pair, list) or len(pair) != 2:
                     raise FormatError(item, None, "expected a [name, value] pair")

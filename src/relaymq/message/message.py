@@ -191,6 +191,13 @@ class Message:
         return node.value
 
 
+def body_bytes(message: Message) -> bytes:
+    """The body as bytes, with a parsed (maybe changed) body tree written back first."""
+    if message._body is not None:
+        message.to_bytes()
+    return message.mq.body
+
+
 def _fields_folder(name: str, values: dict[str, object]) -> Element:
     folder = Element(name)
     for key, value in values.items():

@@ -80,11 +80,11 @@ def _dump_fields(fields: MQeFields, out: bytearray) -> None:
             out.append(1 if value else 0)
         elif kind == BYTE_ARRAY:
             data = value or b""  # type: ignore[assignment]
-            out += struct.pack(">I", len(data)) + data  # type: ignore[arg-type]
+            out += struct.pack(">I", len(data)) + data
         elif kind in ARRAY_ELEMENT:
             items = value or []
             out += struct.pack(">I", len(items))  # type: ignore[arg-type]
-            out += struct.pack(">" + _SCALAR[ARRAY_ELEMENT[kind]][1] * len(items), *items)  # type: ignore[arg-type]
+            out += struct.pack(">" + _SCALAR[ARRAY_ELEMENT[kind]][1] * len(items), *items)  # type: ignore[arg-type, misc]
         else:
             nested = bytearray()
             _dump_fields(value, nested)  # type: ignore[arg-type]

@@ -55,7 +55,8 @@ def is_field_name(name: object) -> bool:
 
 
 def _float32(value: float) -> float:
-    return struct.unpack(">f", struct.pack(">f", value))[0]
+    single: float = struct.unpack(">f", struct.pack(">f", value))[0]
+    return single
 
 
 def check_value(name: str, kind: str, value: object) -> object:

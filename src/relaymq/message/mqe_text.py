@@ -51,9 +51,9 @@ def value_text(kind: str, value: object, template: str) -> str:
     if kind == BOOLEAN:
         return "true" if value else "false"
     if kind == BYTE_ARRAY:
-        return "null" if value is None else bytes(value).hex()  # type: ignore[arg-type]
+        return "null" if value is None else bytes(value).hex()  # type: ignore[call-overload]
     if kind in ARRAY_ELEMENT:
-        return "null" if value is None else "[" + ",".join(repr(v) for v in value) + "]"  # type: ignore[union-attr]
+        return "null" if value is None else "[" + ",".join(repr(v) for v in value) + "]"  # type: ignore[attr-defined]
     if kind == FIELDS:
         return "{" + dump_to_string(value, template) + "}"  # type: ignore[arg-type]
     return repr(value)

@@ -10,7 +10,7 @@ dotted names with optional 1-based indexes, as message flows write them: ``MQMD.
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 #: Element kinds. XML attributes and namespace declarations live among the children in the
 #: XMLNSC/XMLNS domains (as IBM's parsers put them), marked by ``kind``.
@@ -67,14 +67,14 @@ class Element:
         """The ``index``-th (1-based) child called ``name`` (``*`` = any name), or ``None``."""
         seen = 0
         for c in self.children:
-            if name == "*" or c.name == name:
+            if name in ("*", c.name):
                 seen += 1
                 if seen == index:
                     return c
         return None
 
     def children_named(self, name: str) -> list[Element]:
-        return [c for c in self.children if name == "*" or c.name == name]
+        return [c for c in self.children if name in ("*", c.name)]
 
     def find(self, path: str) -> Element | None:
         """The element at the dotted ``path`` below this one, or ``None`` if any step is
@@ -179,7 +179,7 @@ class Element:
         return {k: (list(v) if isinstance(v, _Repeat) else v) for k, v in out.items()}
 
 
-class _Repeat(list):  # marks lists made from repeated names, as opposed to list values
+class _Repeat(list[object]):  # marks lists made from repeated names, as opposed to list values
     _repeat = True
 
 

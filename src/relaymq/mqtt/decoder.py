@@ -18,7 +18,8 @@ identifier rules and anything that depends on session state (the broker).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from relaymq.mqtt.errors import MalformedPacket, ProtocolError
 from relaymq.mqtt.packets import (
@@ -92,7 +93,8 @@ def decode(first_byte: int, body: Buffer, protocol_level: int, *,
     return _DECODERS[packet_type](body, level, from_client)
 
 
-_ACK_CLASSES = {PUBACK: Puback, PUBREC: Pubrec, PUBREL: Pubrel, PUBCOMP: Pubcomp}
+_ACK_CLASSES: dict[int, type[Puback | Pubrec | Pubrel | Pubcomp]] = {
+    PUBACK: Puback, PUBREC: Pubrec, PUBREL: Pubrel, PUBCOMP: Pubcomp}
 
 
 def decode_in(first_byte: int, buf: bytearray, start: int, end: int, protocol_level: int, *,
@@ -103,7 +105,7 @@ def decode_in(first_byte: int, buf: bytearray, start: int, end: int, protocol_le
     just a packet id, is read in place; anything else goes to :func:`decode` as a zero-copy
     memoryview slice (a property block is read to the end of the buffer it is given)."""
     packet_type = first_byte >> 4
-    if protocol_level == MQTT_311 or protocol_level == MQISDP_3:
+    if protocol_level in (MQTT_311, MQISDP_3):
         if packet_type == PUBLISH:
             return _decode_publish(first_byte & 0x0F, buf, start, end, protocol_level, from_client)
         if PUBACK <= packet_type <= PUBCOMP and end - start == 2:

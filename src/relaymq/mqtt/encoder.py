@@ -12,7 +12,8 @@ already encoded PUBLISH ("encode once, write many", design guide).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from relaymq.mqtt.packets import (
     AUTH, CONNACK, CONNECT, DISCONNECT, MQISDP_3, MQTT_5, PUBACK, PUBCOMP, PUBLISH, PUBREC,
@@ -23,7 +24,7 @@ from relaymq.mqtt.packets import (
 from relaymq.mqtt.properties import WILL, encode_properties
 from relaymq.mqtt.reason_codes import connack_code_for_level
 from relaymq.mqtt.wire import (
-    MAX_VARINT, encode_binary, encode_string, encode_varint, pack_uint16,
+    MAX_UINT16, MAX_VARINT, encode_binary, encode_string, encode_varint, pack_uint16,
 )
 
 _NO_PROPERTIES = b"\x00"
@@ -48,7 +49,7 @@ def encode_publish(topic: str, payload: bytes, qos: int, retain: bool, dup: bool
     if qos not in (0, 1, 2):
         raise ValueError(f"invalid QoS {qos}")
     topic_bytes = topic.encode("utf-8")
-    if len(topic_bytes) > 0xFFFF:
+    if len(topic_bytes) > MAX_UINT16:
         raise ValueError("topic longer than 65535 bytes")
     if qos:
         if not packet_id:

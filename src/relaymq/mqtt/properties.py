@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, Final, Iterable
+from typing import Any, Final
+from collections.abc import Iterable
 
 from relaymq.mqtt.errors import MalformedPacket, MQTTError, ProtocolError
 from relaymq.mqtt.packets import (
@@ -187,9 +188,7 @@ def decode_properties(buf: Buffer, offset: int, packet_type: int) -> tuple[dict[
         if name not in allowed:
             problem = MQTTError(_DISALLOWED_REASON.get(packet_type, 0x82),
                                 f"property {name} not allowed in packet type {packet_type}")
-        elif name == "user_property":
-            props.setdefault(name, []).append(value)
-        elif name == "subscription_identifier" and packet_type == PUBLISH:
+        elif name == "user_property" or name == "subscription_identifier" and packet_type == PUBLISH:
             props.setdefault(name, []).append(value)
         elif name in props:
             problem = ProtocolError(f"property {name} given more than once")

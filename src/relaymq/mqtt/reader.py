@@ -11,10 +11,7 @@ from __future__ import annotations
 from relaymq.mqtt.decoder import decode_in
 from relaymq.mqtt.errors import PacketTooLarge
 from relaymq.mqtt.packets import CONNECT, Connect, Packet
-from relaymq.mqtt.wire import decode_remaining_length
-
-#: 1 byte of type and flags + 4 bytes of Remaining Length + the largest Remaining Length.
-MAX_PACKET_SIZE = 1 + 4 + 268_435_455
+from relaymq.mqtt.wire import MAX_PACKET_SIZE, decode_remaining_length
 
 
 class PacketReader:

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import Union
 
 from relaymq.mqtt.errors import MalformedPacket
 
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer = bytes | bytearray | memoryview
 
 MAX_VARINT = 268_435_455  # FF FF FF 7F, seed 000 l.855
+#: The largest MQTT packet: 1 byte of type and flags + 4 bytes of Remaining Length + the largest
+#: Remaining Length. The one definition: the reader's default, the configuration's bound and the
+#: CONNACK's "no Maximum Packet Size" all read it.
+MAX_PACKET_SIZE = 1 + 4 + MAX_VARINT
 MAX_UINT16 = 0xFFFF
 MAX_UINT32 = 0xFFFF_FFFF
 

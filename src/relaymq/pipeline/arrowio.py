@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from relaymq.pipeline.record import COLUMNS, LogRecord
+from relaymq.pipeline.record import COLUMNS, STORED_COLUMNS, LogRecord
 
 ARROW_MEDIA_TYPE = "application/vnd.apache.arrow.stream"
 
@@ -50,13 +50,29 @@ def arrow_schema() -> Any:
 
 def to_batch(records: Sequence[LogRecord]) -> Any:
     """Records as one pyarrow RecordBatch."""
-    import pyarrow as pa
-
-    schema = arrow_schema()
     columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
     for record in records:
         for name in COLUMNS:
             columns[name].append(getattr(record, name))
+    return _batch(columns)
+
+
+def stored_batch(partition: str, seqs: Sequence[int], rows: Sequence[tuple[Any, ...]]) -> Any:
+    """Entries as the log stores them (``MessageLog.read_stored``) as one RecordBatch: column by
+    column, without a record object per entry."""
+    if rows:
+        columns = dict(zip(STORED_COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
+    else:
+        columns = {name: [] for name in STORED_COLUMNS}
+    columns["partition"] = [partition] * len(seqs)
+    columns["seq"] = list(seqs)
+    return _batch(columns)
+
+
+def _batch(columns: dict[str, list[Any]]) -> Any:
+    import pyarrow as pa
+
+    schema = arrow_schema()
     columns["timestamp"] = [round(t * 1_000_000) for t in columns["timestamp"]]  # exact: stamps are whole µs
     columns["usr"] = [list(m.items()) for m in columns["usr"]]
     arrays = [pa.array(columns[f.name], type=f.type) for f in schema]
@@ -64,12 +80,17 @@ def to_batch(records: Sequence[LogRecord]) -> Any:
 
 
 def to_ipc(records: Sequence[LogRecord]) -> bytes:
-    """Records as an Arrow IPC stream (one batch): the fetch endpoint's response body."""
+    """Records as an Arrow IPC stream (one batch)."""
+    return batch_ipc(to_batch(records))
+
+
+def batch_ipc(batch: Any) -> bytes:
+    """One RecordBatch as an Arrow IPC stream: the fetch endpoint's response body."""
     import pyarrow as pa
 
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, arrow_schema()) as writer:
-        writer.write_batch(to_batch(records))
+        writer.write_batch(batch)
     return sink.getvalue().to_pybytes()
 
 

@@ -30,7 +30,7 @@ import urllib.request
 from typing import Any, Protocol
 
 from relaymq.auth.authorities import request_principal
-from relaymq.pipeline.arrowio import ARROW_MEDIA_TYPE, batches_from_ipc, to_batch, to_ipc
+from relaymq.pipeline.arrowio import ARROW_MEDIA_TYPE, batch_ipc, batches_from_ipc, stored_batch
 from relaymq.pipeline.log import BROKER_FILE, LOG_FILE, LogError, has_log, MessageLog, PartitionInfo, RetentionError
 
 ROUTE_PARTITIONS = "/archive/partitions"
@@ -68,11 +68,11 @@ class LocalAccess:
     def read_batches(self, partition: str, start: int, end: int) -> list[Any]:
         batches = []
         while start < end:
-            records = self._open().read(partition, start, end, limit=MAX_FETCH)
-            if not records:
+            seqs, rows = self._open().read_stored(partition, start, end, limit=MAX_FETCH)
+            if not seqs:
                 break
-            batches.append(to_batch(records))
-            start = records[-1].seq + 1
+            batches.append(stored_batch(partition, seqs, rows))
+            start = seqs[-1] + 1
         return batches
 
     def timestamps(self, partition: str, start: int, end: int) -> list[float]:
@@ -222,13 +222,13 @@ class FetchEndpoint:
         except ValueError as error:
             return _json(400, {"error": str(error)})
         try:
-            records = await asyncio.to_thread(self.log.read, name, start, end, limit)
+            seqs, rows = await asyncio.to_thread(self.log.read_stored, name, start, end, limit)
         except RetentionError as error:
             return _json(410, {"error": str(error), "partition": name, "start": start, "first_seq": error.first_seq})
         except LogError as error:
             return _json(404, {"error": str(error)})
         try:
-            body = await asyncio.to_thread(to_ipc, records)
+            body = await asyncio.to_thread(lambda: batch_ipc(stored_batch(name, seqs, rows)))
         except ImportError:
             return _json(501, {"error": "pyarrow is not installed in the broker (pip install relaymq[spark])"})
         return HttpResponse(200, [("content-type", ARROW_MEDIA_TYPE)], body)

@@ -34,16 +34,17 @@ see only committed entries (WAL).
 
 from __future__ import annotations
 
-import json
 import operator
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from relaymq.pipeline.record import COLUMNS, LogRecord
+from relaymq.pipeline.record import STORED_COLUMNS, LogRecord
+from relaymq.store import log_batch
 from relaymq.store.base import StoreError
 from relaymq.store.engine import Batch, Engine
 from relaymq.store.legacy import import_legacy_file
@@ -52,10 +53,13 @@ LOG_FILE = "archive.sqlite3"
 #: The broker's database, where the log lives when the broker writes it.
 BROKER_FILE = "relaymq.db"
 
-_INSERT = f"INSERT INTO entries ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+_TS = STORED_COLUMNS.index("timestamp")
+_ROW = operator.attrgetter(*STORED_COLUMNS)
 _EXTENT = ("INSERT INTO partitions VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET next_seq = excluded.next_seq")
-_SELECT = f"SELECT {', '.join(COLUMNS)} FROM entries"
-_USR = COLUMNS.index("usr")
+# The batches holding entries start <= seq < stop: from the one holding ``start`` on.
+_BATCHES = ("SELECT first_seq, data FROM log_batches WHERE partition = ? AND first_seq >= COALESCE("
+            "(SELECT MAX(first_seq) FROM log_batches WHERE partition = ? AND first_seq <= ?), 0)"
+            " AND first_seq < ? ORDER BY first_seq")
 
 
 class LogError(Exception):
@@ -102,7 +106,8 @@ LEGACY_DIR = "log"
 # broker's database has none at that (partition, seq).
 _IMPORT_PARTITION = ("INSERT INTO partitions VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET"
                      " first_seq = min(first_seq, excluded.first_seq), next_seq = max(next_seq, excluded.next_seq)")
-_IMPORT_ENTRY = f"INSERT OR IGNORE INTO entries (partition, seq, {', '.join(COLUMNS)}) VALUES ({', '.join('?' * (len(COLUMNS) + 2))})"
+_IMPORT_ENTRY = (f"INSERT OR IGNORE INTO entries (partition, seq, {', '.join(STORED_COLUMNS)})"
+                 f" VALUES ({', '.join('?' * (len(STORED_COLUMNS) + 2))})")
 
 
 def import_legacy_log(engine: Engine, data_dir: str) -> tuple[int, int] | None:
@@ -113,7 +118,7 @@ def import_legacy_log(engine: Engine, data_dir: str) -> tuple[int, int] | None:
     if not os.path.exists(old):
         return None
     copies = [("SELECT name, first_seq, next_seq FROM partitions", _IMPORT_PARTITION),
-              (f"SELECT partition, seq, {', '.join(COLUMNS)} FROM entries", _IMPORT_ENTRY)]
+              (f"SELECT partition, seq, {', '.join(STORED_COLUMNS)} FROM entries", _IMPORT_ENTRY)]
     partitions, entries = import_legacy_file(engine, old, copies)
     return partitions, entries
 
@@ -140,6 +145,10 @@ class MessageLog:
                 raise LogError(f"no message log at {path}")
             self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False,
                                        isolation_level=None)
+            if self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'log_batches'").fetchone() is None:
+                self._db.close()
+                raise LogError(f"the message log at {path} was written by an earlier relaymq; start the broker"
+                               " (or `relaymq pipeline`) once with this version to convert it")
         else:
             if engine is None:
                 try:
@@ -155,6 +164,7 @@ class MessageLog:
         self._next_seq: dict[str, int] = {}
         self._last_us = -1
         if not readonly:
+            self._pack_entries()
             with self._lock:
                 self._next_seq = dict(self._db.execute("SELECT name, next_seq FROM partitions"))
                 self._last_us = _last_stamp_us(self._db)
@@ -163,6 +173,18 @@ class MessageLog:
     @property
     def engine(self) -> Engine | None:
         return self._engine
+
+    def _pack_entries(self) -> None:
+        """Entries kept one row each (a legacy log just imported) become record batches."""
+        assert self._engine is not None
+        with self._lock:
+            ops = log_batch.pack_entries(self._db, STORED_COLUMNS)
+        if ops:
+            try:
+                self._engine.append(ops)
+                self._engine.ticket().wait()
+            except StoreError as exc:
+                raise LogError(f"cannot convert the message log's entries: {exc}") from exc
 
     # -- writing ------------------------------------------------------------------------------
     def submit(self, records: Sequence[LogRecord], now: float | None = None) -> None:
@@ -192,19 +214,26 @@ class MessageLog:
         """Number and stamp the records as they join the batch (the engine's lock is held)."""
         next_seq = self._next_seq
         last_us = self._last_us
-        touched: dict[str, int] = {}
+        # partition -> [its next seq, the rows it gathers in this batch]
+        open_rows: dict[str, list[Any]] = {}
         for record in records:
             name = record.partition
-            seq = next_seq.get(name, 0)
+            slot = open_rows.get(name)
+            if slot is None:
+                seq = next_seq.get(name, 0)
+                slot = open_rows[name] = [seq, batch.gather(name, _pack, name, seq)]
+            seq = slot[0]
+            slot[0] = seq + 1
             record.seq = seq
-            next_seq[name] = touched[name] = seq + 1
-            last_us = max(round((record.timestamp or stamp) * 1_000_000), last_us + 1)
+            stamp_us = round((record.timestamp or stamp) * 1_000_000)
+            last_us = stamp_us if stamp_us > last_us else last_us + 1
             record.timestamp = last_us / 1_000_000
-            batch.append((_INSERT, _to_sql(record)))
+            slot[1].append(_ROW(record))
             if placed is not None:
                 placed.append((name, seq))
         self._last_us = last_us
-        for name, nxt in touched.items():
+        for name, (nxt, _rows) in open_rows.items():
+            next_seq[name] = nxt
             batch.put(("lp", name), (_EXTENT, (name, 0, nxt)))
         self.appended += len(records)
 
@@ -227,20 +256,30 @@ class MessageLog:
             if max_entries:
                 low = max(low, nxt - max_entries)
             if max_age:
-                newer = db.execute("SELECT MIN(seq) FROM entries WHERE partition=? AND timestamp>=?",
-                                   (partition, now - max_age)).fetchone()[0]
-                low = max(low, nxt if newer is None else newer)
+                low = max(low, self._first_newer(partition, now - max_age, nxt))
             if low <= first:
                 return 0
-            removed = db.execute("SELECT COUNT(*) FROM entries WHERE partition=? AND seq<?",
-                                 (partition, low)).fetchone()[0]
+            removed = low - first  # sequence numbers have no gaps
         try:
-            self._engine.append([("DELETE FROM entries WHERE partition=? AND seq<?", (partition, low)),
+            self._engine.append([("DELETE FROM log_batches WHERE partition=? AND first_seq + count <= ?", (partition, low)),
                                  ("UPDATE partitions SET first_seq=? WHERE name=?", (low, partition))])
             self._engine.ticket().wait()
         except StoreError as exc:
             raise LogError(f"cannot apply retention to {partition}: {exc}") from exc
         return removed
+
+    def _first_newer(self, partition: str, cutoff: float, nxt: int) -> int:
+        """The seq of the partition's first entry archived at or after ``cutoff`` (``nxt`` when
+        none was); timestamps increase with seq. Call with the lock held."""
+        found = self._db.execute("SELECT first_seq, data FROM log_batches WHERE partition=? AND last_ts>=?"
+                                 " ORDER BY first_seq LIMIT 1", (partition, cutoff)).fetchone()
+        if found is None:
+            return nxt
+        first_seq, data = found
+        for offset, row in enumerate(log_batch.decode(data)):
+            if row[_TS] >= cutoff:
+                return first_seq + offset
+        return nxt
 
     # -- reading ------------------------------------------------------------------------------
     def partitions(self) -> dict[str, PartitionInfo]:
@@ -254,6 +293,13 @@ class MessageLog:
 
         Raises RetentionError when ``start`` is below what retention kept (the caller asked
         for entries that are gone) and LogError for an unknown partition."""
+        seqs, rows = self.read_stored(partition, start, end, limit)
+        return [LogRecord(row[0], row[1], partition, seq, *row[2:]) for seq, row in zip(seqs, rows, strict=True)]
+
+    def read_stored(self, partition: str, start: int, end: int | None = None,
+                    limit: int | None = None) -> tuple[list[int], list[tuple[Any, ...]]]:
+        """What :meth:`read` reads, as stored: the sequence numbers and the rows
+        (``STORED_COLUMNS``), for a reader that wants columns (Arrow) rather than records."""
         with self._lock:
             found = self._db.execute("SELECT first_seq, next_seq FROM partitions WHERE name=?", (partition,)).fetchone()
             if found is None:
@@ -264,9 +310,24 @@ class MessageLog:
             stop = nxt if end is None else min(end, nxt)
             if limit is not None:
                 stop = min(stop, start + limit)
-            rows = self._db.execute(f"{_SELECT} WHERE partition=? AND seq>=? AND seq<? ORDER BY seq",
-                                    (partition, start, stop)).fetchall()
-        return [_from_sql(row) for row in rows]
+            seqs: list[int] = []
+            rows: list[tuple[Any, ...]] = []
+            for seq, row in self._rows(partition, start, stop):
+                seqs.append(seq)
+                rows.append(row)
+        return seqs, rows
+
+    def _rows(self, partition: str, start: int, stop: int) -> Iterator[tuple[int, tuple[Any, ...]]]:
+        """(seq, stored row) of the committed entries ``start <= seq < stop``, in order. Call
+        with the lock held."""
+        if start >= stop:
+            return
+        for first_seq, data in self._db.execute(_BATCHES, (partition, partition, start, stop)).fetchall():
+            rows = log_batch.decode(data)
+            low = max(start - first_seq, 0)
+            high = min(stop - first_seq, len(rows))
+            for offset in range(low, high):
+                yield first_seq + offset, rows[offset]
 
     def timestamps(self, partition: str, start: int, end: int) -> list[float]:
         """The archive timestamps of entries ``start <= seq < end`` of ``partition``, in seq
@@ -277,9 +338,7 @@ class MessageLog:
                 raise LogError(f"no partition {partition!r} in the log")
             if start < found[0]:
                 raise RetentionError(partition, start, found[0])
-            rows = self._db.execute("SELECT timestamp FROM entries WHERE partition=? AND seq>=? AND seq<? ORDER BY seq",
-                                    (partition, start, end)).fetchall()
-        return [row[0] for row in rows]
+            return [row[_TS] for _seq, row in self._rows(partition, start, end)]
 
     def flush(self) -> None:
         """Wait until every submitted entry is committed (tests, shutdown)."""
@@ -294,24 +353,13 @@ class MessageLog:
 
 
 def _last_stamp_us(db: sqlite3.Connection) -> int:
-    """The newest archive timestamp in the log (µs; -1 when empty): the last entry of each
+    """The newest archive timestamp in the log (µs; -1 when empty): the last batch of each
     partition holds its partition's newest, since timestamps increase in append order."""
-    row = db.execute("SELECT MAX(e.timestamp) FROM partitions p JOIN entries e "
-                     "ON e.partition = p.name AND e.seq = p.next_seq - 1").fetchone()
+    row = db.execute("SELECT MAX(b.last_ts) FROM partitions p JOIN log_batches b ON b.partition = p.name"
+                     " AND b.first_seq = (SELECT MAX(first_seq) FROM log_batches WHERE partition = p.name)").fetchone()
     return -1 if row[0] is None else round(row[0] * 1_000_000)
 
 
-_ROW = operator.attrgetter(*COLUMNS)
-
-
-def _to_sql(record: LogRecord) -> tuple[object, ...]:
-    row = list(_ROW(record))
-    usr = row[_USR]
-    row[_USR] = json.dumps(usr, ensure_ascii=False, separators=(",", ":")) if usr else "{}"
-    return tuple(row)
-
-
-def _from_sql(row: Sequence[object]) -> LogRecord:
-    values = dict(zip(COLUMNS, row))
-    values["usr"] = json.loads(values["usr"])  # type: ignore[arg-type]
-    return LogRecord(**values)  # type: ignore[arg-type]
+def _pack(rows: list[tuple[Any, ...]], partition: str, first_seq: int) -> list[tuple[str, tuple[Any, ...]]]:
+    """The record batches of one commit's entries of a partition (Batch.gather's build)."""
+    return log_batch.batch_ops(partition, first_seq, rows, _TS)

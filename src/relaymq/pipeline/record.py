@@ -78,6 +78,9 @@ class LogRecord:
 
 #: Column names in record order (the Spark schema, the Arrow schema and SQLite follow it).
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(LogRecord))
+#: What the log stores of an entry (relaymq.store.log_batch): every column but partition and
+#: seq, which the batch's key gives; ``usr`` as a dict.
+STORED_COLUMNS: tuple[str, ...] = tuple(c for c in COLUMNS if c not in ("partition", "seq"))
 
 
 def _usr_text(value: Any) -> str:
@@ -148,4 +151,4 @@ def to_row(record: LogRecord) -> tuple[Any, ...]:
 
 def from_row(row: tuple[Any, ...] | list[Any]) -> LogRecord:
     """The inverse of to_row."""
-    return LogRecord(**dict(zip(COLUMNS, row)))
+    return LogRecord(**dict(zip(COLUMNS, row, strict=False)))

@@ -51,7 +51,7 @@ def java_version(java: str | None = None) -> int | None:
     if not java or not os.path.exists(java):
         return None
     try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     found = re.search(r'version "(?:1\.)?(\d+)', out.stderr + out.stdout)

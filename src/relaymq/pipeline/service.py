@@ -23,6 +23,7 @@ from relaymq.pipeline.log import LEGACY_DIR, LOG_FILE, MessageLog, import_legacy
 from relaymq.pipeline.partitioning import Router
 from relaymq.pipeline.record import LogRecord, from_message, from_publication
 from relaymq.pipeline.settings import ArchiveConfig
+from relaymq.services.contract import ServiceError
 
 log = logging.getLogger("relaymq.archive")
 
@@ -128,7 +129,7 @@ class ArchiveService:
 def _placed(record: LogRecord, partitions: list[str]) -> list[LogRecord]:
     """One copy of the record per partition it goes to."""
     copies = [record] + [dataclasses.replace(record) for _ in partitions[1:]]
-    for copy, name in zip(copies, partitions):
+    for copy, name in zip(copies, partitions, strict=False):
         copy.partition = name
     return copies
 
@@ -148,8 +149,6 @@ async def start(context: Any) -> Any:
     engine = getattr(context.broker.store, "engine", None)
     data_dir = context.config.broker.data_dir
     directory = data_dir if engine is not None else os.path.join(data_dir, "log")
-    from relaymq.server.app import ServiceError
-
     try:
         if engine is not None:
             imported = import_legacy_log(engine, data_dir)

@@ -105,9 +105,9 @@ def build(raw: Any, key: str, base_dir: str | None) -> ArchiveConfig:
     raw_rules = table.pop("rule", [])
     if not isinstance(raw_rules, list):
         raise ConfigError(f"{key}.rule", "expected [[archive.rule]] tables")
-    for retired in RETIRED_KEYS:
+    for retired, why in RETIRED_KEYS.items():
         if retired in table:
-            raise ConfigError(f"{key}.{retired}", RETIRED_KEYS[retired])
+            raise ConfigError(f"{key}.{retired}", why)
     top = build_section(ArchiveOptions, table, key, base_dir)
     rules: list[ArchiveRule] = []
     for index, raw_rule in enumerate(raw_rules):

@@ -150,7 +150,7 @@ class MqttPublisher:
         from paho.mqtt.properties import Properties
 
         infos = []
-        for message, sink_id in zip(messages, sink_ids):
+        for message, sink_id in zip(messages, sink_ids, strict=False):
             props = Properties(PacketTypes.PUBLISH)
             props.UserProperty = [*message.usr.items(), (SINK_ID_PROPERTY, sink_id)]
             if message.correl_id:
@@ -191,7 +191,7 @@ class QueuePutter:
     def deliver(self, messages: list[OutMessage], sink_ids: list[str]) -> None:
         from relaymq.qmgr.errors import DuplicateMessage
 
-        for message, sink_id in zip(messages, sink_ids):
+        for message, sink_id in zip(messages, sink_ids, strict=False):
             try:
                 self.qm.put(message.queue, to_mq_message(message, sink_id), uid=sink_id, confirm_id=1, resend=True)
             except DuplicateMessage:
@@ -301,7 +301,7 @@ class RelayMQBatchWriter(DataSourceWriter):
     def write(self, iterator: Iterator[Any]) -> StagedRows:
         return stage(iterator, self.options)
 
-    def commit(self, messages: list[Any]) -> None:  # type: ignore[override]
+    def commit(self, messages: list[Any]) -> None:
         deliver_batch(self.options, messages, None)
 
 
@@ -315,8 +315,8 @@ class RelayMQStreamWriter(DataSourceStreamWriter):
     def write(self, iterator: Iterator[Any]) -> StagedRows:
         return stage(iterator, self.options)
 
-    def commit(self, messages: list[Any], batchId: int) -> None:  # type: ignore[override]  # noqa: N803
+    def commit(self, messages: list[Any], batchId: int) -> None:  # noqa: N803
         deliver_batch(self.options, messages, batchId)
 
-    def abort(self, messages: list[Any], batchId: int) -> None:  # type: ignore[override]  # noqa: N803
+    def abort(self, messages: list[Any], batchId: int) -> None:  # noqa: N803
         return None  # nothing was delivered: staging has no side effects

@@ -141,7 +141,7 @@ class RelayMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Trigger.AvailableNow: process what is committed now (in admitted batches), then stop."""
         self._cap = {name: info.next_seq for name, info in self.options.available().items()}
 
-    def latestOffset(self, start: dict, limit: Any = None) -> dict:  # type: ignore[override]
+    def latestOffset(self, start: dict, limit: Any = None) -> dict:
         available = self.options.available()
         start = planning.check_retained(planning.with_new_partitions(start, available), available,
                                         self.options.fail_on_data_loss)
@@ -151,7 +151,7 @@ class RelayMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def reportLatestOffset(self) -> dict:
         return {name: info.next_seq for name, info in self.options.available().items()}
 
-    def partitions(self, start: dict, end: dict) -> list[RangePartition]:  # type: ignore[override]
+    def partitions(self, start: dict, end: dict) -> list[RangePartition]:
         available = self.options.available()
         start = planning.check_retained(planning.with_new_partitions(start, available), available,
                                         self.options.fail_on_data_loss)

@@ -31,7 +31,7 @@ def to_message(record: LogRecord) -> Any:
     """A log record as the flow input message the broker would have built: a publication
     through flows.mqtt_mapping.from_mqtt (psc.Topic, usr), a queue message with its MQMD
     fields, an RFH2 ``usr`` folder and the body, in the record's domain."""
-    from relaymq.flows.mqtt_mapping import from_mqtt
+    from relaymq.message.mqtt_mapping import from_mqtt
     from relaymq.message.headers import MQMessage
     from relaymq.message.message import Message
     from relaymq.message.mqmd import MQMD
@@ -63,7 +63,7 @@ def to_message(record: LogRecord) -> Any:
 
 def _output(message: Any, source: LogRecord, *, topic: str | None = None, queue: str | None = None,
             qos: int | None = None) -> LogRecord:
-    from relaymq.flows.assembly import body_bytes
+    from relaymq.message.message import body_bytes
 
     out = from_message(queue or "", message)
     out.queue = queue
@@ -99,7 +99,7 @@ def broker_outputs(flow: Any, records: list[LogRecord], input_node: str | None =
 
     results = run_messages(flow, (to_message(record) for record in records), input_node)
     outputs: list[LogRecord] = []
-    for record, result in zip(records, results):
+    for record, result in zip(records, results, strict=False):
         outputs.extend(_collected(result.puts, result.publications, record))
     return outputs
 

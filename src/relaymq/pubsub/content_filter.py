@@ -13,6 +13,7 @@ lazily, the first time a matching subscription has a filter (``LazyView``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -59,7 +60,7 @@ class LazyView:
 
     def __init__(self, message: Any) -> None:
         self.message = message  # a broker StoredMessage
-        self._resolve = None
+        self._resolve: Callable[[str], object] | None = None
 
     def selects(self, selector: Selector) -> bool:
         if self._resolve is None:

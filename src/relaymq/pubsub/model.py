@@ -154,7 +154,7 @@ class Publication:
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> Publication:
         return cls(data["topic"], bytes.fromhex(data["body"]), data["sub_point"],
-                   [tuple(x) for x in data["usr"]], data["domain"], data["body_format"],  # type: ignore[misc]
+                   [tuple(x) for x in data["usr"]], data["domain"], data["body_format"],
                    data["persistent"], data["priority"], data["expiry_at"], data["pub_time"],
                    data["seq_num"], retain=True, untyped_usr=data.get("untyped_usr", False))
 

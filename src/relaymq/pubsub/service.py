@@ -1,4 +1,4 @@
-"""The pub/sub engine inside the broker process (pubsub.md; server/app.py SERVICE_MODULES).
+"""The pub/sub engine inside the broker process (pubsub.md; relaymq.services.registry SERVICE_MODULES).
 
 ``start`` builds a ``PubSubEngine`` on the broker's own subscription tree and retained store
 (one engine for every kind of client), switches the topic ACLs on for MQTT clients too when

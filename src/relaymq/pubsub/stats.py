@@ -60,7 +60,7 @@ def subscription_count(broker: Any, queue_subscriptions: int) -> int:
 
 
 def _timestamp(now: float) -> str:
-    moment = _dt.datetime.fromtimestamp(now, tz=_dt.timezone.utc)
+    moment = _dt.datetime.fromtimestamp(now, tz=_dt.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 

@@ -22,6 +22,10 @@ Validation flavours:
 
 - ``strict=True``: MQTT 3.1.1 / 5.0 (OASIS 4.7). A filter may use ``+``/``#`` only as whole
   levels, ``#`` only as the last level; a topic name may not contain ``+`` or ``#`` at all.
+- ``strict=True, mixed_literal=True``: MQIsdp v3 clients (README decision 1: where the seed and
+  3.1.1 differ, a v3 client gets the seed's behaviour). MQTT's rules, except that ``+``/``#``
+  mixed into a level are literal (3045-3100), in topic names and in filters: ``USA#`` may be
+  published and subscribed to, and matches only itself.
 - ``strict=False``: the ``psc`` command interface (seed 003). ``+``/``#`` mixed into a level are
   literal (3045-3100); a level that is exactly a wildcard is refused in a published topic
   (3094-3096); ``//`` is refused (3122-3124); ``#`` may stand at any level of a subscription
@@ -83,30 +87,36 @@ def _check_common(topic: str, max_length: int, what: str) -> None:
         raise TopicError(NULL_CHARACTER, f"{what} contains U+0000")
 
 
-def validate_topic_name(topic: str, max_length: int = 65535, *, strict: bool = True) -> None:
+def validate_topic_name(topic: str, max_length: int = 65535, *, strict: bool = True,
+                        mixed_literal: bool = False) -> None:
     """Check a topic that a message is published on; raise ``TopicError`` if it is not valid.
 
-    strict=True (MQTT 3.1.1/5.0): ``+`` and ``#`` may not appear anywhere.
+    strict=True (MQTT 3.1.1/5.0): ``+`` and ``#`` may not appear anywhere; with
+    ``mixed_literal`` (MQIsdp v3) only a level that is exactly ``+`` or ``#`` is refused.
     strict=False (psc Publish, seed 003 l.3086-3100): only a level that is exactly ``+`` or
     ``#`` is refused; ``USA#`` is a literal level and may be published. ``//`` is refused
     (3122-3124: such a name "is not a valid name").
     """
     _check_common(topic, max_length, "topic name")
-    if strict:
-        if SINGLE_LEVEL_WILDCARD in topic or MULTI_LEVEL_WILDCARD in topic:
-            raise TopicError(WILDCARD_IN_NAME, f"topic name {topic!r} contains a wildcard character")
+    if SINGLE_LEVEL_WILDCARD not in topic and MULTI_LEVEL_WILDCARD not in topic:
+        if not strict and "//" in topic:
+            raise TopicError(EMPTY_LEVEL, f"topic name {topic!r} contains '//'")
         return
-    if "//" in topic:
+    if strict and not mixed_literal:
+        raise TopicError(WILDCARD_IN_NAME, f"topic name {topic!r} contains a wildcard character")
+    if not strict and "//" in topic:
         raise TopicError(EMPTY_LEVEL, f"topic name {topic!r} contains '//'")
     for level in topic.split(LEVEL_SEPARATOR):
         if level in _WILDCARDS:
             raise TopicError(WILDCARD_IN_NAME, f"topic name {topic!r} has a wildcard level {level!r}")
 
 
-def validate_topic_filter(topic_filter: str, strict: bool = True, max_length: int = 65535) -> None:
+def validate_topic_filter(topic_filter: str, strict: bool = True, max_length: int = 65535, *,
+                          mixed_literal: bool = False) -> None:
     """Check a subscription's topic filter; raise ``TopicError`` if it is not valid.
 
-    strict=True (MQTT 3.1.1/5.0): ``+`` and ``#`` only as whole levels, ``#`` only last.
+    strict=True (MQTT 3.1.1/5.0): ``+`` and ``#`` only as whole levels, ``#`` only last; with
+    ``mixed_literal`` (MQIsdp v3) a level mixing a wildcard character with others is literal.
     strict=False (psc, seed 003 l.3045-3100 and pubsub.md decisions): a level mixing a
     wildcard character with others is literal; ``#`` may be any whole level; ``//`` refused.
 
@@ -128,7 +138,7 @@ def validate_topic_filter(topic_filter: str, strict: bool = True, max_length: in
                 raise TopicError(
                     MULTI_LEVEL_NOT_LAST, f"topic filter {topic_filter!r}: '#' must be the last level"
                 )
-        elif level != SINGLE_LEVEL_WILDCARD and (
+        elif not mixed_literal and level != SINGLE_LEVEL_WILDCARD and (
             SINGLE_LEVEL_WILDCARD in level or MULTI_LEVEL_WILDCARD in level
         ):
             raise TopicError(
@@ -213,7 +223,7 @@ def topic_matches(topic_filter: str, topic: str) -> bool:
             filter_level = filter_levels[position]
             if filter_level == MULTI_LEVEL_WILDCARD:
                 following.add(position)  # '#' consumes this level and may consume more
-            elif filter_level == SINGLE_LEVEL_WILDCARD or filter_level == level:
+            elif filter_level in (SINGLE_LEVEL_WILDCARD, level):
                 following.add(position + 1)
         if not following:
             return False

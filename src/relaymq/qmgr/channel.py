@@ -302,7 +302,7 @@ class ChannelReceiver:
             return error_frame(*FORMAT_ERROR, f"message {uid} is not MQ format: {exc}", uid=uid,
                                reply_to=FrameType.PUT)
         if not self.keep_context:
-            from relaymq.flows.mqtt_mapping import user_identifier  # the one MQMD.UserIdentifier rule
+            from relaymq.message.mqtt_mapping import user_identifier  # the one MQMD.UserIdentifier rule
 
             message.mq.md.UserIdentifier = user_identifier(self.principal or "")
         try:

@@ -24,7 +24,7 @@ from typing import Any
 
 from relaymq.message.message import Message
 from relaymq.qmgr.channel import Authority, ChannelIdentities
-from relaymq.server.binding import LOOPBACK_HOST, is_loopback
+from relaymq.net.binding import LOOPBACK_HOST, is_loopback
 from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_frames import Frame, FrameType, encode_frame, result_messages
 from relaymq.qmgr.channel_settings import ConnectionSettings, route_of
@@ -40,6 +40,7 @@ from relaymq.qmgr.channel_transport import (
 from relaymq.qmgr.definitions import HOME_SERVER
 from relaymq.qmgr.errors import AlreadyDelivered, NotConnected
 from relaymq.qmgr.states import Envelope
+from relaymq.services.contract import ServiceError
 
 log = logging.getLogger("relaymq.qmgr.channel")
 
@@ -276,8 +277,8 @@ class ChannelService:
 
 def _server_ssl(settings: Any) -> ssl.SSLContext | None:
     """The listener's TLS context from [qmgr] channel_tls_cert/key/ca (the same rules as an
-    MQTT listener's, relaymq.server.tls): with a CA, a client certificate is required."""
-    from relaymq.server.tls import server_context
+    MQTT listener's, relaymq.net.tls): with a CA, a client certificate is required."""
+    from relaymq.net.tls import server_context
 
     return server_context(types.SimpleNamespace(
         tls_cert=getattr(settings, "channel_tls_cert", ""), tls_key=getattr(settings, "channel_tls_key", ""),
@@ -294,8 +295,6 @@ async def start(context: Any, service: Any) -> ChannelService:
     keys (``channel_allow_anonymous``, ``channel_password_file`` and ``[access]
     password_file``) and the listener's bounds (``channel_max_frame`` ...).
     """
-    from relaymq.server.app import ServiceError
-
     settings = service.settings
     try:
         ssl_context = _server_ssl(settings)

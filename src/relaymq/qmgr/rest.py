@@ -270,7 +270,7 @@ class RestApi:
         (issue 15 finding 3): the logged-in user, so a psc command put over REST runs as that
         user; blank (anonymous) for a caller without credentials, whatever its headers
         (JMSXUserID in ibm-mq-usr) claim."""
-        from relaymq.flows.mqtt_mapping import user_identifier  # the one MQMD.UserIdentifier rule
+        from relaymq.message.mqtt_mapping import user_identifier  # the one MQMD.UserIdentifier rule
 
         user = getattr(request, "user", None)
         message.mq.md.UserIdentifier = user_identifier(user) if user else ""

@@ -115,7 +115,10 @@ class RetrievalMixin:
                         ops.append(("state", entry.uid, entry.state, entry.confirm_id, 0))
                     else:
                         self._drop(index, entry, ops)
-                    ticket = self.store.submit(ops)
+                    if durable or not hasattr(self.store, "submit_nowait"):
+                        ticket = self.store.submit(ops)
+                    else:  # the caller waits for the engine itself: no ticket to make and finish
+                        self.store.submit_nowait(ops)
                     break
                 if ops:
                     self.store.submit(ops)
@@ -213,7 +216,8 @@ class RetrievalMixin:
         self._check_open()
         route = self._sync_route(queue, qmgr)
         if route is not None:
-            return self._remote_to(*route).unlock(route[0], route[1], uid, lock_id)
+            self._remote_to(*route).unlock(route[0], route[1], uid, lock_id)
+            return
         with self._lock:
             index = self._holding_index(queue, qmgr, "unlock")
             entry = index.entries.get(uid)
@@ -231,7 +235,8 @@ class RetrievalMixin:
         self._check_open()
         route = self._sync_route(queue, qmgr)
         if route is not None:
-            return self._remote_to(*route).delete(route[0], route[1], uid, lock_id)
+            self._remote_to(*route).delete(route[0], route[1], uid, lock_id)
+            return
         with self._lock:
             index = self._holding_index(queue, qmgr, "delete")
             entry = self._locked_entry(index, uid, lock_id)

@@ -1,4 +1,4 @@
-"""The queue manager inside the broker process (issue 5; server/app.py SERVICE_MODULES).
+"""The queue manager inside the broker process (issue 5; relaymq.services.registry SERVICE_MODULES).
 
 ``start`` opens the queue manager named by ``[qmgr] name`` on the broker's storage engine (its
 queues live in ``<data_dir>/relaymq.db``; with ``--store memory`` in memory), defines the configured queues (a queue already stored keeps its
@@ -17,11 +17,14 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from relaymq.clock import Clock
 from relaymq.qmgr import channel_service
 from relaymq.qmgr.aio import AsyncQueueManager
 from relaymq.qmgr.errors import QueueError, QueueExists
 from relaymq.qmgr.manager import QueueManager
+from relaymq.qmgr.rest import add_routes
 from relaymq.qmgr.settings import QmgrSettings
+from relaymq.services.contract import ServiceError
 
 log = logging.getLogger("relaymq.qmgr")
 
@@ -71,9 +74,8 @@ def apply_definitions(qm: QueueManager, settings: QmgrSettings) -> None:
 
 
 async def start(context: Any) -> QmgrService:
-    """Open the queue manager, define the configured queues, register it."""
-    from relaymq.server.app import ServiceError
-
+    """Open the queue manager, define the configured queues, register it and add the REST
+    routes to the HTTP server."""
     config = context.config
     settings: QmgrSettings = config.section("qmgr")
     broker = config.broker
@@ -85,7 +87,8 @@ async def start(context: Any) -> QmgrService:
             engine=getattr(getattr(context.broker, "store", None), "engine", None),
             synchronous=broker.sqlite_synchronous, confirm_window=float(settings.confirm_window),
             rule=settings.rule or None, dead_letter_undeliverable=settings.dead_letter_undeliverable,
-            administrators=tuple(config.access.administrators))  # empty: admin messages are refused
+            administrators=tuple(config.access.administrators),  # empty: admin messages are refused
+            clock=getattr(context.broker, "clock", Clock()).wall)  # the broker's clock (relaymq.clock)
     except (QueueError, OSError, ValueError) as exc:
         raise ServiceError(f"queue manager {settings.name}: cannot open: {exc}") from exc
     try:
@@ -99,6 +102,9 @@ async def start(context: Any) -> QmgrService:
     context.services["qmgr"] = qm
     context.services["qmgr.aio"] = service.aio
     context.services["qmgr.service"] = service
+    http = context.services.get("http")
+    if http is not None:  # the REST interface finds the queue manager per request in the registry
+        add_routes(http, context.services, context.broker)
     try:
         started = await channel_service.start(context, service)
     except BaseException:

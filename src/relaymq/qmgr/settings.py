@@ -50,6 +50,7 @@ from relaymq.config import (
     text_list,
     unlimited_or_at_least,
 )
+from relaymq.net.binding import MAX_PORT
 from relaymq.qmgr.channel_frames import LISTENER_MAX_FRAME
 from relaymq.qmgr.channel_settings import build_connections
 from relaymq.qmgr.definitions import KINDS, QueueDefinition, make_definition
@@ -94,7 +95,7 @@ class QmgrSettings:
     """[qmgr]: the queue manager of this broker process."""
 
     name: str = key_field("QM1", qmgr_name)
-    channel_port: int = key_field(8081, int_range(0, 65535))
+    channel_port: int = key_field(8081, int_range(0, MAX_PORT))
     #: Loopback by default (issue 15 finding 1): "0.0.0.0" or an address opens it.
     channel_host: str = key_field("localhost", non_empty_text)
     #: May a peer that does not authenticate use the channels? (It may then speak for any

@@ -3,15 +3,14 @@ nodes hold (README decision 3: one language, compiled once)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
-from typing import Callable, Union
 
 from relaymq.selector import ast
 from relaymq.selector.compiler import Resolver, compile_condition
 from relaymq.selector.parser import parse
 
-Source = Union[Resolver, Mapping[str, object]]
+Source = Resolver | Mapping[str, object]
 
 
 class Selector:
@@ -32,12 +31,12 @@ class Selector:
 
     def evaluate(self, source: Source) -> bool | None:
         resolve = source.get if isinstance(source, Mapping) else source
-        result = self._run(resolve)  # type: ignore[arg-type]
+        result = self._run(resolve)
         return result if result is None or isinstance(result, bool) else None
 
     def matches(self, source: Source) -> bool:
         resolve = source.get if isinstance(source, Mapping) else source
-        return self._run(resolve) is True  # type: ignore[arg-type]
+        return self._run(resolve) is True
 
     def __repr__(self) -> str:
         return f"Selector({self.text!r})"

@@ -12,7 +12,7 @@ subscriptions evaluate for every message.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from relaymq.selector import ast
 from relaymq.selector.like import compile_like
@@ -146,7 +146,7 @@ def _as_condition(node: ast.Node) -> Evaluator:
 
 def _not(node: ast.Not) -> Evaluator:
     inner = _as_condition(node.operand)
-    return lambda r: not3(inner(r))
+    return lambda r: not3(inner(r))  # type: ignore[arg-type]  # a condition yields bool | None
 
 
 def _and(node: ast.And) -> Evaluator:

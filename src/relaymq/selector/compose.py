@@ -69,10 +69,10 @@ def complete_header_selector(identifier: str, fragment: str) -> str:
             depth += 1
         elif tok.kind is Kind.RPAREN:
             depth -= 1
-        elif tok.kind is Kind.KEYWORD and tok.text in ("AND", "OR") and depth == 0:
-            # ``BETWEEN a AND b``: the AND belongs to BETWEEN, not a new clause.
-            if not (tok.text == "AND" and _inside_between(out)):
-                expect_start = True
+        # ``BETWEEN a AND b``: the AND belongs to BETWEEN, not a new clause.
+        elif (tok.kind is Kind.KEYWORD and tok.text in ("AND", "OR") and depth == 0
+              and not (tok.text == "AND" and _inside_between(out))):
+            expect_start = True
         prev = tok
     return " ".join(out)
 

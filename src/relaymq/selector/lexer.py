@@ -100,9 +100,7 @@ def tokenize(text: str) -> list[Token]:
         if _is_ident_start(ch):
             i += 1
             while i < n:
-                if _is_ident_part(text[i]):
-                    i += 1
-                elif text[i] == "." and i + 1 < n and _is_ident_start(text[i + 1]):
+                if _is_ident_part(text[i]) or text[i] == "." and i + 1 < n and _is_ident_start(text[i + 1]):
                     i += 1
                 elif text[i] == "." :
                     raise SelectorError("a '.' in a reference must be followed by a name", i, text)

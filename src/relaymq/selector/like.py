@@ -17,7 +17,7 @@ subscription (a selector is written by a client, so this is a denial-of-service 
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 #: One position of a segment: a literal character, or ``None`` for ``_``.
 _ANY = None
@@ -44,7 +44,7 @@ def _segments(pattern: str, escape: str | None) -> list[list[str | None]]:
 
 def _matches_at(segment: list[str | None], text: str, pos: int) -> bool:
     """``segment`` matches ``text`` starting at ``pos`` (the caller checked the length)."""
-    for k, ch in enumerate(segment):
+    for k, ch in enumerate(segment):  # noqa: SIM110 - a loop: all() over a generator is slower here
         if ch is not _ANY and text[pos + k] != ch:
             return False
     return True

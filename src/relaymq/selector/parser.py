@@ -156,9 +156,8 @@ class _Parser:
         if tok.kind is Kind.OP and tok.text in _COMPARISONS:
             self.advance()
             right = self.additive()
-            if self.category(left) == _BOOL or self.category(right) == _BOOL:
-                if tok.text not in ("=", "<>"):
-                    self.fail("boolean values can only be compared with = or <>", tok.pos)
+            if _BOOL in (self.category(left), self.category(right)) and tok.text not in ("=", "<>"):
+                self.fail("boolean values can only be compared with = or <>", tok.pos)
             return self.typed(ast.Compare(left.pos, tok.text, left, right), _BOOL)
         negated = False
         if self.at_keyword("NOT") and (

@@ -15,7 +15,7 @@ body is malformed.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from relaymq.message.errors import FormatError
 from relaymq.message.jms import JMSMessage

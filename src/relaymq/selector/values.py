@@ -16,7 +16,8 @@ plain ``str`` and never converts.
 from __future__ import annotations
 
 import operator
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 Value = object  # str | int | float | bool | None
 
@@ -71,7 +72,7 @@ def truth(v: object) -> bool | None:
     return None
 
 
-ORDERING: dict[str, Callable[[object, object], bool]] = {
+ORDERING: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq,
     "<>": operator.ne,
     "<": operator.lt,

@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib
 import logging
 import signal
 import sys
-from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 
 from relaymq import __version__
@@ -22,7 +19,9 @@ from relaymq.broker.broker import Broker
 from relaymq.server.authenticate import PasswordChecker
 from relaymq.server.exposure import exposure_warnings, loopback_notice
 from relaymq.server.listeners import ListenerError, Listeners
-from relaymq.server.reload import Reloader, acl_reloader, authorities_reloader, password_reloader, reload_all
+from relaymq.services.contract import ServiceContext, ServiceError
+from relaymq.services.registry import start_services, stop_services
+from relaymq.services.reload import acl_reloader, authorities_reloader, password_reloader, reload_all
 from relaymq.store.base import StoreError
 from relaymq.store.factory import open_store
 
@@ -34,65 +33,9 @@ TICK_SECONDS = 0.5
 #: hundred thousand per second (packets, deliveries, messages, rows) that reference counting
 #: frees; with CPython's default (700, 10, 10) every 700 of them start a scan of the young
 #: generation, and every 7,000 one of the middle one, where the deliveries waiting in deep
-#: session queues sit: a quarter of the event loop's time with 100,000 of them (issue 8
-#: profile). Cycles are rare here, so they are collected far less often.
+#: session queues sit (the profile: bench/README.md, "Figures behind the constants"). Cycles
+#: are rare here, so they are collected far less often.
 GC_THRESHOLDS = (100_000, 50, 100)
-
-#: Parts of the product that run beside the MQTT listeners, started in this order and stopped
-#: in reverse. Each module has ``async def start(context: ServiceContext) -> service`` where
-#: the service has ``async def stop()``; it may register itself in ``context.services`` under
-#: its name so later services find it (the HTTP server, where REST and flows add routes; the
-#: queue manager, which pub/sub and flows put to). A module that is not installed is skipped.
-SERVICE_MODULES: tuple[str, ...] = (
-    "relaymq.http.service",
-    "relaymq.qmgr.service",
-    "relaymq.pubsub.service",
-    "relaymq.flows.service",
-    "relaymq.pipeline.service",
-    "relaymq.bridge.service",
-    "relaymq.network.service",
-)
-
-
-class ServiceError(Exception):
-    """A service cannot start (port in use, bad state on disk): one line for the operator."""
-
-
-@dataclass
-class ServiceContext:
-    """What a service gets at start: the configuration, the broker, and the services so far."""
-
-    config: Any
-    broker: Broker
-    services: dict[str, Any] = field(default_factory=dict)
-    #: The queue, flow and admin authorities (relaymq.auth.authorities.AuthorityFile).
-    authorities: Any = None
-    #: What SIGHUP reads again (relaymq.server.reload); services add their own.
-    reloaders: list[Reloader] = field(default_factory=list)
-
-
-def _service_modules() -> list[ModuleType]:
-    return [importlib.import_module(qualified) for qualified in SERVICE_MODULES]
-
-
-async def start_services(context: ServiceContext) -> list[Any]:
-    """Start every installed service in order; on a failure stop those already started."""
-    started: list[Any] = []
-    try:
-        for module in _service_modules():
-            started.append(await module.start(context))
-    except BaseException:
-        await stop_services(started)
-        raise
-    return started
-
-
-async def stop_services(started: list[Any]) -> None:
-    for service in reversed(started):
-        try:
-            await service.stop()
-        except Exception:  # one service failing to stop must not keep the others running
-            log.exception("stopping %r failed", service)
 
 
 def setup_logging(level: str) -> None:
@@ -197,7 +140,7 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
         while not stop.is_set():
             try:
                 await asyncio.wait_for(stop.wait(), TICK_SECONDS)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             broker.tick()
         log.info("shutting down")
@@ -217,7 +160,7 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
 def run(config: Any) -> int:
     setup_logging(config.broker.log_level)
     try:
-        import uvloop  # type: ignore
+        import uvloop
 
         uvloop.install()
     except ImportError:

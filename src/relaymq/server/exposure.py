@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from relaymq.server.binding import is_loopback
+from relaymq.net.binding import is_loopback
 
 
 def _http(config: Any) -> Any | None:

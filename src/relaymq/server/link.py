@@ -13,19 +13,17 @@ loop waits for anything, so nothing is delayed by more than that turn; and as so
 ``FLUSH_EVERY`` packets or ``FLUSH_AT`` bytes are gathered, so a turn that handles a burst
 streams it out: the peer starts on the first packets while the broker still works on the rest.
 
-Why every 50 packets (issue 8): a publisher with 100 QoS 1 messages in flight sends them in one
-read; handled in one turn and sent only at its end, the subscriber got all 100 deliveries (and
-the publisher all 100 PUBACKs) at once, and broker and clients took turns instead of working
-at the same time on the two cores. Measured with a persistent subscriber (scenario 2 of
-bench/compare, 2-core machine), 200,000 messages: 40,100-45,600 msg/s sending at the end of the
-turn, 54,000 every 16 or 32 packets (more sends), 59,300-61,800 every 50, 60,900 every 64;
-the QoS 0 rows (1 and 4) unchanged.
+Why every 50 packets: a publisher with 100 QoS 1 messages in flight sends them in one read;
+handled in one turn and sent only at its end, the subscriber got all 100 deliveries (and the
+publisher all 100 PUBACKs) at once, and broker and clients took turns instead of working at the
+same time. The measurements behind the number are in bench/README.md ("Figures behind the
+constants").
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Callable
+from collections.abc import Callable
 
 
 #: Gathered bytes are handed over at once when they reach this, without waiting for the turn.

@@ -24,9 +24,9 @@ from typing import Any
 from relaymq.broker.broker import Broker
 from relaymq.ratelog import RefusalLog
 from relaymq.http.admission import Admission, peer_host
-from relaymq.server.binding import Servers, create_servers
+from relaymq.net.binding import Servers, create_servers
 from relaymq.server.mqtt_protocol import MQTTProtocol
-from relaymq.server.tls import server_context
+from relaymq.net.tls import server_context
 from relaymq.server.websocket import WebSocketProtocol
 
 log = logging.getLogger("relaymq.listeners")
@@ -157,7 +157,7 @@ class Listener:
         if self.protocols:
             try:
                 await asyncio.wait_for(self._idle.wait(), grace)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 log.info("%s: aborting %d connection(s) that did not close within %.1f s",
                          self.url, len(self.protocols), grace)
                 for protocol in list(self.protocols):
@@ -167,7 +167,7 @@ class Listener:
         server.abort_clients()  # Python 3.13: TLS handshakes too
         try:
             await asyncio.wait_for(server.wait_closed(), grace)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.warning("%s: the server did not report closed within %.1f s", self.url, grace)
 
     async def stop(self, grace: float = CLOSE_GRACE) -> None:
@@ -208,7 +208,7 @@ class Listeners:
         servers = [item.close() for item in self.items]
         for item in self.items:
             item.disconnect_clients()
-        await asyncio.gather(*(item.wait_closed(server, grace) for item, server in zip(self.items, servers)))
+        await asyncio.gather(*(item.wait_closed(server, grace) for item, server in zip(self.items, servers, strict=False)))
 
     def control(self, target: str, on: bool) -> bool:
         """Start/stop the listener on port ``target`` or ``all`` (administrators' publication)."""

@@ -16,7 +16,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 # Delivery states of an outbound QoS 1/2 message (DeliveryRecord.state).
 QUEUED = 0  # not yet sent on the current connection
@@ -118,8 +119,10 @@ class Store(ABC):
     #: broker reads it before and after handling a publication: when it did not move, nothing
     #: the acknowledgement would promise waits for a commit.
     submitted: int = 0
-    #: The write error the store is retrying (disk full...), None while it writes (engine.py).
-    write_error: BaseException | None = None
+    @property
+    def write_error(self) -> BaseException | None:
+        """The write error the store is retrying (disk full...), None while it writes (engine.py)."""
+        return None
 
     @abstractmethod
     def load(self) -> Snapshot: ...

@@ -67,6 +67,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from . import log_batch
 from .base import StoreError, StoreUnavailable
 from .sqlite_file import SYNCHRONOUS_MODES, DatabaseFileError, open_database
 
@@ -75,7 +76,7 @@ log = logging.getLogger("relaymq.store")
 Notify = Callable[[Callable[[], None]], None]
 Op = tuple[str, tuple[Any, ...]]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APPLICATION_ID = 0x524D5131  # "RMQ1": a relaymq database
 #: application_id of the files earlier versions kept apart, adopted in place (module docstring).
 LEGACY_QMGR_ID = 0x524D5151  # "RMQQ": qmgr-<NAME>.db
@@ -84,8 +85,17 @@ _LEGACY_QMGR_TABLES = ("queues", "messages", "confirmed", "meta")
 
 LOG_COLUMNS = ('topic', 'queue', 'timestamp', 'qos', 'msg_id', 'correl_id', 'msg_type', 'priority', 'persistence', 'expiry', 'format', 'ccsid', 'encoding', 'reply_to_q', 'reply_to_qmgr', 'user_identifier', 'put_appl_name', 'put_date', 'put_time', 'group_id', 'msg_seq_number', 'usr', 'domain', 'body')
 
-# Statements applied by version; a file at version N gets the steps N+1..SCHEMA_VERSION.
-MIGRATIONS: dict[int, tuple[str, ...]] = {
+
+
+def _pack_log_entries(conn: sqlite3.Connection) -> None:
+    """Migration 4: the log's entries, one row each until now, become record batches."""
+    for sql, args in log_batch.pack_entries(conn, LOG_COLUMNS):
+        conn.execute(sql, args)
+
+
+# Steps applied by version (an SQL statement, or a function of the connection for what SQL
+# cannot say); a file at version N gets the steps N+1..SCHEMA_VERSION.
+MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = {
     # 1-2: the MQTT broker (relaymq.store.sqlite).
     1: (
         "CREATE TABLE messages (msg_id INTEGER PRIMARY KEY, topic TEXT, payload BLOB, qos INTEGER,"
@@ -128,6 +138,10 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE TABLE IF NOT EXISTS entries (partition TEXT NOT NULL, seq INTEGER NOT NULL, "
         + ", ".join(c + " ANY" for c in LOG_COLUMNS) + ", PRIMARY KEY (partition, seq)) WITHOUT ROWID",
     ),
+    # 4: the log keeps its entries as record batches (relaymq.store.log_batch): SQLite's cost
+    # per row, not per byte, capped a log of one row per entry. ``entries`` stays, empty: the
+    # table a legacy log is imported into before it is packed.
+    4: (log_batch.CREATE, _pack_log_entries),
 }
 
 
@@ -185,7 +199,7 @@ class Batch:
     a delete of it in the same batch then needs no DELETE at all.
     """
 
-    __slots__ = ("ops", "callbacks", "commits", "index", "coalesced", "afterwards")
+    __slots__ = ("ops", "callbacks", "commits", "index", "coalesced", "afterwards", "gathered")
 
     def __init__(self) -> None:
         self.ops: list[Op | None] = []
@@ -195,9 +209,11 @@ class Batch:
         self.coalesced = 0
         #: Operations added when the writer takes the batch (high-water marks): name -> op.
         self.afterwards: dict[str, Op] = {}
+        #: Items gathered under a key, turned into operations at commit (:meth:`gather`).
+        self.gathered: dict[Any, tuple[Callable[..., list[Op]], tuple[Any, ...], list[Any]]] = {}
 
     def __bool__(self) -> bool:
-        return bool(self.ops or self.callbacks or self.commits)
+        return bool(self.ops or self.callbacks or self.commits or self.gathered)
 
     def append(self, op: Op) -> None:
         self.ops.append(op)
@@ -239,6 +255,17 @@ class Batch:
                 self.coalesced += 1  # the DELETE itself is not needed either
                 return
         self.ops.append(op)
+
+    def gather(self, key: Any, build: Callable[..., list[Op]], *args: Any) -> list[Any]:
+        """The list of items gathered under ``key`` in this batch, to extend; at commit (on the
+        writer thread, outside the lock) ``build(items, *args)`` gives their operations, which
+        run after the batch's others (``build`` and ``args`` are those of the key's first
+        gather in the batch). How many small items become few rows: the message log's record
+        batches. ``build`` must give the same operations when a commit is retried."""
+        group = self.gathered.get(key)
+        if group is None:
+            group = self.gathered[key] = (build, args, [])
+        return group[2]
 
     def barrier(self, ops: list[Op]) -> None:
         """Operations that touch keys they do not name: nothing before them may fold into later ones."""
@@ -341,6 +368,13 @@ class Engine:
     def coalesced(self) -> int:
         """Statements that never reached the database because a later one in the batch undid them."""
         return self._coalesced + self._batch.coalesced
+
+    @property
+    def batch_number(self) -> int:
+        """The number of the batch that submissions join now (it grows each time the writer
+        takes one). A waiter whose submissions were made before it read a number may share one
+        ``on_commit`` callback with every other waiter that read the same number."""
+        return self._batch_no
 
     @property
     def notify(self) -> Notify:
@@ -526,6 +560,12 @@ class Engine:
                 statements[-1][1].append(args)
             else:
                 statements.append((sql, [args]))
+        for build, extra, items in batch.gathered.values():
+            for sql, args in build(items, *extra):
+                if statements and statements[-1][0] is sql:
+                    statements[-1][1].append(args)
+                else:
+                    statements.append((sql, [args]))
         for sql, args in batch.afterwards.values():
             statements.append((sql, [args]))
         if not statements:

@@ -40,7 +40,7 @@ def import_legacy_file(engine: Any, path: str, copies: Sequence[Copy],
     file ``.imported``; returns the number of rows of each copy. ``rows`` when already read."""
     if rows is None:
         rows = read_legacy(path, copies)
-    engine.append([(insert, row) for (_, insert), table in zip(copies, rows) for row in table])
+    engine.append([(insert, row) for (_, insert), table in zip(copies, rows, strict=False) for row in table])
     engine.flush()
     os.replace(path, path + ".imported")
     for suffix in ("-wal", "-shm", ".lock"):

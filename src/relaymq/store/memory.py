@@ -10,7 +10,8 @@ keeps acknowledgements on the event loop's next turn, as with the SQLite engine)
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
 
 from . import serialize as ser
 from .base import (
@@ -25,7 +26,7 @@ from .base import (
 )
 
 Notify = Callable[[Callable[[], None]], None]
-_Row = TypeVar("_Row", bound=tuple)  # type: ignore[type-arg]
+_Row = TypeVar("_Row", bound=tuple)
 
 
 class MemoryStore(Store):
@@ -70,8 +71,7 @@ class MemoryStore(Store):
     def put_message(self, message: StoredMessage) -> None:
         self._write()
         self._messages[message.msg_id] = ser.message_row(message)
-        if message.msg_id > self._max_msg_id:
-            self._max_msg_id = message.msg_id
+        self._max_msg_id = max(self._max_msg_id, message.msg_id)
 
     def delete_message(self, msg_id: int) -> None:
         self._write()
@@ -99,8 +99,7 @@ class MemoryStore(Store):
     def put_delivery(self, record: DeliveryRecord) -> None:
         self._write()
         self._deliveries.setdefault(record.client_id, {})[record.seq] = ser.delivery_row(record)
-        if record.seq > self._max_seq:
-            self._max_seq = record.seq
+        self._max_seq = max(self._max_seq, record.seq)
 
     def update_delivery(self, client_id: str, seq: int, packet_id: int | None, state: int) -> None:
         self._write()

@@ -29,7 +29,8 @@ from __future__ import annotations
 import sqlite3
 from contextlib import AbstractContextManager
 from functools import partial
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from . import serialize as ser
 from .base import (
@@ -276,7 +277,7 @@ _PUT_META = "INSERT OR REPLACE INTO meta VALUES (?,?)"
 
 
 def _fold_delivery(packet_id: int | None, state: int, row: tuple[Any, ...]) -> tuple[Any, ...]:
-    return ser.updated_delivery_row(row, packet_id, state)  # type: ignore[arg-type]
+    return ser.updated_delivery_row(row, packet_id, state)
 
 
 def _read_marks(conn: sqlite3.Connection) -> tuple[int, int]:

@@ -26,14 +26,15 @@ def open_database(
     *,
     application_id: int,
     schema_version: int,
-    migrations: Mapping[int, Sequence[str]],
+    migrations: Mapping[int, Sequence[str | Callable[[sqlite3.Connection], None]]],
     synchronous: str,
     what: str,
     legacy: Mapping[int, Callable[[sqlite3.Connection], None]] | None = None,
 ) -> sqlite3.Connection:
     """Connect in autocommit mode with WAL, check the marks, apply the missing migrations.
 
-    ``migrations[n]`` holds the statements that take a file from version n-1 to n; ``what``
+    ``migrations[n]`` holds the steps that take a file from version n-1 to n (SQL statements,
+    or functions of the connection, run in the same transaction); ``what``
     names the kind of file in errors ("relaymq store", ...); ``synchronous`` is one of
     SYNCHRONOUS_MODES (callers check it: a wrong one is a caller's bug). ``legacy`` maps the
     application id of a kind of file an earlier version wrote (at schema version 1) to what
@@ -72,7 +73,10 @@ def open_database(
                 version = 0
             for step in range(version + 1, schema_version + 1):
                 for statement in migrations[step]:
-                    conn.execute(statement)
+                    if callable(statement):
+                        statement(conn)
+                    else:
+                        conn.execute(statement)
             conn.execute(f"PRAGMA application_id = {application_id}")
             conn.execute(f"PRAGMA user_version = {schema_version}")
             conn.execute("COMMIT")

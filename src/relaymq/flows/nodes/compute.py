@@ -63,7 +63,7 @@ def load_function(module: str, code: str, function: str, where: str) -> Callable
     fn = namespace.get(function)
     if not callable(fn):
         raise ValueError(f"the code defines no function {function!r}")
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 class Compute(Node):

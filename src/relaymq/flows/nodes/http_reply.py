@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from relaymq.flows import http_headers
-from relaymq.flows.assembly import Assembly, body_bytes
+from relaymq.flows.assembly import Assembly
+from relaymq.message.message import body_bytes
 from relaymq.flows.errors import FlowException
 from relaymq.flows.node import Emission, Node, Prop
 

@@ -11,7 +11,8 @@ import copy
 from typing import Any
 
 from relaymq.flows import http_headers
-from relaymq.flows.assembly import Assembly, body_bytes
+from relaymq.flows.assembly import Assembly
+from relaymq.message.message import body_bytes
 from relaymq.flows.errors import FlowException, TimeoutException
 from relaymq.flows.node import Emission, Node, Prop, choice, positive
 from relaymq.message.domains.registry import canonical_domain

@@ -16,7 +16,7 @@ from typing import Any
 
 from relaymq.flows.assembly import Assembly
 from relaymq.flows.errors import FlowException
-from relaymq.flows.mqtt_mapping import topic_of
+from relaymq.message.mqtt_mapping import topic_of
 from relaymq.flows.node import Emission, Node, Prop
 from relaymq.message.constants import MQPER_PERSISTENT
 

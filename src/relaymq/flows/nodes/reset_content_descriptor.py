@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from relaymq.flows.assembly import Assembly, body_bytes, copy_message
+from relaymq.flows.assembly import Assembly, copy_message
+from relaymq.message.message import body_bytes
 from relaymq.flows.node import Emission, Node, Prop
 from relaymq.message.domains.registry import canonical_domain
 from relaymq.message.errors import DomainError

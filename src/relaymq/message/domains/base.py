@@ -15,7 +15,9 @@ from relaymq.message.tree import Element
 
 
 class Domain(Protocol):
-    name: str
+    @property
+    def name(self) -> str:
+        """The domain's name (``XMLNSC``, ``BLOB``...); read-only, as the domains are frozen."""
 
     def parse(self, data: bytes, ccsid: int = 1208, encoding: int = 546) -> Element:
         """The body folder for ``data``; raises :class:`DomainError` (or another

@@ -23,7 +23,7 @@ class BlobDomain:
         value = body.get("BLOB", b"")
         if isinstance(value, str):
             return value.encode("utf-8")
-        return bytes(value)  # type: ignore[arg-type]
+        return bytes(value)  # type: ignore[call-overload, no-any-return]
 
 
 BLOB = BlobDomain()

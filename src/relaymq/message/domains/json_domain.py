@@ -40,7 +40,7 @@ def _to_element(name: str, value: object, depth: int = 0) -> Element:
     return Element(name, value)
 
 
-class _Pairs(list):  # an object's members, order and repeats kept
+class _Pairs(list[tuple[str, object]]):  # an object's members, order and repeats kept
     pass
 
 

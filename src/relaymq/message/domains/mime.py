@@ -78,7 +78,7 @@ def _parse_parts(body: bytes, base: int, boundary: bytes, depth: int) -> Element
         raise DomainError("MIME.Parts", base, "no boundary delimiter found")
     if not any(m.group(1) for m in matches):
         raise DomainError("MIME.Parts", base + len(body), "closing boundary delimiter missing")
-    for current, following in zip(matches, matches[1:]):
+    for current, following in zip(matches, matches[1:], strict=False):
         if current.group(1):
             break
         chunk = body[current.end() : following.start()]
@@ -107,7 +107,7 @@ def _write_entity(node: Element, out: list[bytes]) -> None:
     data = node.child("Data")
     if data is not None:
         blob = data.get("BLOB", b"")
-        out.append(blob.encode("latin-1") if isinstance(blob, str) else bytes(blob))  # type: ignore[arg-type]
+        out.append(blob.encode("latin-1") if isinstance(blob, str) else bytes(blob))  # type: ignore[call-overload]
 
 
 class MIMEDomain:

@@ -54,15 +54,15 @@ def write_xml(nodes: list[Element], namespaces: bool = True) -> str:
         def qualify(name: str, ns: str, hint: str | None, is_attr: bool) -> str:
             if not namespaces or not ns:
                 return name
-            if hint and scope.get(hint) == ns:
+            if hint and scope.get(hint) == ns:  # noqa: B023 - called within this iteration
                 return f"{hint}:{name}"
-            for p, uri in scope.items():
+            for p, uri in scope.items():  # noqa: B023 - called within this iteration
                 if uri == ns and (p or not is_attr):
                     return f"{p}:{name}" if p else name
             counter[0] += 1
             prefix = hint or f"ns{counter[0]}"
-            scope[prefix] = ns
-            declared_here.append((prefix, ns))
+            scope[prefix] = ns  # noqa: B023 - called within this iteration
+            declared_here.append((prefix, ns))  # noqa: B023 - called within this iteration
             return f"{prefix}:{name}"
 
         tag = qualify(node.name, node.ns, node.attrs.get("__prefix__"), False)

@@ -24,6 +24,8 @@ log = logging.getLogger("relaymq.listeners")
 
 #: The default host of the MQTT and HTTP listeners: the loopback interface, IPv4 and IPv6.
 LOOPBACK_HOST = "localhost"
+#: The largest TCP port number (0: any free port).
+MAX_PORT = 65535
 LOOPBACK_ADDRESSES = ("127.0.0.1", "::1")
 
 #: Errors that mean "this machine has no such address" (no IPv6): skipped, not fatal.

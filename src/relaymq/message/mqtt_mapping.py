@@ -6,11 +6,10 @@ MQRFH2: flows-http.md item 2).
 
 from __future__ import annotations
 
-from relaymq.flows.assembly import body_bytes
 from relaymq.message.constants import MQPER_NOT_PERSISTENT, MQPER_PERSISTENT
 from relaymq.message.folders import is_usr_name
 from relaymq.message.headers import MQMessage
-from relaymq.message.message import Message
+from relaymq.message.message import Message, body_bytes
 from relaymq.message.mqrfh2 import MQRFH2
 from relaymq.message.tree import Element
 from relaymq.message.typed import format_value

@@ -1,0 +1,45 @@
+"""The small records the publish path hands between the broker's parts, with named fields
+instead of lists changed by index (issue 19 "Hidden channels on the publish path")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+from relaymq.store.base import StoredMessage
+
+if TYPE_CHECKING:
+    from relaymq.broker.session import Session
+
+
+@dataclass(slots=True)
+class PendingAck:
+    """An acknowledgement in a connection's queue (``Connection.acks``, in the order of the
+    packets it answers: 3.1.1 4.6): its bytes, whether it ends a flow counted by the receive
+    maximum, and whether what it promises is durable yet (then it may leave once those before
+    it went)."""
+
+    data: bytes
+    completes: bool
+    ready: bool
+
+
+@dataclass(slots=True)
+class RoutingTarget:
+    """One client's delivery of a publication that matched several of its subscriptions
+    (routing.route): the highest granted QoS, RETAIN if any subscription keeps it, and every
+    subscription identifier (mqtt.md item 12; MQTT 5 3.3.4)."""
+
+    session: Session
+    qos: int
+    retain: bool
+    subscription_ids: list[int]
+
+
+class PendingWill(NamedTuple):
+    """A will waiting for its delay (MQTT 5 Will Delay Interval), with the user it is
+    published as: the ACL judges it again when it fires (issue 15, finding 5)."""
+
+    due: float  # monotonic
+    message: StoredMessage
+    username: str | None

@@ -115,7 +115,7 @@ def main() -> int:
             for qos in (0, 1):
                 # one publisher on B0 and its subscriber on B0, B1 or B2 in turn; every run on a
                 # topic of its own, so a backlog of the last run cannot reach this one's subscriber
-                for target, name in zip(brokers, ("B0 (local)", "B1", "B2")):
+                for target, name in zip(brokers, ("B0 (local)", "B1", "B2"), strict=True):
                     rows.append(row(f"collective of 3, QoS {qos}, subscriber on {name}",
                                     measure(brokers[0], target, qos, args.count)))
                     print(rows[-1], file=sys.stderr, flush=True)

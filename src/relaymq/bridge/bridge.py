@@ -179,7 +179,8 @@ class Bridge:
             (fw.local_ack if local else fw.remote_ack)(packet)
         elif isinstance(packet, p.Suback):
             (self.local if local else self.remote).release_id(packet.packet_id)
-            for topic_filter, code in zip(self._subscribing.pop((local, packet.packet_id), ()), packet.reason_codes):
+            for topic_filter, code in zip(self._subscribing.pop((local, packet.packet_id), ()), packet.reason_codes,
+                                          strict=False):  # a SUBACK from before a reconnect: no filters
                 if code >= 0x80:
                     log.error("bridge %s: %s refused the subscription to %r (reason 0x%02x)", self.name, where,
                               topic_filter, code)

@@ -15,6 +15,7 @@ import pytest
 from harness import BrokerProcess
 from interop.certs import Certificates, make_certificates
 from interop.clients import WAIT, PahoClient, paho_client, unique
+from network.topology import wait_until
 
 MOSQUITTO_PASSWD = shutil.which("mosquitto_passwd") or "/usr/bin/mosquitto_passwd"
 
@@ -25,14 +26,6 @@ def bridge_config(remote: BrokerProcess, name: str, protocol: str, topics: list[
                   **options: Any) -> dict[str, Any]:
     return {"bridge": [{"name": name, "host": remote.host, "port": remote.port, "protocol": protocol,
                         "reconnect_initial_ms": 100, "reconnect_max_ms": 1000, "topic": topics, **options}]}
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"not within {timeout:g}s: {what}")
-        time.sleep(0.02)
 
 
 def bridged(broker_factory: Callable[..., BrokerProcess], protocol: str, topics: list[dict[str, Any]],

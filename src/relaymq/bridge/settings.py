@@ -33,15 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from relaymq.config import (
-    ConfigError,
-    boolean,
-    build_section,
-    int_range,
-    key_field,
-    one_of,
-    text,
-)
+from relaymq.config import ConfigError, boolean, build_section, int_range, key_field, one_of, text
 from relaymq.pubsub.topics import TopicError, validate_topic_filter
 
 DIRECTIONS = ("in", "out", "both")

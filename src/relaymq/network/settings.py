@@ -26,15 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from relaymq.bridge.settings import host_check, name_check
-from relaymq.config import (
-    ConfigError,
-    boolean,
-    build_section,
-    int_range,
-    key_field,
-    one_of,
-    text,
-)
+from relaymq.config import ConfigError, boolean, build_section, int_range, key_field, one_of, text
 
 RELATIONS = ("collective", "parent", "child", "gateway")
 

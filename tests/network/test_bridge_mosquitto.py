@@ -93,7 +93,7 @@ def test_bridge_qos1_out_survives_relaymq_restart_and_remote_restart(
         broker_factory: Callable[..., BrokerProcess], hard: bool) -> None:
     """Issue 17: QoS 1/2 out of the bridge is not lost across a relaymq restart (the bridge's
     local session is persistent and acknowledged only after the remote's PUBACK), and the
-    bridge reconnects, with back-off, after the remote broker restarts."""
+    bridge reconnects, with back-off, after the remote broker restarts; $SYS shows its state."""
     local, remote = bridged(broker_factory, "3.1.1", [
         {"pattern": "meter/#", "direction": "out", "qos": 1, "remote_prefix": "site/"},
         {"pattern": "cmd/#", "direction": "in", "qos": 1},
@@ -103,8 +103,12 @@ def test_bridge_qos1_out_survives_relaymq_restart_and_remote_restart(
     far.subscribe("site/meter/#", 1)
     far.disconnect()
     wait_bridge_up(local, remote, "meter/probe", "site/meter/probe")
+    state = paho_client(local, "v5")
+    state.subscribe("$SYS/broker/bridges/site/state", 0)
+    wait_until(lambda: [m.payload for m in state.inbox.messages][-1:] == [b"1"], "$SYS shows the bridge up")
 
     remote.stop()  # the remote goes away; publications wait on this side
+    wait_until(lambda: [m.payload for m in state.inbox.messages][-1:] == [b"0"], "$SYS shows the bridge down")
     count = 40
     publisher = paho_client(local, "v311")
     for i in range(count):

@@ -260,6 +260,7 @@ PLUGIN_SECTIONS: dict[str, str] = {
     "pubsub": "relaymq.pubsub.settings",
     "flows": "relaymq.flows.settings",
     "archive": "relaymq.pipeline.settings",
+    "amqp": "relaymq.amqp.settings",
 }
 
 

@@ -74,3 +74,20 @@ def test_console_script_is_the_same_program() -> None:
     done = subprocess.run([script, "--version"], capture_output=True, timeout=PROCESS_TIMEOUT,
                           env=dict(os.environ))
     assert (done.returncode, done.stdout.decode()) == (0, f"relaymq {__version__}\n")
+
+
+def test_running_a_command_imports_only_that_command() -> None:
+    """Issue 16 row 6 (a smaller base process: import what is not used only when it is):
+    `relaymq serve` parses its arguments without importing the other commands' modules (the
+    MQTT client library of pub/sub, the load generator of bench), while `relaymq --help`
+    still lists them all."""
+    code = ("import sys\n"
+            "from relaymq.cli.main import build_parser, chosen_command\n"
+            "build_parser(chosen_command(['serve', '--check'])).parse_args(['serve', '--check'])\n"
+            "print(sorted(m for m in ('relaymq.cli.pub', 'relaymq.bench', 'paho.mqtt.client') if m in sys.modules))\n"
+            "build_parser(chosen_command(['--help']))\n"
+            "print('relaymq.cli.pub' in sys.modules)\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=PROCESS_TIMEOUT, check=True).stdout.split("\n")
+    assert out[:2] == ["[]", "True"]

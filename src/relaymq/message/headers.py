@@ -17,7 +17,8 @@ attributes come from the last and everything else from the first (:meth:`MQMessa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import copy
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from relaymq.message.ccsid import check_ccsid, decode_text, encode_text
@@ -102,11 +103,7 @@ class MQMessage:
         return states
 
     def resolve_ccsid(self, ccsid: int, previous: int) -> int:
-        if ccsid in (MQCCSI_INHERIT, MQCCSI_EMBEDDED):
-            return previous
-        if ccsid == MQCCSI_Q_MGR:
-            return self.qmgr_ccsid
-        return ccsid
+        return _resolve_ccsid(ccsid, previous, self.qmgr_ccsid)
 
     @property
     def body_format(self) -> str:
@@ -195,11 +192,24 @@ def encode_message(msg: MQMessage) -> bytes:
     """MQMD + headers + body as bytes, with the Format chain recomputed: each header's
     predecessor names it, the last header keeps the body's Format. ``msg`` is not changed."""
     md = msg.md
+    if type(msg) is SharedMQMessage and msg._headers is None and msg.body is msg._shared.body:
+        # "encode once, write many": only the MQMD is this message's own
+        shared = msg._shared
+        tail = shared.encoded(md.Encoding, msg.resolve_ccsid(md.CodedCharSetId, msg.qmgr_ccsid), msg.qmgr_ccsid)
+        return encode_mqmd(md, msg.md_encoding, msg.md_ccsid, shared.first_format) + tail
     formats: list[str] = [h.FORMAT_NAME for h in msg.headers]
     parts = [encode_mqmd(md, msg.md_encoding, msg.md_ccsid, formats[0] if formats else None)]
-    enc = md.Encoding
-    ccsid = msg.resolve_ccsid(md.CodedCharSetId, msg.qmgr_ccsid)
-    for i, h in enumerate(msg.headers):
+    parts += _encode_headers(msg.headers, md.Encoding, msg.resolve_ccsid(md.CodedCharSetId, msg.qmgr_ccsid),
+                             msg.qmgr_ccsid)
+    parts.append(msg.body)
+    return b"".join(parts)
+
+
+def _encode_headers(headers: list[Header], enc: int, ccsid: int, qmgr_ccsid: int) -> list[bytes]:
+    """The headers' bytes, each chained to the next (``enc``/``ccsid``: in force before the first)."""
+    formats: list[str] = [h.FORMAT_NAME for h in headers]
+    parts: list[bytes] = []
+    for i, h in enumerate(headers):
         next_format = formats[i + 1] if i + 1 < len(formats) else h.Format
         if isinstance(h, MQRFH2):
             parts.append(encode_rfh2(h, enc, ccsid, next_format))
@@ -210,9 +220,88 @@ def encode_message(msg: MQMessage) -> bytes:
         else:
             parts.append(_raw_with_format(h, next_format, enc, ccsid))
         enc = h.Encoding
-        ccsid = msg.resolve_ccsid(h.CodedCharSetId, ccsid)
-    parts.append(msg.body)
-    return b"".join(parts)
+        ccsid = _resolve_ccsid(h.CodedCharSetId, ccsid, qmgr_ccsid)
+    return parts
+
+
+def _resolve_ccsid(ccsid: int, previous: int, qmgr_ccsid: int) -> int:
+    if ccsid in (MQCCSI_INHERIT, MQCCSI_EMBEDDED):
+        return previous
+    if ccsid == MQCCSI_Q_MGR:
+        return qmgr_ccsid
+    return ccsid
+
+
+class SharedParts:
+    """The headers and body that many messages have in common (the copies of one publication
+    for its queue subscribers, which differ only in their MQMD), encoded once for all of them
+    ("encode once, write many").
+
+    Nobody gets these headers themselves: a :class:`SharedMQMessage` whose headers are looked
+    at gets a private copy of them, and is encoded on its own from then on, so a header changed
+    in one copy never reaches the shared bytes or another copy. ``headers`` must not be changed
+    once the parts are made.
+    """
+
+    __slots__ = ("_encoded", "body", "first_format", "headers")
+
+    def __init__(self, headers: list[Header], body: bytes) -> None:
+        if not headers:
+            raise ValueError("shared parts need at least one header")
+        self.headers = tuple(headers)
+        self.body = body
+        self.first_format = headers[0].FORMAT_NAME
+        #: ((encoding, ccsid, qmgr ccsid) in force before the first header, headers + body bytes)
+        self._encoded: tuple[tuple[int, int, int], bytes] | None = None
+
+    def encoded(self, encoding: int, ccsid: int, qmgr_ccsid: int) -> bytes:
+        """Headers + body as bytes after an MQMD declaring ``encoding`` and ``ccsid``."""
+        key = (encoding, ccsid, qmgr_ccsid)
+        known = self._encoded
+        if known is not None and known[0] == key:
+            return known[1]
+        data = b"".join([*_encode_headers(list(self.headers), encoding, ccsid, qmgr_ccsid), self.body])
+        self._encoded = (key, data)
+        return data
+
+    def copy_headers(self) -> list[Header]:
+        """A private copy of the headers (folders copied too)."""
+        return [replace(h, folders=[f.copy() for f in h.folders]) if isinstance(h, MQRFH2) else copy.deepcopy(h)
+                for h in self.headers]
+
+
+class SharedMQMessage(MQMessage):
+    """A message made of its own MQMD and :class:`SharedParts`: encoding it encodes only the
+    MQMD. Its ``headers`` are a private copy, made when first looked at (the message then
+    encodes as any other); replacing ``body`` also ends the sharing."""
+
+    def __init__(self, md: MQMD, shared: SharedParts, md_encoding: int = MQENC_NATIVE,
+                 md_ccsid: int = MD_CCSID_ASCII, qmgr_ccsid: int = DEFAULT_QMGR_CCSID) -> None:
+        self._shared = shared
+        self._headers: list[Header] | None = None
+        self.md = md
+        self.body = shared.body
+        self.md_encoding = md_encoding
+        self.md_ccsid = md_ccsid
+        self.qmgr_ccsid = qmgr_ccsid
+
+    @property
+    def headers(self) -> list[Header]:
+        if self._headers is None:
+            self._headers = self._shared.copy_headers()
+        return self._headers
+
+    @headers.setter
+    def headers(self, value: list[Header]) -> None:
+        self._headers = value
+
+    def __eq__(self, other: object) -> bool:  # equal to the plain MQMessage it stands for
+        if not isinstance(other, MQMessage):
+            return NotImplemented
+        return ((self.md, self.headers, self.body, self.md_encoding, self.md_ccsid, self.qmgr_ccsid)
+                == (other.md, other.headers, other.body, other.md_encoding, other.md_ccsid, other.qmgr_ccsid))
+
+    __hash__ = None  # type: ignore[assignment]  # as MQMessage's
 
 
 def _raw_with_format(h: RawHeader, name: str, encoding: int, ccsid: int) -> bytes:

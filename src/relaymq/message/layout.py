@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from operator import itemgetter
 
 from relaymq.message.ccsid import decode_text, encode_text, single_byte_codec
 from relaymq.message.constants import MQENC_INTEGER_MASK, MQENC_INTEGER_NORMAL, MQENC_INTEGER_REVERSED
@@ -51,8 +52,14 @@ class Layout:
             offsets.append(pos)
             pos += f.size
         self.offsets = tuple(offsets)
-        # For the fast paths: (name, is text, size) per field.
+        # For the fast paths: (name, is text, size) per field; where the text and byte fields are.
         self._plan = tuple((f.name, f.kind, f.size) for f in fields)
+        self.names = tuple(f.name for f in fields)
+        self._by_name = itemgetter(*self.names)
+        self._text_at = tuple((i, f.size) for i, f in enumerate(fields) if f.kind == CHAR)
+        self._bytes_at = tuple((i, f.size) for i, f in enumerate(fields) if f.kind == BYTE)
+        longs = [i for i, f in enumerate(fields) if f.kind == LONG]
+        self._longs = itemgetter(*longs) if len(longs) > 1 else (lambda values: (values[longs[0]],))
 
     def offset_of(self, name: str) -> int:
         for f, off in zip(self.fields, self.offsets, strict=False):
@@ -74,33 +81,38 @@ class Layout:
                 )
 
     def decode(self, data: bytes, offset: int, order: str, ccsid: int, encoding: int) -> dict[str, object]:
+        return dict(zip(self.names, self.decode_values(data, offset, order, ccsid, encoding), strict=True))
+
+    def decode_values(self, data: bytes, offset: int, order: str, ccsid: int, encoding: int) -> list[object]:
+        """``decode`` as a list of the values in field order (no dict to build)."""
         self.check_room(data, offset)
-        raw = self._formats[order].unpack_from(data, offset)
+        values = list(self._formats[order].unpack_from(data, offset))
         codec = single_byte_codec(ccsid)
-        if codec is not None:  # the common case, in one pass; an error takes the path below, which names it
+        if codec is not None:  # the common case; an error takes the path below, which names it
             try:
-                return {name: value.decode(codec).rstrip(" \x00") if kind == CHAR else value
-                        for (name, kind, _size), value in zip(self._plan, raw, strict=False)}
+                for i, _size in self._text_at:
+                    values[i] = values[i].decode(codec).rstrip(" \x00")
+                return values
             except UnicodeDecodeError:
-                pass
-        values: dict[str, object] = {}
-        for f, off, value in zip(self.fields, self.offsets, raw, strict=False):
-            if f.kind == CHAR:
-                text = decode_text(value, ccsid, encoding, f"{self.structure}.{f.name}", offset + off)
-                values[f.name] = text.rstrip(" \x00")
-            else:
-                values[f.name] = value
+                values = list(self._formats[order].unpack_from(data, offset))
+        for i, _size in self._text_at:
+            f, off = self.fields[i], self.offsets[i]
+            text = decode_text(values[i], ccsid, encoding, f"{self.structure}.{f.name}", offset + off)
+            values[i] = text.rstrip(" \x00")
         return values
 
     def encode(self, values: dict[str, object], order: str, ccsid: int, encoding: int) -> bytes:
+        return self.encode_values(self._by_name(values), order, ccsid, encoding)
+
+    def encode_values(self, values: tuple[object, ...], order: str, ccsid: int, encoding: int) -> bytes:
+        """``encode`` with the values in field order (no dict to build: the MQMD's hot path)."""
         codec = single_byte_codec(ccsid)
         if codec is not None:
             fast = self._encode_single_byte(values, order, codec)
             if fast is not None:
                 return fast
         packed: list[object] = []
-        for f in self.fields:
-            value = values[f.name]
+        for f, value in zip(self.fields, values, strict=True):
             where = f"{self.structure}.{f.name}"
             if f.kind == LONG:
                 if not isinstance(value, int) or not -(2**31) <= value < 2**31:
@@ -119,29 +131,27 @@ class Layout:
                 packed.append(raw.ljust(f.size, b"\x00"))
         return self._formats[order].pack(*packed)
 
-    def _encode_single_byte(self, values: dict[str, object], order: str, codec: str) -> bytes | None:
-        """``encode`` for a CCSID whose blank is one byte; None when a value needs the general
-        path (which reports what is wrong with it)."""
-        blank = " ".encode(codec)
-        packed: list[object] = []
-        append = packed.append
-        try:
-            for name, kind, size in self._plan:
-                value = values[name]
-                if kind == LONG:
-                    if type(value) is not int or not -2147483648 <= value < 2147483648:
-                        return None
-                    append(value)
-                elif kind == CHAR:
-                    raw = str(value).encode(codec)
-                    if len(raw) > size:
-                        return None
-                    append(raw.ljust(size, blank))
-                else:
-                    raw = bytes(value)  # type: ignore[call-overload]
-                    if len(raw) > size:
-                        return None
-                    append(raw.ljust(size, b"\x00"))
-        except (UnicodeEncodeError, TypeError, ValueError):
+    def _encode_single_byte(self, values: tuple[object, ...], order: str, codec: str) -> bytes | None:
+        """``encode`` for a CCSID whose blank is one byte: the integers go to the precompiled
+        struct as they are, only the text and byte fields are touched; None when a value needs
+        the general path (which reports what is wrong with it)."""
+        if set(map(type, self._longs(values))) != _INT_ONLY:  # not bool, float, None... (struct checks the range)
             return None
-        return self._formats[order].pack(*packed)
+        packed = list(values)
+        try:
+            for i, size in self._text_at:
+                raw = str(packed[i]).ljust(size).encode(codec)  # one character, one byte: blank-padded
+                if len(raw) > size:
+                    return None
+                packed[i] = raw
+            for i, size in self._bytes_at:
+                raw = bytes(packed[i])  # type: ignore[call-overload]
+                if len(raw) > size:
+                    return None
+                packed[i] = raw  # the struct pads it with NULs
+            return self._formats[order].pack(*packed)
+        except (UnicodeEncodeError, TypeError, ValueError, struct.error):
+            return None
+
+
+_INT_ONLY = {int}

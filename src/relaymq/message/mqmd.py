@@ -14,6 +14,7 @@ or in EBCDIC). Encoding and CodedCharSetId *inside* the MQMD describe what follo
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from operator import attrgetter
 
 from relaymq.message.constants import (
     MQACT_NONE,
@@ -169,12 +170,11 @@ def decode_mqmd(
     if version not in (MQMD_VERSION_1, MQMD_VERSION_2):
         raise StrucIdError("MQMD.Version", offset + 4, f"unsupported MQMD version {version}")
     layout = LAYOUT_V2 if version == MQMD_VERSION_2 else LAYOUT_V1
-    values = layout.decode(data, offset, order, cs, enc)  # one layout, read once
+    values = layout.decode_values(data, offset, order, cs, enc)  # one layout, read once
     end = offset + layout.size
-    if values["StrucId"] != MQMD_STRUC_ID.rstrip():
-        raise StrucIdError("MQMD.StrucId", offset, f"expected 'MD  ', found {values['StrucId']!r}")
-    values.pop("StrucId")
-    return MQMD(**values), end  # type: ignore[arg-type]
+    if values[0] != _STRUC_ID:
+        raise StrucIdError("MQMD.StrucId", offset, f"expected 'MD  ', found {values[0]!r}")
+    return MQMD(*values[1:]), end  # type: ignore[arg-type]  # the layout's order is the dataclass's
 
 
 def encode_mqmd(md: MQMD, encoding: int = MQENC_NATIVE, ccsid: int = MD_CCSID_ASCII, format_name: str | None = None) -> bytes:
@@ -182,9 +182,18 @@ def encode_mqmd(md: MQMD, encoding: int = MQENC_NATIVE, ccsid: int = MD_CCSID_AS
     ``encoding``/``ccsid``."""
     if md.Version not in (MQMD_VERSION_1, MQMD_VERSION_2):
         raise StrucIdError("MQMD.Version", 4, f"unsupported MQMD version {md.Version}")
-    layout = LAYOUT_V2 if md.Version == MQMD_VERSION_2 else LAYOUT_V1
-    values = {n: getattr(md, n) for n in MQMD.field_names()}
-    values["StrucId"] = MQMD_STRUC_ID
+    if md.Version == MQMD_VERSION_2:
+        layout, values = LAYOUT_V2, _V2_VALUES(md)
+    else:
+        layout, values = LAYOUT_V1, _V1_VALUES(md)
     if format_name is not None:
-        values["Format"] = format_name
-    return layout.encode(values, byte_order(encoding), ccsid, encoding)
+        values = (*values[:_FORMAT_AT], format_name, *values[_FORMAT_AT + 1:])
+    return layout.encode_values((MQMD_STRUC_ID, *values), byte_order(encoding), ccsid, encoding)
+
+
+# The MQMD's fields in layout order (after StrucId), read in one call; where Format is in them.
+_V1_VALUES = attrgetter(*LAYOUT_V1.names[1:])
+_V2_VALUES = attrgetter(*LAYOUT_V2.names[1:])
+_FORMAT_AT = LAYOUT_V2.names.index("Format") - 1
+_STRUC_ID = MQMD_STRUC_ID.rstrip()
+assert LAYOUT_V2.names[1:] == MQMD.field_names(), "MQMD(*values) needs the layout in the dataclass's order"

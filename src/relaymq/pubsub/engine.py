@@ -32,7 +32,7 @@ from relaymq.message.constants import (
     MQPER_PERSISTENT,
 )
 from relaymq.message.folders import is_usr_name
-from relaymq.message.headers import MQMessage
+from relaymq.message.headers import MQMessage, SharedMQMessage, SharedParts
 from relaymq.message.jms_mq import put_date_time
 from relaymq.message.message import Message
 from relaymq.message.mqdlh import MQDLH
@@ -460,6 +460,7 @@ class PubSubEngine:
         actions: list[Action] = []
         seen: set[SubscriberId] = set()
         expired: list[QueueSubscription] = []
+        shared: list[SharedParts] = []  # the copies' RFH2 and body, made and encoded once
         for _key, sub in matches:
             if type(sub) is not QueueSubscription:
                 continue
@@ -473,7 +474,7 @@ class PubSubEngine:
             if not self._selected(sub, pub):
                 continue
             seen.add(sub.subscriber)
-            actions.append(self._delivery(sub, pub, now, retained_inform=False))
+            actions.append(self._delivery(sub, pub, now, retained_inform=False, shared=shared))
         for sub in expired:
             actions.extend(self.remove(sub, REMOVED_EXPIRED))
         return actions
@@ -504,7 +505,11 @@ class PubSubEngine:
         # rule changed (or before issue 15) must not go on leaking what its owner may not read
         return self.sender is None or self.sender.topic(sub.user_id or None, pub.topic, RECEIVE)
 
-    def _delivery(self, sub: QueueSubscription, pub: Publication, now: float, *, retained_inform: bool) -> Put:
+    def _delivery(self, sub: QueueSubscription, pub: Publication, now: float, *, retained_inform: bool,
+                  shared: list[SharedParts] | None = None) -> Put:
+        """One subscriber's copy. ``shared`` (a live publication's copies: empty at first) holds
+        the MQRFH2 and body that every MQRFH2 copy of it has in common, made once and encoded
+        once (each copy's own part is its MQMD: MsgId, CorrelId, Persistence)."""
         persistent = {PERS: MQPER_PERSISTENT, NON_PERS: 0, PERS_AS_QUEUE: MQPER_PERSISTENCE_AS_Q_DEF}.get(
             sub.persistence, MQPER_PERSISTENT if pub.persistent else 0)
         if persistent == MQPER_PERSISTENT and self.acl is not None and not self.acl.allowed(
@@ -516,6 +521,12 @@ class PubSubEngine:
             ReplyToQ="", ReplyToQMgr=self.qmgr_name, PutApplType=MQAT_BROKER, PutApplName=self.qmgr_name[:28],
             Priority=pub.priority, Persistence=persistent, Expiry=pub.expiry_tenths(now),
         )
+        if shared is not None and not sub.rfh1 and not retained_inform:
+            if not shared:
+                shared.append(SharedParts([MQRFH2(Format=pub.body_format, folders=publication_folders(pub))],
+                                          pub.body))
+            return Put(sub.subscriber.qmgr, sub.subscriber.queue, Message(SharedMQMessage(md, shared[0])),
+                       "publication", sub)
         folders = publication_folders(pub, retained_inform=retained_inform)
         if sub.rfh1:
             md.Format = "MQHRF"

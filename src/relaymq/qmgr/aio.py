@@ -111,11 +111,46 @@ def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
         done.set_exception(StoreFailed(f"store write failed: {error}"))
 
 
+class _BatchWaiters:
+    """The futures of the callers waiting for one engine batch's commit (on one loop)."""
+
+    __slots__ = ("futures", "loop", "number", "settled")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, number: int, first: asyncio.Future[None]) -> None:
+        self.loop, self.number, self.futures, self.settled = loop, number, [first], False
+
+    def finished(self, error: BaseException | None) -> None:  # the writer thread (or the loop's, at once)
+        self.loop.call_soon_threadsafe(self._settle, error)
+
+    def _settle(self, error: BaseException | None) -> None:  # the loop's thread
+        self.settled = True
+        for done in self.futures:
+            _settle(done, error)
+
+
 class AsyncQueueManager:
     """Coroutine versions of :class:`QueueManager`'s methods; ``sync`` is the wrapped one."""
 
     def __init__(self, qm: QueueManager) -> None:
         self.sync = qm
+        #: The waiters of the engine batch that is filling now: they share one commit callback.
+        self._batch_wait: _BatchWaiters | None = None
+
+    async def _committed(self, engine: Any) -> None:
+        """:func:`committed` for a put or get just submitted: the callers whose submissions are
+        in the same engine batch share one on_commit callback and one wake-up of the loop
+        (``Engine.batch_number``), which settles each one's future (a cancelled caller's
+        future is simply skipped)."""
+        loop = asyncio.get_running_loop()
+        number = engine.batch_number  # read after the submission: that batch or a later one
+        done: asyncio.Future[None] = loop.create_future()
+        waiters = self._batch_wait
+        if waiters is not None and waiters.number == number and waiters.loop is loop and not waiters.settled:
+            waiters.futures.append(done)
+        else:
+            waiters = self._batch_wait = _BatchWaiters(loop, number, done)
+            engine.on_commit(waiters.finished)
+        await done
 
     @classmethod
     async def open(cls, name: str, data_dir: str | None, **options: Any) -> AsyncQueueManager:
@@ -158,7 +193,7 @@ class AsyncQueueManager:
         if engine is None:
             return await self._call("put", queue, message, **options)
         msg_id = self.sync.put(queue, message, wait=False, **options)
-        await committed(engine)
+        await self._committed(engine)
         return msg_id
 
     async def _take(self, queue: str, engine: Any, **options: Any) -> Envelope | None:
@@ -168,7 +203,7 @@ class AsyncQueueManager:
             return await self._call("get_envelope", queue, **options)
         envelope = self.sync.get_envelope(queue, durable=False, **options)
         if envelope is not None:
-            await committed(engine)
+            await self._committed(engine)
         return envelope
 
     async def get_envelope(self, queue: str, *, wait: float = 0.0, **options: Any) -> Envelope | None:

@@ -14,6 +14,7 @@ messages into its log with it).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from relaymq.qmgr.definitions import ADMIN, APPLICATION_KINDS
 from relaymq.qmgr.queue_index import QueueIndex
@@ -94,16 +95,37 @@ class ListenerMixin:
         if not entries:
             return
         with self._lock:
+            hearers = self._hearers(index)
+        if hearers is not None:
+            self._tell(index, entries, hearers)
+
+    def _hearers(self, index: QueueIndex) -> tuple[list[Callable[[str], None]], list[Callable[[MessageEvent], None]],
+                                                   list[Callable[[str | None, dict[str, Any], bool], None]]] | None:
+        """Wake the getters waiting (call with the lock held) and say who is to hear of new
+        messages on ``index``: None when nobody is (then :meth:`_tell` has nothing to do)."""
+        if self._waiters:
             self._cond.notify_all()
-            name = index.definition.name
-            local = index.definition.kind in APPLICATION_KINDS
-            listeners = list(self._listeners.get(name, ())) if local else []
-            message_listeners = list(self._message_listeners.get(name, ())) if local else []
-            transmission = list(self._transmission_listeners) if index.definition.transmits else []
+        definition = index.definition
+        local = definition.kind in APPLICATION_KINDS
+        listeners = list(self._listeners.get(definition.name, ())) if local else []
+        message_listeners = list(self._message_listeners.get(definition.name, ())) if local else []
+        transmission = list(self._transmission_listeners) if definition.transmits else []
+        if listeners or message_listeners or transmission or definition.kind == ADMIN:
+            return listeners, message_listeners, transmission
+        return None
+
+    def _tell(self, index: QueueIndex, entries: list[Entry],
+              hearers: tuple[list[Callable[[str], None]], list[Callable[[MessageEvent], None]],
+                             list[Callable[[str | None, dict[str, Any], bool], None]]]) -> None:
+        """Tell what :meth:`_hearers` named of ``entries`` (outside the lock)."""
+        listeners, message_listeners, transmission = hearers
+        name = index.definition.name
         if index.definition.kind == ADMIN and self.admin is not None:
             self.admin.wake()
         for fn in listeners:
             fn(name)
+        if not (message_listeners or transmission):
+            return
         for entry in entries:
             event = MessageEvent(name, entry.uid, entry.msg_id, entry.correl_id, entry.priority)
             for mfn in message_listeners:

@@ -145,6 +145,10 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         self._queues: dict[tuple[str, str], QueueIndex] = {}
         self._queue_aliases: dict[tuple[str, str], str] = {}
         self._qmgr_aliases: dict[str, str] = {}
+        #: (queue, qmgr) -> its resolution, for puts that land on a local queue (which depends
+        #: on the definitions and aliases only, not on connections): emptied by every change
+        #: of a definition or alias (:meth:`_definitions_changed`).
+        self._resolved: dict[tuple[str, str | None], res.Resolution] = {}
         self._by_uid: dict[str, Entry] = {}
         self._confirmed: dict[str, int] = {}
         self._listeners: dict[str, list[Callable[[str], None]]] = {}
@@ -313,9 +317,14 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             raise QueueManagerClosed(f"queue manager {self.name!r} is closed")
 
     # -- definitions (items 6-9) ----------------------------------------------------------
+    def _definitions_changed(self) -> None:
+        """A definition or an alias changed (call with the lock held): forget the resolutions."""
+        self._resolved.clear()
+
     def _install(self, definition: QueueDefinition) -> QueueIndex:
         rule = load_rule(definition.rule, QueueRule) if definition.rule else None
         index = QueueIndex(definition, rule)
+        self._definitions_changed()
         self._queues[definition.key] = index
         for alias in definition.aliases:
             self._queue_aliases[(definition.owner, alias)] = definition.name
@@ -370,6 +379,7 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             index = self._index(name, qmgr)
             old = index.definition
             new = old.altered(**changes)
+            self._definitions_changed()
             for alias in old.aliases:
                 self._queue_aliases.pop((old.owner, alias), None)
             for alias in new.aliases:
@@ -401,6 +411,7 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             for entry in list(index.entries.values()):
                 self._drop(index, entry, ops)
             del self._queues[definition.key]
+            self._definitions_changed()
             for alias in definition.aliases:
                 self._queue_aliases.pop((definition.owner, alias), None)
             ops.append(("unqueue", definition.owner, definition.name))
@@ -446,10 +457,12 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         check_name(target, "queue manager")
         with self._lock:
             self._qmgr_aliases[alias] = target
+            self._definitions_changed()
 
     def remove_qmgr_alias(self, alias: str) -> None:
         with self._lock:
             self._qmgr_aliases.pop(alias, None)
+            self._definitions_changed()
 
     def _index(self, name: str, qmgr: str | None) -> QueueIndex:
         owner = res.resolve_qmgr_alias(qmgr, self._qmgr_aliases) if qmgr else self.name
@@ -474,10 +487,16 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
     # -- resolution (item 22) -------------------------------------------------------------
     def resolve(self, queue: str, qmgr: str | None = None) -> res.Resolution:
         """Which queue a put to (qmgr, queue) lands on; see :mod:`relaymq.qmgr.resolution`."""
+        known = self._resolved.get((queue, qmgr))
+        if known is not None:
+            return known
         with self._lock:
-            return res.resolve(self.name, qmgr or self.name, queue, definitions=_Definitions(self._queues),
-                               queue_aliases=self._queue_aliases, qmgr_aliases=self._qmgr_aliases,
-                               reachable=self.remote.reachable if self.remote is not None else None)
+            resolved = res.resolve(self.name, qmgr or self.name, queue, definitions=_Definitions(self._queues),
+                                   queue_aliases=self._queue_aliases, qmgr_aliases=self._qmgr_aliases,
+                                   reachable=self.remote.reachable if self.remote is not None else None)
+            if resolved.kind == res.LOCAL_QUEUE:
+                self._resolved[(queue, qmgr)] = resolved
+            return resolved
 
     # -- put (items 11, 12, 18, 19) -------------------------------------------------------
     def put(self, queue: str, message: Message, *, qmgr: str | None = None, confirm_id: int = 0,
@@ -535,8 +554,11 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
                 return  # the queue was deleted meanwhile: the store's row goes with the purge
             index.add(entry)
             self._by_uid[entry.uid] = entry
-        if entry.state == UNLOCKED:
-            self._announce(index, [entry], put=True)
+            if entry.state != UNLOCKED:
+                return
+            hearers = self._hearers(index)  # as _announce, in the same hold of the lock
+        if hearers is not None:
+            self._tell(index, [entry], hearers)
 
     def _sync_put(self, resolved: res.Resolution, message: Message, confirm_id: int, uid: str | None,
                   resend: bool, expire_time: ExpireTime | None, transmission: bool) -> bytes:

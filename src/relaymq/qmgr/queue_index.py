@@ -56,7 +56,13 @@ class QueueIndex:
 
     def visible(self) -> Iterator[Entry]:
         """Visible entries, priority descending then arrival (a snapshot: safe to change the
-        index while iterating)."""
+        index while iterating). A bucket's first entry is handed out before its snapshot is
+        taken, and the snapshot only when more is asked for (a get takes the first: copying a
+        deep queue's bucket for each get made it O(depth))."""
         for bucket in reversed(self._buckets):
             if bucket:
-                yield from list(bucket.values())
+                first = next(iter(bucket.values()))
+                yield first
+                rest = list(bucket.values())
+                # the caller may have removed ``first`` meanwhile (an expired message)
+                yield from rest[1:] if rest and rest[0] is first else rest

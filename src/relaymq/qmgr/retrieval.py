@@ -115,7 +115,10 @@ class RetrievalMixin:
                         ops.append(("state", entry.uid, entry.state, entry.confirm_id, 0))
                     else:
                         self._drop(index, entry, ops)
-                    ticket = self.store.submit(ops)
+                    if durable or not hasattr(self.store, "submit_nowait"):
+                        ticket = self.store.submit(ops)
+                    else:  # the caller waits for the engine itself: no ticket to make and finish
+                        self.store.submit_nowait(ops)
                     break
                 if ops:
                     self.store.submit(ops)

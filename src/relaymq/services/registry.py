@@ -23,6 +23,7 @@ SERVICE_MODULES: tuple[str, ...] = (
     "relaymq.pubsub.service",
     "relaymq.flows.service",
     "relaymq.pipeline.service",
+    "relaymq.amqp.service",
 )
 
 

@@ -370,6 +370,13 @@ class Engine:
         return self._coalesced + self._batch.coalesced
 
     @property
+    def batch_number(self) -> int:
+        """The number of the batch that submissions join now (it grows each time the writer
+        takes one). A waiter whose submissions were made before it read a number may share one
+        ``on_commit`` callback with every other waiter that read the same number."""
+        return self._batch_no
+
+    @property
     def notify(self) -> Notify:
         return self._notify
 

@@ -66,3 +66,24 @@ ensure_java() {  # the Spark tests (the spark extra: PySpark 4) need Java 17 or 
   echo "relaymq: Spark needs Java 17 or newer (found: ${major:-none})" >&2
   apt_install openjdk-17-jre-headless
 }
+
+ensure_node_packages() {  # the npm AMQP 1.0 client (rhea) the AMQP listener tests drive
+  local dir="$ROOT/tests/amqp/rhea"
+  [ -d "$dir/node_modules/rhea" ] && return 0
+  command -v npm >/dev/null 2>&1 || apt_install nodejs npm
+  echo "relaymq: installing the npm packages of $dir" >&2
+  (cd "$dir" && npm ci --no-audit --no-fund --silent) >&2
+}
+
+ensure_rabbitmq() {  # an outside AMQP 1.0 JMS provider for the JMS flow node tests (started by them)
+  [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] && return 0
+  # The tests start their own node on loopback ports; Debian's service (every interface, 5672)
+  # must not start on install: a policy-rc.d that denies it, unless the machine has one.
+  local policy=/usr/sbin/policy-rc.d made=""
+  if [ ! -e "$policy" ] && [ "$(id -u)" -eq 0 ]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && made=1
+  fi
+  apt_install rabbitmq-server
+  [ -n "$made" ] && rm -f "$policy"
+  return 0
+}

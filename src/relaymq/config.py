@@ -262,6 +262,7 @@ PLUGIN_SECTIONS: dict[str, str] = {
     "archive": "relaymq.pipeline.settings",
     "bridge": "relaymq.bridge.settings",
     "network": "relaymq.network.settings",
+    "amqp": "relaymq.amqp.settings",
 }
 
 

@@ -26,6 +26,7 @@ from relaymq.flows.flow import Flow
 from relaymq.flows.group import ExecutionGroup
 from relaymq.flows.node import Node
 from relaymq.flows.nodes.http_input import HTTPInput
+from relaymq.flows.nodes.jms_input import JMSInput
 from relaymq.flows.nodes.mq_input import MQInput
 from relaymq.flows.nodes.scada_input import SCADAInput
 from relaymq.flows.runtime import FlowRuntime
@@ -90,6 +91,8 @@ class FlowManager:
             return f"path:{node.props['path']}"
         if isinstance(node, MQInput):
             return f"queue:{node.props['queue']}"
+        if isinstance(node, JMSInput):
+            return node.binding_key
         raise DeployError(f"node {node.name}: no transport for a {node.KIND} input")
 
     def _new_binding(self, node: Node) -> Binding:
@@ -103,6 +106,10 @@ class FlowManager:
             if self.aio is None:
                 raise DeployError(f"node {node.name}: MQInput needs the queue manager")
             return QueueBinding(self.aio, node.props["queue"], self.backout_counts)
+        if isinstance(node, JMSInput):
+            from relaymq.flows.jms_binding import JmsBinding
+
+            return JmsBinding(node)
         raise DeployError(f"node {node.name}: no transport for a {node.KIND} input")
 
     # -- deploy ----------------------------------------------------------------------------

@@ -8,7 +8,10 @@ from relaymq.flows.nodes.filter import Filter
 from relaymq.flows.nodes.http_input import HTTPInput
 from relaymq.flows.nodes.http_reply import HTTPReply
 from relaymq.flows.nodes.http_request import HTTPRequest
+from relaymq.flows.nodes.jms_input import JMSInput
 from relaymq.flows.nodes.jms_mq_transform import JMSMQTransform
+from relaymq.flows.nodes.jms_output import JMSOutput
+from relaymq.flows.nodes.jms_reply import JMSReply
 from relaymq.flows.nodes.label import Label
 from relaymq.flows.nodes.mq_input import MQInput
 from relaymq.flows.nodes.mq_jms_transform import MQJMSTransform
@@ -26,4 +29,4 @@ from relaymq.flows.nodes.try_catch import TryCatch
 NODE_TYPES: dict[str, type[Node]] = {cls.KIND: cls for cls in (
     MQInput, SCADAInput, HTTPInput, Compute, Filter, Route, Label, RouteToLabel, JMSMQTransform,
     MQJMSTransform, Trace, Throw, TryCatch, ResetContentDescriptor, Publication, MQOutput, MQReply,
-    HTTPReply, HTTPRequest)}
+    HTTPReply, HTTPRequest, JMSInput, JMSOutput, JMSReply)}

@@ -25,6 +25,7 @@ SERVICE_MODULES: tuple[str, ...] = (
     "relaymq.pipeline.service",
     "relaymq.bridge.service",
     "relaymq.network.service",
+    "relaymq.amqp.service",
 )
 
 

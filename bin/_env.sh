@@ -46,9 +46,11 @@ ensure_python_venv() {  # `python3 -m venv` needs ensurepip, which Debian ships 
   apt_install python3-venv
 }
 
-ensure_debian_packages() {  # the command-line MQTT clients the interoperability tests drive
+ensure_debian_packages() {  # the command-line MQTT clients the interoperability tests drive, and
+  # Mosquitto itself: the reference broker and the remote end of the bridge tests (tests/network)
   local missing=()
   command -v mosquitto_pub >/dev/null 2>&1 || missing+=(mosquitto-clients)
+  [ -x /usr/sbin/mosquitto ] || command -v mosquitto >/dev/null 2>&1 || missing+=(mosquitto)
   [ ${#missing[@]} -eq 0 ] && return 0
   apt_install "${missing[@]}"
 }

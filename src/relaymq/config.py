@@ -260,6 +260,8 @@ PLUGIN_SECTIONS: dict[str, str] = {
     "pubsub": "relaymq.pubsub.settings",
     "flows": "relaymq.flows.settings",
     "archive": "relaymq.pipeline.settings",
+    "bridge": "relaymq.bridge.settings",
+    "network": "relaymq.network.settings",
     "amqp": "relaymq.amqp.settings",
 }
 

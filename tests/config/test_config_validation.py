@@ -24,6 +24,7 @@ from relaymq.config import (
     ListenerConfig,
     load_config,
 )
+from relaymq.bridge.settings import BridgeSettings
 from relaymq.flows.settings import FlowsSettings
 from relaymq.http.settings import HttpSettings
 from relaymq.pipeline.settings import ArchiveOptions, ArchiveRule
@@ -49,6 +50,7 @@ PLUGIN_TABLES = {
     "qmgr.queue": list(QUEUE_KEYS),
     "qmgr.connection": [f.name for f in dataclasses.fields(ConnectionSettings)],
     "archive.rule": [f.name for f in dataclasses.fields(ArchiveRule)],
+    "bridge": [f.name for f in dataclasses.fields(BridgeSettings)],
 }
 
 

@@ -13,7 +13,6 @@ from relaymq.qmgr import QueueManager
 from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_service import ChannelService
 from relaymq.qmgr.channel_settings import ConnectionSettings, build_connections
-from relaymq.qmgr.channel_transport import HTTP_CHANNEL_PATH
 
 from .helpers import body, linked_queue_managers, text_message
 
@@ -88,29 +87,18 @@ def test_push_through_store_and_forward_with_via_connection():
 def test_http_adapter_carries_the_same_frames():
     """Item 30 (seed l.2385-2589): each HTTP POST carries frames; PUT+CONFIRM over HTTP."""
 
-    async def scenario():
-        tgt, dev = QueueManager.open("TGT", None), QueueManager.open("DEV", None)
+    def prepare(tgt: QueueManager, dev: QueueManager) -> None:
         tgt.define_queue("IN")
         dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
-        http = HttpServer()
-        await http.start("127.0.0.1", 0)
-        t = ChannelService(tgt, listen_host=None, authenticator=OPEN)
-        await t.start(http)
-        d = ChannelService(dev, (_conn(name="TGT", address=f"http://127.0.0.1:{http.port}{HTTP_CHANNEL_PATH}"),),
-                           listen_host=None)
-        await d.start()
-        try:
+
+    async def scenario():
+        async with linked_queue_managers(prepare, adapter="http") as pair:
+            tgt, dev = pair.server, pair.device
             for i in range(5):
                 await asyncio.to_thread(dev.put, "IN", text_message(f"h{i}"), qmgr="TGT")
             await _wait_depth(tgt, "IN", 5)
             assert [body(m) for m in tgt.browse("IN")] == [f"h{i}" for i in range(5)]
             await _wait_empty(dev, "IN", "TGT")
-        finally:
-            await d.stop()
-            await t.stop()
-            await http.stop()
-            dev.close()
-            tgt.close()
 
     asyncio.run(scenario())
 

@@ -9,15 +9,13 @@ import asyncio
 
 import pytest
 
-from relaymq.http.server import HttpServer
 from relaymq.qmgr import QueueManager
 from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_service import ChannelService
 from relaymq.qmgr.channel_settings import build_connections
-from relaymq.qmgr.channel_transport import HTTP_CHANNEL_PATH
 from relaymq.qmgr.errors import NoMessage, NotAllowed, NotConnected, UnknownUID, WrongLock
 
-from .helpers import body, text_message
+from .helpers import body, linked_queue_managers, text_message
 
 FAST = {"retry_initial_ms": 20, "retry_max_ms": 200, "timeout_ms": 5000}
 
@@ -29,35 +27,15 @@ def _run(adapter: str, scenario) -> None:
     """Start TGT (queue IN with three messages) and DEV (IN defined as a synchronous remote
     queue on TGT, connected by ``adapter``), run ``scenario(dev, tgt)`` in a worker thread."""
 
-    async def main() -> None:
-        tgt, dev = QueueManager.open("TGT", None), QueueManager.open("DEV", None)
+    def prepare(tgt: QueueManager, dev: QueueManager) -> None:
         tgt.define_queue("IN")
         for text, priority in (("low", 1), ("high", 8), ("mid", 5)):
             tgt.put("IN", text_message(text, priority, correl_id=text.encode()))
         dev.define_queue("IN", "remote", queue_manager="TGT")
-        http = None
-        if adapter == "http":
-            http = HttpServer()
-            await http.start("127.0.0.1", 0)
-            t = ChannelService(tgt, listen_host=None, authenticator=OPEN)
-            await t.start(http)
-            address = f"http://127.0.0.1:{http.port}{HTTP_CHANNEL_PATH}"
-        else:
-            t = ChannelService(tgt, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
-            await t.start()
-            address = f"127.0.0.1:{t.port}"
-        d = ChannelService(dev, build_connections([{**FAST, "name": "TGT", "address": address}], "c", None),
-                           listen_host=None)
-        await d.start()
-        try:
-            await asyncio.to_thread(scenario, dev, tgt)
-        finally:
-            await d.stop()
-            await t.stop()
-            if http is not None:
-                await http.stop()
-            dev.close()
-            tgt.close()
+
+    async def main() -> None:
+        async with linked_queue_managers(prepare, adapter=adapter) as pair:
+            await asyncio.to_thread(scenario, pair.device, pair.server)
 
     asyncio.run(main())
 

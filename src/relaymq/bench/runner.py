@@ -37,6 +37,9 @@ class BenchSpec:
 
     host: str = "127.0.0.1"
     port: int = 1883
+    #: The subscribers' broker when it is another one than the publishers' (a broker network:
+    #: bench/bench_network.py); None: the same.
+    sub_port: int | None = None
     publishers: int = 1
     subscribers: int = 1
     qos: int = 0
@@ -174,14 +177,14 @@ async def _worker(spec: BenchSpec, worker: int, pubs: list[int], subs: list[int]
                   shared: _Shared) -> _WorkerResult:
     password = spec.password.encode() if spec.password is not None else None
 
-    async def open_client(name: str, persistent: bool) -> Connection:
+    async def open_client(name: str, persistent: bool, port: int = spec.port) -> Connection:
         return await Connection.open_session(
-            spec.host, spec.port, f"{spec.client_prefix}-{name}", spec.protocol,
+            spec.host, port, f"{spec.client_prefix}-{name}", spec.protocol,
             persistent=persistent, session_expiry=spec.session_expiry, username=spec.username,
             password=password, timeout=spec.connect_timeout)
 
     sub_conns = list(await asyncio.gather(
-        *(open_client(f"s{i}", spec.persistent_subscribers) for i in subs)))
+        *(open_client(f"s{i}", spec.persistent_subscribers, spec.sub_port or spec.port) for i in subs)))
     for conn in sub_conns:
         await conn.subscribe(spec.topic_filter, spec.sub_qos or 0, spec.connect_timeout)
     pub_conns = list(await asyncio.gather(

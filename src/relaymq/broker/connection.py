@@ -29,6 +29,12 @@ from relaymq.mqtt.errors import MQTTError, ProtocolError
 from relaymq.mqtt.reader import PacketReader
 from relaymq.broker.backpressure import Held, must_wait
 from relaymq.broker.backpressure import forget as forget_held
+from relaymq.broker.delivery import pump, retransmit_due
+from relaymq.broker.handle_connect import handle_connect, handle_disconnect, session_disconnected
+from relaymq.broker.handle_publish import (
+    handle_puback, handle_pubcomp, handle_publish, handle_pubrec, handle_pubrel,
+)
+from relaymq.broker.handle_subscribe import handle_subscribe, handle_unsubscribe
 from relaymq.broker.records import PendingAck
 from relaymq.broker.session import NOTHING_QUEUED, grown
 from relaymq.broker.stats import DROP_TOO_LARGE
@@ -302,8 +308,6 @@ class Connection:
             self.link.write(data)
         self.resume_reading("write")
         if self.session is not None and self.connected and not self.paused and not self.closed:
-            from relaymq.broker.delivery import pump
-
             pump(self.broker, self.session)
 
     def pause_reading(self, why: str) -> None:
@@ -449,8 +453,6 @@ class Connection:
         self.close(publish_will=False)
 
     def detach(self, publish_will: bool) -> None:
-        from relaymq.broker.handle_connect import session_disconnected
-
         self.broker.connections.discard(self)
         if self.held_back is not None:
             forget_held(self)
@@ -472,16 +474,8 @@ class Connection:
             self.disconnect_with(rc.KEEP_ALIVE_TIMEOUT, "keep alive expired")
             return
         if self.level == 3 and self.session is not None:
-            from relaymq.broker.delivery import retransmit_due
-
             retransmit_due(self.broker, self.session, now)
 
-
-from relaymq.broker.handle_connect import handle_connect, handle_disconnect  # noqa: E402
-from relaymq.broker.handle_publish import (  # noqa: E402
-    handle_puback, handle_pubcomp, handle_publish, handle_pubrec, handle_pubrel,
-)
-from relaymq.broker.handle_subscribe import handle_subscribe, handle_unsubscribe  # noqa: E402
 
 HANDLERS.update({
     p.PUBLISH: handle_publish, p.PUBACK: handle_puback, p.PUBREC: handle_pubrec,

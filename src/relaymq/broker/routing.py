@@ -83,6 +83,9 @@ def route(broker: Broker, message: StoredMessage, origin: Session | None, hold: 
             continue
         session = sessions.get(client_id)
         if session is None:
+            # A psc queue subscriber: the pub/sub engine keeps it in this tree under a
+            # (PSC_KEY, subscriber, filter) key, which is no session's, and delivers to it
+            # through its publication tap (pubsub/engine.py, README decision 2).
             continue
         if type(sub) is FilteredSubscription and sub.selector is not None:
             if view is None:

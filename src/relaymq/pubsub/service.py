@@ -55,6 +55,7 @@ from relaymq.pubsub.model import (
     Put,
 )
 from relaymq.pubsub import reasons as r
+from relaymq.pubsub.locality import from_neighbour, mark_local, not_for_local_subscriptions
 from relaymq.pubsub.settings import PubSubSettings
 from relaymq.pubsub.state import PubSubState
 from relaymq.pubsub.stats import CONTENT_TYPE as STATS_CONTENT_TYPE
@@ -344,6 +345,8 @@ class PubSubService:
         else:
             actions = self.engine.deliver_mqtt(stored.topic, stored.payload, stored.qos, stored.properties,
                                                stored.expiry_at, now)
+            if actions and from_neighbour(stored.properties):  # item 18: Local subscriptions see this broker's only
+                actions = not_for_local_subscriptions(actions)
         copies = 0
         for action in actions:
             if isinstance(action, Put) and action.purpose == "publication":
@@ -382,9 +385,12 @@ class PubSubService:
             self._put(action)
         elif isinstance(action, MqttPublish):
             self._bridging = action.publication
+            properties = action.properties or None
+            if action.publication is not None and action.publication.local:
+                properties = mark_local(properties)  # item 18: never forwarded to a neighbour
             try:
                 self.broker.publish(action.topic, action.payload, action.qos, action.retain,
-                                    action.properties or None, action.expiry_interval)
+                                    properties, action.expiry_interval)
             finally:
                 self._bridging = None
         elif isinstance(action, ClearRetained):
@@ -497,10 +503,12 @@ class PubSubService:
         topic = statistics_topic(self.settings.broker_name, self.settings.execution_group)
         while True:
             await asyncio.sleep(self.settings.stats_interval_ms / 1000)
+            network = self.context.services.get("network")
             payload = statistics_payload(self.broker, broker_name=self.settings.broker_name,
                                          execution_group=self.settings.execution_group,
                                          queue_subscriptions=len(self.engine.subscriptions),
-                                         now=self.broker.clock.wall())
+                                         now=self.broker.clock.wall(),
+                                         neighbors=network.statistics_rows() if network is not None else ())
             self.broker.publish(topic, payload, properties={"content_type": STATS_CONTENT_TYPE})
 
 

@@ -17,15 +17,20 @@ section with the seed's field names as attributes::
                     MessagesDropped="0" MessagesSent="4" BytesSent="160" MessagesReceived="5"
                     BytesReceived="310"/>
       </Client>
-      <Neighbor/>
+      <Neighbor>
+        <Connection Name="B2" Relation="collective" Connected="true" ProxySubscriptions="3"
+                    MessagesReceived="40" MessagesDropped="0"/>
+      </Neighbor>
     </Statistics>
 
 What is counted and what is not (nothing is reported as a made-up 0):
 
 * Broker: SubscriptionCount is every subscription the broker holds: each MQTT session's
   (connected or not, shared ones per member) plus every queue subscription, at every
-  subscription point. NeighborCount is 0 and Neighbor empty: there are no broker networks yet
-  (items 40-43).
+  subscription point. NeighborCount is the number of configured neighbours (relaymq.network),
+  and Neighbor has one Connection per neighbour: Name, Relation, Connected, ProxySubscriptions
+  (held there for this broker), MessagesReceived from it, MessagesDropped (copies that came
+  another way, loops, Local publications).
 * Client, the totals over all clients since start: messages and bytes sent and received (the
   bytes of every MQTT packet), messages dropped (queue overflow, limits), bytes queued now.
 * Client/Connection, per connected client: what the broker keeps per session (bytes and
@@ -39,6 +44,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 CONTENT_TYPE = "application/xml"
@@ -59,7 +65,7 @@ def _timestamp(now: float) -> str:
 
 
 def build_statistics(broker: Any, *, broker_name: str, execution_group: str, queue_subscriptions: int,
-                     now: float) -> ET.Element:
+                     now: float, neighbors: Sequence[Mapping[str, str]] = ()) -> ET.Element:
     """The report as an element tree (3199-3370)."""
     connected = [s for s in broker.sessions.values() if s.connection is not None]
     root = ET.Element("Statistics")
@@ -67,7 +73,7 @@ def build_statistics(broker: Any, *, broker_name: str, execution_group: str, que
         "Name": broker_name,
         "ExecutionGroup": execution_group,
         "ClientCount": str(len(connected)),
-        "NeighborCount": "0",
+        "NeighborCount": str(len(neighbors)),
         "SubscriptionCount": str(subscription_count(broker, queue_subscriptions)),
         "TimeStamp": _timestamp(now),
     })
@@ -93,12 +99,14 @@ def build_statistics(broker: Any, *, broker_name: str, execution_group: str, que
             "MessagesReceived": str(conn.messages_received),
             "BytesReceived": str(conn.bytes_received),
         })
-    ET.SubElement(root, "Neighbor")
+    neighbor = ET.SubElement(root, "Neighbor")
+    for row in neighbors:  # relaymq.network: one per [[network.neighbor]]
+        ET.SubElement(neighbor, "Connection", dict(row))
     return root
 
 
 def statistics_payload(broker: Any, *, broker_name: str, execution_group: str, queue_subscriptions: int,
-                       now: float) -> bytes:
+                       now: float, neighbors: Sequence[Mapping[str, str]] = ()) -> bytes:
     return ET.tostring(build_statistics(broker, broker_name=broker_name, execution_group=execution_group,
-                                        queue_subscriptions=queue_subscriptions, now=now),
+                                        queue_subscriptions=queue_subscriptions, now=now, neighbors=neighbors),
                        encoding="UTF-8", xml_declaration=True)

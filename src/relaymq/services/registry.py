@@ -25,6 +25,8 @@ SERVICE_MODULES: tuple[str, ...] = (
     "relaymq.pubsub.service",
     "relaymq.flows.service",
     "relaymq.pipeline.service",
+    "relaymq.bridge.service",
+    "relaymq.network.service",
     "relaymq.amqp.service",
 )
 

@@ -33,4 +33,14 @@ def url(port: int, user: str | None = None, password: str | None = None) -> str:
     return f"amqp://{creds}127.0.0.1:{port}"
 
 
-__all__ = ["amqp_broker", "amqp_config", "port_accepts", "url"]
+def put_and_get(conn: Any, message: Any, address: str = "queue://ORDERS", timeout: float = 15.0) -> Any:
+    """Send ``message`` to ``address`` on a proton BlockingConnection, then receive one message
+    from it and accept it; returns that message."""
+    conn.create_sender(address).send(message)
+    receiver = conn.create_receiver(address)
+    got = receiver.receive(timeout=timeout)
+    receiver.accept()
+    return got
+
+
+__all__ = ["amqp_broker", "amqp_config", "port_accepts", "put_and_get", "url"]

@@ -20,7 +20,7 @@ from proton.utils import BlockingConnection, LinkDetached
 
 from harness import BrokerProcess
 
-from .broker import amqp_broker, url
+from .broker import amqp_broker, put_and_get, url
 
 WAIT = 15.0
 
@@ -41,14 +41,11 @@ def test_queue_round_trip_keeps_jms_headers_and_typed_properties(broker: tuple[B
     _, port = broker
     conn = connect(port)
     try:
-        conn.create_sender("queue://ORDERS").send(Message(
+        got = put_and_get(conn, Message(
             body="order 1", subject="OrderType", correlation_id="corr-1", durable=True, priority=7,
             reply_to="queue://REPLIES",
             properties={"i": int32(3), "s": short(2), "b": byte(1), "f": float32(1.5), "l": 2**40,
                         "d": 2.5, "flag": True, "colour": "red"}))
-        receiver = conn.create_receiver("queue://ORDERS")
-        got = receiver.receive(timeout=WAIT)
-        receiver.accept()
     finally:
         conn.close()
     assert got.body == "order 1"
@@ -257,10 +254,7 @@ def test_large_message_crosses_in_many_frames(broker: tuple[BrokerProcess, int])
     body = bytes(range(256)) * 2048  # 512 KiB
     conn = connect(port)
     try:
-        conn.create_sender("queue://ORDERS").send(Message(body=body, inferred=True))
-        receiver = conn.create_receiver("queue://ORDERS")
-        got = receiver.receive(timeout=WAIT)
-        receiver.accept()
+        got = put_and_get(conn, Message(body=body, inferred=True))
     finally:
         conn.close()
     assert got.body == body

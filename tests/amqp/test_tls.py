@@ -17,7 +17,7 @@ from proton.utils import BlockingConnection
 from harness import free_port
 from interop.certs import make_certificates
 
-from .broker import amqp_broker
+from .broker import amqp_broker, put_and_get
 
 WAIT = 15.0
 
@@ -43,10 +43,7 @@ def test_tls_port_carries_a_queue_round_trip_and_plain_port_stays(tmp_path: Path
     with amqp_broker(extra) as (_broker, port):
         conn = BlockingConnection(f"amqps://localhost:{tls_port}", timeout=WAIT, ssl_domain=client_domain(certs.ca))
         try:
-            conn.create_sender("queue://ORDERS").send(Message(body=body, durable=True))
-            receiver = conn.create_receiver("queue://ORDERS")
-            got = receiver.receive(timeout=WAIT)
-            receiver.accept()
+            got = put_and_get(conn, Message(body=body, durable=True))
         finally:
             conn.close()
         assert got.body == body

@@ -95,6 +95,12 @@ def admin(broker: FlowBroker, method: str, path: str = "", body: bytes = b"") ->
     return response.status, json.loads(response.body or b"{}")
 
 
+def deploy_text(broker: FlowBroker, text: str) -> None:
+    """Deploy a flow given as YAML text through the admin API; it must be accepted (201)."""
+    status, answer = admin(broker, "POST", "", text.encode())
+    assert status == 201, answer
+
+
 def flow_file(tmp: Path, source: Path, changes: dict[str, dict[str, Any]] | None = None,
               **top: Any) -> Path:
     """A copy of a flow file (Compute files inlined) with node properties and top-level keys

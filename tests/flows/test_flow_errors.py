@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from flow_helpers import WAIT, Client, FlowBroker, admin, http, queue_cli, rest_get
+from flow_helpers import WAIT, Client, FlowBroker, admin, deploy_text as deploy, http, queue_cli, rest_get
 from harness import free_port
 from relaymq.qmgr.rest_format import parse_usr
 
@@ -32,11 +32,6 @@ def get(broker: FlowBroker, queue: str, wait: float = 20) -> dict:
     message = json.loads(done.stdout)
     message["usr"] = {name: value for name, value, _ in parse_usr([message["usr"]])} if "usr" in message else {}
     return message
-
-
-def deploy(broker: FlowBroker, text: str) -> None:
-    status, answer = admin(broker, "POST", "", text.encode())
-    assert status == 201, answer
 
 
 def wait_until(check, what: str, timeout: float = WAIT) -> None:  # noqa: ANN001

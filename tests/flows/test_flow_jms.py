@@ -21,7 +21,7 @@ from proton.utils import BlockingConnection
 
 from harness import free_port
 
-from flow_helpers import FlowBroker, admin
+from flow_helpers import FlowBroker, admin, deploy_text as deploy
 
 WAIT = 20.0
 QUEUES = ("JMS.IN", "JMS.OUT", "JMS.REQ", "JMS.REPLIES", "JMS.BAD", "JMS.BACKOUT", "MQ.IN")
@@ -39,11 +39,6 @@ def broker() -> Iterator[FlowBroker]:
     finally:
         proc.stop()
         proc.cleanup()
-
-
-def deploy(broker: FlowBroker, text: str) -> None:
-    status, answer = admin(broker, "POST", "", text.encode())
-    assert status == 201, answer
 
 
 def amqp(broker: FlowBroker) -> BlockingConnection:

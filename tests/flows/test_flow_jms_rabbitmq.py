@@ -21,7 +21,7 @@ import pytest
 from proton import Message, int32
 from proton.utils import BlockingConnection
 
-from flow_helpers import FlowBroker, admin
+from flow_helpers import FlowBroker, admin, deploy_text as deploy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "amqp"))
 from rabbitmq import RabbitMQ, available  # noqa: E402
@@ -60,11 +60,6 @@ def jndi(rabbit: RabbitMQ) -> str:
     return (f"{{'connectionfactory.jms/RabbitCF': 'amqp://127.0.0.1:{rabbit.port}?jms.username=guest&jms.password=guest',"
             " 'queue.jms/In': '/queue/relaymq.in', 'queue.jms/Out': '/queue/relaymq.out',"
             " 'queue.jms/ToMQ': '/queue/relaymq.tomq'}")
-
-
-def deploy(broker: FlowBroker, text: str) -> None:
-    status, answer = admin(broker, "POST", "", text.encode())
-    assert status == 201, answer
 
 
 def test_jms_message_through_a_flow_on_rabbitmq(rabbit: RabbitMQ, broker: FlowBroker) -> None:

@@ -19,10 +19,11 @@ pytestmark = pytest.mark.interop
 
 
 def _raw_connect(broker: BrokerProcess, level: int, client_id: str, keep_alive: int = 60,
-                 clean: bool = True) -> tuple[socket.socket, bytes]:
-    """Connect on a raw socket; returns the socket and the CONNACK's bytes."""
+                 clean: bool = True, properties: bytes = b"") -> tuple[socket.socket, bytes]:
+    """Connect on a raw socket (MQTT 5: with the encoded CONNECT ``properties``); returns the
+    socket and the CONNACK's bytes."""
     sock = socket.create_connection(broker.address, timeout=15)
-    props = b"\x00" if level == 5 else b""
+    props = bytes([len(properties)]) + properties if level == 5 else b""
     flags = b"\x02" if clean else b"\x00"
     sock.sendall(packet(0x10, string("MQTT") + bytes([level]) + flags + keep_alive.to_bytes(2, "big")
                          + props + string(client_id)))
@@ -107,10 +108,18 @@ def test_client_maximum_packet_size_is_respected(limited: BrokerProcess) -> None
 def test_max_topic_length(limited: BrokerProcess) -> None:
     """docs/configuration.md max_topic_length: a longer topic name closes an MQTT 5 connection
     with DISCONNECT 0x90 (Topic Name invalid); a longer filter gets SUBACK 0x8F (Topic Filter
-    invalid) in MQTT 5, and closes a 3.1.1 connection (no failure code for it there)."""
+    invalid) in MQTT 5, and closes a 3.1.1 connection (no failure code for it there). The MQTT 5
+    SUBACK says why in a Reason String (issue 18), unless the client asked for no problem
+    information (MQTT 5 3.1.2.11.7: Request Problem Information 0)."""
+    quiet, _ = _raw_connect(limited, 5, unique("q5"), properties=b"\x17\x00")
+    quiet.sendall(packet(0x82, b"\x00\x01\x00" + string("a/" + "x" * 20) + b"\x01"))
+    assert _read_packet(quiet) == b"\x90\x04\x00\x01\x00\x8f"
+    quiet.close()
     v5, _ = _raw_connect(limited, 5, unique("t5"))
     v5.sendall(packet(0x82, b"\x00\x01\x00" + string("a/" + "x" * 20) + b"\x01"))
-    assert _read_packet(v5) == b"\x90\x04\x00\x01\x00\x8f"
+    suback = _read_packet(v5)
+    assert suback[0] == 0x90 and suback[2:4] == b"\x00\x01" and suback[-1] == 0x8F
+    assert suback[5] == 0x1F and b"too_long" in suback  # Reason String
     v5.sendall(packet(0x30, string("b/" + "y" * 20) + b"\x00hello"))
     assert _closed(v5)[:3] == b"\xe0\x01\x90"
     v4, _ = _raw_connect(limited, 4, unique("t4"))

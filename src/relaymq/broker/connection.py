@@ -68,7 +68,7 @@ class Connection:
         "bytes_received", "bytes_sent", "certificate_user", "client_alias_max", "client_id",
         "client_max_packet", "closed", "connected", "created_at", "held", "held_back", "inbound_qos2",
         "inbound_unacked", "keep_alive", "last_received", "last_topic", "level", "link",
-        "listener", "messages_received", "messages_sent", "paused", "peer", "pubrels_waiting",
+        "listener", "messages_received", "messages_sent", "paused", "peer", "problem_information", "pubrels_waiting",
         "read_paused_for", "reader", "send_quota", "session", "username", "will", "will_delay",
     )
 
@@ -82,6 +82,9 @@ class Connection:
         self.reader = PacketReader(broker.limits.max_packet_size,
                                    max_connect_size=broker.limits.max_connect_packet_size)
         self.level = 0  # protocol level, known after CONNECT
+        #: MQTT 5 Request Problem Information (3.1.2.11.7): 0 forbids Reason Strings and User
+        #: Properties on every packet but PUBLISH, CONNACK and DISCONNECT.
+        self.problem_information = True
         self.session: Session | None = None
         self.client_id: str | None = None
         self.username: str | None = None

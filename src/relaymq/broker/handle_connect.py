@@ -46,6 +46,7 @@ def handle_connect(conn: Connection, pkt: p.Connect) -> None:
     conn.reader.protocol_level = level
     conn.client_id = pkt.client_id
     props = pkt.properties
+    conn.problem_information = props.get("request_problem_information", 1) != 0
 
     if level == 5 and "authentication_method" in props:
         refuse(conn, rc.BAD_AUTHENTICATION_METHOD, "enhanced authentication is not supported")

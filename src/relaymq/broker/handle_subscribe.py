@@ -131,7 +131,8 @@ def handle_subscribe(conn: Connection, pkt: p.Subscribe) -> None:
     pid = pkt.packet_id
 
     def acknowledge() -> None:
-        conn.send(p.Suback(pid, codes, {"reason_string": "; ".join(refusals)} if refusals and level == 5 else {}))
+        why = refusals and level == 5 and conn.problem_information
+        conn.send(p.Suback(pid, codes, {"reason_string": "; ".join(refusals)} if why else {}))
         if conn.closed:
             return
         for sub, topic_filter in retained_to_send:

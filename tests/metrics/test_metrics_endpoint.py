@@ -136,3 +136,49 @@ def test_example_dashboard_and_scrape_config_name_real_metrics(broker_factory) -
     exposed = set(re.findall(r"^# TYPE (relaymq_[a-z_]+) ", text, re.M))  # families, with samples or not yet
     exposed |= {name + "_total" for name in exposed}  # the text format's TYPE line names a counter without it
     assert len(used) >= 12 and used <= exposed, used - exposed
+
+
+NODES_FLOW = """flow: nodes
+backout_threshold: 1
+nodes:
+  In: {type: MQInput, queue: NODES.IN}
+  Check: {type: Compute, code: "def main(c):\\n    if c.input.mq.body == b'bad':\\n        raise ValueError('bad order')\\n    return c.copy_input()\\n"}
+  Out: {type: MQOutput, queue: NODES.OUT}
+  Failed: {type: MQOutput, queue: NODES.FAILED}
+connections:
+  - In.out -> Check
+  - Check.out -> Out
+  - In.failure -> Failed
+"""
+
+
+def test_flow_and_node_counters(broker_factory) -> None:
+    """Issue 18 item 1, "flow and node counters": a deployed flow's counts and each node's
+    evaluations and failures, after real queue traffic through it (two good orders, one that
+    its Compute node refuses and the failure path takes)."""
+    queues = [{"name": name} for name in ("NODES.IN", "NODES.OUT", "NODES.FAILED")]
+    broker = broker_factory(config={"qmgr": {"queue": queues}})
+    status, _, body = call(broker, "POST", "/relaymq/flows", NODES_FLOW.encode(),
+                           headers={"Content-Type": "application/yaml"})
+    assert status == 201, body
+    for text in (b"good 1", b"bad", b"good 2"):
+        assert call(broker, "POST", "/ibmmq/rest/v3/messaging/qmgr/QM1/queue/NODES.IN/message", text,
+                    headers={"Content-Type": "text/plain"})[0] == 201
+
+    def settled() -> dict | None:
+        current = scrape(broker)
+        done = value(current, "relaymq_queue_depth", qmgr="QM1", queue="NODES.OUT") == 2 and \
+            value(current, "relaymq_queue_depth", qmgr="QM1", queue="NODES.FAILED") == 1
+        return current if done else None
+
+    samples = wait_until(settled, "two orders on NODES.OUT and one on NODES.FAILED")
+    flow = {"flow": "nodes", "group": "default"}
+    assert value(samples, "relaymq_flow_received_total", **flow) == 3
+    assert value(samples, "relaymq_flow_completed_total", **flow) == 2
+    assert value(samples, "relaymq_flow_backouts_total", **flow) == 1  # the bad one, then the failure path
+    evaluations = {node: value(samples, "relaymq_flow_node_evaluations_total", node=node, **flow)
+                   for node in ("In", "Check", "Out", "Failed")}
+    failures = {node: value(samples, "relaymq_flow_node_failures_total", node=node, **flow)
+                for node in ("In", "Check", "Out", "Failed")}
+    assert evaluations == {"In": 3, "Check": 3, "Out": 2, "Failed": 1}
+    assert failures == {"In": 0, "Check": 1, "Out": 0, "Failed": 0}

@@ -14,6 +14,7 @@ backout queue). Outputs recorded on a path that ends in an exception are discard
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,32 @@ class FlowSettings:
     description: str = ""
 
 
+class NodeCounts:
+    """How often each node of a flow was evaluated and how often it raised (the metrics
+    endpoint's per-node counters). Node code runs on the execution group's threads, so the
+    counts change under a lock: a metric that loses increments would mislead."""
+
+    __slots__ = ("_lock", "evaluations", "failures")
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self._lock = threading.Lock()
+        self.evaluations: dict[str, int] = dict.fromkeys(names, 0)
+        self.failures: dict[str, int] = dict.fromkeys(self.evaluations, 0)
+
+    def evaluated(self, name: str) -> None:
+        with self._lock:
+            self.evaluations[name] += 1
+
+    def failed(self, name: str) -> None:
+        with self._lock:
+            self.failures[name] += 1
+
+    def snapshot(self) -> dict[str, tuple[int, int]]:
+        """node -> (evaluations, failures), read together."""
+        with self._lock:
+            return {name: (count, self.failures[name]) for name, count in self.evaluations.items()}
+
+
 class Flow:
     """A validated graph of nodes; immutable once built (redeploy builds a new one)."""
 
@@ -73,6 +100,8 @@ class Flow:
         for c in self.connections:
             self._check_connection(c)
             self._wires.setdefault((c.source, c.terminal), []).append(c.target)
+        #: Evaluations and failures of each node since the flow was built (deployed).
+        self.node_counts = NodeCounts(self.nodes)
         self.labels: dict[str, str] = {}
         for node in self.nodes.values():
             label = getattr(node, "label", None)
@@ -123,6 +152,7 @@ class Flow:
         if context.steps > MAX_STEPS:
             raise FlowException(f"more than {MAX_STEPS} node evaluations for one message (a loop?)", node=node.name)
         mark = len(context.pending)
+        self.node_counts.evaluated(node.name)
         try:
             result = node.evaluate(assembly, context)
             emissions = context.wait(result) if node.NEEDS_LOOP else result
@@ -130,9 +160,11 @@ class Flow:
             raise
         except FlowException as err:
             err.node = err.node or node.name
+            self.node_counts.failed(node.name)
             self._fail(node, assembly, context, err, mark)
             return
         except Exception as exc:  # a bug or bad data in a node: a flow error, never a crash
+            self.node_counts.failed(node.name)
             self._fail(node, assembly, context, as_flow_exception(exc, node.name), mark)
             return
         for terminal, out in emissions:
@@ -163,6 +195,7 @@ class Flow:
         """Run one input message from ``input_node``: its ``out`` path, and on an exception
         its ``catch`` path when connected (the failed path's outputs discarded). Raises the
         FlowException when neither handled it: the runtime backs the message out."""
+        self.node_counts.evaluated(input_node)
         try:
             self.propagate(input_node, "out", assembly, context)
         except FlowException as err:

@@ -67,6 +67,10 @@ class ServicesCollector:
         instances = GaugeMetricFamily(f"{PREFIX}_flow_instances", "Instances a deployed flow runs",
                                       labels=["flow", "group"])
         nodes = GaugeMetricFamily(f"{PREFIX}_flow_nodes", "Nodes of a deployed flow", labels=["flow", "group"])
+        evaluations = CounterMetricFamily(f"{PREFIX}_flow_node_evaluations_total",
+                                          "Messages a node of a deployed flow was given", labels=["flow", "group", "node"])
+        failures = CounterMetricFamily(f"{PREFIX}_flow_node_failures_total",
+                                       "Evaluations of a node that raised an exception", labels=["flow", "group", "node"])
         for deployed in list(manager.flows.values()):
             labels = [deployed.flow.name, deployed.group]
             counts = deployed.runtime.stats.as_dict()
@@ -74,9 +78,14 @@ class ServicesCollector:
                 family.add_metric(labels, counts.get(field, 0))
             instances.add_metric(labels, deployed.runtime.instances)
             nodes.add_metric(labels, len(deployed.flow.nodes))
+            for node, (evaluated, failed) in deployed.flow.node_counts.snapshot().items():
+                evaluations.add_metric([*labels, node], evaluated)
+                failures.add_metric([*labels, node], failed)
         yield from families.values()
         yield instances
         yield nodes
+        yield evaluations
+        yield failures
 
     def _archive(self) -> Iterator[Metric]:
         archive = self.services.get("archive")

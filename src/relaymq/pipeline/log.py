@@ -221,7 +221,7 @@ class MessageLog:
             slot = open_rows.get(name)
             if slot is None:
                 seq = next_seq.get(name, 0)
-                slot = open_rows[name] = [seq, batch.gather(name, _pack, name, seq)]
+                slot = open_rows[name] = [seq, batch.gather(("log", name), _pack, name, seq)]
             seq = slot[0]
             slot[0] = seq + 1
             record.seq = seq

@@ -65,6 +65,7 @@ import threading
 import time
 from collections.abc import Callable
 from functools import partial
+from itertools import chain
 from typing import Any
 
 from . import log_batch
@@ -555,7 +556,8 @@ class Engine:
     def _commit(self, batch: Batch) -> None:
         """Apply the batch in order in one transaction; consecutive same statements go in one executemany."""
         statements: list[tuple[str, list[tuple[Any, ...]]]] = []
-        for op in batch.ops:
+        gathered = (op for build, extra, items in batch.gathered.values() for op in build(items, *extra))
+        for op in chain(batch.ops, gathered):
             if op is None:
                 continue
             sql, args = op
@@ -563,12 +565,6 @@ class Engine:
                 statements[-1][1].append(args)
             else:
                 statements.append((sql, [args]))
-        for build, extra, items in batch.gathered.values():
-            for sql, args in build(items, *extra):
-                if statements and statements[-1][0] is sql:
-                    statements[-1][1].append(args)
-                else:
-                    statements.append((sql, [args]))
         for sql, args in batch.afterwards.values():
             statements.append((sql, [args]))
         if not statements:

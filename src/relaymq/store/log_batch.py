@@ -117,8 +117,6 @@ def _plain(value: Any) -> Any:
         return str(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
-    if isinstance(value, bool):
-        return bool(value)
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):

@@ -19,13 +19,8 @@ def amqp_config(port: int, extra: Mapping[str, Any] | None = None) -> dict[str, 
 @contextmanager
 def amqp_broker(extra: Mapping[str, Any] | None = None, **kwargs: Any) -> Iterator[tuple[BrokerProcess, int]]:
     port = free_port()
-    broker = BrokerProcess("relaymq", config=amqp_config(port, extra), **kwargs)
-    broker.start()
-    try:
+    with BrokerProcess("relaymq", config=amqp_config(port, extra), **kwargs) as broker:
         yield broker, port
-    finally:
-        broker.stop()
-        broker.cleanup()
 
 
 def url(port: int, user: str | None = None, password: str | None = None) -> str:

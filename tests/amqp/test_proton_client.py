@@ -135,10 +135,7 @@ def test_unknown_queue_refuses_the_link(broker: tuple[BrokerProcess, int]) -> No
         with pytest.raises(LinkDetached) as refused:
             conn.create_sender("queue://NO.SUCH.QUEUE")
         assert "not-found" in str(refused.value) or "NO.SUCH.QUEUE" in str(refused.value)
-        conn.create_sender("queue://ORDERS").send(Message(body="still fine"))
-        receiver = conn.create_receiver("queue://ORDERS")
-        assert receiver.receive(timeout=WAIT).body == "still fine"
-        receiver.accept()
+        assert put_and_get(conn, Message(body="still fine")).body == "still fine"
     finally:
         conn.close()
 

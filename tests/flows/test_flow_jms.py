@@ -33,12 +33,8 @@ def broker() -> Iterator[FlowBroker]:
     proc = FlowBroker(queues=QUEUES, config={"amqp": {"enabled": True, "host": "127.0.0.1", "port": port,
                                                       "allow_anonymous": True}})
     proc.amqp_port = port  # type: ignore[attr-defined]
-    proc.start()
-    try:
+    with proc:  # BrokerProcess: started here, stopped and removed at the end
         yield proc
-    finally:
-        proc.stop()
-        proc.cleanup()
 
 
 def amqp(broker: FlowBroker) -> BlockingConnection:

@@ -43,12 +43,8 @@ def rabbit() -> Iterator[RabbitMQ]:
 @pytest.fixture(scope="module")
 def broker() -> Iterator[FlowBroker]:
     proc = FlowBroker(queues=("FROM.RABBIT",))
-    proc.start()
-    try:
+    with proc:  # BrokerProcess: started here, stopped and removed at the end
         yield proc
-    finally:
-        proc.stop()
-        proc.cleanup()
 
 
 def rabbit_connection(rabbit: RabbitMQ) -> BlockingConnection:

@@ -263,6 +263,7 @@ PLUGIN_SECTIONS: dict[str, str] = {
     "bridge": "relaymq.bridge.settings",
     "network": "relaymq.network.settings",
     "amqp": "relaymq.amqp.settings",
+    "multicast": "relaymq.multicast.settings",
 }
 
 

@@ -28,6 +28,7 @@ SERVICE_MODULES: tuple[str, ...] = (
     "relaymq.bridge.service",
     "relaymq.network.service",
     "relaymq.amqp.service",
+    "relaymq.multicast.service",  # item 47: publications on enabled topics multicast
 )
 
 

@@ -1,0 +1,109 @@
+"""Item 47 through real processes: a broker and several ``relaymq multicast listen`` receivers
+in a network namespace of the test's own, with nftables dropping one in ten datagrams that
+arrive for the data port (data, repairs, heartbeats, JOINs and NAKs alike)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import paho.mqtt.client as mqtt
+import pytest
+from harness import BrokerProcess
+from multicast.netns import Namespace
+from multicast.receivers import ReceiverProcess
+
+PORT = 34343
+MESSAGES = 300
+RECEIVERS = 3
+
+
+@pytest.fixture
+def netns() -> Iterator[Namespace]:
+    ns = Namespace()
+    try:
+        ns.enter()
+        yield ns
+    finally:
+        ns.close()
+
+
+def _broker(tmp_path, topics: list[dict], **multicast: object) -> BrokerProcess:
+    config = {"multicast": {"enabled": True, "data_port": PORT, "nack_accumulation_ms": 50,
+                            "control_interval_ms": 200, **multicast, "topic": topics}}
+    return BrokerProcess("relaymq", config=config, workdir=tmp_path / "broker")
+
+
+def _publish(broker: BrokerProcess, topic: str, count: int) -> None:
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="mc-publisher")
+    client.connect(*broker.address)
+    client.loop_start()
+    try:
+        for index in range(count):
+            client.publish(topic, f"m{index}", qos=1).wait_for_publish(10)
+    finally:
+        client.loop_stop()
+        client.disconnect()
+
+
+def _receivers(ns: Namespace, topic_filter: str, count: int) -> list[ReceiverProcess]:
+    receivers = [ReceiverProcess(ns.exec_prefix(), "-t", topic_filter, "--json", "-C", str(count), "-W", "90")
+                 for _ in range(RECEIVERS)]
+    deadline = time.monotonic() + 30
+    for receiver in receivers:
+        receiver.wait_joined(deadline)
+    return receivers
+
+
+def test_item_47_reliable_multicast_repairs_every_loss(netns: Namespace, tmp_path) -> None:
+    """Item 47, seed 003 l.1074-1080 (Reliable, the default quality) and l.812-880 (NAK back-off,
+    check period, history, accumulation): with 10% of the datagrams dropped, every receiver gets
+    every message, in order, none twice."""
+    netns.drop_udp(PORT, 10)
+    with _broker(tmp_path, [{"topic": "prices", "enabled": "Enabled"}]) as broker:
+        receivers = _receivers(netns, "prices/#", MESSAGES)
+        try:
+            _publish(broker, "prices/IBM", MESSAGES)
+            for receiver in receivers:
+                assert receiver.finish(120) == 0, receiver.stderr[-5:]
+        finally:
+            for receiver in receivers:
+                receiver.stop()
+    dropped = netns.dropped()
+    repaired = 0
+    for receiver in receivers:
+        got = receiver.messages()
+        assert [m["payload"] for m in got] == [f"m{i}" for i in range(MESSAGES)]
+        assert [m["seq"] for m in got] == list(range(1, MESSAGES + 1))
+        summary = receiver.summary()
+        assert summary["lost_packets"] == 0 and receiver.losses() == []
+        repaired += summary["repaired"]
+    assert dropped > 0 and repaired > 0, (dropped, repaired)
+    print(f"reliable: {dropped} datagrams dropped, {repaired} repairs received by {RECEIVERS} receivers")
+
+
+def test_item_47_unreliable_multicast_reports_its_losses(netns: Namespace, tmp_path) -> None:
+    """Item 47, seed 003 l.1074-1080 (Unreliable): nothing is repaired, and every receiver
+    reports as lost exactly the sequence numbers it did not get (heartbeats, l.620-633, carry
+    the latest one, so a lost tail is reported too)."""
+    netns.drop_udp(PORT, 10)
+    with _broker(tmp_path, [{"topic": "ticks", "enabled": "Enabled", "quality": "Unreliable"}]) as broker:
+        receivers = _receivers(netns, "ticks/#", MESSAGES)
+        try:
+            _publish(broker, "ticks/t", MESSAGES)
+            for receiver in receivers:
+                assert receiver.finish(120) == 0, receiver.stderr[-5:]
+        finally:
+            for receiver in receivers:
+                receiver.stop()
+    total_lost = 0
+    for receiver in receivers:
+        got = [m["seq"] for m in receiver.messages()]
+        gaps = sorted(set(range(1, MESSAGES + 1)) - set(got))
+        assert got == sorted(got)
+        assert sorted(receiver.losses()) == gaps
+        summary = receiver.summary()
+        assert summary["lost_packets"] == len(gaps) and summary["repaired"] == 0 and summary["naks"] == 0
+        total_lost += len(gaps)
+    assert total_lost > 0
+    print(f"unreliable: {total_lost} losses reported by {RECEIVERS} receivers of {MESSAGES} messages each")

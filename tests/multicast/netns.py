@@ -52,14 +52,16 @@ class Namespace:
             raise RuntimeError(f"{' '.join(command)} in {self.name}: {done.stderr.strip()}")
         return done.stdout
 
-    def drop_udp(self, port: int, one_in: int) -> None:
-        """Drop about one in ``one_in`` UDP datagrams arriving for ``port`` (nftables)."""
+    def drop_udp(self, port: int | None, one_in: int) -> None:
+        """Drop about one in ``one_in`` UDP datagrams arriving for ``port`` (None: any port)
+        with nftables."""
         if shutil.which("nft") is None:
             pytest.skip("nftables (`nft`) is not installed: bin/test installs it (bin/_env.sh)")
         self.check("nft", "add", "table", "inet", "loss")
         self.check("nft", "add", "chain", "inet", "loss", "in", "{ type filter hook input priority 0; }")
-        self.check("nft", "add", "rule", "inet", "loss", "in", "udp", "dport", str(port), "numgen", "random",
-                   "mod", str(one_in), "0", "counter", "drop")
+        match = ["udp", "dport", str(port)] if port is not None else ["meta", "l4proto", "udp"]
+        self.check("nft", "add", "rule", "inet", "loss", "in", *match, "numgen", "random", "mod", str(one_in), "0",
+                   "counter", "drop")
 
     def dropped(self) -> int:
         """Packets the loss rule dropped so far."""

@@ -34,21 +34,23 @@ def _broker(tmp_path, topics: list[dict], **multicast: object) -> BrokerProcess:
     return BrokerProcess("relaymq", config=config, workdir=tmp_path / "broker")
 
 
-def _publish(broker: BrokerProcess, topic: str, count: int) -> None:
+def _publish(broker: BrokerProcess, topic: str | list[str], count: int) -> None:
+    """``count`` messages "m0", "m1", ... on ``topic`` (a list: on each in turn)."""
+    topics = [topic] if isinstance(topic, str) else topic
     client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="mc-publisher")
     client.connect(*broker.address)
     client.loop_start()
     try:
         for index in range(count):
-            client.publish(topic, f"m{index}", qos=1).wait_for_publish(10)
+            client.publish(topics[index % len(topics)], f"m{index}", qos=1).wait_for_publish(10)
     finally:
         client.loop_stop()
         client.disconnect()
 
 
-def _receivers(ns: Namespace, topic_filter: str, count: int) -> list[ReceiverProcess]:
+def _receivers(ns: Namespace, topic_filter: str, count: int, how_many: int = RECEIVERS) -> list[ReceiverProcess]:
     receivers = [ReceiverProcess(ns.exec_prefix(), "-t", topic_filter, "--json", "-C", str(count), "-W", "90")
-                 for _ in range(RECEIVERS)]
+                 for _ in range(how_many)]
     deadline = time.monotonic() + 30
     for receiver in receivers:
         receiver.wait_joined(deadline)
@@ -107,3 +109,59 @@ def test_item_47_unreliable_multicast_reports_its_losses(netns: Namespace, tmp_p
         total_lost += len(gaps)
     assert total_lost > 0
     print(f"unreliable: {total_lost} losses reported by {RECEIVERS} receivers of {MESSAGES} messages each")
+
+
+#: the seed's example (l.685-721): "multicast" with foo enabled and bar not
+EXAMPLE = [{"topic": "multicast/foo", "enabled": "Enabled"}, {"topic": "multicast/bar", "enabled": "Disabled"}]
+
+
+def test_item_47_overlapping_accept_multicasts_only_the_enabled_topics(netns: Namespace, tmp_path) -> None:
+    """Item 47, seed 003 l.693-705 (Accept, the default): a subscription to multicast/# gets
+    what is published on foo by multicast and nothing of bar."""
+    with _broker(tmp_path, EXAMPLE) as broker:
+        receivers = _receivers(netns, "multicast/#", 50, how_many=2)
+        try:
+            _publish(broker, ["multicast/foo", "multicast/bar"], 100)
+            for receiver in receivers:
+                assert receiver.finish(60) == 0, receiver.stderr[-5:]
+        finally:
+            for receiver in receivers:
+                receiver.stop()
+    for receiver in receivers:
+        assert [(m["topic"], m["payload"]) for m in receiver.messages()] == [
+            ("multicast/foo", f"m{i}") for i in range(0, 100, 2)]
+
+
+def test_item_47_overlapping_reject_refuses_the_subscription(netns: Namespace, tmp_path) -> None:
+    """Item 47, seed 003 l.707-711 (Reject): a subscription to multicast/# is refused with the
+    reason; multicast/foo alone is accepted."""
+    with _broker(tmp_path, EXAMPLE, overlapping_topic_behavior="Reject"):
+        refused = ReceiverProcess(netns.exec_prefix(), "-t", "multicast/#", "-W", "30")
+        accepted = ReceiverProcess(netns.exec_prefix(), "-t", "multicast/foo", "-W", "30")
+        try:
+            assert refused.finish(60) == 1
+            assert accepted.wait_joined(time.monotonic() + 30)["mode"] == "multicast"
+        finally:
+            refused.stop()
+            accepted.stop()
+    assert "reaches topics disabled for multicast" in refused.stderr[-1]
+
+
+def test_item_47_overlapping_revert_serves_unicast_with_repair(netns: Namespace, tmp_path) -> None:
+    """Item 47, seed 003 l.713-721 (Revert): a subscription to multicast/# gets foo and bar,
+    unicast, repaired like a reliable stream while one in ten UDP datagrams (data, NAKs, joins)
+    is dropped."""
+    netns.drop_udp(None, 10)
+    with _broker(tmp_path, EXAMPLE, overlapping_topic_behavior="Revert") as broker:
+        receivers = _receivers(netns, "multicast/#", 100, how_many=2)
+        try:
+            assert all(r.stderr and '"unicast"' in r.stderr[0] for r in receivers)
+            _publish(broker, ["multicast/foo", "multicast/bar"], 100)
+            for receiver in receivers:
+                assert receiver.finish(60) == 0, receiver.stderr[-5:]
+        finally:
+            for receiver in receivers:
+                receiver.stop()
+    for receiver in receivers:
+        assert [m["payload"] for m in receiver.messages()] == [f"m{i}" for i in range(100)]
+        assert receiver.summary()["lost_packets"] == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from relaymq.multicast import packets
+from relaymq.multicast.pacing import Pacer
 from relaymq.multicast.receiver import Loss, Message, Receiver
 from relaymq.multicast.sender import Sender
 from relaymq.multicast.settings import build
@@ -133,3 +134,24 @@ def test_item_47_unreliable_counts_gaps_and_tail() -> None:
     events += receiver.on_packet(packets.decode(sender.heartbeats()[0][0]), 0.0)
     assert [s for e in events if isinstance(e, Loss) for s in e.seqs] == [4, 5, 10]
     assert receiver.due(5.0) == ([], []) and receiver.stats.messages == 7
+
+
+def test_item_47_transmission_rate_limit() -> None:
+    """Item 47, seed 003 l.737-795: Static holds the rate to the limit; Dynamic halves it on
+    reported losses (never under 10 kbps) and climbs back to the limit; Disabled never waits."""
+    static = Pacer("Static", 80, 0.1)  # 10,000 bytes a second, a burst of 1,000
+    sent, now = 0, 0.0
+    while now < 2.0:
+        wait = static.wait(now, 500)
+        if wait == 0:
+            sent += 500
+        now += max(wait, 0.001)
+    assert 19_000 <= sent <= 21_500
+    dynamic = Pacer("Dynamic", 80, 0.1)
+    for _ in range(20):
+        dynamic.losses_reported()
+    assert dynamic.rate == 10 * 1000 / 8
+    for _ in range(20):
+        dynamic.interval_passed()
+    assert dynamic.rate == 10_000
+    assert Pacer("Disabled", 80, 0.1).wait(0.0, 1_000_000) == 0

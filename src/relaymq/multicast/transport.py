@@ -13,7 +13,9 @@ import asyncio
 import logging
 import socket
 import time
+from collections import deque
 
+from relaymq.multicast.pacing import Pacer
 from relaymq.multicast.sender import Address, Datagram, Sender
 
 log = logging.getLogger("relaymq.multicast")
@@ -59,6 +61,15 @@ class SenderTransport(asyncio.DatagramProtocol):
     def __init__(self, sender: Sender, control_interval: float) -> None:
         self.sender = sender
         self.control_interval = control_interval
+        settings = sender.settings
+        self.pacer = Pacer(settings.limit_trans_rate, settings.trans_rate_limit_kbps, control_interval)
+        #: datagrams waiting for the rate limit
+        self.paced: deque[Datagram] = deque()
+        self.paced_bytes = 0
+        #: datagrams dropped because the rate limit held too many (reliable ones are NAKed and
+        #: repaired from the window like any loss)
+        self.paced_dropped = 0
+        self._drain: asyncio.TimerHandle | None = None
         self.transport: asyncio.DatagramTransport | None = None
         self._loop = asyncio.get_running_loop()
         self._beat: asyncio.TimerHandle | None = None
@@ -70,7 +81,10 @@ class SenderTransport(asyncio.DatagramProtocol):
         self._heartbeat()
 
     def datagram_received(self, data: bytes, addr: Address) -> None:
+        naks = self.sender.stats.naks
         self.send(self.sender.on_datagram(data, (addr[0], addr[1]), time.monotonic()))
+        if self.sender.stats.naks != naks:
+            self.pacer.losses_reported()
         self._schedule_repair()
 
     def error_received(self, exc: Exception) -> None:  # an ICMP error for an earlier datagram
@@ -80,9 +94,27 @@ class SenderTransport(asyncio.DatagramProtocol):
         self.send(self.sender.publish(topic, payload))
 
     def send(self, datagrams: list[Datagram]) -> None:
-        if self.transport is None:
-            return
-        for data, address in datagrams:
+        """Send now, or in turn behind those the rate limit holds (at most the repair
+        window's size of them: past that new ones are dropped and counted)."""
+        for datagram in datagrams:
+            if self.paced_bytes + len(datagram[0]) > self.sender.history_limit:
+                self.paced_dropped += 1
+                continue
+            self.paced.append(datagram)
+            self.paced_bytes += len(datagram[0])
+        if self._drain is None:
+            self._send_paced()
+
+    def _send_paced(self) -> None:
+        self._drain = None
+        while self.paced and self.transport is not None:
+            data, address = self.paced[0]
+            wait = self.pacer.wait(time.monotonic(), len(data))
+            if wait > 0:
+                self._drain = self._loop.call_later(wait, self._send_paced)
+                return
+            self.paced.popleft()
+            self.paced_bytes -= len(data)
             try:
                 self.transport.sendto(data, address)
             except OSError as error:
@@ -90,6 +122,7 @@ class SenderTransport(asyncio.DatagramProtocol):
                 log.debug("multicast send to %s failed: %s", address, error)
 
     def _heartbeat(self) -> None:
+        self.pacer.interval_passed()
         self.send(self.sender.heartbeats())
         self.send(self.sender.due(time.monotonic()))
         self._beat = self._loop.call_later(self.control_interval, self._heartbeat)
@@ -106,7 +139,7 @@ class SenderTransport(asyncio.DatagramProtocol):
         self._schedule_repair()
 
     def close(self) -> None:
-        for handle in (self._beat, self._repair):
+        for handle in (self._beat, self._repair, self._drain):
             if handle is not None:
                 handle.cancel()
         if self.transport is not None:

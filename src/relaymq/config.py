@@ -264,6 +264,7 @@ PLUGIN_SECTIONS: dict[str, str] = {
     "network": "relaymq.network.settings",
     "amqp": "relaymq.amqp.settings",
     "multicast": "relaymq.multicast.settings",
+    "realtime": "relaymq.realtime.settings",
 }
 
 

@@ -31,6 +31,7 @@ from relaymq.multicast.settings import MulticastSettings
 from relaymq.multicast.settings import TopicSettings as MulticastTopicSettings
 from relaymq.pipeline.settings import ArchiveOptions, ArchiveRule
 from relaymq.pubsub.settings import PubSubOptions
+from relaymq.realtime.settings import RealtimeSettings
 from relaymq.qmgr.channel_settings import ConnectionSettings
 from relaymq.qmgr.settings import QUEUE_KEYS, QmgrSettings
 
@@ -47,6 +48,7 @@ PLUGIN_KEYS = {
     "flows": [f.name for f in dataclasses.fields(FlowsSettings)],
     "archive": [f.name for f in dataclasses.fields(ArchiveOptions)],
     "multicast": [f.name for f in dataclasses.fields(MulticastSettings) if f.name != "topics"],
+    "realtime": [f.name for f in dataclasses.fields(RealtimeSettings)],
 }
 #: Their tables (arrays and sub-tables): documented in docs/configuration.md, key by key.
 PLUGIN_TABLES = {

@@ -29,6 +29,7 @@ SERVICE_MODULES: tuple[str, ...] = (
     "relaymq.network.service",
     "relaymq.amqp.service",
     "relaymq.multicast.service",  # item 47: publications on enabled topics multicast
+    "relaymq.realtime.service",  # item 46: the real-time transport
 )
 
 

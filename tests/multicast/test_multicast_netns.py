@@ -57,20 +57,30 @@ def _receivers(ns: Namespace, topic_filter: str, count: int, how_many: int = REC
     return receivers
 
 
-def test_item_47_reliable_multicast_repairs_every_loss(netns: Namespace, tmp_path) -> None:
-    """Item 47, seed 003 l.1074-1080 (Reliable, the default quality) and l.812-880 (NAK back-off,
-    check period, history, accumulation): with 10% of the datagrams dropped, every receiver gets
-    every message, in order, none twice."""
-    netns.drop_udp(PORT, 10)
-    with _broker(tmp_path, [{"topic": "prices", "enabled": "Enabled"}]) as broker:
-        receivers = _receivers(netns, "prices/#", MESSAGES)
+def _round(ns: Namespace, tmp_path, topics: list[dict], topic_filter: str, publish: str | list[str],
+           published: int, expected: int, how_many: int = RECEIVERS, **multicast: object) -> list[ReceiverProcess]:
+    """A broker, ``how_many`` receivers of ``topic_filter`` that stop after ``expected``
+    messages (delivered or lost), ``published`` messages by MQTT on ``publish``; the receivers
+    once they all finished."""
+    with _broker(tmp_path, topics, **multicast) as broker:
+        receivers = _receivers(ns, topic_filter, expected, how_many)
         try:
-            _publish(broker, "prices/IBM", MESSAGES)
+            _publish(broker, publish, published)
             for receiver in receivers:
                 assert receiver.finish(120) == 0, receiver.stderr[-5:]
         finally:
             for receiver in receivers:
                 receiver.stop()
+    return receivers
+
+
+def test_item_47_reliable_multicast_repairs_every_loss(netns: Namespace, tmp_path) -> None:
+    """Item 47, seed 003 l.1074-1080 (Reliable, the default quality) and l.812-880 (NAK back-off,
+    check period, history, accumulation): with 10% of the datagrams dropped, every receiver gets
+    every message, in order, none twice."""
+    netns.drop_udp(PORT, 10)
+    receivers = _round(netns, tmp_path, [{"topic": "prices", "enabled": "Enabled"}], "prices/#", "prices/IBM",
+                       MESSAGES, MESSAGES)
     dropped = netns.dropped()
     repaired = 0
     for receiver in receivers:
@@ -89,15 +99,8 @@ def test_item_47_unreliable_multicast_reports_its_losses(netns: Namespace, tmp_p
     reports as lost exactly the sequence numbers it did not get (heartbeats, l.620-633, carry
     the latest one, so a lost tail is reported too)."""
     netns.drop_udp(PORT, 10)
-    with _broker(tmp_path, [{"topic": "ticks", "enabled": "Enabled", "quality": "Unreliable"}]) as broker:
-        receivers = _receivers(netns, "ticks/#", MESSAGES)
-        try:
-            _publish(broker, "ticks/t", MESSAGES)
-            for receiver in receivers:
-                assert receiver.finish(120) == 0, receiver.stderr[-5:]
-        finally:
-            for receiver in receivers:
-                receiver.stop()
+    receivers = _round(netns, tmp_path, [{"topic": "ticks", "enabled": "Enabled", "quality": "Unreliable"}],
+                       "ticks/#", "ticks/t", MESSAGES, MESSAGES)
     total_lost = 0
     for receiver in receivers:
         got = [m["seq"] for m in receiver.messages()]
@@ -118,15 +121,8 @@ EXAMPLE = [{"topic": "multicast/foo", "enabled": "Enabled"}, {"topic": "multicas
 def test_item_47_overlapping_accept_multicasts_only_the_enabled_topics(netns: Namespace, tmp_path) -> None:
     """Item 47, seed 003 l.693-705 (Accept, the default): a subscription to multicast/# gets
     what is published on foo by multicast and nothing of bar."""
-    with _broker(tmp_path, EXAMPLE) as broker:
-        receivers = _receivers(netns, "multicast/#", 50, how_many=2)
-        try:
-            _publish(broker, ["multicast/foo", "multicast/bar"], 100)
-            for receiver in receivers:
-                assert receiver.finish(60) == 0, receiver.stderr[-5:]
-        finally:
-            for receiver in receivers:
-                receiver.stop()
+    receivers = _round(netns, tmp_path, EXAMPLE, "multicast/#", ["multicast/foo", "multicast/bar"], 100, 50,
+                       how_many=2)
     for receiver in receivers:
         assert [(m["topic"], m["payload"]) for m in receiver.messages()] == [
             ("multicast/foo", f"m{i}") for i in range(0, 100, 2)]
@@ -152,16 +148,9 @@ def test_item_47_overlapping_revert_serves_unicast_with_repair(netns: Namespace,
     unicast, repaired like a reliable stream while one in ten UDP datagrams (data, NAKs, joins)
     is dropped."""
     netns.drop_udp(None, 10)
-    with _broker(tmp_path, EXAMPLE, overlapping_topic_behavior="Revert") as broker:
-        receivers = _receivers(netns, "multicast/#", 100, how_many=2)
-        try:
-            assert all(r.stderr and '"unicast"' in r.stderr[0] for r in receivers)
-            _publish(broker, ["multicast/foo", "multicast/bar"], 100)
-            for receiver in receivers:
-                assert receiver.finish(60) == 0, receiver.stderr[-5:]
-        finally:
-            for receiver in receivers:
-                receiver.stop()
+    receivers = _round(netns, tmp_path, EXAMPLE, "multicast/#", ["multicast/foo", "multicast/bar"], 100, 100,
+                       how_many=2, overlapping_topic_behavior="Revert")
     for receiver in receivers:
+        assert '"unicast"' in receiver.stderr[0]
         assert [m["payload"] for m in receiver.messages()] == [f"m{i}" for i in range(100)]
         assert receiver.summary()["lost_packets"] == 0

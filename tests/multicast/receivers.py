@@ -65,7 +65,8 @@ class ReceiverProcess:
         return next(_json(line)["summary"] for line in self.stderr if "summary" in _json(line))
 
     def losses(self) -> list[int]:
-        return [seq for line in self.stderr if "lost" in _json(line) for seq in _json(line)["lost"]["seqs"]]
+        return [first + i for line in self.stderr if "lost" in _json(line)
+                for first, count in _json(line)["lost"]["ranges"] for i in range(count)]
 
     def stop(self) -> None:
         if self.proc.poll() is None:

@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_event(args: argparse.Namespace, event: Event) -> None:
     if isinstance(event, Loss):
-        print(json.dumps({"lost": {"stream": event.stream, "seqs": list(event.seqs)}}), file=sys.stderr, flush=True)
+        print(json.dumps({"lost": {"stream": event.stream, "ranges": [list(r) for r in event.ranges]}}),
+              file=sys.stderr, flush=True)
         return
     assert isinstance(event, Message)
     text = event.payload.decode(errors="replace")

@@ -25,6 +25,10 @@ from relaymq.multicast.packets import Accept, Data, Heartbeat, Ranges
 
 #: NAKs for one packet before the receiver gives it up.
 MAX_NAKS = 10
+#: The most packets a reliable stream waits for at once: a jump past it (a long outage, or a
+#: forged sequence number) gives up everything before the new packet instead of NAKing it, so
+#: one datagram can never make the receiver track billions of numbers.
+MAX_GAP = 100_000
 
 
 @dataclass(frozen=True)
@@ -37,10 +41,18 @@ class Message:
 
 @dataclass(frozen=True)
 class Loss:
-    """Packets that will never arrive."""
+    """Packets that will never arrive: ``ranges`` of (first sequence number, count)."""
 
     stream: int
-    seqs: tuple[int, ...]
+    ranges: tuple[tuple[int, int], ...]
+
+    @property
+    def count(self) -> int:
+        return sum(count for _, count in self.ranges)
+
+    @property
+    def seqs(self) -> list[int]:
+        return [first + i for first, count in self.ranges for i in range(count)]
 
 
 Event = Message | Loss
@@ -102,17 +114,18 @@ class Receiver:
         if not stream.reliable:
             events: list[Event] = []
             if seq > stream.expected:
-                events += self._give_up(data.stream, stream, list(range(stream.expected, seq)))
+                events += self._give_up(data.stream, stream, stream.expected, seq)
             stream.expected = seq + 1
             stream.highest = max(stream.highest, seq)
             return events + self._assemble(data, stream)
+        jumped = self._resync(data.stream, stream, seq) if seq - stream.highest > MAX_GAP else []
         if stream.missing.pop(seq, None) is not None:
             stream.naks.pop(seq, None)
             if data.flags & packets.REPAIR:
                 self.stats.repaired += 1
         stream.buffer[seq] = data
         self._seen_up_to(stream, seq, now)
-        return self._deliver(data.stream, stream)
+        return jumped + self._deliver(data.stream, stream)
 
     def _seen_up_to(self, stream: _Stream, latest: int, now: float) -> None:
         """Everything up to ``latest`` was sent: what is not here is missing."""
@@ -124,11 +137,13 @@ class Receiver:
     def _heartbeat(self, beat: Heartbeat, stream: _Stream, now: float) -> list[Event]:
         if not stream.reliable:
             if beat.latest >= stream.expected:  # the tail of a burst never came
-                gap = list(range(stream.expected, beat.latest + 1))
+                first = stream.expected
                 stream.expected = beat.latest + 1
                 stream.highest = beat.latest
-                return self._give_up(beat.stream, stream, gap)
+                return self._give_up(beat.stream, stream, first, beat.latest + 1)
             return []
+        if beat.latest - stream.highest > MAX_GAP:
+            return self._resync(beat.stream, stream, beat.latest + 1)
         if beat.latest > stream.highest:
             self._seen_up_to(stream, beat.latest + 1, now)
             stream.highest = beat.latest
@@ -144,15 +159,44 @@ class Receiver:
         if not gone:
             return []
         self.stats.lost_packets += len(gone)
-        return [Loss(stream_id, tuple(gone)), *self._deliver(stream_id, stream)]
+        return [Loss(stream_id, packets.to_ranges(gone)), *self._deliver(stream_id, stream)]
 
-    def _give_up(self, stream_id: int, stream: _Stream, seqs: list[int]) -> list[Event]:
-        """Unreliable: these packets are lost (a message they were part of too)."""
-        self.stats.lost_packets += len(seqs)
+    def _give_up(self, stream_id: int, stream: _Stream, first: int, end: int) -> list[Event]:
+        """Unreliable: packets first..end-1 are lost (a message they were part of too)."""
+        self.stats.lost_packets += end - first
         if stream.partial:
             stream.partial = []
             self.stats.lost_messages += 1
-        return [Loss(stream_id, tuple(seqs))]
+        return [Loss(stream_id, ((first, end - first),))]
+
+    def _resync(self, stream_id: int, stream: _Stream, end: int) -> list[Event]:
+        """Reliable, after a jump past MAX_GAP: deliver what is held in order, give up every
+        other packet before ``end``, and go on from ``end``."""
+        events: list[Event] = []
+        lost: list[tuple[int, int]] = []
+        seq = stream.expected
+        for held in sorted(stream.buffer):
+            data = stream.buffer[held]
+            if held > seq:
+                lost.append((seq, held - seq))
+                if stream.partial:
+                    stream.partial = []
+                    self.stats.lost_messages += 1
+            if data is not None:
+                events += self._assemble(data, stream)
+            seq = held + 1
+        if end > seq:
+            lost.append((seq, end - seq))
+        if stream.partial and lost and lost[-1][0] + lost[-1][1] == end:
+            stream.partial = []
+            self.stats.lost_messages += 1
+        stream.buffer.clear()
+        stream.missing.clear()
+        stream.naks.clear()
+        stream.expected, stream.highest = end, end - 1
+        loss = Loss(stream_id, tuple(lost))
+        self.stats.lost_packets += loss.count
+        return [*events, loss] if lost else events
 
     def _deliver(self, stream_id: int, stream: _Stream) -> list[Event]:
         events: list[Event] = []

@@ -25,7 +25,7 @@ from relaymq.multicast import packets
 from relaymq.multicast.packets import Accept, Data, Heartbeat, Join, Leave, Ranges, StreamInfo
 from relaymq.multicast.settings import MulticastSettings
 from relaymq.multicast.topics import MULTICAST, UNICAST, TopicPlan
-from relaymq.pubsub.topics import topic_matches
+from relaymq.pubsub.topics import TopicError, topic_matches, validate_topic_filter
 
 Address = tuple[str, int]
 Datagram = tuple[bytes, Address]
@@ -33,6 +33,9 @@ Datagram = tuple[bytes, Address]
 _FLAGS_AT = 12
 #: Unicast streams are numbered from here, the topic regions below it.
 _FIRST_UNICAST = 1_000_000
+#: The most reverted (unicast) subscriptions at once: each is a stream the broker sends to, so
+#: their number is bounded like every other per-client state (docs/architecture.md).
+MAX_REVERTED = 1024
 
 
 @dataclass
@@ -143,6 +146,10 @@ class Sender:
 
     def _join(self, join: Join, source: Address, now: float) -> Accept:
         self.stats.joins += 1
+        try:
+            validate_topic_filter(join.topic_filter)
+        except TopicError as error:
+            return self._accept(join, packets.MODE_REJECTED, str(error), ())
         decision = self.plan.decide(join.topic_filter)
         infos: list[StreamInfo] = []
         mode = packets.MODE_REJECTED
@@ -152,18 +159,23 @@ class Sender:
                 stream = self.streams[region.stream]
                 infos.append(StreamInfo(stream.stream, region.group, self.port, _flags(stream), stream.next_seq))
         elif decision.mode == UNICAST:
-            mode = packets.MODE_UNICAST
             key = (source, join.request)
             reverted = self.unicast.get(key)
+            if reverted is None and len(self.unicast) >= MAX_REVERTED:
+                return self._accept(join, packets.MODE_REJECTED, f"{MAX_REVERTED} unicast subscriptions already", ())
+            mode = packets.MODE_UNICAST
             if reverted is None:
                 reverted = Stream(self._next_unicast, source, True, topic_filter=join.topic_filter)
                 self._next_unicast += 1
                 self.unicast[key] = reverted
             reverted.renewed = now
             infos.append(StreamInfo(reverted.stream, "0.0.0.0", source[1], _flags(reverted), reverted.next_seq))
+        return self._accept(join, mode, decision.reason, tuple(infos))
+
+    def _accept(self, join: Join, mode: int, reason: str, infos: tuple[StreamInfo, ...]) -> Accept:
         s = self.settings
-        return Accept(join.request, mode, decision.reason, s.heartbeat_timeout, s.backoff_time_ms,
-                      s.nack_check_period_ms, s.nack_accumulation_ms, s.socket_buffer_size_kb, tuple(infos))
+        return Accept(join.request, mode, reason, s.heartbeat_timeout, s.backoff_time_ms, s.nack_check_period_ms,
+                      s.nack_accumulation_ms, s.socket_buffer_size_kb, infos)
 
     def _find(self, stream_id: int, source: Address | None) -> Stream | None:
         """A stream by number; a reverted one only for its own receiver (``source``; None:

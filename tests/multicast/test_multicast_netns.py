@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import paho.mqtt.client as mqtt
 import pytest
@@ -28,10 +29,22 @@ def netns() -> Iterator[Namespace]:
         ns.close()
 
 
-def _broker(tmp_path, topics: list[dict], **multicast: object) -> BrokerProcess:
+class NamespaceBroker(BrokerProcess):
+    """A broker started with ``ip netns exec`` (the test's thread is in the namespace too, so
+    the harness's readiness check reaches it)."""
+
+    def __init__(self, ns: Namespace, **options: Any) -> None:
+        super().__init__("relaymq", **options)
+        self.ns = ns
+
+    def command(self) -> list[str]:
+        return self.ns.exec_prefix() + super().command()
+
+
+def _broker(ns: Namespace, tmp_path, topics: list[dict], **multicast: object) -> BrokerProcess:
     config = {"multicast": {"enabled": True, "data_port": PORT, "nack_accumulation_ms": 50,
                             "control_interval_ms": 200, **multicast, "topic": topics}}
-    return BrokerProcess("relaymq", config=config, workdir=tmp_path / "broker")
+    return NamespaceBroker(ns, config=config, workdir=tmp_path / "broker")
 
 
 def _publish(broker: BrokerProcess, topic: str | list[str], count: int) -> None:
@@ -62,7 +75,7 @@ def _round(ns: Namespace, tmp_path, topics: list[dict], topic_filter: str, publi
     """A broker, ``how_many`` receivers of ``topic_filter`` that stop after ``expected``
     messages (delivered or lost), ``published`` messages by MQTT on ``publish``; the receivers
     once they all finished."""
-    with _broker(tmp_path, topics, **multicast) as broker:
+    with _broker(ns, tmp_path, topics, **multicast) as broker:
         receivers = _receivers(ns, topic_filter, expected, how_many)
         try:
             _publish(broker, publish, published)
@@ -131,7 +144,7 @@ def test_item_47_overlapping_accept_multicasts_only_the_enabled_topics(netns: Na
 def test_item_47_overlapping_reject_refuses_the_subscription(netns: Namespace, tmp_path) -> None:
     """Item 47, seed 003 l.707-711 (Reject): a subscription to multicast/# is refused with the
     reason; multicast/foo alone is accepted."""
-    with _broker(tmp_path, EXAMPLE, overlapping_topic_behavior="Reject"):
+    with _broker(netns, tmp_path, EXAMPLE, overlapping_topic_behavior="Reject"):
         refused = ReceiverProcess(netns.exec_prefix(), "-t", "multicast/#", "-W", "30")
         accepted = ReceiverProcess(netns.exec_prefix(), "-t", "multicast/foo", "-W", "30")
         try:

@@ -33,7 +33,8 @@ fragment of one). Exit status: 0, 1 the broker refused the subscription or did n
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("multicast", help="multicast receiver", description=__doc__,
+    parser = subparsers.add_parser("multicast", help="receive topics the broker multicasts (item 47)",
+                                   description=__doc__, epilog=_EPILOG,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(title="commands", dest="multicast_command", metavar="COMMAND")
     listen = commands.add_parser("listen", help="join a topic filter's multicast and print what arrives",

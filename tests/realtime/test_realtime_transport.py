@@ -178,6 +178,7 @@ def test_item_46_overflow_keeps_the_latest_high_priority_and_responses(tmp_path)
     assert responses == [b"response-%d" % i for i in range(750, total, 1000)]
     assert normal == sorted(normal) and normal[-1] == total - 1  # the latest is kept
     assert dropped > 0 and len(normal) + dropped == total - 10  # every normal one: received or dropped
+    assert len(normal) < total / 4  # the socket buffers are bounded too (connection.SEND_BUFFER)
     print(f"overflow: {len(normal)} of {total - 10} normal messages reached the slow client, {dropped} dropped;"
           f" all {len(high)} high-priority and {len(responses)} responses did")
     assert not any(isinstance(f, Ping) and not f.pong for f in received)

@@ -10,6 +10,7 @@ CLOSE frame written and the socket closed at once, whatever was still queued.
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from typing import TYPE_CHECKING, cast
 
@@ -25,6 +26,10 @@ if TYPE_CHECKING:
 WRITE_HIGH = 64 * 1024
 #: Bytes handed to the transport at a time.
 CHUNK = 64 * 1024
+#: The kernel's send buffer for a real-time client. Left to autotuning it grows to megabytes
+#: (net.ipv4.tcp_wmem), which would hold more than maxBrokerQueueSize itself for a client that
+#: stopped reading and leave the seed's overflow policy little to act on.
+SEND_BUFFER = 256 * 1024
 
 
 class RealtimeConnection(asyncio.Protocol):
@@ -44,6 +49,9 @@ class RealtimeConnection(asyncio.Protocol):
             return
         self.admitted = True
         transport.set_write_buffer_limits(high=WRITE_HIGH)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
         self.session = Session(self.service.settings, peer, time.monotonic())
         self.service.connections.add(self)
 

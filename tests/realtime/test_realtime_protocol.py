@@ -8,7 +8,7 @@ import pytest
 from relaymq.realtime import frames
 from relaymq.realtime.frames import Ack, Close, FrameReader, FrameTooLarge, Hello, Ping, Publish, Subscribe, Welcome
 from relaymq.realtime.outqueue import HIGH, NORMAL, RESPONSE, OutQueue
-from relaymq.realtime.session import Session
+from relaymq.realtime.session import HELLO_TIMEOUT, Session
 from relaymq.realtime.settings import build
 
 
@@ -62,3 +62,24 @@ def test_item_46_session_rules() -> None:
     assert replies[1] == Ack(1, True) and isinstance(replies[2], Ack) and not replies[2].ok
     session.on_bytes(frames.encode(Publish("a/b", b"x" * 300)), 0.0)
     assert session.closed is not None and session.closed.reason == frames.TOO_LARGE
+
+
+def test_item_46_pings_and_hello_timeout() -> None:
+    """Item 46, seed 003 l.2040-2050: a PING every brokerPingInterval; a client silent for three
+    intervals is closed; a connection that never says HELLO is closed after HELLO_TIMEOUT."""
+    settings = build({"broker_ping_interval": 1000}, "realtime", None)
+    session = Session(settings, "peer", 0.0)
+    session.on_bytes(frames.encode(Hello("c")), 0.0)
+    session.out.take(1 << 20)
+    session.tick(1.0)
+    assert FrameReader(1 << 20).feed(session.out.take(1 << 20)) == [Ping(1)]
+    session.on_bytes(frames.encode(Ping(1, True)), 1.5)
+    session.tick(4.4)
+    assert session.closed is None
+    session.tick(4.6)
+    assert session.closed is not None and session.closed.reason == frames.PING_TIMEOUT
+    mute = Session(build({"broker_ping_interval": 0}, "realtime", None), "peer", 0.0)
+    mute.tick(HELLO_TIMEOUT - 1)
+    assert mute.closed is None
+    mute.tick(HELLO_TIMEOUT + 1)
+    assert mute.closed is not None and mute.closed.reason == frames.PROTOCOL_ERROR

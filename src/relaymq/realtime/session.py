@@ -4,7 +4,8 @@
 topic, ``Subscribe``/``Unsubscribe`` a filter); what goes back to the client is queued in
 ``out`` (``relaymq.realtime.outqueue``: the overflow policy) for the connection to write.
 ``tick`` drives the broker's pings (brokerPingInterval, seed l.2040-2050): a PING every
-interval, and a client that has sent nothing for three intervals is closed. ``closed`` holds
+interval, and a client that has sent nothing for three intervals is closed; a connection
+without its HELLO after ``HELLO_TIMEOUT`` is closed too. ``closed`` holds
 the CLOSE (reason and text) once the session ended: a frame over the maximum message size
 (seed l.2052-2058), a protocol error, a ping timeout, or the client's own CLOSE.
 """
@@ -19,6 +20,8 @@ from relaymq.realtime.settings import RealtimeSettings
 
 #: Intervals without a frame from the client before it is closed.
 PING_MISSES = 3
+#: Seconds a new connection has to send its HELLO (pings or not), so idle sockets do not pile up.
+HELLO_TIMEOUT = 10.0
 
 
 class Session:
@@ -31,6 +34,7 @@ class Session:
         self.filters: set[str] = set()
         self.closed: Close | None = None
         self.last_heard = now
+        self.started = now
         self.next_ping = now + settings.broker_ping_interval / 1000
         self._token = 0
 
@@ -105,6 +109,8 @@ class Session:
         self.out.push(frames.encode(frame), kind)
 
     def tick(self, now: float) -> None:
+        if self.closed is None and self.client_id is None and now - self.started > HELLO_TIMEOUT:
+            self._close(frames.PROTOCOL_ERROR, f"no HELLO within {HELLO_TIMEOUT:g} seconds")
         interval = self.settings.broker_ping_interval / 1000
         if not interval or self.closed is not None or self.client_id is None:
             return

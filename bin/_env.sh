@@ -47,10 +47,13 @@ ensure_python_venv() {  # `python3 -m venv` needs ensurepip, which Debian ships 
 }
 
 ensure_debian_packages() {  # the command-line MQTT clients the interoperability tests drive, and
-  # Mosquitto itself: the reference broker and the remote end of the bridge tests (tests/network)
+  # Mosquitto itself: the reference broker and the remote end of the bridge tests (tests/network);
+  # nftables: the packet loss of the multicast tests (tests/multicast; tc netem needs sch_netem,
+  # which not every kernel has)
   local missing=()
   command -v mosquitto_pub >/dev/null 2>&1 || missing+=(mosquitto-clients)
   [ -x /usr/sbin/mosquitto ] || command -v mosquitto >/dev/null 2>&1 || missing+=(mosquitto)
+  command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing+=(nftables)
   [ ${#missing[@]} -eq 0 ] && return 0
   apt_install "${missing[@]}"
 }

@@ -263,6 +263,8 @@ PLUGIN_SECTIONS: dict[str, str] = {
     "bridge": "relaymq.bridge.settings",
     "network": "relaymq.network.settings",
     "amqp": "relaymq.amqp.settings",
+    "multicast": "relaymq.multicast.settings",
+    "realtime": "relaymq.realtime.settings",
 }
 
 

@@ -27,8 +27,11 @@ from relaymq.config import (
 from relaymq.bridge.settings import BridgeSettings
 from relaymq.flows.settings import FlowsSettings
 from relaymq.http.settings import HttpSettings
+from relaymq.multicast.settings import MulticastSettings
+from relaymq.multicast.settings import TopicSettings as MulticastTopicSettings
 from relaymq.pipeline.settings import ArchiveOptions, ArchiveRule
 from relaymq.pubsub.settings import PubSubOptions
+from relaymq.realtime.settings import RealtimeSettings
 from relaymq.qmgr.channel_settings import ConnectionSettings
 from relaymq.qmgr.settings import QUEUE_KEYS, QmgrSettings
 
@@ -44,6 +47,8 @@ PLUGIN_KEYS = {
     "pubsub": [f.name for f in dataclasses.fields(PubSubOptions)],
     "flows": [f.name for f in dataclasses.fields(FlowsSettings)],
     "archive": [f.name for f in dataclasses.fields(ArchiveOptions)],
+    "multicast": [f.name for f in dataclasses.fields(MulticastSettings) if f.name != "topics"],
+    "realtime": [f.name for f in dataclasses.fields(RealtimeSettings)],
 }
 #: Their tables (arrays and sub-tables): documented in docs/configuration.md, key by key.
 PLUGIN_TABLES = {
@@ -51,6 +56,7 @@ PLUGIN_TABLES = {
     "qmgr.connection": [f.name for f in dataclasses.fields(ConnectionSettings)],
     "archive.rule": [f.name for f in dataclasses.fields(ArchiveRule)],
     "bridge": [f.name for f in dataclasses.fields(BridgeSettings)],
+    "multicast.topic": [f.name for f in dataclasses.fields(MulticastTopicSettings)],
 }
 
 

@@ -20,6 +20,7 @@ from relaymq import __version__
 #: The command modules under relaymq.cli, in the order they are listed in --help.
 COMMAND_MODULES: tuple[str, ...] = (
     "serve", "pub", "sub", "passwd", "auth", "msg", "selector", "queue", "acl", "psc", "flow", "pipeline", "bench",
+    "multicast",
 )
 
 _DESCRIPTION = """\

@@ -28,6 +28,8 @@ SERVICE_MODULES: tuple[str, ...] = (
     "relaymq.bridge.service",
     "relaymq.network.service",
     "relaymq.amqp.service",
+    "relaymq.multicast.service",  # item 47: publications on enabled topics multicast
+    "relaymq.realtime.service",  # item 46: the real-time transport
 )
 
 

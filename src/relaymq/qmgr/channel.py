@@ -565,13 +565,7 @@ class ChannelSender:
 
     def receive(self, frame: Frame) -> tuple[list[Event], bytes]:
         if frame.type is FrameType.WELCOME:
-            if self.welcomed:
-                raise ChannelProtocolError("second WELCOME")
-            version = frame.header.get("version")
-            if version not in VERSIONS:
-                raise ChannelProtocolError(f"peer chose protocol version {version!r}, not offered")
-            self.version = version
-            self.remote_qmgr = frame.header.get("qmgr")
+            self._welcome(frame)
             return [], b""
         if frame.type is FrameType.ERROR and frame.header.get("reply_to") == FrameType.HELLO.name:
             raise ChannelRefused(frame.header.get("reason", 0), frame.header.get("name", ""),
@@ -579,9 +573,25 @@ class ChannelSender:
         if not self.welcomed:
             raise ChannelProtocolError(f"{frame.type.name} before WELCOME")
         uid = frame.header.get("uid")
-        state = self._state.get(uid) if isinstance(uid, str) else None
-        if state is None:
+        if not isinstance(uid, str) or (state := self._state.get(uid)) is None:
             raise ChannelProtocolError(f"{frame.type.name} for uid {uid!r} not in flight")
+        answered = self._answer(frame, uid, state)
+        if answered is None:
+            raise ChannelProtocolError(f"unexpected {frame.type.name} for uid {uid} in state {state}")
+        return answered
+
+    def _welcome(self, frame: Frame) -> None:
+        if self.welcomed:
+            raise ChannelProtocolError("second WELCOME")
+        version = frame.header.get("version")
+        if version not in VERSIONS:
+            raise ChannelProtocolError(f"peer chose protocol version {version!r}, not offered")
+        self.version = version
+        self.remote_qmgr = frame.header.get("qmgr")
+
+    def _answer(self, frame: Frame, uid: str, state: int) -> tuple[list[Event], bytes] | None:
+        """The receiver's answer to the PUT or CONFIRM of ``uid`` (in ``state``); None when
+        that answer cannot come now."""
         if frame.type is FrameType.ACK and state == _SENT:
             self._state[uid] = _ACKED
             return [], self._confirm_ready()
@@ -591,20 +601,25 @@ class ChannelSender:
             events: list[Event] = [Delivered(uid, bool(frame.header.get("already")))]
             return events, self._confirm_ready() if state == _SENT else b""
         if frame.type is FrameType.ERROR:
-            reason, name = int(frame.header.get("reason", 0)), str(frame.header.get("name", ""))
-            message = str(frame.header.get("message", ""))
-            if state == _CONFIRMING and reason == UnknownUID.reason:
-                # The receiver never stored it (or lost it): not delivered; it goes again.
-                self._state[uid] = _HELD
-                return [Held(uid)], b""
-            if state == _SENT and reason == DuplicateMessage.reason and not self._resend.get(uid, False):
-                # An unconfirmed copy from an earlier attempt is there: put it again with Resend.
-                self._state[uid] = _HELD
-                return [Held(uid)], self._confirm_ready()
-            if state in (_SENT, _CONFIRMING):
-                self._state[uid] = _REFUSED
-                return [Refused(uid, reason, name, message)], self._confirm_ready() if state == _SENT else b""
-        raise ChannelProtocolError(f"unexpected {frame.type.name} for uid {uid} in state {state}")
+            return self._refused(frame.header, uid, state)
+        return None
+
+    def _refused(self, header: dict[str, Any], uid: str, state: int) -> tuple[list[Event], bytes] | None:
+        """An ERROR answering the PUT or CONFIRM of ``uid``: held for another go, or refused."""
+        reason, name = int(header.get("reason", 0)), str(header.get("name", ""))
+        message = str(header.get("message", ""))
+        if state == _CONFIRMING and reason == UnknownUID.reason:
+            # The receiver never stored it (or lost it): not delivered; it goes again.
+            self._state[uid] = _HELD
+            return [Held(uid)], b""
+        if state == _SENT and reason == DuplicateMessage.reason and not self._resend.get(uid, False):
+            # An unconfirmed copy from an earlier attempt is there: put it again with Resend.
+            self._state[uid] = _HELD
+            return [Held(uid)], self._confirm_ready()
+        if state in (_SENT, _CONFIRMING):
+            self._state[uid] = _REFUSED
+            return [Refused(uid, reason, name, message)], self._confirm_ready() if state == _SENT else b""
+        return None
 
     def _confirm_ready(self) -> bytes:
         """Once every PUT of the batch is answered, CONFIRM the acknowledged ones in batch

@@ -604,24 +604,15 @@ class QueueManager:
 
     def _new_entry(self, index: QueueIndex, resolved: res.Resolution, message: Message, confirm_id: int,
                    uid: str | None, resend: bool, expire_time: ExpireTime | None) -> tuple[Entry, list[Op]]:
+        """The entry a put adds to ``index`` and the store operations that record it, once
+        every check passed (duplicates, expiry, size, depth, the rules' vetoes)."""
         definition = index.definition
         if not definition.active:
             raise NotAllowed(f"queue {definition.name!r} is not active")
         now = self._now_ms()
         ops: list[Op] = []
         if uid is not None:
-            if uid in self._confirmed:
-                if index.rule is not None:
-                    index.rule.duplicate_put(definition, uid)
-                raise DuplicateMessage(f"message {uid} was already put and confirmed here")
-            old = self._by_uid.get(uid)
-            if old is not None:
-                if not (resend and old.state == PUT_UNCONFIRMED):
-                    if index.rule is not None:
-                        index.rule.duplicate_put(definition, uid)
-                    raise DuplicateMessage(f"message {uid} is already on queue {old.queue!r}"
-                                           f"{'' if resend else ' (put without Resend)'}")
-                self._drop(self._queues[(old.qmgr, old.queue)], old, ops)  # item 19: resend replaces
+            self._replace_unconfirmed(index, uid, resend, ops)
         md = message.mq.md
         if md.Priority < 0:
             md.Priority = definition.default_priority
@@ -635,14 +626,7 @@ class QueueManager:
         if is_expired(deadline, now):
             raise MessageExpired(f"message expired before it was put to {definition.name!r}")
         data = message.to_bytes()
-        limit = definition.max_message_size
-        if limit != UNLIMITED and len(data) > limit:
-            raise MessageTooBig(f"message of {len(data)} bytes exceeds max_message_size {limit}"
-                                f" of queue {definition.name!r}")
-        if definition.max_depth != UNLIMITED and len(index) + index.pending >= definition.max_depth:
-            self._purge_expired(index)
-            if len(index) + index.pending >= definition.max_depth:
-                raise QueueFull(f"queue {definition.name!r} is full (max_depth {definition.max_depth})")
+        self._check_room(index, len(data))
         call_veto("put", self.rule.put, self, definition, message, resolved.target_qmgr)
         if index.rule is not None:
             call_veto("put", index.rule.put, definition, message)
@@ -654,6 +638,35 @@ class QueueManager:
                       target_queue="" if resolved.is_local else resolved.target_queue)
         ops += [("entry", entry), ("meta", "seq", seq)]
         return entry, ops
+
+    def _replace_unconfirmed(self, index: QueueIndex, uid: str, resend: bool, ops: list[Op]) -> None:
+        """Duplicate removal for a put with a sender's ``uid`` (items 18, 19): a UID confirmed
+        here, or held here without ``resend`` replacing an unconfirmed copy, is a
+        DuplicateMessage (the queue rule hears of it); a resend drops the old copy."""
+        definition = index.definition
+        old = self._by_uid.get(uid)
+        if uid in self._confirmed or (old is not None and not (resend and old.state == PUT_UNCONFIRMED)):
+            if index.rule is not None:
+                index.rule.duplicate_put(definition, uid)
+            if old is None or uid in self._confirmed:
+                raise DuplicateMessage(f"message {uid} was already put and confirmed here")
+            raise DuplicateMessage(f"message {uid} is already on queue {old.queue!r}"
+                                   f"{'' if resend else ' (put without Resend)'}")
+        if old is not None:
+            self._drop(self._queues[(old.qmgr, old.queue)], old, ops)  # item 19: resend replaces
+
+    def _check_room(self, index: QueueIndex, size: int) -> None:
+        """Raise MessageTooBig or QueueFull when a message of ``size`` bytes cannot go on
+        ``index`` (expired messages are removed before a queue counts as full)."""
+        definition = index.definition
+        limit = definition.max_message_size
+        if limit != UNLIMITED and size > limit:
+            raise MessageTooBig(f"message of {size} bytes exceeds max_message_size {limit}"
+                                f" of queue {definition.name!r}")
+        if definition.max_depth != UNLIMITED and len(index) + index.pending >= definition.max_depth:
+            self._purge_expired(index)
+            if len(index) + index.pending >= definition.max_depth:
+                raise QueueFull(f"queue {definition.name!r} is full (max_depth {definition.max_depth})")
 
     def dead_letter(self, message: Message, error: QueueError, *, qmgr: str, queue: str, uid: str | None = None,
                     confirm_id: int = 0, resend: bool = False) -> bool:

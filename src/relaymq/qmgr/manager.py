@@ -62,7 +62,7 @@ from relaymq.qmgr.expiry import ExpireTime, expiry_deadline, is_expired
 from relaymq.qmgr.listeners import Listeners, MessageListener, PutListener, QueueListener, TransmissionListener
 from relaymq.qmgr.names import check_name
 from relaymq.qmgr.queue_index import QueueIndex
-from relaymq.qmgr.retrieval import Retrieval, Waiting, envelope_of
+from relaymq.qmgr.retrieval import Retrieval, SyncRoute, Waiting, envelope_of
 from relaymq.qmgr.rules import QueueManagerRule, QueueRule, call_veto, load_rule
 from relaymq.qmgr.states import PUT_UNCONFIRMED, UNLOCKED, Entry, Envelope
 from relaymq.qmgr.store import MemoryQueueStore, Op, QueueStore, Ticket
@@ -100,22 +100,16 @@ class _Definitions(Mapping[tuple[str, str], QueueDefinition]):
         return len(self._queues)
 
 
-class SyncRemote(Protocol):
+class SyncRemote(SyncRoute, Protocol):
     """What the channel part provides for synchronous remote queues and discovery (items 10,
     20, 21): each call goes to ``queue`` on ``qmgr`` over a connection at once, and raises the
-    destination's QueueError (or NotConnected)."""
+    destination's QueueError (or NotConnected). The get side's calls are :class:`SyncRoute`."""
 
     def reachable(self, qmgr: str) -> bool: ...
     def put(self, qmgr: str, queue: str, message: Message, *, uid: str | None = None, confirm: bool = True,
             confirm_id: int = 1, resend: bool = False, expire_at: int | None = None,
             transmission: bool = False) -> bytes: ...
     def confirm_put(self, qmgr: str, queue: str, uid: str) -> bool: ...
-    def get(self, qmgr: str, queue: str, **options: Any) -> Envelope | None: ...
-    def browse(self, qmgr: str, queue: str, **options: Any) -> list[Envelope]: ...
-    def delete(self, qmgr: str, queue: str, uid: str, lock_id: int) -> None: ...
-    def unlock(self, qmgr: str, queue: str, uid: str, lock_id: int) -> None: ...
-    def confirm_get(self, qmgr: str, queue: str, uid: str) -> bool: ...
-    def undo(self, qmgr: str, queue: str, confirm_id: int) -> int: ...
 
 
 class QueueManager:

@@ -3,8 +3,8 @@ waiting get (everyplace.md items 4, 11-17, 20; seed 004 l.1901-2367, 3012-3100).
 
 A part of :class:`relaymq.qmgr.manager.QueueManager`: :class:`Retrieval` keeps the consumer
 side of the message states in one file and owns the lock ids it hands out; what it uses of the
-manager (its lock, indexes, store and the steps every operation shares) is
-:class:`RetrievalHost`. :class:`Waiting` counts and wakes the getters that wait.
+manager (its indexes, store and the steps every operation shares) is :class:`RetrievalHost`,
+and its lock comes in the constructor. :class:`Waiting` counts and wakes the getters that wait.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from typing import Any, Protocol
 from relaymq.message.message import Message
 from relaymq.qmgr.errors import BadSelector, NoMessage, WrongLock
 from relaymq.qmgr.expiry import is_expired
+from relaymq.qmgr.host import QueueHost
 from relaymq.qmgr.listeners import Listeners
 from relaymq.qmgr.queue_index import QueueIndex
-from relaymq.qmgr.rules import QueueManagerRule, call_veto
+from relaymq.qmgr.rules import call_veto
 from relaymq.qmgr.states import GET_UNCONFIRMED, LOCKED, PUT_UNCONFIRMED, UNLOCKED, Entry, Envelope
-from relaymq.qmgr.store import Op, QueueStore, Ticket
+from relaymq.qmgr.store import Op
 from relaymq.selector import SelectorError, compile_selector
 from relaymq.selector.resolvers import message_resolver
 
@@ -81,27 +82,18 @@ class SyncRoute(Protocol):
     def undo(self, qmgr: str, queue: str, confirm_id: int) -> int: ...
 
 
-class RetrievalHost(Protocol):
-    """What :class:`Retrieval` uses of its queue manager: the lock-guarded indexes, the store,
-    the queue manager rule (which gets the manager itself), and the steps every operation
-    shares (find a queue, drop or expire an entry, wait for the store)."""
+class RetrievalHost(QueueHost, Protocol):
+    """What :class:`Retrieval` uses of its queue manager beyond :class:`QueueHost`: whether it
+    is closed, how to find a queue (here or over a synchronous route), how to show a message
+    again and the memory of confirmed UIDs."""
 
-    rule: QueueManagerRule
-    store: QueueStore
     _closed: bool
-    _by_uid: dict[str, Entry]
-    _queues: dict[tuple[str, str], QueueIndex]
 
-    def _check_open(self) -> None: ...
     def _sync_route(self, queue: str, qmgr: str | None) -> tuple[str, str] | None: ...
     def _remote_to(self, target_qmgr: str, target_queue: str) -> SyncRoute: ...
     def _index(self, name: str, qmgr: str | None) -> QueueIndex: ...
     def _holding_index(self, name: str, qmgr: str | None, operation: str, internal: bool = False) -> QueueIndex: ...
-    def _now_ms(self) -> int: ...
-    def _drop(self, index: QueueIndex, entry: Entry, ops: list[Op]) -> None: ...
-    def _expire(self, index: QueueIndex, entry: Entry, ops: list[Op]) -> None: ...
     def _make_visible(self, index: QueueIndex, entry: Entry) -> None: ...
-    def _finish(self, ticket: Ticket, undo_entries: list[Entry]) -> None: ...
     def _already_confirmed(self, uid: str, what: str) -> bool: ...
     def _remember(self, uid: str, ops: list[Op]) -> None: ...
 

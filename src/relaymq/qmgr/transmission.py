@@ -2,24 +2,25 @@
 once confirmed (everyplace.md items 18, 23-25, 32 transmission rules; seed 004 l.2597-3136).
 
 A part of :class:`relaymq.qmgr.manager.QueueManager`; what it uses of the manager is
-:class:`TransmissionHost`, and the transmission listeners it calls are the manager's
+:class:`relaymq.qmgr.host.QueueHost`, and the transmission listeners it calls are the manager's
 :class:`relaymq.qmgr.listeners.Listeners`.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from relaymq.message.message import Message
 from relaymq.qmgr.definitions import STORE_AND_FORWARD
 from relaymq.qmgr.errors import NotAllowed, UnknownQueue, UnknownUID
 from relaymq.qmgr.expiry import is_expired
+from relaymq.qmgr.host import QueueHost
 from relaymq.qmgr.listeners import Listeners
 from relaymq.qmgr.queue_index import QueueIndex
 from relaymq.qmgr.rules import QueueManagerRule
 from relaymq.qmgr.states import Entry
-from relaymq.qmgr.store import Op, QueueStore, Ticket
+from relaymq.qmgr.store import Op
 
 
 def _outgoing(entry: Entry, now_ms: int) -> Message:
@@ -47,26 +48,10 @@ def rule_reads_fields(rule: QueueManagerRule) -> bool:
     return type(rule).trigger_transmission is not QueueManagerRule.trigger_transmission
 
 
-class TransmissionHost(Protocol):
-    """What :class:`Transmission` uses of its queue manager."""
-
-    name: str
-    rule: QueueManagerRule
-    store: QueueStore
-    _by_uid: dict[str, Entry]
-    _queues: dict[tuple[str, str], QueueIndex]
-
-    def _check_open(self) -> None: ...
-    def _now_ms(self) -> int: ...
-    def _drop(self, index: QueueIndex, entry: Entry, ops: list[Op]) -> None: ...
-    def _expire(self, index: QueueIndex, entry: Entry, ops: list[Op]) -> None: ...
-    def _finish(self, ticket: Ticket, undo_entries: list[Entry]) -> None: ...
-
-
 class Transmission:
     """The sending side of assured delivery."""
 
-    def __init__(self, host: TransmissionHost, lock: threading.RLock, listeners: Listeners) -> None:
+    def __init__(self, host: QueueHost, lock: threading.RLock, listeners: Listeners) -> None:
         self._host = host
         self._lock = lock
         self._listeners = listeners

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from relaymq.http.server import HttpServer
 from relaymq.message import Message
@@ -49,13 +50,16 @@ class LinkedQueueManagers:
 async def linked_queue_managers(prepare: Callable[[QueueManager, QueueManager], None], *,
                                 server: str = "TGT", device: str = "DEV",
                                 link: dict[str, object] | None = None,
-                                adapter: str = "tcp") -> AsyncIterator[LinkedQueueManagers]:
-    """The two-queue-manager set-up of the channel tests: open ``server`` and ``device``,
+                                adapter: str = "tcp", server_options: dict[str, Any] | None = None,
+                                device_options: dict[str, Any] | None = None) -> AsyncIterator[LinkedQueueManagers]:
+    """The two-queue-manager set-up of the channel tests: open ``server`` and ``device`` (in
+    memory, with ``server_options`` and ``device_options``: a clock, a rule, ...),
     ``prepare(server_qm, device_qm)`` (define queues, put what must wait), start the server's
     listener (anonymous peers: these tests are about the protocol, test_channel_security is
     about who may use it; ``adapter="http"``: its route on an HTTP server instead) and the
     device's link to it; stop both and close both at the end."""
-    server_qm, device_qm = QueueManager.open(server, None), QueueManager.open(device, None)
+    server_qm = QueueManager.open(server, None, **(server_options or {}))
+    device_qm = QueueManager.open(device, None, **(device_options or {}))
     server_channels = device_channels = http = None
     try:
         prepare(server_qm, device_qm)

@@ -46,14 +46,14 @@ def test_many_waiting_gets_hold_no_thread_and_end_when_cancelled(tmp_path) -> No
         await aqm.define_queue("Q")
         waiters = [asyncio.create_task(aqm.get("Q", wait=300.0)) for _ in range(64)]
         deadline = asyncio.get_running_loop().time() + 10
-        while len(aqm.sync._listeners.get("Q", ())) < 64:  # each wait is a listener, not a thread
+        while aqm.sync.listener_count("Q") < 64:  # each wait is a listener, not a thread
             assert asyncio.get_running_loop().time() < deadline, "the gets do not wait as listeners"
             await asyncio.sleep(0.01)
         assert await asyncio.wait_for(aqm.depth("Q"), 1.0) == 0  # a worker thread is free
         for waiter in waiters:
             waiter.cancel()
         await asyncio.gather(*waiters, return_exceptions=True)
-        assert aqm.sync._listeners.get("Q", []) == []
+        assert aqm.sync.listener_count("Q") == 0
         await aqm.put("Q", text_message("kept"))
         assert await aqm.depth("Q") == 1
         await aqm.close()

@@ -311,7 +311,7 @@ def test_a_waiting_get_holds_no_thread_and_ends_when_its_peer_hangs_up(caplog):
         peers: list[Peer] = []
 
         def waiters() -> int:
-            return len(qm._listeners.get("EMPTY", ()))
+            return qm.listener_count("EMPTY")
 
         try:
             for n in range(8):

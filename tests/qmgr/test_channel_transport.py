@@ -8,7 +8,6 @@ import asyncio
 
 import pytest
 
-from relaymq.http.server import HttpServer
 from relaymq.qmgr import QueueManager
 from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_service import ChannelService
@@ -119,6 +118,10 @@ def test_home_server_pull_takes_only_messages_for_the_puller():
             srv, dev = pair.server, pair.device
             await _wait_depth(dev, "INBOX", 1)
             assert body(dev.get("INBOX")) == "for-dev"
+            # SRV removes the pulled copy when DEV's CONFIRMED arrives, just after DEV shows it
+            deadline = asyncio.get_running_loop().time() + 20
+            while srv.depth("HOLD") > 1 and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.02)
             assert srv.depth("HOLD") == 1  # the other queue manager's message stays
 
     asyncio.run(scenario())
@@ -366,16 +369,14 @@ def test_pull_naming_a_missing_store_queue_is_reported_not_fatal():
     queue whose name is no store-and-forward queue on the server gets a clear answer, and
     the link stays up for the rest of its work."""
 
-    async def scenario():
-        srv, dev = QueueManager.open("SRV", None), QueueManager.open("DEV", None)
+    def prepare(srv: QueueManager, dev: QueueManager) -> None:
         srv.define_queue("IN")
         dev.define_queue("WRONG", "home_server", queue_manager="SRV", poll_interval=50)
         dev.define_queue("OUT", "remote", queue_manager="SRV", mode="async")
-        s = ChannelService(srv, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
-        await s.start()
-        d = ChannelService(dev, (_conn(name="SRV", address=f"127.0.0.1:{s.port}"),), listen_host=None)
-        await d.start()
-        try:
+
+    async def scenario():
+        async with linked_queue_managers(prepare, server="SRV", link=FAST) as pair:
+            srv, dev, d = pair.server, pair.device, pair.device_channels
             await asyncio.to_thread(dev.put, "OUT", text_message("still sent"), qmgr="SRV")
             await _wait_depth(srv, "IN", 0)
             for _ in range(1000):
@@ -383,11 +384,6 @@ def test_pull_naming_a_missing_store_queue_is_reported_not_fatal():
                     break
                 await asyncio.sleep(0.02)
             assert "no store-and-forward queue 'WRONG'" in d.links["SRV"].last_pull_error
-        finally:
-            await d.stop()
-            await s.stop()
-            dev.close()
-            srv.close()
 
     asyncio.run(scenario())
 
@@ -400,18 +396,16 @@ def test_push_to_an_unknown_queue_is_dead_lettered_at_its_destination(dead_lette
     does not block the route (item 25) for the messages after it; with the option off it
     stays on the sender and blocks, as the seed's MQe does."""
 
-    async def scenario():
-        tgt = QueueManager("TGT", dead_letter_undeliverable=dead_letter)
-        dev = QueueManager.open("DEV", None)
+    def prepare(tgt: QueueManager, dev: QueueManager) -> None:
         tgt.define_queue("IN")
         dev.define_queue("SF", "store_and_forward", target_queue_managers=["TGT"])
         dev.put("TYPO", text_message("lost address"), qmgr="TGT")
         dev.put("IN", text_message("behind it"), qmgr="TGT")
-        t = ChannelService(tgt, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
-        await t.start()
-        d = ChannelService(dev, (_conn(name="TGT", address=f"127.0.0.1:{t.port}"),), listen_host=None)
-        await d.start()
-        try:
+
+    async def scenario():
+        async with linked_queue_managers(prepare, link=FAST,
+                                         server_options={"dead_letter_undeliverable": dead_letter}) as pair:
+            tgt, dev, d = pair.server, pair.device, pair.device_channels
             if dead_letter:
                 await _wait_depth(tgt, "IN", 1)
                 await _wait_empty(dev, "SF")
@@ -424,11 +418,6 @@ def test_push_to_an_unknown_queue_is_dead_lettered_at_its_destination(dead_lette
                     await asyncio.sleep(0.02)
                 assert "MQRC_UNKNOWN_OBJECT_NAME" in (d.links["TGT"].last_error or "")
                 assert dev.depth("SF") == 2 and tgt.browse("IN") == []  # at most held unconfirmed
-        finally:
-            await d.stop()
-            await t.stop()
-            dev.close()
-            tgt.close()
 
     asyncio.run(scenario())
 
@@ -440,8 +429,7 @@ def test_home_server_pull_over_http():
     brings the next batch. 250 messages in batches of 100 arrive exactly once in order; an
     undeliverable one goes to the client's dead-letter queue; another client's stay."""
 
-    async def scenario():
-        srv, dev = QueueManager.open("SRV", None), QueueManager.open("DEV", None)
+    def prepare(srv: QueueManager, dev: QueueManager) -> None:
         srv.define_queue("HOLD", "store_and_forward", target_queue_managers=["DEV", "DEV2"], push=False)
         dev.define_queue("INBOX")
         dev.define_queue("HOLD", "home_server", queue_manager="SRV", poll_interval=100)
@@ -449,13 +437,10 @@ def test_home_server_pull_over_http():
             srv.put("INBOX", text_message(f"m{i:03d}", priority=i % 2), qmgr="DEV")
         srv.put("MISSING", text_message("dead"), qmgr="DEV")
         srv.put("INBOX", text_message("for DEV2"), qmgr="DEV2")
-        http = HttpServer()
-        await http.start("127.0.0.1", 0)
-        s = ChannelService(srv, listen_host=None, authenticator=OPEN)
-        await s.start(http)
-        d = ChannelService(dev, (_conn(name="SRV", address=f"http://127.0.0.1:{http.port}"),), listen_host=None)
-        await d.start()
-        try:
+
+    async def scenario():
+        async with linked_queue_managers(prepare, server="SRV", link=FAST, adapter="http") as pair:
+            srv, dev, d = pair.server, pair.device, pair.device_channels
             await _wait_depth(dev, "INBOX", 250)
             await _wait_depth(dev, "SYSTEM.DEAD.LETTER.QUEUE", 1)
             got = [body(m) for m in dev.browse("INBOX")]
@@ -465,11 +450,5 @@ def test_home_server_pull_over_http():
                     break
                 await asyncio.sleep(0.02)
             assert srv.depth("HOLD") == 1 and d.links["SRV"].pulled == 251
-        finally:
-            await d.stop()
-            await s.stop()
-            await http.stop()
-            dev.close()
-            srv.close()
 
     asyncio.run(scenario())

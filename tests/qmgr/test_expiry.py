@@ -6,12 +6,8 @@ from __future__ import annotations
 import pytest
 
 from relaymq.qmgr import ExpireTime, QueueManager, QueueRule, expire_time_from_field
-from relaymq.qmgr.channel_auth import ChannelAuthenticator
 
-from .helpers import body, text_message
-
-#: These tests are about the protocol, not about who may use it (test_channel_security is).
-OPEN = ChannelAuthenticator.anonymous()
+from .helpers import body, linked_queue_managers, text_message
 
 
 def test_int32_is_relative_and_int64_absolute() -> None:
@@ -114,25 +110,19 @@ def test_own_expire_time_travels_with_the_message_over_a_channel() -> None:
     import asyncio
     import time
 
-    from relaymq.qmgr.channel_service import ChannelService
-    from relaymq.qmgr.channel_settings import build_connections
-
     skew = [0.0]
+    deadlines: list[int | None] = []
 
-    async def scenario() -> None:
-        tgt = QueueManager("TGT", clock=lambda: time.time() + skew[0])
-        dev = QueueManager.open("DEV", None)
+    def prepare(tgt: QueueManager, dev: QueueManager) -> None:
         tgt.define_queue("IN")
         dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
-        await asyncio.to_thread(dev.put, "IN", text_message("short-lived"), qmgr="TGT",
-                                expire_time=expire_time_from_field(60_000, "int32"))
-        deadline = dev.pending_messages("TGT")[0].expire_at
-        t = ChannelService(tgt, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
-        await t.start()
-        d = ChannelService(dev, build_connections([{"name": "TGT", "address": f"127.0.0.1:{t.port}",
-                                                    "retry_initial_ms": 20}], "c", None), listen_host=None)
-        await d.start()
-        try:
+        dev.put("IN", text_message("short-lived"), qmgr="TGT", expire_time=expire_time_from_field(60_000, "int32"))
+        deadlines.append(dev.pending_messages("TGT")[0].expire_at)
+
+    async def scenario() -> None:
+        async with linked_queue_managers(prepare, server_options={"clock": lambda: time.time() + skew[0]}) as pair:
+            tgt, (deadline,) = pair.server, deadlines
+            assert deadline is not None
             for _ in range(1000):
                 if tgt.browse("IN"):
                     break
@@ -143,10 +133,5 @@ def test_own_expire_time_travels_with_the_message_over_a_channel() -> None:
             assert [body(m) for m in tgt.browse("IN")] == ["short-lived"]
             skew[0] += 1.1  # just after it
             assert tgt.browse("IN") == [] and tgt.depth("IN") == 0
-        finally:
-            await d.stop()
-            await t.stop()
-            dev.close()
-            tgt.close()
 
     asyncio.run(scenario())

@@ -12,15 +12,11 @@ from pathlib import Path
 import pytest
 
 from relaymq.qmgr import QueueManager, QueueManagerRule, QueueRule
-from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.errors import BadProperty, RuleVeto
 
-from .helpers import body, text_message
+from .helpers import body, linked_queue_managers, text_message
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "qmgr-rules" / "cheap_rate.py"
-
-#: These tests are about the protocol, not about who may use it (test_channel_security is).
-OPEN = ChannelAuthenticator.anonymous()
 
 
 class Recorder(QueueManagerRule):
@@ -209,20 +205,15 @@ def test_links_ask_the_trigger_transmission_rule_before_transmitting() -> None:
     messages pending, fields are the fields of the message whose put triggered it."""
     import asyncio
 
-    from relaymq.qmgr.channel_service import ChannelService
-    from relaymq.qmgr.channel_settings import build_connections
+    rule = MoreThan()
 
-    async def scenario() -> None:
-        rule = MoreThan()
-        tgt, dev = QueueManager.open("TGT", None), QueueManager("DEV", rule=rule)
+    def prepare(tgt: QueueManager, dev: QueueManager) -> None:
         tgt.define_queue("IN")
         dev.define_queue("IN", "remote", queue_manager="TGT", mode="async")
-        t = ChannelService(tgt, listen_host="127.0.0.1", authenticator=OPEN, listen_port=0)
-        await t.start()
-        d = ChannelService(dev, build_connections([{"name": "TGT", "address": f"127.0.0.1:{t.port}",
-                                                    "retry_initial_ms": 20}], "c", None), listen_host=None)
-        await d.start()
-        try:
+
+    async def scenario() -> None:
+        async with linked_queue_managers(prepare, device_options={"rule": rule}) as pair:
+            tgt, dev = pair.server, pair.device
             for i in range(3):
                 await asyncio.to_thread(dev.put, "IN", text_message(f"m{i}", priority=6), qmgr="TGT")
             deadline = asyncio.get_running_loop().time() + 10
@@ -239,10 +230,5 @@ def test_links_ask_the_trigger_transmission_rule_before_transmitting() -> None:
             assert [body(m) for m in tgt.browse("IN")] == ["m0", "m1", "m2", "m3"]
             assert any(c == 4 and f.get("DestQ") == "IN" and f.get("DestQMgr") == "TGT" and f.get("Priority") == 6
                        and body(f.get("Message")) == "m3" for c, f in rule.asked)
-        finally:
-            await d.stop()
-            await t.stop()
-            dev.close()
-            tgt.close()
 
     asyncio.run(scenario())

@@ -287,15 +287,8 @@ class ChannelReceiver:
             return error_frame(denied.reason, denied.name, denied.message, uid=uid, reply_to=FrameType.PUT)
         if self.qm.is_confirmed(uid):
             # Already delivered once; the sender lost our CONFIRMED. Tell it again.
-            self.duplicates += 1
-            return encode_frame(FrameType.CONFIRMED, {"uid": uid, "already": True})
-        expire_at = frame.header.get("expire_at")
-        if expire_at is not None and (isinstance(expire_at, bool) or not isinstance(expire_at, int)):
-            raise ChannelProtocolError("PUT expire_at is not epoch milliseconds")
-        sync = bool(frame.header.get("sync"))  # a synchronous put: its sender handles refusals
-        confirm_id = frame.header.get("confirm_id", 1)
-        if isinstance(confirm_id, bool) or not isinstance(confirm_id, int) or confirm_id < 1:
-            raise ChannelProtocolError("PUT confirm_id is not an integer > 0")
+            return self._already_delivered(uid)
+        expire_at, confirm_id = self._put_options(frame)
         try:
             message = Message.from_bytes(frame.body)
         except Exception as exc:  # any decode failure is the sender's bad data, not ours
@@ -305,6 +298,34 @@ class ChannelReceiver:
             from relaymq.message.mqtt_mapping import user_identifier  # the one MQMD.UserIdentifier rule
 
             message.mq.md.UserIdentifier = user_identifier(self.principal or "")
+        refusal = self._store(frame, message, uid, qmgr, queue, expire_at, confirm_id)
+        if refusal is not None:
+            return refusal
+        self._destinations[uid] = (qmgr, queue)
+        self.puts += 1
+        return encode_frame(FrameType.ACK, {"uid": uid})
+
+    @staticmethod
+    def _put_options(frame: Frame) -> tuple[int | None, int]:
+        """A PUT's ``expire_at`` (epoch ms, or None) and ``confirm_id`` (default 1)."""
+        expire_at = frame.header.get("expire_at")
+        if expire_at is not None and (isinstance(expire_at, bool) or not isinstance(expire_at, int)):
+            raise ChannelProtocolError("PUT expire_at is not epoch milliseconds")
+        confirm_id = frame.header.get("confirm_id", 1)
+        if isinstance(confirm_id, bool) or not isinstance(confirm_id, int) or confirm_id < 1:
+            raise ChannelProtocolError("PUT confirm_id is not an integer > 0")
+        return expire_at, confirm_id
+
+    def _already_delivered(self, uid: str) -> bytes:
+        self.duplicates += 1
+        return encode_frame(FrameType.CONFIRMED, {"uid": uid, "already": True})
+
+    def _store(self, frame: Frame, message: Message, uid: str, qmgr: str, queue: str, expire_at: int | None,
+               confirm_id: int) -> bytes | None:
+        """Put the message of a PUT here unconfirmed (or on the dead-letter queue); the reply
+        when it is not (an error, or CONFIRMED for a message delivered already), else None."""
+        sync = bool(frame.header.get("sync"))  # a synchronous put: its sender handles refusals
+        resend = bool(frame.header.get("resend"))
         try:
             if (self.version or 0) < 2 and self.qm.resolve(queue, qmgr).kind in SYNCHRONOUS_ROUTES:
                 # A version 1 sender confirms by UID alone over HTTP, so the confirm could not
@@ -312,21 +333,17 @@ class ChannelReceiver:
                 raise NotAllowed(f"message {uid} for {queue!r} on {qmgr!r}: this queue manager reaches {qmgr!r}"
                                  " only synchronously, which needs channel protocol version 2 from the sender;"
                                  " the message stays on the sender")
-            self.qm.put(queue, message, qmgr=qmgr, confirm_id=confirm_id, uid=uid,
-                        resend=bool(frame.header.get("resend")),
+            self.qm.put(queue, message, qmgr=qmgr, confirm_id=confirm_id, uid=uid, resend=resend,
                         expire_time=ExpireTime(expire_at, absolute=True) if expire_at is not None else None,
                         transmission=not sync)
         except QueueError as error:
             if isinstance(error, AlreadyDelivered) or self.qm.is_confirmed(uid):
                 # confirmed at a synchronous destination earlier, or by a parallel connection
-                self.duplicates += 1
-                return encode_frame(FrameType.CONFIRMED, {"uid": uid, "already": True})
+                return self._already_delivered(uid)
             if sync or not (self.dead_letter and self._dead_letter(error, message, qmgr, queue, uid, confirm_id,
-                                                          bool(frame.header.get("resend")))):
+                                                                  resend)):
                 return error_frame(error.reason, error.name, error.message, uid=uid, reply_to=FrameType.PUT)
-        self._destinations[uid] = (qmgr, queue)
-        self.puts += 1
-        return encode_frame(FrameType.ACK, {"uid": uid})
+        return None
 
     def _dead_letter(self, error: QueueError, message: Message, qmgr: str, queue: str, uid: str,
                      confirm_id: int, resend: bool) -> bool:
@@ -565,13 +582,7 @@ class ChannelSender:
 
     def receive(self, frame: Frame) -> tuple[list[Event], bytes]:
         if frame.type is FrameType.WELCOME:
-            if self.welcomed:
-                raise ChannelProtocolError("second WELCOME")
-            version = frame.header.get("version")
-            if version not in VERSIONS:
-                raise ChannelProtocolError(f"peer chose protocol version {version!r}, not offered")
-            self.version = version
-            self.remote_qmgr = frame.header.get("qmgr")
+            self._welcome(frame)
             return [], b""
         if frame.type is FrameType.ERROR and frame.header.get("reply_to") == FrameType.HELLO.name:
             raise ChannelRefused(frame.header.get("reason", 0), frame.header.get("name", ""),
@@ -579,9 +590,25 @@ class ChannelSender:
         if not self.welcomed:
             raise ChannelProtocolError(f"{frame.type.name} before WELCOME")
         uid = frame.header.get("uid")
-        state = self._state.get(uid) if isinstance(uid, str) else None
-        if state is None:
+        if not isinstance(uid, str) or (state := self._state.get(uid)) is None:
             raise ChannelProtocolError(f"{frame.type.name} for uid {uid!r} not in flight")
+        answered = self._answer(frame, uid, state)
+        if answered is None:
+            raise ChannelProtocolError(f"unexpected {frame.type.name} for uid {uid} in state {state}")
+        return answered
+
+    def _welcome(self, frame: Frame) -> None:
+        if self.welcomed:
+            raise ChannelProtocolError("second WELCOME")
+        version = frame.header.get("version")
+        if version not in VERSIONS:
+            raise ChannelProtocolError(f"peer chose protocol version {version!r}, not offered")
+        self.version = version
+        self.remote_qmgr = frame.header.get("qmgr")
+
+    def _answer(self, frame: Frame, uid: str, state: int) -> tuple[list[Event], bytes] | None:
+        """The receiver's answer to the PUT or CONFIRM of ``uid`` (in ``state``); None when
+        that answer cannot come now."""
         if frame.type is FrameType.ACK and state == _SENT:
             self._state[uid] = _ACKED
             return [], self._confirm_ready()
@@ -591,20 +618,25 @@ class ChannelSender:
             events: list[Event] = [Delivered(uid, bool(frame.header.get("already")))]
             return events, self._confirm_ready() if state == _SENT else b""
         if frame.type is FrameType.ERROR:
-            reason, name = int(frame.header.get("reason", 0)), str(frame.header.get("name", ""))
-            message = str(frame.header.get("message", ""))
-            if state == _CONFIRMING and reason == UnknownUID.reason:
-                # The receiver never stored it (or lost it): not delivered; it goes again.
-                self._state[uid] = _HELD
-                return [Held(uid)], b""
-            if state == _SENT and reason == DuplicateMessage.reason and not self._resend.get(uid, False):
-                # An unconfirmed copy from an earlier attempt is there: put it again with Resend.
-                self._state[uid] = _HELD
-                return [Held(uid)], self._confirm_ready()
-            if state in (_SENT, _CONFIRMING):
-                self._state[uid] = _REFUSED
-                return [Refused(uid, reason, name, message)], self._confirm_ready() if state == _SENT else b""
-        raise ChannelProtocolError(f"unexpected {frame.type.name} for uid {uid} in state {state}")
+            return self._refused(frame.header, uid, state)
+        return None
+
+    def _refused(self, header: dict[str, Any], uid: str, state: int) -> tuple[list[Event], bytes] | None:
+        """An ERROR answering the PUT or CONFIRM of ``uid``: held for another go, or refused."""
+        reason, name = int(header.get("reason", 0)), str(header.get("name", ""))
+        message = str(header.get("message", ""))
+        if state == _CONFIRMING and reason == UnknownUID.reason:
+            # The receiver never stored it (or lost it): not delivered; it goes again.
+            self._state[uid] = _HELD
+            return [Held(uid)], b""
+        if state == _SENT and reason == DuplicateMessage.reason and not self._resend.get(uid, False):
+            # An unconfirmed copy from an earlier attempt is there: put it again with Resend.
+            self._state[uid] = _HELD
+            return [Held(uid)], self._confirm_ready()
+        if state in (_SENT, _CONFIRMING):
+            self._state[uid] = _REFUSED
+            return [Refused(uid, reason, name, message)], self._confirm_ready() if state == _SENT else b""
+        return None
 
     def _confirm_ready(self) -> bytes:
         """Once every PUT of the batch is answered, CONFIRM the acknowledged ones in batch

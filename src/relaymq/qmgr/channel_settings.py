@@ -96,36 +96,46 @@ def build_connections(raw: object, key: str, base_dir: str | None) -> tuple[Conn
         raise ConfigError(key, "expected [[...connection]] tables")
     out: list[ConnectionSettings] = []
     for index, table in enumerate(raw):
-        item_key = f"{key}[{index}]"
-        if isinstance(table, dict) and "name" not in table:
-            raise ConfigError(f"{item_key}.name", "missing: every connection needs the remote queue manager's name")
-        connection = build_section(ConnectionSettings, table, item_key, base_dir)
-        if connection.address and connection.via:
-            raise ConfigError(f"{item_key}.via", "give address or via, not both")
-        if connection.password and not connection.user:
-            raise ConfigError(f"{item_key}.user", "password is set but user is not (both are needed)")
-        if bool(connection.tls_cert) != bool(connection.tls_key):
-            missing = "tls_key" if connection.tls_cert else "tls_cert"
-            raise ConfigError(f"{item_key}.{missing}", "tls_cert and tls_key go together (a client certificate)")
-        for earlier in out:
-            if earlier.name == connection.name:
-                raise ConfigError(f"{item_key}.name", f"{connection.name!r} is defined twice")
+        connection = _connection(table, f"{key}[{index}]", base_dir)
+        if any(earlier.name == connection.name for earlier in out):
+            raise ConfigError(f"{key}[{index}].name", f"{connection.name!r} is defined twice")
         out.append(connection)
-    names = {c.name for c in out}
-    for index, connection in enumerate(out):
+    _check_vias(out, key)
+    return tuple(out)
+
+
+def _connection(table: object, item_key: str, base_dir: str | None) -> ConnectionSettings:
+    """One ``[[connection]]`` table, checked on its own."""
+    if isinstance(table, dict) and "name" not in table:
+        raise ConfigError(f"{item_key}.name", "missing: every connection needs the remote queue manager's name")
+    connection = build_section(ConnectionSettings, table, item_key, base_dir)
+    if connection.address and connection.via:
+        raise ConfigError(f"{item_key}.via", "give address or via, not both")
+    if connection.password and not connection.user:
+        raise ConfigError(f"{item_key}.user", "password is set but user is not (both are needed)")
+    if bool(connection.tls_cert) != bool(connection.tls_key):
+        missing = "tls_key" if connection.tls_cert else "tls_cert"
+        raise ConfigError(f"{item_key}.{missing}", "tls_cert and tls_key go together (a client certificate)")
+    return connection
+
+
+def _check_vias(connections: list[ConnectionSettings], key: str) -> None:
+    """Every ``via`` names a connection, and following them ends at an address, not in a loop
+    or at an alias (item 23)."""
+    names = {c.name for c in connections}
+    for index, connection in enumerate(connections):
         if connection.via and connection.via not in names:
             raise ConfigError(f"{key}[{index}].via", f"no connection named {connection.via!r}")
-    for index, connection in enumerate(out):
+    for index, connection in enumerate(connections):
         seen = {connection.name}
         current = connection
         while current.via:
-            current = next(c for c in out if c.name == current.via)
+            current = next(c for c in connections if c.name == current.via)
             if current.name in seen:
                 raise ConfigError(f"{key}[{index}].via", f"via loop through {current.name!r}")
             seen.add(current.name)
         if connection.via and current.is_alias:
             raise ConfigError(f"{key}[{index}].via", f"{connection.via!r} leads to no address")
-    return tuple(out)
 
 
 def hello_credentials_of(route: ConnectionSettings) -> tuple[str, str] | None:

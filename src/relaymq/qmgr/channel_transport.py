@@ -323,7 +323,7 @@ def handle_frames(receiver: ChannelReceiver, frames: list[Frame]) -> bytes:
             futures = []
             for frame in group:
                 future = _POOL.submit(receiver.handle, frame)
-                uid = frame.header.get("uid")
+                uid = str(frame.header.get("uid", ""))
                 spins = 0
                 while not future.done() and not receiver.qm.is_confirmed(uid):
                     # The confirm registers within microseconds unless the queue manager is
@@ -952,10 +952,11 @@ def http_channel_handler(qm: Any, authenticator: ChannelAuthenticator, *, aliase
             pulls[peer] = state
             body, finished = await state.next_batch()
         else:
-            state = pulls.get(peer)
-            if state is None or not state.in_batch:  # the pull was lost (a restart): end it
+            known = pulls.get(peer)
+            if known is None or not known.in_batch:  # the pull was lost (a restart): end it
                 return HttpResponse(200, [("content-type", "application/octet-stream")],
                                     welcome + encode_frame(FrameType.PULL_DONE, {"count": 0}))
+            state = known
             try:
                 body, finished = await state.answer(frames)
             except ChannelProtocolError as exc:

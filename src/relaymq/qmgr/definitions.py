@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable
 from typing import Any
 
 from relaymq.qmgr.errors import BadProperty
@@ -124,7 +125,7 @@ class QueueDefinition:
         if self.kind in (REMOTE, HOME_SERVER):
             props["queue_manager"] = self.owner
         if self.kind == REMOTE and self.mode == SYNC:
-            for key in ("max_depth", "max_message_size", "expiry"):
+            for key in _HOLDING_PROPERTIES:
                 props.pop(key, None)
         return props
 
@@ -133,7 +134,7 @@ class QueueDefinition:
         props = self.properties()
         props.update(changes)
         if self.kind == REMOTE and props.get("mode") == SYNC:
-            for key in ("max_depth", "max_message_size", "expiry"):
+            for key in _HOLDING_PROPERTIES:
                 if key not in changes:
                     props.pop(key, None)
         local = self.owner if self.kind not in (REMOTE, HOME_SERVER) else ""
@@ -151,6 +152,47 @@ def _int(name: str, value: Any, low: int, high: int | None = None, allow_unlimit
     return value
 
 
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise BadProperty(f"{name} must be a string")
+    return value
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise BadProperty(f"{name} must be true or false")
+    return value
+
+
+def _aliases(name: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise BadProperty("aliases must be a list of names")
+    return tuple(check_name(a, "alias") for a in value)
+
+
+def _rule(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise BadProperty("rule must be 'module:Class'")
+    return value
+
+
+#: How each property is checked, in the order they are checked (the type-specific
+#: queue_manager, mode, target_queue_managers and push follow, in :func:`_type_values`).
+_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    "description": _text,
+    "active": _flag,
+    "max_depth": lambda name, value: _int(name, value, 0, None, True),
+    "max_message_size": lambda name, value: _int(name, value, 0, None, True),
+    "expiry": lambda name, value: _int(name, value, 0),
+    "default_priority": lambda name, value: _int(name, value, 0, 9),
+    "poll_interval": lambda name, value: _int(name, value, 0),
+    "aliases": _aliases,
+    "rule": _rule,
+}
+#: Properties a synchronous remote queue cannot have: it holds no messages.
+_HOLDING_PROPERTIES = ("max_depth", "max_message_size", "expiry")
+
+
 def make_definition(name: str, kind: str, local_qmgr: str, **props: Any) -> QueueDefinition:
     """Check ``props`` against the type and build the definition (raises BadName/BadProperty)."""
     check_name(name)
@@ -162,33 +204,15 @@ def make_definition(name: str, kind: str, local_qmgr: str, **props: Any) -> Queu
             raise BadProperty(f"property {key!r} does not apply to a {kind} queue")
     values: dict[str, Any] = {"name": name, "kind": kind, "owner": local_qmgr,
                               "creation_date": int(time.time() * 1000)}
-    if "description" in props:
-        if not isinstance(props["description"], str):
-            raise BadProperty("description must be a string")
-        values["description"] = props["description"]
-    if "active" in props:
-        if not isinstance(props["active"], bool):
-            raise BadProperty("active must be true or false")
-        values["active"] = props["active"]
-    if "max_depth" in props:
-        values["max_depth"] = _int("max_depth", props["max_depth"], 0, None, True)
-    if "max_message_size" in props:
-        values["max_message_size"] = _int("max_message_size", props["max_message_size"], 0, None, True)
-    if "expiry" in props:
-        values["expiry"] = _int("expiry", props["expiry"], 0)
-    if "default_priority" in props:
-        values["default_priority"] = _int("default_priority", props["default_priority"], 0, 9)
-    if "poll_interval" in props:
-        values["poll_interval"] = _int("poll_interval", props["poll_interval"], 0)
-    if "aliases" in props:
-        aliases = props["aliases"]
-        if isinstance(aliases, str) or not isinstance(aliases, (list, tuple)):
-            raise BadProperty("aliases must be a list of names")
-        values["aliases"] = tuple(check_name(a, "alias") for a in aliases)
-    if "rule" in props:
-        if not isinstance(props["rule"], str):
-            raise BadProperty("rule must be 'module:Class'")
-        values["rule"] = props["rule"]
+    values.update((key, check(key, props[key])) for key, check in _CHECKS.items() if key in props)
+    values.update(_type_values(kind, local_qmgr, props))
+    return QueueDefinition(**values)
+
+
+def _type_values(kind: str, local_qmgr: str, props: dict[str, Any]) -> dict[str, Any]:
+    """The values only some types have: the owner of a remote or home-server queue, a remote
+    queue's mode, a store-and-forward queue's targets and push."""
+    values: dict[str, Any] = {}
     if kind in (REMOTE, HOME_SERVER):
         owner = props.get("queue_manager")
         if owner is None:
@@ -201,7 +225,7 @@ def make_definition(name: str, kind: str, local_qmgr: str, **props: Any) -> Queu
         if mode not in (SYNC, ASYNC):
             raise BadProperty(f"mode must be 'sync' or 'async', got {mode!r}")
         values["mode"] = mode
-        if mode == SYNC and any(k in props for k in ("max_depth", "max_message_size", "expiry")):
+        if mode == SYNC and any(k in props for k in _HOLDING_PROPERTIES):
             raise BadProperty("a synchronous remote queue holds no messages: max_depth, max_message_size"
                               " and expiry do not apply")
     if kind == STORE_AND_FORWARD:
@@ -210,7 +234,5 @@ def make_definition(name: str, kind: str, local_qmgr: str, **props: Any) -> Queu
             raise BadProperty("a store_and_forward queue needs target_queue_managers (a non-empty list)")
         values["target_queue_managers"] = tuple(check_name(t, "queue manager") for t in targets)
         if "push" in props:
-            if not isinstance(props["push"], bool):
-                raise BadProperty("push must be true or false")
-            values["push"] = props["push"]
-    return QueueDefinition(**values)
+            values["push"] = _flag("push", props["push"])
+    return values

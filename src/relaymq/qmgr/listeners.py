@@ -1,136 +1,184 @@
 """Listeners: who hears that a message arrived (everyplace.md item 16; seed 004 l.2130-2367),
 and the wake-up of waiting getters.
 
-A mixin of :class:`relaymq.qmgr.manager.QueueManager`. Listeners run in the thread that made
-the message visible, after it is durable and outside the lock (a listener may call back).
+A part of :class:`relaymq.qmgr.manager.QueueManager` that owns the four kinds of listener;
+what it needs from the manager comes in its constructor (the lock, how to find a queue one may
+listen to, how to wake waiting getters and the admin processor). Listeners run in the thread
+that made the message visible, after it is durable and outside the lock (a listener may call
+back).
 
 Queue and message listeners hear of every message that becomes visible (a put, a confirmPut,
 and a message made visible again by unlock or undo). Put listeners hear of puts only (a put,
 or the confirmPut of a two-phase put) and get the stored bytes with it: a message taken off
 the queue at once by a waiting getter is still handed over (the archive service copies queue
-messages into its log with it).
+messages into its log with it). Transmission listeners (the channel part) hear of messages
+committed on a transmitting queue, and of an agreed triggerTransmission.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
+from relaymq.message.message import Message
 from relaymq.qmgr.definitions import ADMIN, APPLICATION_KINDS
 from relaymq.qmgr.queue_index import QueueIndex
 from relaymq.qmgr.states import UNLOCKED, Entry, MessageEvent, PutEvent
-from relaymq.qmgr.transmission import message_fields
+
+QueueListener = Callable[[str], None]
+MessageListener = Callable[[MessageEvent], None]
+PutListener = Callable[[PutEvent], None]
+#: ``fn(remote_qmgr, fields, trigger)``: see :meth:`Listeners.add_transmission_listener`.
+TransmissionListener = Callable[[str | None, dict[str, Any], bool], None]
 
 
-class ListenerMixin:
-    """Queue listeners, message listeners and the announcement of new visible messages."""
+def message_fields(entry: Entry) -> dict[str, Any]:
+    """The fields of a message the transmission rules see (seed l.5331: triggerTransmission
+    gets the message's MQeFields): the message properties of everyplace.md item 3 that
+    relaymq keeps, its destination, and the Message itself."""
+    message = Message.from_bytes(entry.data)
+    md = message.mq.md
+    return {"UID": entry.uid, "OriginQMgr": entry.uid.split(":", 1)[0], "Time": entry.created_ms,
+            "MsgID": entry.msg_id, "CorrelID": entry.correl_id, "Priority": entry.priority,
+            "ExpireTime": entry.expire_at, "ReplyToQ": md.ReplyToQ.strip(), "ReplyToQMgr": md.ReplyToQMgr.strip(),
+            "DestQMgr": entry.target_qmgr, "DestQ": entry.target_queue, "Message": message}
 
-    def add_listener(self, queue: str, fn: Callable[[str], None]) -> None:
-        """``fn(queue)`` is called (in the putting thread) after a message on ``queue``
-        becomes visible and durable. Local queues only (item 10)."""
+
+class Hearers(NamedTuple):
+    """Who is to hear of new messages on one queue, taken under the lock and told outside it."""
+
+    queue: list[QueueListener]
+    message: list[MessageListener]
+    transmission: list[TransmissionListener]
+
+
+class Listeners:
+    """Queue, message, put and transmission listeners, and the announcement of new visible
+    messages."""
+
+    def __init__(self, lock: threading.RLock, *, listenable: Callable[[str], QueueIndex],
+                 wake_getters: Callable[[], None], wake_admin: Callable[[], None], reads_fields: bool) -> None:
+        """``listenable(queue)`` is the queue's index (raising when one may not listen there);
+        ``wake_getters`` wakes the getters waiting (called with the lock held); ``wake_admin``
+        tells the admin processor its queue has work; ``reads_fields``: the queue manager
+        rule reads the fields of each message put for transmission (:func:`message_fields`)."""
+        self._lock = lock
+        self._listenable = listenable
+        self._wake_getters = wake_getters
+        self._wake_admin = wake_admin
+        self._reads_fields = reads_fields
+        self._queue: dict[str, list[QueueListener]] = {}
+        self._message: dict[str, list[MessageListener]] = {}
+        self._put: dict[str, list[PutListener]] = {}
+        self._transmission: list[TransmissionListener] = []
+
+    def add_listener(self, queue: str, fn: QueueListener) -> None:
         with self._lock:
             index = self._listenable(queue)
-            self._listeners.setdefault(index.definition.name, []).append(fn)
+            self._queue.setdefault(index.definition.name, []).append(fn)
             if index.rule is not None:
                 index.rule.listener_added(index.definition)
 
-    def remove_listener(self, queue: str, fn: Callable[[str], None]) -> None:
+    def remove_listener(self, queue: str, fn: QueueListener) -> None:
         with self._lock:
             index = self._listenable(queue)
-            fns = self._listeners.get(index.definition.name, [])
+            fns = self._queue.get(index.definition.name, [])
             if fn in fns:
                 fns.remove(fn)
                 if index.rule is not None:
                     index.rule.listener_removed(index.definition)
 
-    def add_message_listener(self, queue: str, fn: Callable[[MessageEvent], None]) -> None:
-        """``fn(MessageEvent)``: queue name, UID, MsgID, CorrelID, priority (item 16)."""
+    def listener_count(self, queue: str) -> int:
+        """How many queue listeners ``queue`` has (a waiting channel GET is one)."""
+        with self._lock:
+            return len(self._queue.get(queue, ()))
+
+    def add_message_listener(self, queue: str, fn: MessageListener) -> None:
         with self._lock:
             index = self._listenable(queue)
-            self._message_listeners.setdefault(index.definition.name, []).append(fn)
+            self._message.setdefault(index.definition.name, []).append(fn)
             if index.rule is not None:
                 index.rule.listener_added(index.definition)
 
-    def remove_message_listener(self, queue: str, fn: Callable[[MessageEvent], None]) -> None:
+    def remove_message_listener(self, queue: str, fn: MessageListener) -> None:
         with self._lock:
-            fns = self._message_listeners.get(self._listenable(queue).definition.name, [])
+            fns = self._message.get(self._listenable(queue).definition.name, [])
             if fn in fns:
                 fns.remove(fn)
 
-    def add_put_listener(self, queue: str, fn: Callable[[PutEvent], None]) -> None:
-        """``fn(PutEvent)`` for every message put to ``queue`` (a two-phase put: when it is
-        confirmed), with the stored bytes, when the put is submitted to the store: in the
-        putter's thread and unit of work, with the queue manager's lock held, so what ``fn``
-        submits to the same storage engine commits with the put (the archive, issue 14). ``fn``
-        must not call the queue manager. Not called for messages made visible again (unlock,
-        undo). An internal hook: queue rules are not told of it."""
+    def add_put_listener(self, queue: str, fn: PutListener) -> None:
         with self._lock:
             index = self._listenable(queue)
-            self._put_listeners.setdefault(index.definition.name, []).append(fn)
+            self._put.setdefault(index.definition.name, []).append(fn)
 
-    def remove_put_listener(self, queue: str, fn: Callable[[PutEvent], None]) -> None:
+    def remove_put_listener(self, queue: str, fn: PutListener) -> None:
         with self._lock:
-            fns = self._put_listeners.get(self._listenable(queue).definition.name, [])
+            fns = self._put.get(self._listenable(queue).definition.name, [])
             if fn in fns:
                 fns.remove(fn)
 
-    def _heard_put(self, index: QueueIndex, entry: Entry) -> None:
+    def add_transmission_listener(self, fn: TransmissionListener) -> None:
+        with self._lock:
+            self._transmission.append(fn)
+
+    def remove_transmission_listener(self, fn: TransmissionListener) -> None:
+        with self._lock:
+            if fn in self._transmission:
+                self._transmission.remove(fn)
+
+    def transmission_listeners(self) -> list[TransmissionListener]:
+        with self._lock:
+            return list(self._transmission)
+
+    def heard_put(self, index: QueueIndex, entry: Entry) -> None:
         """Tell the put listeners of ``entry`` (call with the lock held, inside the unit of
         work that submits the put)."""
         if entry.state != UNLOCKED or index.definition.kind not in APPLICATION_KINDS:
             return
-        listeners = self._put_listeners.get(index.definition.name)
+        listeners = self._put.get(index.definition.name)
         if listeners:
             event = PutEvent(index.definition.name, entry.uid, entry.msg_id, entry.correl_id, entry.priority,
                              entry.data)
             for fn in list(listeners):
                 fn(event)
 
-    def _listenable(self, queue: str) -> QueueIndex:
-        return self._holding_index(queue, None, "listen")
-
-    def _announce(self, index: QueueIndex, entries: list[Entry], *, put: bool = False) -> None:
-        """Wake waiters, then tell listeners (outside the lock: a listener may call back).
-        ``put``: the entries were just put (or their put confirmed), so put listeners hear too."""
+    def announce(self, index: QueueIndex, entries: list[Entry]) -> None:
+        """Wake waiters, then tell listeners (outside the lock: a listener may call back)."""
         if not entries:
             return
         with self._lock:
-            hearers = self._hearers(index)
+            hearers = self.hearers(index)
         if hearers is not None:
-            self._tell(index, entries, hearers)
+            self.tell(index, entries, hearers)
 
-    def _hearers(self, index: QueueIndex) -> tuple[list[Callable[[str], None]], list[Callable[[MessageEvent], None]],
-                                                   list[Callable[[str | None, dict[str, Any], bool], None]]] | None:
+    def hearers(self, index: QueueIndex) -> Hearers | None:
         """Wake the getters waiting (call with the lock held) and say who is to hear of new
-        messages on ``index``: None when nobody is (then :meth:`_tell` has nothing to do)."""
-        if self._waiters:
-            self._cond.notify_all()
+        messages on ``index``: None when nobody is (then :meth:`tell` has nothing to do)."""
+        self._wake_getters()
         definition = index.definition
         local = definition.kind in APPLICATION_KINDS
-        listeners = list(self._listeners.get(definition.name, ())) if local else []
-        message_listeners = list(self._message_listeners.get(definition.name, ())) if local else []
-        transmission = list(self._transmission_listeners) if definition.transmits else []
+        listeners = list(self._queue.get(definition.name, ())) if local else []
+        message_listeners = list(self._message.get(definition.name, ())) if local else []
+        transmission = list(self._transmission) if definition.transmits else []
         if listeners or message_listeners or transmission or definition.kind == ADMIN:
-            return listeners, message_listeners, transmission
+            return Hearers(listeners, message_listeners, transmission)
         return None
 
-    def _tell(self, index: QueueIndex, entries: list[Entry],
-              hearers: tuple[list[Callable[[str], None]], list[Callable[[MessageEvent], None]],
-                             list[Callable[[str | None, dict[str, Any], bool], None]]]) -> None:
-        """Tell what :meth:`_hearers` named of ``entries`` (outside the lock)."""
-        listeners, message_listeners, transmission = hearers
+    def tell(self, index: QueueIndex, entries: list[Entry], hearers: Hearers) -> None:
+        """Tell what :meth:`hearers` named of ``entries`` (outside the lock)."""
         name = index.definition.name
-        if index.definition.kind == ADMIN and self.admin is not None:
-            self.admin.wake()
-        for fn in listeners:
+        if index.definition.kind == ADMIN:
+            self._wake_admin()
+        for fn in hearers.queue:
             fn(name)
-        if not (message_listeners or transmission):
+        if not (hearers.message or hearers.transmission):
             return
         for entry in entries:
             event = MessageEvent(name, entry.uid, entry.msg_id, entry.correl_id, entry.priority)
-            for mfn in message_listeners:
+            for mfn in hearers.message:
                 mfn(event)
-            if transmission:
-                fields = message_fields(entry) if self._rule_reads_fields() else {}
-                for tfn in transmission:
+            if hearers.transmission:
+                fields = message_fields(entry) if self._reads_fields else {}
+                for tfn in hearers.transmission:
                     tfn(entry.target_qmgr, fields, False)

@@ -14,7 +14,6 @@ tested without sleeping.
 
 from __future__ import annotations
 
-import itertools
 import os
 from functools import partial
 import threading
@@ -41,6 +40,7 @@ from relaymq.qmgr.definitions import (
     make_definition,
 )
 from relaymq.qmgr.errors import (
+    ConfirmIdRequired,
     NotAuthorized,
     DuplicateMessage,
     UnknownQueueManager,
@@ -59,14 +59,14 @@ from relaymq.qmgr.errors import (
     UnknownUID,
 )
 from relaymq.qmgr.expiry import ExpireTime, expiry_deadline, is_expired
-from relaymq.qmgr.listeners import ListenerMixin
+from relaymq.qmgr.listeners import Listeners, MessageListener, PutListener, QueueListener, TransmissionListener
 from relaymq.qmgr.names import check_name
 from relaymq.qmgr.queue_index import QueueIndex
-from relaymq.qmgr.retrieval import RetrievalMixin, _envelope
+from relaymq.qmgr.retrieval import Retrieval, SyncRoute, Waiting, envelope_of
 from relaymq.qmgr.rules import QueueManagerRule, QueueRule, call_veto, load_rule
-from relaymq.qmgr.states import PUT_UNCONFIRMED, UNLOCKED, Entry, Envelope, MessageEvent, PutEvent
+from relaymq.qmgr.states import PUT_UNCONFIRMED, UNLOCKED, Entry, Envelope
 from relaymq.qmgr.store import MemoryQueueStore, Op, QueueStore, Ticket
-from relaymq.qmgr.transmission import TransmissionMixin
+from relaymq.qmgr.transmission import Pending, Transmission, rule_reads_fields
 
 #: The broker's database in its data directory (relaymq.store.factory.DATABASE_FILE).
 BROKER_DATABASE = "relaymq.db"
@@ -100,26 +100,26 @@ class _Definitions(Mapping[tuple[str, str], QueueDefinition]):
         return len(self._queues)
 
 
-class SyncRemote(Protocol):
+class SyncRemote(SyncRoute, Protocol):
     """What the channel part provides for synchronous remote queues and discovery (items 10,
     20, 21): each call goes to ``queue`` on ``qmgr`` over a connection at once, and raises the
-    destination's QueueError (or NotConnected)."""
+    destination's QueueError (or NotConnected). The get side's calls are :class:`SyncRoute`."""
 
     def reachable(self, qmgr: str) -> bool: ...
     def put(self, qmgr: str, queue: str, message: Message, *, uid: str | None = None, confirm: bool = True,
             confirm_id: int = 1, resend: bool = False, expire_at: int | None = None,
             transmission: bool = False) -> bytes: ...
     def confirm_put(self, qmgr: str, queue: str, uid: str) -> bool: ...
-    def get(self, qmgr: str, queue: str, **options: Any) -> Envelope | None: ...
-    def browse(self, qmgr: str, queue: str, **options: Any) -> list[Envelope]: ...
-    def delete(self, qmgr: str, queue: str, uid: str, lock_id: int) -> None: ...
-    def unlock(self, qmgr: str, queue: str, uid: str, lock_id: int) -> None: ...
-    def confirm_get(self, qmgr: str, queue: str, uid: str) -> bool: ...
-    def undo(self, qmgr: str, queue: str, confirm_id: int) -> int: ...
 
 
-class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
-    """A queue manager with its queues, over a :class:`QueueStore`."""
+class QueueManager:
+    """A queue manager with its queues, over a :class:`QueueStore`.
+
+    It holds the queues' indexes, the message states by UID and the lock that guards them;
+    three parts that own their own state do the rest, each told in its constructor what it
+    uses of the manager: :class:`Retrieval` (get, browse, lock, confirmGet, undo and the
+    waiting get), :class:`Transmission` (messages waiting for another queue manager) and
+    :class:`Listeners` (who hears of a new message)."""
 
     def __init__(self, name: str, store: QueueStore | None = None, *, clock: Callable[[], float] = time.time,
                  confirm_window: float = DEFAULT_CONFIRM_WINDOW, rule: QueueManagerRule | str | None = None,
@@ -141,7 +141,6 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         self.dead_letter_undeliverable = dead_letter_undeliverable
         self.dead_lettered = 0
         self._lock = threading.RLock()
-        self._cond = threading.Condition(self._lock)
         self._queues: dict[tuple[str, str], QueueIndex] = {}
         self._queue_aliases: dict[tuple[str, str], str] = {}
         self._qmgr_aliases: dict[str, str] = {}
@@ -151,19 +150,19 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         self._resolved: dict[tuple[str, str | None], res.Resolution] = {}
         self._by_uid: dict[str, Entry] = {}
         self._confirmed: dict[str, int] = {}
-        self._listeners: dict[str, list[Callable[[str], None]]] = {}
-        self._message_listeners: dict[str, list[Callable[[MessageEvent], None]]] = {}
-        self._put_listeners: dict[str, list[Callable[[PutEvent], None]]] = {}
-        self._transmission_listeners: list[Callable[[str | None, dict[str, Any], bool], None]] = []
         self._seq = 0
-        self._lock_ids = itertools.count(1)
         self._last_forget = 0
         self._closed = False
         self._quiescing = False
-        self._waiters = 0
         #: Processes SYSTEM.ADMIN.QUEUE (relaymq.qmgr.admin); ``administrators`` are the users
         #: whose admin messages are obeyed (None: anyone who can put there; empty: nobody).
         self.admin = AdminProcessor(self, administrators) if admin_processing else None
+        self._waiting = Waiting(self._lock)
+        self._listeners = Listeners(self._lock, listenable=partial(self._holding_index, qmgr=None, operation="listen"),
+                                    wake_getters=self._waiting.wake_if_any, wake_admin=self._wake_admin,
+                                    reads_fields=rule_reads_fields(self.rule))
+        self._retrieval = Retrieval(self, self._lock, self._waiting, self._listeners)
+        self._transmission = Transmission(self, self._lock, self._listeners)
         self._load(define_system_queues, recreate)
         if self.admin is not None and (self.name, SYSTEM_ADMIN_QUEUE) in self._queues:
             self.admin.recover()
@@ -247,8 +246,7 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
                 continue
             index.add(entry)
             self._by_uid[entry.uid] = entry
-        lock_ids = [e.lock_id for e in loaded.entries if e.lock_id]
-        self._lock_ids = itertools.count(max(lock_ids, default=0) + 1)
+        self._retrieval.lock_ids_after(max((e.lock_id for e in loaded.entries), default=0))
         call_veto("activate", self.rule.activate, self)
         if define_system_queues:
             for qname, kind in SYSTEM_QUEUES.items():
@@ -269,11 +267,9 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             if self._closed:
                 return
             self._quiescing = True
-            deadline = time.monotonic() + quiesce
-            while self._waiters and (remaining := deadline - time.monotonic()) > 0:
-                self._cond.wait(remaining)
+            self._waiting.drain(quiesce)
             self._closed = True
-            self._cond.notify_all()
+            self._waiting.wake()
         for index in list(self._queues.values()):
             if index.rule is not None:
                 index.rule.close(index.definition)
@@ -530,20 +526,20 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
                 raise UnknownQueue(f"queue {definition.name!r} was deleted")
             entry, ops = self._new_entry(index, resolved, message, confirm_id, uid, resend, expire_time)
             with self.store.unit():  # the put listeners' submissions (the archive) commit with it
-                if not wait and hasattr(self.store, "submit_nowait"):
+                if not wait and self.store.defers:
                     self.store.submit_nowait(ops)
-                    self._heard_put(index, entry)
+                    self._listeners.heard_put(index, entry)
                     index.pending += 1  # counts toward max_depth until it is added
                     self.store.after_submit(partial(self._added, index, entry))
                     return entry.msg_id
                 index.add(entry)
                 self._by_uid[entry.uid] = entry
                 ticket = self.store.submit(ops)
-                self._heard_put(index, entry)
+                self._listeners.heard_put(index, entry)
         if wait:
             self._finish(ticket, [entry])
         if entry.state == UNLOCKED:
-            self._announce(index, [entry], put=True)
+            self._listeners.announce(index, [entry])
         return entry.msg_id
 
     def _added(self, index: QueueIndex, entry: Entry) -> None:
@@ -556,9 +552,9 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             self._by_uid[entry.uid] = entry
             if entry.state != UNLOCKED:
                 return
-            hearers = self._hearers(index)  # as _announce, in the same hold of the lock
+            hearers = self._listeners.hearers(index)  # as announce, in the same hold of the lock
         if hearers is not None:
-            self._tell(index, [entry], hearers)
+            self._listeners.tell(index, [entry], hearers)
 
     def _sync_put(self, resolved: res.Resolution, message: Message, confirm_id: int, uid: str | None,
                   resend: bool, expire_time: ExpireTime | None, transmission: bool) -> bytes:
@@ -602,24 +598,15 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
 
     def _new_entry(self, index: QueueIndex, resolved: res.Resolution, message: Message, confirm_id: int,
                    uid: str | None, resend: bool, expire_time: ExpireTime | None) -> tuple[Entry, list[Op]]:
+        """The entry a put adds to ``index`` and the store operations that record it, once
+        every check passed (duplicates, expiry, size, depth, the rules' vetoes)."""
         definition = index.definition
         if not definition.active:
             raise NotAllowed(f"queue {definition.name!r} is not active")
         now = self._now_ms()
         ops: list[Op] = []
         if uid is not None:
-            if uid in self._confirmed:
-                if index.rule is not None:
-                    index.rule.duplicate_put(definition, uid)
-                raise DuplicateMessage(f"message {uid} was already put and confirmed here")
-            old = self._by_uid.get(uid)
-            if old is not None:
-                if not (resend and old.state == PUT_UNCONFIRMED):
-                    if index.rule is not None:
-                        index.rule.duplicate_put(definition, uid)
-                    raise DuplicateMessage(f"message {uid} is already on queue {old.queue!r}"
-                                           f"{'' if resend else ' (put without Resend)'}")
-                self._drop(self._queues[(old.qmgr, old.queue)], old, ops)  # item 19: resend replaces
+            self._replace_unconfirmed(index, uid, resend, ops)
         md = message.mq.md
         if md.Priority < 0:
             md.Priority = definition.default_priority
@@ -633,14 +620,7 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         if is_expired(deadline, now):
             raise MessageExpired(f"message expired before it was put to {definition.name!r}")
         data = message.to_bytes()
-        limit = definition.max_message_size
-        if limit != UNLIMITED and len(data) > limit:
-            raise MessageTooBig(f"message of {len(data)} bytes exceeds max_message_size {limit}"
-                                f" of queue {definition.name!r}")
-        if definition.max_depth != UNLIMITED and len(index) + index.pending >= definition.max_depth:
-            self._purge_expired(index)
-            if len(index) + index.pending >= definition.max_depth:
-                raise QueueFull(f"queue {definition.name!r} is full (max_depth {definition.max_depth})")
+        self._check_room(index, len(data))
         call_veto("put", self.rule.put, self, definition, message, resolved.target_qmgr)
         if index.rule is not None:
             call_veto("put", index.rule.put, definition, message)
@@ -652,6 +632,35 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
                       target_queue="" if resolved.is_local else resolved.target_queue)
         ops += [("entry", entry), ("meta", "seq", seq)]
         return entry, ops
+
+    def _replace_unconfirmed(self, index: QueueIndex, uid: str, resend: bool, ops: list[Op]) -> None:
+        """Duplicate removal for a put with a sender's ``uid`` (items 18, 19): a UID confirmed
+        here, or held here without ``resend`` replacing an unconfirmed copy, is a
+        DuplicateMessage (the queue rule hears of it); a resend drops the old copy."""
+        definition = index.definition
+        old = self._by_uid.get(uid)
+        if uid in self._confirmed or (old is not None and not (resend and old.state == PUT_UNCONFIRMED)):
+            if index.rule is not None:
+                index.rule.duplicate_put(definition, uid)
+            if old is None or uid in self._confirmed:
+                raise DuplicateMessage(f"message {uid} was already put and confirmed here")
+            raise DuplicateMessage(f"message {uid} is already on queue {old.queue!r}"
+                                   f"{'' if resend else ' (put without Resend)'}")
+        if old is not None:
+            self._drop(self._queues[(old.qmgr, old.queue)], old, ops)  # item 19: resend replaces
+
+    def _check_room(self, index: QueueIndex, size: int) -> None:
+        """Raise MessageTooBig or QueueFull when a message of ``size`` bytes cannot go on
+        ``index`` (expired messages are removed before a queue counts as full)."""
+        definition = index.definition
+        limit = definition.max_message_size
+        if limit != UNLIMITED and size > limit:
+            raise MessageTooBig(f"message of {size} bytes exceeds max_message_size {limit}"
+                                f" of queue {definition.name!r}")
+        if definition.max_depth != UNLIMITED and len(index) + index.pending >= definition.max_depth:
+            self._purge_expired(index)
+            if len(index) + index.pending >= definition.max_depth:
+                raise QueueFull(f"queue {definition.name!r} is full (max_depth {definition.max_depth})")
 
     def dead_letter(self, message: Message, error: QueueError, *, qmgr: str, queue: str, uid: str | None = None,
                     confirm_id: int = 0, resend: bool = False) -> bool:
@@ -706,9 +715,9 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             self._remember(uid, ops)
             with self.store.unit():
                 ticket = self.store.submit(ops)
-                self._heard_put(index, entry)
+                self._listeners.heard_put(index, entry)
         self._finish(ticket, [])
-        self._announce(index, [entry], put=True)
+        self._listeners.announce(index, [entry])
         return True
 
     def _already_confirmed(self, uid: str, what: str) -> bool:
@@ -735,7 +744,149 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         with self._lock:
             return uid in self._confirmed
 
+    # -- get side (items 4, 11-17, 20): the Retrieval part ------------------------------------
+    def get(self, queue: str, *, wait: float = 0.0, msg_id: bytes | None = None, correl_id: bytes | None = None,
+            selector: str | None = None, fields: dict[str, Any] | None = None, confirm_id: int = 0,
+            qmgr: str | None = None, durable: bool = True) -> Message | None:
+        """Destructive get of the first match, priority then FIFO (item 15); None when
+        nothing matches within ``wait`` seconds. See :meth:`get_envelope` for the UID."""
+        envelope = self.get_envelope(queue, wait=wait, msg_id=msg_id, correl_id=correl_id, selector=selector,
+                                     fields=fields, confirm_id=confirm_id, qmgr=qmgr, durable=durable)
+        return envelope.message if envelope is not None else None
+
+    def get_envelope(self, queue: str, *, wait: float = 0.0, msg_id: bytes | None = None,
+                     correl_id: bytes | None = None, selector: str | None = None,
+                     fields: dict[str, Any] | None = None, confirm_id: int = 0, uid: str | None = None,
+                     lock_id: int = 0, qmgr: str | None = None, _admin: bool = False,
+                     durable: bool = True) -> Envelope | None:
+        """Get with everything (:meth:`Retrieval.get_envelope`): with ``confirm_id > 0`` the
+        message stays get-unconfirmed until :meth:`confirm_get`; ``uid`` + ``lock_id`` take a
+        locked message; ``wait`` > 0 blocks this thread (waitForMessage, item 16)."""
+        return self._retrieval.get_envelope(queue, wait=wait, msg_id=msg_id, correl_id=correl_id, selector=selector,
+                                            fields=fields, confirm_id=confirm_id, uid=uid, lock_id=lock_id,
+                                            qmgr=qmgr, _admin=_admin, durable=durable)
+
+    wait_for_message = get_envelope  # item 16: a get that waits (seed l.2138-2151)
+
+    def browse(self, queue: str, *, msg_id: bytes | None = None, correl_id: bytes | None = None,
+               selector: str | None = None, fields: dict[str, Any] | None = None, limit: int | None = None,
+               qmgr: str | None = None) -> list[Message]:
+        """Copies of the visible matching messages in get order, nothing removed."""
+        return [e.message for e in self.browse_envelopes(queue, msg_id=msg_id, correl_id=correl_id,
+                                                          selector=selector, fields=fields, limit=limit, qmgr=qmgr)]
+
+    def browse_envelopes(self, queue: str, *, msg_id: bytes | None = None, correl_id: bytes | None = None,
+                         selector: str | None = None, fields: dict[str, Any] | None = None,
+                         limit: int | None = None, qmgr: str | None = None, _lock_confirm: int = 0) -> list[Envelope]:
+        """Envelopes of the visible matching messages in get order (:meth:`Retrieval.browse_envelopes`)."""
+        return self._retrieval.browse_envelopes(queue, msg_id=msg_id, correl_id=correl_id, selector=selector,
+                                                fields=fields, limit=limit, qmgr=qmgr, _lock_confirm=_lock_confirm)
+
+    def browse_and_lock(self, queue: str, *, confirm_id: int, msg_id: bytes | None = None,
+                        correl_id: bytes | None = None, selector: str | None = None,
+                        fields: dict[str, Any] | None = None, limit: int | None = None,
+                        qmgr: str | None = None) -> list[Envelope]:
+        """Lock the current matches (item 13); each envelope carries the lock id that get,
+        delete and unlock need. ``confirm_id`` (> 0) lets :meth:`undo` unlock them all."""
+        if confirm_id <= 0:
+            raise ConfirmIdRequired("browse_and_lock needs confirm_id > 0")
+        return self.browse_envelopes(queue, msg_id=msg_id, correl_id=correl_id, selector=selector, fields=fields,
+                                     limit=limit, qmgr=qmgr, _lock_confirm=confirm_id)
+
+    def unlock(self, queue: str, uid: str, lock_id: int, *, qmgr: str | None = None) -> None:
+        """Unlock a message locked by browseAndLock; only the locker (its lock id) may."""
+        self._retrieval.unlock(queue, uid, lock_id, qmgr=qmgr)
+
+    def delete(self, queue: str, uid: str, *, lock_id: int = 0, qmgr: str | None = None) -> None:
+        """Delete exactly the message ``uid`` (item 14); a locked one needs its lock id."""
+        self._retrieval.delete(queue, uid, lock_id=lock_id, qmgr=qmgr)
+
+    def confirm_get(self, uid: str, *, qmgr: str | None = None, queue: str | None = None) -> bool:
+        """Delete a get-unconfirmed message (item 20): :meth:`Retrieval.confirm_get`."""
+        return self._retrieval.confirm_get(uid, qmgr=qmgr, queue=queue)
+
+    def undo(self, queue: str, confirm_id: int, *, qmgr: str | None = None) -> int:
+        """Undo every operation made with ``confirm_id`` on ``queue`` (item 17): :meth:`Retrieval.undo`."""
+        return self._retrieval.undo(queue, confirm_id, qmgr=qmgr)
+
+    # -- transmission (items 18, 23-25, 32): the Transmission part --------------------------
+    def pending_transmission(self, remote_qmgr: str, *, pull: bool = False,
+                             limit: int | None = None) -> list[tuple[str, str, Message]]:
+        """Confirmed messages waiting to go to ``remote_qmgr``, as (uid, target_queue, message);
+        see :meth:`pending_messages`."""
+        return [(p.uid, p.queue, p.message) for p in self.pending_messages(remote_qmgr, pull=pull, limit=limit)]
+
+    def pending_messages(self, remote_qmgr: str, *, pull: bool = False, limit: int | None = None,
+                         store_queue: str | None = None) -> list[Pending]:
+        """Confirmed messages waiting to go to ``remote_qmgr``: :meth:`Transmission.pending_messages`."""
+        return self._transmission.pending_messages(remote_qmgr, pull=pull, limit=limit, store_queue=store_queue)
+
+    def pending_count(self) -> int:
+        """Confirmed messages waiting for transmission on every transmitting queue (seed l.5339)."""
+        return self._transmission.pending_count()
+
+    def transmission_allowed(self, fields: dict[str, Any] | None = None) -> bool:
+        """Does the queue manager rule let pending messages go now (:meth:`Transmission.transmission_allowed`)?"""
+        return self._transmission.transmission_allowed(fields)
+
+    def transmission_targets(self) -> list[str]:
+        """Queue managers that have confirmed messages waiting here for them."""
+        return self._transmission.transmission_targets()
+
+    def trigger_transmission(self) -> bool:
+        """Transmit everything pending now when the rule agrees (:meth:`Transmission.trigger_transmission`)."""
+        return self._transmission.trigger_transmission()
+
+    def transmitted(self, uid: str) -> None:
+        """The remote queue manager confirmed ``uid``: remove it here (item 18)."""
+        self._transmission.transmitted(uid)
+
+    # -- listeners (item 16): the Listeners part ---------------------------------------------
+    def add_listener(self, queue: str, fn: QueueListener) -> None:
+        """``fn(queue)`` is called (in the putting thread) after a message on ``queue``
+        becomes visible and durable. Local queues only (item 10)."""
+        self._listeners.add_listener(queue, fn)
+
+    def remove_listener(self, queue: str, fn: QueueListener) -> None:
+        self._listeners.remove_listener(queue, fn)
+
+    def listener_count(self, queue: str) -> int:
+        """How many queue listeners ``queue`` has (each waiting asynchronous or channel GET is one)."""
+        return self._listeners.listener_count(queue)
+
+    def add_message_listener(self, queue: str, fn: MessageListener) -> None:
+        """``fn(MessageEvent)``: queue name, UID, MsgID, CorrelID, priority (item 16)."""
+        self._listeners.add_message_listener(queue, fn)
+
+    def remove_message_listener(self, queue: str, fn: MessageListener) -> None:
+        self._listeners.remove_message_listener(queue, fn)
+
+    def add_put_listener(self, queue: str, fn: PutListener) -> None:
+        """``fn(PutEvent)`` for every message put to ``queue`` (a two-phase put: when it is
+        confirmed), with the stored bytes, when the put is submitted to the store: in the
+        putter's thread and unit of work, with the queue manager's lock held, so what ``fn``
+        submits to the same storage engine commits with the put (the archive, issue 14). ``fn``
+        must not call the queue manager. Not called for messages made visible again (unlock,
+        undo). An internal hook: queue rules are not told of it."""
+        self._listeners.add_put_listener(queue, fn)
+
+    def remove_put_listener(self, queue: str, fn: PutListener) -> None:
+        self._listeners.remove_put_listener(queue, fn)
+
+    def add_transmission_listener(self, fn: TransmissionListener) -> None:
+        """``fn(remote_qmgr, fields, False)`` after a message for that queue manager is
+        committed here (``fields``: :func:`relaymq.qmgr.listeners.message_fields` of it, for
+        the rule), and ``fn(None, {}, True)`` when :meth:`trigger_transmission` was agreed."""
+        self._listeners.add_transmission_listener(fn)
+
+    def remove_transmission_listener(self, fn: TransmissionListener) -> None:
+        self._listeners.remove_transmission_listener(fn)
+
     # -- internals ------------------------------------------------------------------------
+    def _wake_admin(self) -> None:
+        if self.admin is not None:
+            self.admin.wake()
+
     def _now_ms(self) -> int:
         return int(self.clock() * 1000)
 
@@ -747,14 +898,14 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
     def _make_visible(self, index: QueueIndex, entry: Entry) -> None:
         entry.state, entry.confirm_id, entry.lock_id = UNLOCKED, 0, 0
         index.show(entry)
-        self._cond.notify_all()
+        self._waiting.wake()
 
     def _expire(self, index: QueueIndex, entry: Entry, ops: list[Op]) -> None:
         """Remove an expired message; the queue rule hears of it and cannot prevent it."""
         self._drop(index, entry, ops)
         if index.rule is not None:
             try:
-                index.rule.message_expired(index.definition, _envelope(entry))
+                index.rule.message_expired(index.definition, envelope_of(entry))
             except Exception:  # noqa: BLE001 - l.306: the rule cannot affect the deletion
                 pass
 

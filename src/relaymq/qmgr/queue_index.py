@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from relaymq.qmgr.definitions import QueueDefinition
+from relaymq.qmgr.rules import QueueRule
 from relaymq.qmgr.states import UNLOCKED, Entry
 
 
@@ -20,7 +21,7 @@ class QueueIndex:
 
     __slots__ = ("definition", "entries", "_buckets", "rule", "pending")
 
-    def __init__(self, definition: QueueDefinition, rule: object | None = None) -> None:
+    def __init__(self, definition: QueueDefinition, rule: QueueRule | None = None) -> None:
         self.definition = definition
         self.entries: dict[str, Entry] = {}
         self._buckets: list[dict[str, Entry]] = [{} for _ in range(10)]

@@ -57,7 +57,9 @@ def format_id(raw: bytes) -> str:
 
 def _split_items(text: str) -> list[str]:
     """Split on commas outside double quotes."""
-    items, current, quoted = [], [], False
+    items: list[str] = []
+    current: list[str] = []
+    quoted = False
     for char in text:
         if char == '"':
             quoted = not quoted

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import sqlite3
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any
@@ -95,6 +96,7 @@ class SqliteQueueStore(QueueStore):
     broker's (``engine=``), shared with every other part."""
 
     kind = "sqlite"
+    defers = True
 
     def __init__(self, path: str | None = None, synchronous: str = "FULL", *, engine: Engine | None = None) -> None:
         if synchronous not in SYNCHRONOUS_MODES:
@@ -165,7 +167,7 @@ class SqliteQueueStore(QueueStore):
         except StoreError as exc:
             raise StoreFailed(f"store write failed: {exc}") from exc
 
-    def after_submit(self, callback: Any) -> None:
+    def after_submit(self, callback: Callable[[], None]) -> None:
         self.engine.after_submit(callback)
 
     def unit(self) -> AbstractContextManager[None]:

@@ -20,6 +20,7 @@ Operations:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,11 +64,22 @@ class QueueStore:
     """Interface of a queue manager store."""
 
     kind = "abstract"
+    #: Whether :meth:`submit_nowait` and :meth:`after_submit` work: a store in a storage engine,
+    #: whose caller may wait for the engine itself instead of a ticket per submission.
+    defers = False
 
     def load(self) -> Loaded:
         raise NotImplementedError
 
     def submit(self, ops: list[Op]) -> Ticket:
+        raise NotImplementedError
+
+    def submit_nowait(self, ops: list[Op]) -> None:
+        """Submit without a ticket (only where :attr:`defers`)."""
+        raise NotImplementedError
+
+    def after_submit(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the current unit of work is submitted (only where :attr:`defers`)."""
         raise NotImplementedError
 
     def unit(self) -> AbstractContextManager[None]:

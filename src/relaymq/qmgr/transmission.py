@@ -1,18 +1,23 @@
 """Messages waiting for another queue manager: what the channel part transmits and removes
 once confirmed (everyplace.md items 18, 23-25, 32 transmission rules; seed 004 l.2597-3136).
 
-A mixin of :class:`relaymq.qmgr.manager.QueueManager`.
+A part of :class:`relaymq.qmgr.manager.QueueManager`; what it uses of the manager is
+:class:`relaymq.qmgr.host.QueueHost`, and the transmission listeners it calls are the manager's
+:class:`relaymq.qmgr.listeners.Listeners`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
 from typing import Any, NamedTuple
 
 from relaymq.message.message import Message
 from relaymq.qmgr.definitions import STORE_AND_FORWARD
 from relaymq.qmgr.errors import NotAllowed, UnknownQueue, UnknownUID
 from relaymq.qmgr.expiry import is_expired
+from relaymq.qmgr.host import QueueHost
+from relaymq.qmgr.listeners import Listeners
+from relaymq.qmgr.queue_index import QueueIndex
 from relaymq.qmgr.rules import QueueManagerRule
 from relaymq.qmgr.states import Entry
 from relaymq.qmgr.store import Op
@@ -37,26 +42,19 @@ class Pending(NamedTuple):
     expire_at: int | None  # its absolute deadline, epoch ms, kept across hops (item 5)
 
 
-def message_fields(entry: Entry) -> dict[str, Any]:
-    """The fields of a message the transmission rules see (seed l.5331: triggerTransmission
-    gets the message's MQeFields): the message properties of everyplace.md item 3 that
-    relaymq keeps, its destination, and the Message itself."""
-    message = Message.from_bytes(entry.data)
-    md = message.mq.md
-    return {"UID": entry.uid, "OriginQMgr": entry.uid.split(":", 1)[0], "Time": entry.created_ms,
-            "MsgID": entry.msg_id, "CorrelID": entry.correl_id, "Priority": entry.priority,
-            "ExpireTime": entry.expire_at, "ReplyToQ": md.ReplyToQ.strip(), "ReplyToQMgr": md.ReplyToQMgr.strip(),
-            "DestQMgr": entry.target_qmgr, "DestQ": entry.target_queue, "Message": message}
+def rule_reads_fields(rule: QueueManagerRule) -> bool:
+    """Does the queue manager rule have its own trigger_transmission (so the fields of each
+    put message are worth decoding for it)?"""
+    return type(rule).trigger_transmission is not QueueManagerRule.trigger_transmission
 
 
-class TransmissionMixin:
+class Transmission:
     """The sending side of assured delivery."""
 
-    def pending_transmission(self, remote_qmgr: str, *, pull: bool = False,
-                             limit: int | None = None) -> list[tuple[str, str, Message]]:
-        """Confirmed messages waiting to go to ``remote_qmgr``, as (uid, target_queue, message);
-        see :meth:`pending_messages`."""
-        return [(p.uid, p.queue, p.message) for p in self.pending_messages(remote_qmgr, pull=pull, limit=limit)]
+    def __init__(self, host: QueueHost, lock: threading.RLock, listeners: Listeners) -> None:
+        self._host = host
+        self._lock = lock
+        self._listeners = listeners
 
     def pending_messages(self, remote_qmgr: str, *, pull: bool = False, limit: int | None = None,
                          store_queue: str | None = None) -> list[Pending]:
@@ -67,30 +65,22 @@ class TransmissionMixin:
         store-and-forward queue of that name (the home-server queue's name, l.3371; raises
         UnknownQueue when there is no such store-and-forward queue here). The queue manager
         rule's ``transmit(queue)`` may hold a queue back (item 32)."""
-        self._check_open()
+        host = self._host
+        host._check_open()
         out: list[Pending] = []
         with self._lock:
             if store_queue is not None:
-                index = self._queues.get((self.name, store_queue))
+                index = host._queues.get((host.name, store_queue))
                 if index is None or index.definition.kind != STORE_AND_FORWARD:
-                    raise UnknownQueue(f"no store-and-forward queue {store_queue!r} on queue manager {self.name!r}")
+                    raise UnknownQueue(f"no store-and-forward queue {store_queue!r} on queue manager {host.name!r}")
             ops: list[Op] = []
-            now = self._now_ms()
-            for index in list(self._queues.values()):
-                definition = index.definition
-                if not definition.transmits:
-                    continue
-                if store_queue is not None and definition.key != (self.name, store_queue):
-                    continue
-                if definition.kind == STORE_AND_FORWARD and not (definition.push or pull):
-                    continue
-                if not self.rule.transmit(self, definition):
-                    continue
+            now = host._now_ms()
+            for index in (i for i in list(host._queues.values()) if self._gives(i, pull, store_queue)):
                 for entry in index.visible():
                     if entry.target_qmgr != remote_qmgr:
                         continue
                     if is_expired(entry.expire_at, now):
-                        self._expire(index, entry, ops)
+                        host._expire(index, entry, ops)
                         continue
                     out.append(Pending(entry.uid, entry.target_queue, _outgoing(entry, now), entry.expire_at))
                     if limit is not None and len(out) >= limit:
@@ -98,20 +88,26 @@ class TransmissionMixin:
                 if limit is not None and len(out) >= limit:
                     break
             if ops:
-                self.store.submit(ops)
+                host.store.submit(ops)
         return out
 
-    def _rule_reads_fields(self) -> bool:
-        """Does the queue manager rule have its own trigger_transmission (so the fields of
-        each put message are worth decoding for it)?"""
-        return type(self.rule).trigger_transmission is not QueueManagerRule.trigger_transmission
+    def _gives(self, index: QueueIndex, pull: bool, store_queue: str | None) -> bool:
+        """Does the queue of ``index`` give its messages to this transmission (or pull)?"""
+        definition = index.definition
+        if not definition.transmits:
+            return False
+        if store_queue is not None and definition.key != (self._host.name, store_queue):
+            return False
+        if definition.kind == STORE_AND_FORWARD and not (definition.push or pull):
+            return False
+        return bool(self._host.rule.transmit(self._host, definition))
 
     def pending_count(self) -> int:
         """Confirmed messages waiting for transmission on every transmitting queue (the
         count the triggerTransmission rule gets, seed l.5339)."""
         with self._lock:
-            return sum(1 for index in self._queues.values() if index.definition.transmits
-                       for _ in index.visible())
+            return sum(len(list(index.visible())) for index in self._host._queues.values()
+                       if index.definition.transmits)
 
     def transmission_allowed(self, fields: dict[str, Any] | None = None) -> bool:
         """Ask the queue manager rule's ``trigger_transmission(count, fields)`` (item 32,
@@ -119,17 +115,18 @@ class TransmissionMixin:
         those of the message whose put triggered it ({} for a periodic look). False when
         nothing is pending (the rule is not asked then); True without counting when the rule
         is the default one, which always agrees."""
-        if not self._rule_reads_fields():
+        rule = self._host.rule
+        if not rule_reads_fields(rule):
             return True  # the default rule always agrees: no need to count
         count = self.pending_count()
         if count == 0:
             return False
-        return bool(self.rule.trigger_transmission(self, count, dict(fields or {})))
+        return bool(rule.trigger_transmission(self._host, count, dict(fields or {})))
 
     def transmission_targets(self) -> list[str]:
         """Queue managers that have confirmed messages waiting here for them."""
         with self._lock:
-            return sorted({e.target_qmgr for index in self._queues.values() if index.definition.transmits
+            return sorted({e.target_qmgr for index in self._host._queues.values() if index.definition.transmits
                            for e in index.visible()})
 
     def trigger_transmission(self) -> bool:
@@ -137,9 +134,8 @@ class TransmissionMixin:
         triggerTransmission, l.2371-2382): when the queue manager rule agrees (item 32),
         each transmission listener is called with ``(None, {}, True)``: every link
         transmits without asking the rule again, and pulls. Returns whether the rule agreed."""
-        with self._lock:
-            listeners = list(self._transmission_listeners)
-        if not self.rule.trigger_transmission(self, self.pending_count(), {}):
+        listeners = self._listeners.transmission_listeners()
+        if not self._host.rule.trigger_transmission(self._host, self.pending_count(), {}):
             return False
         for fn in listeners:
             fn(None, {}, True)
@@ -147,30 +143,19 @@ class TransmissionMixin:
 
     def transmitted(self, uid: str) -> None:
         """The remote queue manager confirmed ``uid``: remove it here (item 18)."""
-        self._check_open()
+        host = self._host
+        host._check_open()
         with self._lock:
-            entry = self._by_uid.get(uid)
+            entry = host._by_uid.get(uid)
             if entry is None:
                 raise UnknownUID(f"no message {uid} waiting for transmission")
-            index = self._queues[(entry.qmgr, entry.queue)]
+            index = host._queues[(entry.qmgr, entry.queue)]
             if not index.definition.transmits:
                 raise NotAllowed(f"message {uid} is on {index.definition.kind} queue {entry.queue!r},"
                                  " not waiting for transmission")
             ops: list[Op] = []
-            self._drop(index, entry, ops)
-            ticket = self.store.submit(ops)
+            host._drop(index, entry, ops)
+            ticket = host.store.submit(ops)
             if index.rule is not None:
                 index.rule.message_transmitted(index.definition, uid)
-        self._finish(ticket, [])
-
-    def add_transmission_listener(self, fn: Callable[[str | None, dict[str, Any], bool], None]) -> None:
-        """``fn(remote_qmgr, fields, False)`` after a message for that queue manager is
-        committed here (``fields``: :func:`message_fields` of it, for the rule), and
-        ``fn(None, {}, True)`` when :meth:`trigger_transmission` was agreed."""
-        with self._lock:
-            self._transmission_listeners.append(fn)
-
-    def remove_transmission_listener(self, fn: Callable[[str | None, dict[str, Any], bool], None]) -> None:
-        with self._lock:
-            if fn in self._transmission_listeners:
-                self._transmission_listeners.remove(fn)
+        host._finish(ticket, [])

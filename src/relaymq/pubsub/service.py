@@ -41,7 +41,9 @@ from relaymq.auth.authorities import ANONYMOUS
 from relaymq.broker.retain import store_retained
 from relaymq.message.message import Message
 from relaymq.pubsub.admin import PscAdmin
-from relaymq.pubsub.engine import CONTROL_QUEUE, RECEIVE, PubSubEngine, dead_letter_message
+from relaymq.pubsub.authority import RECEIVE
+from relaymq.pubsub.commands import CONTROL_QUEUE, dead_letter_message
+from relaymq.pubsub.engine import PubSubEngine
 from relaymq.pubsub.model import (
     PSC_KEY,
     REMOVED_ADMIN,
@@ -133,7 +135,7 @@ class PubSubService:
                 data = await asyncio.to_thread(_read_json, legacy)
                 self.engine.restore(data)
                 self.state.save_all(self.engine)
-                await asyncio.to_thread(self.store_engine.flush)
+                await asyncio.to_thread(self.state.engine.flush)
                 os.replace(legacy, legacy + ".imported")
                 log.info("pub/sub: imported %d subscription(s) from %s (renamed %s.imported)",
                          len(self.engine.subscriptions), legacy, legacy)

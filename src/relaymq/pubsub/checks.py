@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from relaymq.pubsub import psc as wire
 from relaymq.pubsub import reasons as r
 from relaymq.pubsub.authority import SenderAuthority
-from relaymq.pubsub.model import PERSISTENCE_OPTIONS, QueueSubscription, SubscriberId
+from relaymq.pubsub.model import NON_PERS, PERSISTENCE_OPTIONS, QueueSubscription, SubscriberId
 from relaymq.pubsub.topicacl import SUBSCRIBE, TopicAcl
 from relaymq.pubsub.topics import (
     MULTI_LEVEL_WILDCARD,
@@ -42,9 +42,12 @@ class CommandChecks:
     to tell whether a subscriber queue can be reached, and the ACLs."""
 
     def __init__(self, qmgr_name: str, *, queue_check: Callable[[str, str], int | None] | None,
-                 known_qmgrs: Iterable[str], acl: TopicAcl | None, sender: SenderAuthority | None) -> None:
+                 known_qmgrs: Iterable[str], acl: TopicAcl | None, sender: SenderAuthority | None,
+                 temporary_queue: Callable[[str], bool] | None = None) -> None:
         self.qmgr_name = qmgr_name
         self.queue_check = queue_check
+        #: Whether a queue of this queue manager is a temporary dynamic queue (item 20).
+        self.temporary_queue = temporary_queue
         self.known_qmgrs = {qmgr_name, *known_qmgrs}
         self.acl = acl
         self.sender = sender
@@ -135,6 +138,15 @@ class CommandChecks:
                                                              subscriber.queue, "put"):
             raise r.PscError(r.NOT_AUTHORIZED, f"no put authority on the subscriber queue {subscriber.queue!r}",
                              QMgrName=subscriber.qmgr, QName=subscriber.queue)
+
+    def temporary_needs_nonpers(self, subscriber: SubscriberId, persistence: str) -> None:
+        """A temporary dynamic subscriber queue of this queue manager needs NonPers (item 20,
+        seed 6428-6430). The seed names no reason code for it; 3083 REG_OPTIONS_ERROR is the
+        RegOpt error of its table (docs/pubsub.md "Reason codes")."""
+        if (persistence != NON_PERS and self.temporary_queue is not None and subscriber.qmgr == self.qmgr_name
+                and self.temporary_queue(subscriber.queue)):
+            raise r.PscError(r.REG_OPTIONS_ERROR, f"{subscriber.queue!r} is a temporary dynamic queue: "
+                             f"RegOpt NonPers is required, not {persistence}", RegOpt=persistence)
 
     @staticmethod
     def identity(command: wire.Command) -> str | None:

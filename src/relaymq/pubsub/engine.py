@@ -74,11 +74,13 @@ class PubSubEngine:
         known_qmgrs: Iterable[str] = (),
         events: bool = True,
         new_id: Callable[[], bytes] | None = None,
+        temporary_queue: Callable[[str], bool] | None = None,
     ) -> None:
         """``mqtt_bridge``: the default point belongs to the MQTT broker (its tree and
         retained store are passed in); psc publications there are handed to it as
         ``MqttPublish`` actions, which reach MQTT sessions and, through the broker's
-        publication tap, ``deliver_mqtt`` for queue subscribers."""
+        publication tap, ``deliver_mqtt`` for queue subscribers. ``temporary_queue(name)``:
+        whether a queue of this queue manager is a temporary dynamic queue (item 20)."""
         self.broker_name = broker_name
         self.mqtt_bridge = mqtt_bridge
         self.acl = acl
@@ -89,7 +91,8 @@ class PubSubEngine:
         self.events = SubscriptionEvents(broker_name, events)
         self.registry = SubscriptionRegistry(default_tree, self.events)
         self.retained_store = RetainedPublications(default_retained, mqtt_bridge)
-        self.checks = CommandChecks(qmgr_name, queue_check=queue_check, known_qmgrs=known_qmgrs, acl=acl, sender=sender)
+        self.checks = CommandChecks(qmgr_name, queue_check=queue_check, known_qmgrs=known_qmgrs, acl=acl, sender=sender,
+                                    temporary_queue=temporary_queue)
         self.delivery = Delivery(qmgr_name, self.new_id, acl, sender)
         self.registration = Registration(self.registry, self.retained_store, self.delivery, self.checks, self.new_id)
         self.commands = CommandProcessor(qmgr_name, checks=self.checks, registration=self.registration,

@@ -87,6 +87,7 @@ class Registration:
             key = (topic, request.sub_point, filter_text, subscriber)
             existing = self._existing(request, topic, key)
             self._check_user(request, topic, existing)
+            checks.temporary_needs_nonpers(subscriber, _persistence_after(command, options, existing))
             plans.append((topic, key, existing, _check_join(existing, identity, options)))
         # Pass 2: apply.
         actions: list[Action] = []
@@ -312,6 +313,16 @@ def _reg_sub_name(command: wire.Command, options: list[str], topics: list[str]) 
     if sub_name is not None and not sub_name.strip():
         raise r.PscError(r.SUB_NAME_ERROR, "blank SubName", SubName=sub_name)
     return sub_name
+
+
+def _persistence_after(command: wire.Command, options: list[str], existing: QueueSubscription | None) -> str:
+    """The persistence option a subscription will have after this RegSub (``_register``):
+    the last one given (item 20), PersAsPub when options without one are given to it or it is
+    new, its own when it keeps its options (no RegOpt, or NoAlter)."""
+    if existing is None or ("NoAlter" not in options and command.options("RegOpt")):
+        given = [o for o in options if o in PERSISTENCE_OPTIONS]
+        return given[-1] if given else PERS_AS_PUB
+    return existing.persistence
 
 
 def _apply_options(sub: QueueSubscription, options: list[str]) -> None:

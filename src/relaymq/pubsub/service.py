@@ -108,6 +108,7 @@ class PubSubService:
             input_queues=settings.input_queue_points(),
             queue_check=queue_checker(self.qm) if self.qm is not None else None,
             events=settings.events,
+            temporary_queue=self.qm.dynamic.is_temporary if self.qm is not None else None,
         )
         self._loop = asyncio.get_running_loop()
         self._wake: dict[str, asyncio.Event] = {}
@@ -125,6 +126,8 @@ class PubSubService:
         self._attempts = 0  # puts tried in the current perform, for its PutFailed
         #: Puts over synchronous routes still being made (``_remote_put``).
         self._remote: set[asyncio.Future[bytes]] = set()
+        #: Subscriptions of deleted queues being removed (``_queue_deleted``).
+        self._removals: set[asyncio.Future[None]] = set()
 
     # ---------------------------------------------------------------- life cycle
     async def start(self) -> None:
@@ -157,6 +160,10 @@ class PubSubService:
         if self.qm is None:
             log.warning("pub/sub: no queue manager, so psc commands are not served (MQTT pub/sub only)")
             return
+        # A deleted subscriber queue takes its subscriptions at once (item 19, seed 2830-2843);
+        # those of queues deleted while the broker was down go now.
+        self.qm.queue_deleted_listeners.append(self._queue_deleted)
+        await self._remove_queue_subscriptions(self.engine.remove_unreachable)
         for queue in [CONTROL_QUEUE, *self.engine.input_queues]:
             if queue not in self.qm.queue_names():
                 await self.aio.define_queue(queue)
@@ -181,6 +188,8 @@ class PubSubService:
             self.broker.publication_taps.remove(self._tap)
         if self._observe_subscription in self.broker.subscriptions.observers:
             self.broker.subscriptions.observers.remove(self._observe_subscription)
+        if self.qm is not None and self._queue_deleted in self.qm.queue_deleted_listeners:
+            self.qm.queue_deleted_listeners.remove(self._queue_deleted)
         for queue, listener in self._listeners:
             try:
                 self.qm.remove_listener(queue, listener)
@@ -188,7 +197,7 @@ class PubSubService:
                 log.debug("removing listener on %s failed", queue, exc_info=True)
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, *self._removals, return_exceptions=True)
         try:
             with self.unit():
                 self._save()
@@ -472,11 +481,34 @@ class PubSubService:
             return False
         return True
 
+    def _queue_deleted(self, definition: Any) -> None:
+        """The queue manager deleted a queue (in the deleting thread): its subscriptions go,
+        with the Removed event, cause ``queue_deleted`` (item 19). Only this queue manager's
+        own queues: a subscription naming an alias of the queue stays (seed 2837-2843)."""
+        if definition.owner != self.qm.name:
+            return
+        name = definition.name
+
+        def removal() -> None:
+            task = asyncio.ensure_future(self._remove_queue_subscriptions(
+                lambda: self.engine.remove_queue(self.qm.name, name)))
+            self._removals.add(task)
+            task.add_done_callback(self._removals.discard)
+
+        self._loop.call_soon_threadsafe(removal)
+
+    async def _remove_queue_subscriptions(self, remove: Any) -> None:
+        with self.unit():
+            for action in remove():
+                self._perform(action)
+            self._save()
+        await self.durable()
+
     async def _sweep(self) -> None:
         while True:
             await asyncio.sleep(EXPIRY_SWEEP_SECONDS)
             with self.unit():
-                for action in self.engine.expire(self.broker.clock.wall()) + self.engine.remove_unreachable():
+                for action in self.engine.expire(self.broker.clock.wall()):
                     self._perform(action)
                 self.engine.forget_retained(self.broker.retained.get)
                 self._save()

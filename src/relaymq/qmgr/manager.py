@@ -27,6 +27,7 @@ from relaymq.message.message import Message
 from relaymq.message.mqdlh import MQDLH
 from relaymq.qmgr import resolution as res
 from relaymq.qmgr.admin import AdminProcessor
+from relaymq.qmgr.dynamic_queues import DynamicQueues
 from relaymq.qmgr.definitions import (
     ADMIN,
     HOLDING_KINDS,
@@ -164,7 +165,13 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
         #: Processes SYSTEM.ADMIN.QUEUE (relaymq.qmgr.admin); ``administrators`` are the users
         #: whose admin messages are obeyed (None: anyone who can put there; empty: nobody).
         self.admin = AdminProcessor(self, administrators) if admin_processing else None
+        #: Called with each deleted queue's definition, in the deleting thread, after the
+        #: deletion is durable (the pub/sub service removes its subscriptions, item 19).
+        self.queue_deleted_listeners: list[Callable[[QueueDefinition], None]] = []
+        #: Model queues and temporary dynamic queues (relaymq.qmgr.dynamic_queues).
+        self.dynamic = DynamicQueues(self)
         self._load(define_system_queues, recreate)
+        self.dynamic.delete_left_by_crash()
         if self.admin is not None and (self.name, SYSTEM_ADMIN_QUEUE) in self._queues:
             self.admin.recover()
             if next(self._queues[(self.name, SYSTEM_ADMIN_QUEUE)].visible(), None) is not None:
@@ -419,6 +426,9 @@ class QueueManager(RetrievalMixin, TransmissionMixin, ListenerMixin):
             if index.rule is not None:
                 index.rule.close(definition)
         ticket.wait()
+        self.dynamic.forget(definition)
+        for listener in list(self.queue_deleted_listeners):
+            listener(definition)
 
     def queue_names(self) -> list[str]:
         """Names of the queues owned by this queue manager (local, dead-letter, admin, S&F)."""

@@ -48,8 +48,7 @@ from relaymq.pubsub.model import (
     PSC_KEY,
     REMOVED_ADMIN,
     REMOVED_LAST_MEMBER,
-    REMOVED_SESSION_ENDED,
-    REMOVED_UNSUBSCRIBED,
+    REMOVED_REPLACED,
     ClearRetained,
     DeadLetter,
     MqttPublish,
@@ -305,11 +304,11 @@ class PubSubService:
         says is decided now, while the session is as the change left it; the events are
         published once the broker has finished handling the packet.
 
-        The broker tells no cause, so it is inferred: a removal while the client's connection
-        is live is an UNSUBSCRIBE (``unsubscribed``), otherwise the session ended (clean
-        disconnect, expiry, clean-start takeover: ``session_ended``); a SUBSCRIBE that replaces
-        a subscription to the same filter is no change when QoS and filter are the same, else
-        a Removed (``replaced``) and an Added. A shared subscription is announced per group:
+        A removal's cause is the broker's, set while it removes (``broker.removal_cause``):
+        ``unsubscribed``, ``replaced``, ``session_ended`` (a clean session's client left),
+        ``clean_start``, ``expired``, ``administrator``. A SUBSCRIBE that replaces a
+        subscription to the same filter is no change when QoS and filter are the same, else a
+        Removed (``replaced``) and an Added. A shared subscription is announced per group:
         Added with its first member, Removed (``last_member_left``) with its last."""
         if type(key) is tuple and key and key[0] == PSC_KEY:
             return
@@ -320,9 +319,7 @@ class PubSubService:
         if shared and not added:
             cause = REMOVED_LAST_MEMBER
         elif not added:
-            connection = getattr(session, "connection", None)
-            live = connection is not None and not connection.closed
-            cause = REMOVED_UNSUBSCRIBED if live else REMOVED_SESSION_ENDED
+            cause = self.broker.removal_cause
         changes = self._subscription_changes
         if added and changes:
             last = changes[-1]
@@ -330,7 +327,7 @@ class PubSubService:
                 if last[5] == attributes:
                     changes.pop()  # the same subscription again: no change
                     return
-                changes[-1] = (*last[:4], "replaced", last[5])
+                changes[-1] = (*last[:4], REMOVED_REPLACED, last[5])
         if not changes:
             self._loop.call_soon(self._announce_subscriptions)
         changes.append((added, topic_filter, key, getattr(session, "username", None), cause, attributes))

@@ -37,13 +37,7 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
             subscription_ids: list[int] | None = None, watch: AckWatch | None = None) -> None:
     conn = session.connection
     if qos == 0:
-        # mqtt.md item 26: QoS 0 is not kept for a disconnected client
-        if conn is None or not conn.connected or conn.outbound_congested():
-            broker.stats.dropped_by_reason[DROP_QOS0_NOT_CONNECTED] += 1
-            broker.stats.bytes_dropped += len(message.payload)
-            return
-        if conn.send_publish(message, 0, retain, None, False, subscription_ids):
-            _cut_through(broker, conn, len(message.payload))
+        _deliver_qos0(broker, conn, message, retain, subscription_ids)
         return
     limits = broker.limits
     size = len(message.payload)
@@ -70,6 +64,18 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
     session.enqueue(d)
     if conn is not None and conn.connected:
         pump(broker, session)
+
+
+def _deliver_qos0(broker: Broker, conn: Connection | None, message: StoredMessage, retain: bool,
+                  subscription_ids: list[int] | None) -> None:
+    """QoS 0 is sent at once (cut through) or not at all: mqtt.md item 26, it is not kept for
+    a disconnected client, nor queued for a congested one (dropped and counted)."""
+    if conn is None or not conn.connected or conn.outbound_congested():
+        broker.stats.dropped_by_reason[DROP_QOS0_NOT_CONNECTED] += 1
+        broker.stats.bytes_dropped += len(message.payload)
+        return
+    if conn.send_publish(message, 0, retain, None, False, subscription_ids):
+        _cut_through(broker, conn, len(message.payload))
 
 
 def overflow(broker: Broker, session: Session, message: StoredMessage, qos: int, retain: bool,
@@ -118,11 +124,16 @@ def overflow(broker: Broker, session: Session, message: StoredMessage, qos: int,
             deliver(broker, session, message, qos, retain, subscription_ids, watch)
             return
     conn = session.connection
-    disconnect = policy == DROP_NEW and persistent and conn is not None and conn.connected and not conn.closed
-    _count_drop(broker, session, "dropped", size, disconnect=disconnect)
-    if disconnect:
+    if policy == DROP_NEW and persistent and _connected(conn):
         assert conn is not None
+        _count_drop(broker, session, "dropped", size, disconnect=True)
         conn.disconnect_with(QUOTA_EXCEEDED, f"{backlog} messages waiting: max_stored_messages reached")
+    else:
+        _count_drop(broker, session, "dropped", size)
+
+
+def _connected(conn: Connection | None) -> bool:
+    return conn is not None and conn.connected and not conn.closed
 
 
 def _spill(broker: Broker, session: Session, message: StoredMessage, qos: int, retain: bool,

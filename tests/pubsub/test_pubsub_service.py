@@ -250,8 +250,9 @@ def test_item_44_statistics_report(tmp_path):
             assert sorted(connections) == ["sensor", "watcher"]
             assert connections["sensor"]["UserId"] == "alice"
             assert set(connections["sensor"]) == {"ClientId", "UserId", "BytesQueued", "MessagesQueued",
-                                                  "MessagesDropped", "MessagesSent", "BytesSent",
-                                                  "MessagesReceived", "BytesReceived"}
+                                                  "MessagesDropped", "BytesDropped", "DisconnectMessagesDropped",
+                                                  "DisconnectBytesDropped", "MessagesSent", "BytesSent",
+                                                  "BytesCutThrough", "MessagesReceived", "BytesReceived"}
             # per connection, what it moved: the sensor published its 3 and got them back
             # (plant/# and the shared subscription); the watcher published nothing
             sensor_counts = connections["sensor"]

@@ -22,7 +22,8 @@ from typing import Any
 
 from proton import Collector, Condition, Connection, Endpoint, Event, Link, Transport, TransportException
 
-from relaymq.amqp.addresses import TOPIC, AddressError, AddressScheme
+from relaymq.amqp.addresses import QUEUE, TOPIC, Address, AddressError, AddressScheme
+from relaymq.amqp.dynamic_nodes import DynamicNodes, wants_dynamic
 from relaymq.amqp.engine_io import drain, feed, tick
 from relaymq.amqp.links import LinkHandler, terminus_address
 from relaymq.amqp.queue_links import QueueInbound, QueueOutbound, condition_for
@@ -57,6 +58,8 @@ class AmqpConnection(asyncio.Protocol):
         self._pump_scheduled = False
         self._held = b""  # bytes the engine had no room for yet
         self._ticker: asyncio.TimerHandle | None = None
+        #: Temporary dynamic queues of this connection's dynamic links (made on first use).
+        self.dynamic_nodes: DynamicNodes | None = None
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -235,11 +238,39 @@ class AmqpConnection(asyncio.Protocol):
             link.target.copy(link.remote_target)
         link.snd_settle_mode = link.remote_snd_settle_mode
         link.rcv_settle_mode = Link.RCV_FIRST
+        if wants_dynamic(link):
+            self.spawn(self._attach_dynamic(link))
+            return
         try:
             address = terminus_address(remote, self.scheme)
         except AddressError as err:
             self._refuse(link, Condition("amqp:not-found", str(err)))
             return
+        self._handle(link, address)
+
+    async def _attach_dynamic(self, link: Link) -> None:
+        """A dynamic terminus: a temporary dynamic queue of the queue manager (docs/amqp.md
+        "Temporary queues"), its address in our terminus of the attach."""
+        qm = self.services.get("qmgr")
+        if qm is None:
+            self._refuse(link, Condition("amqp:not-implemented", "no queue manager: no dynamic nodes"))
+            self.pump()
+            return
+        if self.dynamic_nodes is None:
+            self.dynamic_nodes = DynamicNodes(qm, f"amqp:{self.peer}:{id(self):x}")
+        try:
+            name = await self.dynamic_nodes.open(link)
+        except Exception as err:  # an unknown model, a bad dynamic name
+            self._refuse(link, condition_for(err))
+            self.pump()
+            return
+        address = Address(QUEUE, name)
+        terminus = link.source if link.is_sender else link.target
+        terminus.address = self.scheme.format(address)
+        terminus.dynamic = True
+        self._handle(link, address)
+
+    def _handle(self, link: Link, address: Address) -> None:
         s = self.settings
         handler: LinkHandler
         if link.is_receiver:
@@ -286,6 +317,8 @@ class AmqpConnection(asyncio.Protocol):
         handler = self.handlers.pop(link, None)
         if handler is not None and not handler.done:
             handler.closed(remove)
+        if remove and self.dynamic_nodes is not None and link in self.dynamic_nodes.by_link:
+            self.spawn(self.dynamic_nodes.link_closed(link))
 
     def _end_links(self) -> None:
         for link in list(self.handlers):
@@ -328,5 +361,7 @@ class AmqpConnection(asyncio.Protocol):
             return
         self._end_links()
         self.closed = True
+        if self.dynamic_nodes is not None:
+            self.spawn(self.dynamic_nodes.connection_ended())
         if self._ticker is not None:
             self._ticker.cancel()

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from relaymq.broker.retain import store_retained
+from relaymq.pubsub.model import REMOVED_ADMIN
 from relaymq.pubsub.topics import parse_shared
 from relaymq.mqtt import reason_codes as rc
 from relaymq.store.base import NEVER_EXPIRES
@@ -119,7 +120,7 @@ def discard_session(broker: Broker, client_id: str, by: str | None) -> bool:
         return False
     disconnect(broker, client_id, by, publish_will=False)
     if broker.sessions.get(client_id) is session:  # a clean session ended with its connection
-        broker.end_session(session)
+        broker.end_session(session, REMOVED_ADMIN)
     return True
 
 

@@ -15,6 +15,7 @@ from relaymq.broker.backpressure import Backpressure
 from relaymq.broker import delivery as delivery_mod
 from relaymq.broker import sys_tree
 from relaymq.broker.handle_subscribe import remove_subscription
+from relaymq.pubsub.model import REMOVED_EXPIRED, REMOVED_SESSION_ENDED
 from relaymq.clock import Clock
 from relaymq.broker.persist_read import restore_snapshot
 from relaymq.broker.persistence import MessageRefs, save_session
@@ -43,6 +44,9 @@ class Broker:
         self.clock = clock or Clock()
         self.passwords = passwords  # relaymq.auth.passwords.PasswordFile or None
         self.acl = acl  # relaymq.auth.acl.Acl or None (everything allowed)
+        #: Why the subscription being removed from ``subscriptions`` goes, while it goes (set by
+        #: handle_subscribe.remove_subscription; read by the tree's observers: item 45).
+        self.removal_cause: str | None = None
         self.sessions: dict[str, Session] = {}
         self.connections: set[Connection] = set()
         self.subscriptions: SubscriptionTree = SubscriptionTree()
@@ -150,10 +154,11 @@ class Broker:
             deferred.pop(0)()
 
     # ------------------------------------------------------------------ sessions
-    def end_session(self, session: Session) -> None:
-        """Discard a session: its subscriptions, queued and in-flight messages (mqtt.md item 20)."""
+    def end_session(self, session: Session, cause: str = REMOVED_SESSION_ENDED) -> None:
+        """Discard a session: its subscriptions, queued and in-flight messages (mqtt.md item 20).
+        ``cause``: why, for the subscriptions' Removed events (pubsub.md item 45)."""
         for topic_filter in list(session.subscriptions):
-            remove_subscription(self, session, topic_filter, persist=False)
+            remove_subscription(self, session, topic_filter, persist=False, cause=cause)
         for d in list(session.inflight.values()) + list(session.queue):
             delivery_mod.discard(self, session, d, persist=False)
         session.inflight.clear()
@@ -250,7 +255,7 @@ class Broker:
                     save_session(self, session)  # the stored will is gone
         for session in [s for s in self.sessions.values() if s.expired(now)]:
             log.info("session %s expired", session.client_id)
-            self.end_session(session)
+            self.end_session(session, REMOVED_EXPIRED)
         interval = self.config.broker.sys_interval
         if interval and now >= self._next_sys:
             self._next_sys = now + interval

@@ -65,7 +65,7 @@ class Connection:
     # costs about 1.6 KB, a quarter of an idle connection (issue 8, scenario 6)
     __slots__ = (
         "_acks_unregistered", "_dispatching", "acks", "aliases_in", "aliases_out", "broker",
-        "bytes_received", "bytes_sent", "certificate_user", "client_alias_max", "client_id",
+        "bytes_cut_through", "bytes_received", "bytes_sent", "certificate_user", "client_alias_max", "client_id",
         "client_max_packet", "closed", "connected", "created_at", "held", "held_back", "inbound_qos2",
         "inbound_unacked", "keep_alive", "last_received", "last_topic", "level", "link",
         "listener", "messages_received", "messages_sent", "paused", "peer", "problem_information", "pubrels_waiting",
@@ -98,6 +98,7 @@ class Connection:
         self.messages_sent = 0
         self.bytes_received = 0  # bytes of every MQTT packet
         self.bytes_sent = 0
+        self.bytes_cut_through = 0  # payload bytes sent at once, never queued
         self.will: StoredMessage | None = None
         self.will_delay = 0
         self.send_quota = broker.limits.max_inflight  # outbound in-flight window
@@ -285,6 +286,7 @@ class Connection:
         data = encode_publish(topic, message.payload, qos, retain, dup, packet_id, props, self.level)
         if self.client_max_packet and len(data) > self.client_max_packet:
             stats.dropped_by_reason[DROP_TOO_LARGE] += 1  # MQTT 5 3.1.2.25: not sent, as if delivered
+            stats.bytes_dropped += len(message.payload)
             return False
         if new_alias:
             self.aliases_out[topic] = new_alias  # only once the client is told it

@@ -37,11 +37,7 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
             subscription_ids: list[int] | None = None, watch: AckWatch | None = None) -> None:
     conn = session.connection
     if qos == 0:
-        # mqtt.md item 26: QoS 0 is not kept for a disconnected client
-        if conn is None or not conn.connected or conn.outbound_congested():
-            broker.stats.dropped_by_reason[DROP_QOS0_NOT_CONNECTED] += 1
-            return
-        conn.send_publish(message, 0, retain, None, False, subscription_ids)
+        _deliver_qos0(broker, conn, message, retain, subscription_ids)
         return
     limits = broker.limits
     size = len(message.payload)
@@ -60,12 +56,26 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
             release(broker, session, d)  # MQTT 5 message expiry: never delivered late
         else:
             start(broker, session, conn, d, watch)
+            if d.packet_id in session.inflight:  # not finished at once as too large for the client
+                _cut_through(broker, conn, size)
         return
     if session.persistent:
         persist_delivery(broker, session, d)
     session.enqueue(d)
     if conn is not None and conn.connected:
         pump(broker, session)
+
+
+def _deliver_qos0(broker: Broker, conn: Connection | None, message: StoredMessage, retain: bool,
+                  subscription_ids: list[int] | None) -> None:
+    """QoS 0 is sent at once (cut through) or not at all: mqtt.md item 26, it is not kept for
+    a disconnected client, nor queued for a congested one (dropped and counted)."""
+    if conn is None or not conn.connected or conn.outbound_congested():
+        broker.stats.dropped_by_reason[DROP_QOS0_NOT_CONNECTED] += 1
+        broker.stats.bytes_dropped += len(message.payload)
+        return
+    if conn.send_publish(message, 0, retain, None, False, subscription_ids):
+        _cut_through(broker, conn, len(message.payload))
 
 
 def overflow(broker: Broker, session: Session, message: StoredMessage, qos: int, retain: bool,
@@ -113,11 +123,17 @@ def overflow(broker: Broker, session: Session, message: StoredMessage, qos: int,
         if not _full(broker, session, size):
             deliver(broker, session, message, qos, retain, subscription_ids, watch)
             return
-    _count_drop(broker, session, "dropped")
     conn = session.connection
-    if (policy == DROP_NEW and persistent and conn is not None and conn.connected
-            and not conn.closed):
+    if policy == DROP_NEW and persistent and _connected(conn):
+        assert conn is not None
+        _count_drop(broker, session, "dropped", size, disconnect=True)
         conn.disconnect_with(QUOTA_EXCEEDED, f"{backlog} messages waiting: max_stored_messages reached")
+    else:
+        _count_drop(broker, session, "dropped", size)
+
+
+def _connected(conn: Connection | None) -> bool:
+    return conn is not None and conn.connected and not conn.closed
 
 
 def _spill(broker: Broker, session: Session, message: StoredMessage, qos: int, retain: bool,
@@ -141,18 +157,36 @@ def _full(broker: Broker, session: Session, size: int) -> bool:
 def _drop_oldest(broker: Broker, session: Session) -> None:
     """Drop the oldest message waiting for an in-flight slot (``drop-oldest``)."""
     if session.queue:
-        release(broker, session, session.queue.popleft())
+        oldest = session.queue.popleft()
+        size = len(oldest.message.payload)
+        release(broker, session, oldest)
     else:
         seq, msg_id = session.spilled.popleft()
+        size = 0  # kept in the store only: its size is not known here (docs/pubsub.md)
         broker.store.delete_delivery(session.client_id, seq)
         broker.refs.release_id(msg_id)
-    _count_drop(broker, session, "dropped the oldest")
+    _count_drop(broker, session, "dropped the oldest", size)
 
 
-def _count_drop(broker: Broker, session: Session, what: str) -> None:
+def _cut_through(broker: Broker, conn: Connection, size: int) -> None:
+    """A publication went to the client at once, never queued: bytes cut through (item 44)."""
+    broker.stats.bytes_cut_through += size
+    conn.bytes_cut_through += size
+
+
+def _count_drop(broker: Broker, session: Session, what: str, size: int, *, disconnect: bool = False) -> None:
+    """A message of ``size`` payload bytes dropped by a full queue; ``disconnect``: the broker
+    disconnects the client because of it (pubsub.md item 44: Disconnect Messages Dropped)."""
     stats = broker.stats
     stats.dropped_by_reason[DROP_QUEUE_FULL] += 1
+    stats.bytes_dropped += size
     session.dropped += 1
+    session.dropped_bytes += size
+    if disconnect:
+        stats.disconnect_dropped += 1
+        stats.disconnect_bytes_dropped += size
+        session.disconnect_dropped += 1
+        session.disconnect_dropped_bytes += size
     if session.dropped == 1 or session.dropped % 1000 == 0:
         log.warning("session %s: queue full (%d in memory, %d in the store only, %d bytes; overflow = %s): "
                     "%s, %d messages dropped in all", session.client_id, len(session.queue), len(session.spilled),

@@ -20,6 +20,7 @@ from relaymq.mqtt import reason_codes as rc
 from relaymq.mqtt.codec import encode
 from relaymq.mqtt.errors import MQTTError, ProtocolError
 from relaymq.mqtt.wire import MAX_PACKET_SIZE, MAX_UINT16
+from relaymq.pubsub.model import REMOVED_CLEAN_START, REMOVED_EXPIRED
 from relaymq.pubsub.topics import TopicError, validate_topic_name
 
 if TYPE_CHECKING:
@@ -186,13 +187,13 @@ def connect_session(conn: Connection, pkt: p.Connect, client_id: str, assigned: 
     if existing is not None and existing.expired(broker.clock.monotonic()):
         # expired before the periodic tick noticed (right after a restart, say): it is gone
         log.info("session %s expired", client_id)
-        broker.end_session(existing)
+        broker.end_session(existing, REMOVED_EXPIRED)
         existing = None
 
     expiry_interval = broker.session_expiry_for(level, pkt.clean_start,
                                                 props.get("session_expiry_interval"))
     if existing is not None and pkt.clean_start:
-        broker.end_session(existing)  # clean start discards the old session (item 20)
+        broker.end_session(existing, REMOVED_CLEAN_START)  # clean start discards the old session (item 20)
         existing = None
     session_present = existing is not None
     if existing is not None:

@@ -23,6 +23,7 @@ from relaymq.mqtt import packets as p
 from relaymq.mqtt import reason_codes as rc
 from relaymq.mqtt.errors import ProtocolError
 from relaymq.pubsub.content_filter import FilteredSubscription, filter_from_properties, with_filter
+from relaymq.pubsub.model import REMOVED_REPLACED, REMOVED_UNSUBSCRIBED
 from relaymq.pubsub.topics import TopicError, parse_shared, validate_topic_filter
 from relaymq.selector import SelectorError
 from relaymq.store.base import SubscriptionRecord
@@ -55,10 +56,25 @@ def add_subscription_to_tree(broker: Broker, session: Session, sub: Subscription
     shared.members[session.client_id] = sub
 
 
-def remove_subscription(broker: Broker, session: Session, full_filter: str, persist: bool) -> bool:
+def remove_subscription(broker: Broker, session: Session, full_filter: str, persist: bool, cause: str) -> bool:
+    """Remove one of the session's subscriptions; ``cause`` (pubsub.model REMOVED_*) is what
+    the tree's observers read in ``broker.removal_cause`` while it goes (pubsub.md item 45)."""
     sub = session.subscriptions.pop(full_filter, None)
     if sub is None:
         return False
+    previous, broker.removal_cause = broker.removal_cause, cause
+    try:
+        _remove_from_tree(broker, session, full_filter)
+    finally:
+        broker.removal_cause = previous
+    if persist and session.persisted:
+        broker.store.delete_subscription(session.client_id, full_filter)
+    if session.blocking:
+        wake(broker, session)  # what it held back may no longer be for it
+    return True
+
+
+def _remove_from_tree(broker: Broker, session: Session, full_filter: str) -> None:
     group, topic_filter = parse_shared(full_filter)
     if group is None:
         broker.subscriptions.remove(topic_filter, session.client_id)
@@ -69,11 +85,6 @@ def remove_subscription(broker: Broker, session: Session, full_filter: str, pers
             if not shared.members:
                 del broker.shared_groups[(group, topic_filter)]
                 broker.subscriptions.remove(topic_filter, ("$share", group))
-    if persist and session.persisted:
-        broker.store.delete_subscription(session.client_id, full_filter)
-    if session.blocking:
-        wake(broker, session)  # what it held back may no longer be for it
-    return True
 
 
 def handle_subscribe(conn: Connection, pkt: p.Subscribe) -> None:
@@ -119,7 +130,7 @@ def handle_subscribe(conn: Connection, pkt: p.Subscribe) -> None:
             refusals.append(f"invalid content filter {filter_text!r}: {err}")
             continue
         if existed:
-            remove_subscription(broker, session, full, persist=False)
+            remove_subscription(broker, session, full, persist=False, cause=REMOVED_REPLACED)
         session.subscriptions[full] = sub
         add_subscription_to_tree(broker, session, sub)
         if session.persistent:
@@ -156,7 +167,7 @@ def handle_unsubscribe(conn: Connection, pkt: p.Unsubscribe) -> None:
                 codes.append(rc.TOPIC_FILTER_INVALID)
                 continue
             raise ProtocolError(f"invalid topic filter {full!r}: {err.reason}") from None
-        existed = remove_subscription(broker, session, full, persist=True)
+        existed = remove_subscription(broker, session, full, persist=True, cause=REMOVED_UNSUBSCRIBED)
         codes.append(rc.SUCCESS if existed else rc.NO_SUBSCRIPTION_EXISTED)
     pid = pkt.packet_id
     reason_codes = codes if conn.level == 5 else []

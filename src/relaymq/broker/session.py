@@ -50,7 +50,7 @@ class Session:
     __slots__ = (
         "client_id", "protocol_level", "expiry_interval", "username", "subscriptions",
         "queue", "inflight", "inbound", "connection", "disconnected_at", "_next_packet_id",
-        "queued_bytes", "dropped", "persisted", "spilled", "inbound_bytes", "overflow", "blocking",
+        "queued_bytes", "dropped", "dropped_bytes", "disconnect_dropped", "disconnect_dropped_bytes", "persisted", "spilled", "inbound_bytes", "overflow", "blocking",
     )
 
     def __init__(self, client_id: str, protocol_level: int, expiry_interval: int,
@@ -73,7 +73,12 @@ class Session:
         self.disconnected_at: float | None = None  # monotonic time
         self._next_packet_id = 1
         self.queued_bytes = 0
+        # Messages (and their payload bytes) dropped by a full queue; of those, the
+        # disconnect_ ones were followed by the broker disconnecting the client (item 44).
         self.dropped = 0
+        self.dropped_bytes = 0
+        self.disconnect_dropped = 0
+        self.disconnect_dropped_bytes = 0
         self.persisted = False  # a SessionRecord is in the store
         # What a full queue does (the listener's ``overflow``: delivery.BLOCK, DROP_NEW,
         # DROP_OLDEST), set when the client connects

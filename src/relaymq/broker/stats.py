@@ -28,6 +28,14 @@ class BrokerStats:
     bytes_received: int = 0  # bytes of every MQTT packet
     bytes_sent: int = 0
     dropped_by_reason: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DROP_REASONS, 0))
+    #: Payload bytes of the messages counted in ``dropped_by_reason`` (pubsub.md item 44).
+    bytes_dropped: int = 0
+    #: Of the drops, those followed by the broker disconnecting the client (a full persistent
+    #: session with ``overflow = "drop-new"``, delivery.py): messages and payload bytes.
+    disconnect_dropped: int = 0
+    disconnect_bytes_dropped: int = 0
+    #: Payload bytes of publications written to a client at once, without being queued (item 44).
+    bytes_cut_through: int = 0
     publications_held: int = 0  # client publications held back by a full session (backpressure)
     stalls: int = 0  # times a full session held publishers back for longer than STALLED_AFTER
     connections_total: int = 0  # connections accepted since start

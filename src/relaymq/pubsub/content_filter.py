@@ -64,7 +64,7 @@ class LazyView:
 
     def selects(self, selector: Selector) -> bool:
         if self._resolve is None:
-            from relaymq.pubsub.engine import filter_resolver, publication_from_mqtt
+            from relaymq.pubsub.conversions import filter_resolver, publication_from_mqtt
 
             m = self.message
             self._resolve = filter_resolver(publication_from_mqtt(m.topic, m.payload, m.qos, m.properties, m.expiry_at))

@@ -31,9 +31,12 @@ REMOVED_DEREGISTERED = "deregistered"
 REMOVED_EXPIRED = "expired"
 REMOVED_QUEUE_DELETED = "queue_deleted"
 REMOVED_ADMIN = "administrator"
-# ... and why an MQTT subscription went away (item 45).
+# ... and why an MQTT subscription went away (item 45), as the broker says when it removes
+# it (``Broker.removal_cause``); expiry (the session's) and administrator are the above.
 REMOVED_UNSUBSCRIBED = "unsubscribed"
-REMOVED_SESSION_ENDED = "session_ended"
+REMOVED_SESSION_ENDED = "session_ended"  # a clean session's client disconnected
+REMOVED_CLEAN_START = "clean_start"  # a reconnect with clean start discarded the session
+REMOVED_REPLACED = "replaced"  # a SUBSCRIBE to the same filter with other options
 REMOVED_LAST_MEMBER = "last_member_left"  # a shared subscription's group
 
 

@@ -111,38 +111,16 @@ def read_command(message: Message) -> Command | None:
     """The command in ``message``, or None when there is none (an inbound ``pscr`` alone is
     ignored, item 26). Raises PscError for 2336/2338/2339 (items 27 and 36)."""
     mq = message.mq
-    rfh2 = mq.first_rfh2()
-    psc: Element | None = rfh2.folder("psc") if rfh2 is not None else None
-    rfh1 = False
-    v1: MQRFH | None = None
-    in_body = False
-    body = mq.body
-    if psc is None:
-        v1 = next((h for h in mq.headers if isinstance(h, MQRFH)), None)
-        if v1 is not None:
-            psc = _psc_from_rfh1(v1)
-            rfh1 = True
-        else:
-            found = psc_in_body(mq)
-            if found is None:
-                return None
-            psc, body = found
-            in_body = True
+    found = _find_psc(mq)
+    if found is None:
+        return None
+    psc, v1, body, in_body = found
+    rfh1 = v1 is not None
     commands = [str(c.value or "") for c in psc.children if c.name == "Command"]
     name = commands[0] if commands else ""
-    repeatable = REPEATABLE_IN.get(name, REPEATABLE)
-    params: dict[str, list[str]] = {}
-    for child in psc.children:
-        value = "" if child.value is None else str(child.value)
-        if child.name in params and child.name not in repeatable:
-            raise r.PscError(r.RFH_DUPLICATE_PARM, f"{child.name} repeated", **{child.name: value})
-        if child.name in OPTION_LISTS:
-            params.setdefault(child.name, []).extend(value.split())
-        else:
-            params.setdefault(child.name, []).append(value)
-    usr = rfh2.folder("usr") if rfh2 is not None else None
-    if rfh1:
-        usr = _usr_from_rfh1(v1)
+    params = _params(psc, REPEATABLE_IN.get(name, REPEATABLE))
+    rfh2 = mq.first_rfh2()
+    usr = _usr_from_rfh1(v1) if v1 is not None else (rfh2.folder("usr") if rfh2 is not None else None)
     last = mq.last_rfh2()
     command = Command(
         name, params, psc, mq.md, body,
@@ -152,9 +130,47 @@ def read_command(message: Message) -> Command | None:
     )
     if not commands:
         raise r.PscError(r.RFH_PARM_MISSING, "the psc folder has no Command")
+    _check_parameters(command)
+    return command
+
+
+def _find_psc(mq: MQMessage) -> tuple[Element, MQRFH | None, bytes, bool] | None:
+    """(psc folder, the MQRFH v1 it came from, the publication body, whether it came in the
+    body): from the first MQRFH2, else an MQRFH v1, else a ``<psc>`` text body."""
+    rfh2 = mq.first_rfh2()
+    psc: Element | None = rfh2.folder("psc") if rfh2 is not None else None
+    if psc is not None:
+        return psc, None, mq.body, False
+    v1 = next((h for h in mq.headers if isinstance(h, MQRFH)), None)
+    if v1 is not None:
+        return _psc_from_rfh1(v1), v1, mq.body, False
+    in_body = psc_in_body(mq)
+    if in_body is None:
+        return None
+    return in_body[0], None, in_body[1], True
+
+
+def _params(psc: Element, repeatable: frozenset[str]) -> dict[str, list[str]]:
+    """The psc folder's values by name; a repeated non-repeatable parameter is 2338."""
+    params: dict[str, list[str]] = {}
+    for child in psc.children:
+        value = "" if child.value is None else str(child.value)
+        if child.name in params and child.name not in repeatable:
+            raise r.PscError(r.RFH_DUPLICATE_PARM, f"{child.name} repeated", **{child.name: value})
+        if child.name in OPTION_LISTS:
+            params.setdefault(child.name, []).extend(value.split())
+        else:
+            params.setdefault(child.name, []).append(value)
+    return params
+
+
+def _check_parameters(command: Command) -> None:
+    """2336 for an unknown command, 2337 for a parameter (or mcd element) it does not have,
+    2339 for a missing mandatory one, 2338 for a second ReqUpdate Topic (items 27, 36)."""
+    name, params = command.name, command.params
     if name not in COMMANDS:
         raise r.PscError(r.RFH_COMMAND_ERROR, f"unknown command {name!r}")
-    valid = VALID_PARAMS_RFH1.get(name, VALID_PARAMS[name]) if rfh1 else VALID_PARAMS[name]
+    valid = VALID_PARAMS_RFH1.get(name, VALID_PARAMS[name]) if command.rfh1 else VALID_PARAMS[name]
     for param in params:
         if param not in valid:
             raise r.PscError(r.RFH_PARM_ERROR, f"{name} has no parameter {param!r}")
@@ -167,7 +183,6 @@ def read_command(message: Message) -> Command | None:
             raise r.PscError(r.RFH_PARM_MISSING, f"{name} needs {mandatory}")
     if name == REQ_UPDATE and len(params["Topic"]) > 1:
         raise r.PscError(r.RFH_DUPLICATE_PARM, "ReqUpdate takes exactly one Topic")
-    return command
 
 
 _BODY_START = b"<psc>"

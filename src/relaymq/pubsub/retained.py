@@ -18,7 +18,7 @@ no ``$`` topic for a filter starting with a wildcard, empty levels are real leve
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, MutableSet
 from typing import Generic, TypeVar
 
 from .topics import LEVEL_SEPARATOR, MULTI_LEVEL_WILDCARD, SINGLE_LEVEL_WILDCARD, is_dollar_topic
@@ -108,45 +108,48 @@ class RetainedTree(Generic[V]):
         """
         levels = topic_filter.split(LEVEL_SEPARATOR)
         end = len(levels)
-        root = self._root
         # README decision 2: a first-level wildcard does not match '$' topics.
         skip_dollar = levels[0] in (SINGLE_LEVEL_WILDCARD, MULTI_LEVEL_WILDCARD)
         # Only a '#' before the last level can reach one node along two paths.
         middle_hash = MULTI_LEVEL_WILDCARD in levels[:-1]
         resumed: set[tuple[int, int]] | None = set() if middle_hash else None
         yielded: set[int] | None = set() if middle_hash else None
-        stack: list[tuple[_Node, int]] = [(root, 0)]
+        stack: list[tuple[_Node, int]] = [(self._root, 0)]
         while stack:
             node, i = stack.pop()
             if i == end:
-                if node.value is not _ABSENT and (yielded is None or id(node) not in yielded):
-                    if yielded is not None:
-                        yielded.add(id(node))
-                    yield node.topic, node.value  # type: ignore[misc]
-                continue
-            level = levels[i]
-            if level == MULTI_LEVEL_WILDCARD:
-                if i == end - 1:
-                    for found in self._subtree(node, skip_dollar):
-                        if found.value is not _ABSENT and (yielded is None or id(found) not in yielded):
-                            if yielded is not None:
-                                yielded.add(id(found))
-                            yield found.topic, found.value  # type: ignore[misc]
-                    continue
-                assert resumed is not None
-                for found in self._subtree(node, skip_dollar):
-                    state = (id(found), i + 1)
-                    if state not in resumed:
-                        resumed.add(state)
-                        stack.append((found, i + 1))
-            elif level == SINGLE_LEVEL_WILDCARD:
-                for name, child in tuple(node.children.items()):
-                    if not (skip_dollar and node is root and is_dollar_topic(name)):
-                        stack.append((child, i + 1))
+                spanned: Iterable[_Node] = (node,)
+            elif levels[i] == MULTI_LEVEL_WILDCARD and i == end - 1:
+                spanned = self._subtree(node, skip_dollar)
             else:
-                child = node.children.get(level)
-                if child is not None and not (skip_dollar and node is root and is_dollar_topic(level)):
-                    stack.append((child, i + 1))
+                stack.extend(self._next_states(node, i, levels[i], skip_dollar, resumed))
+                continue
+            for found in spanned:
+                if found.value is not _ABSENT and (yielded is None or id(found) not in yielded):
+                    if yielded is not None:
+                        yielded.add(id(found))
+                    yield found.topic, found.value  # type: ignore[misc]
+
+    def _next_states(self, node: _Node, i: int, level: str, skip_dollar: bool,
+                     resumed: MutableSet[tuple[int, int]] | None) -> list[tuple[_Node, int]]:
+        """The states after matching filter level ``i`` (``level``) at ``node``."""
+        root = self._root
+        if level == MULTI_LEVEL_WILDCARD:  # a '#' in the middle: resume at any node it spans
+            assert resumed is not None
+            states = []
+            for found in self._subtree(node, skip_dollar):
+                state = (id(found), i + 1)
+                if state not in resumed:
+                    resumed.add(state)
+                    states.append((found, i + 1))
+            return states
+        if level == SINGLE_LEVEL_WILDCARD:
+            return [(child, i + 1) for name, child in tuple(node.children.items())
+                    if not (skip_dollar and node is root and is_dollar_topic(name))]
+        child = node.children.get(level)
+        if child is not None and not (skip_dollar and node is root and is_dollar_topic(level)):
+            return [(child, i + 1)]
+        return []
 
     def _subtree(self, top: _Node, skip_dollar: bool) -> Iterator[_Node]:
         """``top`` and all its descendants (what ``#`` at ``top`` spans), leaving out the
@@ -161,11 +164,12 @@ class RetainedTree(Generic[V]):
                     stack.append(child)
 
     def _find(self, topic: str) -> _Node | None:
-        node: _Node | None = self._root
+        node = self._root
         for level in topic.split(LEVEL_SEPARATOR):
-            node = node.children.get(level)
-            if node is None:
+            child = node.children.get(level)
+            if child is None:
                 return None
+            node = child
         return node
 
     def __len__(self) -> int:

@@ -41,13 +41,14 @@ from relaymq.auth.authorities import ANONYMOUS
 from relaymq.broker.retain import store_retained
 from relaymq.message.message import Message
 from relaymq.pubsub.admin import PscAdmin
-from relaymq.pubsub.engine import CONTROL_QUEUE, RECEIVE, PubSubEngine, dead_letter_message
+from relaymq.pubsub.authority import RECEIVE
+from relaymq.pubsub.commands import CONTROL_QUEUE, dead_letter_message
+from relaymq.pubsub.engine import PubSubEngine
 from relaymq.pubsub.model import (
     PSC_KEY,
     REMOVED_ADMIN,
     REMOVED_LAST_MEMBER,
-    REMOVED_SESSION_ENDED,
-    REMOVED_UNSUBSCRIBED,
+    REMOVED_REPLACED,
     ClearRetained,
     DeadLetter,
     MqttPublish,
@@ -106,6 +107,7 @@ class PubSubService:
             input_queues=settings.input_queue_points(),
             queue_check=queue_checker(self.qm) if self.qm is not None else None,
             events=settings.events,
+            temporary_queue=self.qm.dynamic.is_temporary if self.qm is not None else None,
         )
         self._loop = asyncio.get_running_loop()
         self._wake: dict[str, asyncio.Event] = {}
@@ -123,6 +125,8 @@ class PubSubService:
         self._attempts = 0  # puts tried in the current perform, for its PutFailed
         #: Puts over synchronous routes still being made (``_remote_put``).
         self._remote: set[asyncio.Future[bytes]] = set()
+        #: Subscriptions of deleted queues being removed (``_queue_deleted``).
+        self._removals: set[asyncio.Future[None]] = set()
 
     # ---------------------------------------------------------------- life cycle
     async def start(self) -> None:
@@ -133,7 +137,7 @@ class PubSubService:
                 data = await asyncio.to_thread(_read_json, legacy)
                 self.engine.restore(data)
                 self.state.save_all(self.engine)
-                await asyncio.to_thread(self.store_engine.flush)
+                await asyncio.to_thread(self.state.engine.flush)
                 os.replace(legacy, legacy + ".imported")
                 log.info("pub/sub: imported %d subscription(s) from %s (renamed %s.imported)",
                          len(self.engine.subscriptions), legacy, legacy)
@@ -155,6 +159,10 @@ class PubSubService:
         if self.qm is None:
             log.warning("pub/sub: no queue manager, so psc commands are not served (MQTT pub/sub only)")
             return
+        # A deleted subscriber queue takes its subscriptions at once (item 19, seed 2830-2843);
+        # those of queues deleted while the broker was down go now.
+        self.qm.queue_deleted_listeners.append(self._queue_deleted)
+        await self._remove_queue_subscriptions(self.engine.remove_unreachable)
         for queue in [CONTROL_QUEUE, *self.engine.input_queues]:
             if queue not in self.qm.queue_names():
                 await self.aio.define_queue(queue)
@@ -179,6 +187,8 @@ class PubSubService:
             self.broker.publication_taps.remove(self._tap)
         if self._observe_subscription in self.broker.subscriptions.observers:
             self.broker.subscriptions.observers.remove(self._observe_subscription)
+        if self.qm is not None and self._queue_deleted in self.qm.queue_deleted_listeners:
+            self.qm.queue_deleted_listeners.remove(self._queue_deleted)
         for queue, listener in self._listeners:
             try:
                 self.qm.remove_listener(queue, listener)
@@ -186,7 +196,7 @@ class PubSubService:
                 log.debug("removing listener on %s failed", queue, exc_info=True)
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, *self._removals, return_exceptions=True)
         try:
             with self.unit():
                 self._save()
@@ -294,11 +304,11 @@ class PubSubService:
         says is decided now, while the session is as the change left it; the events are
         published once the broker has finished handling the packet.
 
-        The broker tells no cause, so it is inferred: a removal while the client's connection
-        is live is an UNSUBSCRIBE (``unsubscribed``), otherwise the session ended (clean
-        disconnect, expiry, clean-start takeover: ``session_ended``); a SUBSCRIBE that replaces
-        a subscription to the same filter is no change when QoS and filter are the same, else
-        a Removed (``replaced``) and an Added. A shared subscription is announced per group:
+        A removal's cause is the broker's, set while it removes (``broker.removal_cause``):
+        ``unsubscribed``, ``replaced``, ``session_ended`` (a clean session's client left),
+        ``clean_start``, ``expired``, ``administrator``. A SUBSCRIBE that replaces a
+        subscription to the same filter is no change when QoS and filter are the same, else a
+        Removed (``replaced``) and an Added. A shared subscription is announced per group:
         Added with its first member, Removed (``last_member_left``) with its last."""
         if type(key) is tuple and key and key[0] == PSC_KEY:
             return
@@ -309,9 +319,7 @@ class PubSubService:
         if shared and not added:
             cause = REMOVED_LAST_MEMBER
         elif not added:
-            connection = getattr(session, "connection", None)
-            live = connection is not None and not connection.closed
-            cause = REMOVED_UNSUBSCRIBED if live else REMOVED_SESSION_ENDED
+            cause = self.broker.removal_cause
         changes = self._subscription_changes
         if added and changes:
             last = changes[-1]
@@ -319,7 +327,7 @@ class PubSubService:
                 if last[5] == attributes:
                     changes.pop()  # the same subscription again: no change
                     return
-                changes[-1] = (*last[:4], "replaced", last[5])
+                changes[-1] = (*last[:4], REMOVED_REPLACED, last[5])
         if not changes:
             self._loop.call_soon(self._announce_subscriptions)
         changes.append((added, topic_filter, key, getattr(session, "username", None), cause, attributes))
@@ -470,11 +478,34 @@ class PubSubService:
             return False
         return True
 
+    def _queue_deleted(self, definition: Any) -> None:
+        """The queue manager deleted a queue (in the deleting thread): its subscriptions go,
+        with the Removed event, cause ``queue_deleted`` (item 19). Only this queue manager's
+        own queues: a subscription naming an alias of the queue stays (seed 2837-2843)."""
+        if definition.owner != self.qm.name:
+            return
+        name = definition.name
+
+        def removal() -> None:
+            task = asyncio.ensure_future(self._remove_queue_subscriptions(
+                lambda: self.engine.remove_queue(self.qm.name, name)))
+            self._removals.add(task)
+            task.add_done_callback(self._removals.discard)
+
+        self._loop.call_soon_threadsafe(removal)
+
+    async def _remove_queue_subscriptions(self, remove: Any) -> None:
+        with self.unit():
+            for action in remove():
+                self._perform(action)
+            self._save()
+        await self.durable()
+
     async def _sweep(self) -> None:
         while True:
             await asyncio.sleep(EXPIRY_SWEEP_SECONDS)
             with self.unit():
-                for action in self.engine.expire(self.broker.clock.wall()) + self.engine.remove_unreachable():
+                for action in self.engine.expire(self.broker.clock.wall()):
                     self._perform(action)
                 self.engine.forget_retained(self.broker.retained.get)
                 self._save()

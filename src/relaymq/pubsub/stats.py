@@ -11,11 +11,13 @@ section with the seed's field names as attributes::
     <Statistics>
       <Broker Name="B1" ExecutionGroup="default" ClientCount="2" NeighborCount="0"
               SubscriptionCount="7" TimeStamp="2026-11-23T23:50:00.123Z"/>
-      <Client BytesQueued="0" MessagesSent="12" BytesSent="480" MessagesReceived="5"
-              BytesReceived="310" MessagesDropped="0">
+      <Client BytesQueued="0" MessagesSent="12" BytesSent="480" BytesCutThrough="96"
+              MessagesReceived="5" BytesReceived="310" MessagesDropped="0" BytesDropped="0"
+              DisconnectMessagesDropped="0" DisconnectBytesDropped="0">
         <Connection ClientId="sensor-1" UserId="alice" BytesQueued="0" MessagesQueued="0"
-                    MessagesDropped="0" MessagesSent="4" BytesSent="160" MessagesReceived="5"
-                    BytesReceived="310"/>
+                    MessagesDropped="0" BytesDropped="0" DisconnectMessagesDropped="0"
+                    DisconnectBytesDropped="0" MessagesSent="4" BytesSent="160"
+                    BytesCutThrough="32" MessagesReceived="5" BytesReceived="310"/>
       </Client>
       <Neighbor>
         <Connection Name="B2" Relation="collective" Connected="true" ProxySubscriptions="3"
@@ -32,12 +34,15 @@ What is counted and what is not (nothing is reported as a made-up 0):
   (held there for this broker), MessagesReceived from it, MessagesDropped (copies that came
   another way, loops, Local publications).
 * Client, the totals over all clients since start: messages and bytes sent and received (the
-  bytes of every MQTT packet), messages dropped (queue overflow, limits), bytes queued now.
+  bytes of every MQTT packet), bytes cut through (payload bytes of publications written to a
+  client at once, never queued), messages and payload bytes dropped (queue overflow, limits)
+  where the client was not disconnected because of it, and the Disconnect ones, where the
+  broker disconnected it (a full persistent session with ``overflow = "drop-new"``); bytes
+  queued now.
 * Client/Connection, per connected client: what the broker keeps per session (bytes and
-  messages queued, messages dropped) and what the current connection moved (messages and
-  bytes sent and received; a client that reconnected starts again from 0). The broker does
-  not count bytes dropped, bytes cut through, nor drops followed by a disconnection, so those
-  attributes are absent rather than 0 (docs/pubsub.md).
+  messages queued, messages and bytes dropped, with and without a disconnection) and what
+  the current connection moved (messages and bytes sent and received, bytes cut through; a
+  client that reconnected starts again from 0).
 """
 
 from __future__ import annotations
@@ -82,9 +87,13 @@ def build_statistics(broker: Any, *, broker_name: str, execution_group: str, que
         "BytesQueued": str(sum(s.queued_bytes for s in broker.sessions.values())),
         "MessagesSent": str(stats.messages_sent),
         "BytesSent": str(stats.bytes_sent),
+        "BytesCutThrough": str(stats.bytes_cut_through),
         "MessagesReceived": str(stats.messages_received),
         "BytesReceived": str(stats.bytes_received),
-        "MessagesDropped": str(stats.publish_dropped),
+        "MessagesDropped": str(stats.publish_dropped - stats.disconnect_dropped),
+        "BytesDropped": str(stats.bytes_dropped - stats.disconnect_bytes_dropped),
+        "DisconnectMessagesDropped": str(stats.disconnect_dropped),
+        "DisconnectBytesDropped": str(stats.disconnect_bytes_dropped),
     })
     for session in sorted(connected, key=lambda s: s.client_id):
         conn = session.connection
@@ -93,9 +102,13 @@ def build_statistics(broker: Any, *, broker_name: str, execution_group: str, que
             "UserId": session.username or "",
             "BytesQueued": str(session.queued_bytes),
             "MessagesQueued": str(len(session.queue) + len(session.inflight)),
-            "MessagesDropped": str(session.dropped),
+            "MessagesDropped": str(session.dropped - session.disconnect_dropped),
+            "BytesDropped": str(session.dropped_bytes - session.disconnect_dropped_bytes),
+            "DisconnectMessagesDropped": str(session.disconnect_dropped),
+            "DisconnectBytesDropped": str(session.disconnect_dropped_bytes),
             "MessagesSent": str(conn.messages_sent),
             "BytesSent": str(conn.bytes_sent),
+            "BytesCutThrough": str(conn.bytes_cut_through),
             "MessagesReceived": str(conn.messages_received),
             "BytesReceived": str(conn.bytes_received),
         })

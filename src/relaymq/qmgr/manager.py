@@ -26,6 +26,7 @@ from relaymq.message.message import Message
 from relaymq.message.mqdlh import MQDLH
 from relaymq.qmgr import resolution as res
 from relaymq.qmgr.admin import AdminProcessor
+from relaymq.qmgr.dynamic_queues import DynamicQueues
 from relaymq.qmgr.definitions import (
     ADMIN,
     HOLDING_KINDS,
@@ -163,7 +164,13 @@ class QueueManager:
                                     reads_fields=rule_reads_fields(self.rule))
         self._retrieval = Retrieval(self, self._lock, self._waiting, self._listeners)
         self._transmission = Transmission(self, self._lock, self._listeners)
+        #: Called with each deleted queue's definition, in the deleting thread, after the
+        #: deletion is durable (the pub/sub service removes its subscriptions, item 19).
+        self.queue_deleted_listeners: list[Callable[[QueueDefinition], None]] = []
+        #: Model queues and temporary dynamic queues (relaymq.qmgr.dynamic_queues).
+        self.dynamic = DynamicQueues(self)
         self._load(define_system_queues, recreate)
+        self.dynamic.delete_left_by_crash()
         if self.admin is not None and (self.name, SYSTEM_ADMIN_QUEUE) in self._queues:
             self.admin.recover()
             if next(self._queues[(self.name, SYSTEM_ADMIN_QUEUE)].visible(), None) is not None:
@@ -415,6 +422,9 @@ class QueueManager:
             if index.rule is not None:
                 index.rule.close(definition)
         ticket.wait()
+        self.dynamic.forget(definition)
+        for listener in list(self.queue_deleted_listeners):
+            listener(definition)
 
     def queue_names(self) -> list[str]:
         """Names of the queues owned by this queue manager (local, dead-letter, admin, S&F)."""

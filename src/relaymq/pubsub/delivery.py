@@ -1,0 +1,118 @@
+"""Delivery to queue subscribers (pubsub.md items 14-17, 23, 35, 38).
+
+Why a part of its own: a live publication (routed through the topic tree) and the retained
+publications sent because of a RegSub or ReqUpdate become the same copies: one per
+subscriber, selected by filter and authority, as an MQ message with the MQMD of item 35.
+This class makes them; it keeps no state but the broker's identity and the ACLs it asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any
+
+from relaymq.message.constants import MQMT_DATAGRAM, MQPER_PERSISTENCE_AS_Q_DEF, MQPER_PERSISTENT
+from relaymq.message.headers import MQMessage, SharedMQMessage, SharedParts
+from relaymq.message.message import Message
+from relaymq.message.mqmd import MQMD
+from relaymq.message.mqrfh import MQRFH
+from relaymq.message.mqrfh2 import MQRFH2
+from relaymq.pubsub import psc as wire
+from relaymq.pubsub.authority import RECEIVE, SenderAuthority
+from relaymq.pubsub.conversions import filter_resolver, publication_folders
+from relaymq.pubsub.model import NON_PERS, PERS, PERS_AS_QUEUE, Publication, Put, QueueSubscription, SubscriberId
+from relaymq.pubsub.topicacl import PERSISTENT, SUBSCRIBE, TopicAcl
+
+#: MQAT_BROKER (cmqc.h): the PutApplType of publications the broker sends (item 35).
+MQAT_BROKER = 26
+
+
+class Delivery:
+    """The copies of publications for queue subscribers of one broker."""
+
+    def __init__(self, qmgr_name: str, new_id: Callable[[], bytes], acl: TopicAcl | None,
+                 sender: SenderAuthority | None) -> None:
+        self.qmgr_name = qmgr_name
+        self.new_id = new_id
+        self.acl = acl
+        self.sender = sender
+
+    def live(self, pub: Publication, matches: Iterable[tuple[Hashable, Any]],
+             now: float) -> tuple[list[Put], list[QueueSubscription]]:
+        """One copy per subscriber of a live publication among the tree's ``matches``
+        (item 14); also the matched subscriptions found expired, for their removal."""
+        copies: list[Put] = []
+        seen: set[SubscriberId] = set()
+        expired: list[QueueSubscription] = []
+        shared: list[SharedParts] = []  # the copies' RFH2 and body, made and encoded once
+        for _key, sub in matches:
+            if type(sub) is not QueueSubscription:
+                continue
+            if sub.expired(now):
+                expired.append(sub)
+                continue
+            if "PubOnReqOnly" in sub.flags or sub.subscriber in seen:
+                continue
+            if pub.other_subs_only and pub.publisher is not None and same_subscriber(pub.publisher, sub.subscriber):
+                continue
+            if not self.selected(sub, pub):
+                continue
+            seen.add(sub.subscriber)
+            copies.append(self.copy(sub, pub, now, retained_inform=False, shared=shared))
+        return copies, expired
+
+    def retained(self, sub: QueueSubscription, pubs: Iterable[Publication], now: float) -> list[Put]:
+        """Retained publications sent because of a RegSub or a ReqUpdate: IsRetainedPub when
+        the subscriber asked with InformIfRet (item 23)."""
+        inform = "InformIfRet" in sub.flags
+        return [self.copy(sub, pub, now, retained_inform=inform) for pub in pubs if self.selected(sub, pub)]
+
+    def selected(self, sub: QueueSubscription, pub: Publication) -> bool:
+        """Topic already matched; then the filter (item 17) and the subscriber's right to see
+        this topic (a ``#`` subscription sees only permitted topics, item 38)."""
+        if sub.selector is not None and not sub.selector.matches(filter_resolver(pub)):
+            return False
+        if self.acl is not None and not self.acl.allowed(sub.user_id or None, pub.topic, SUBSCRIBE):
+            return False
+        # the owner's ACL at delivery too, as for MQTT: a subscription registered before a
+        # rule changed (or before issue 15) must not go on leaking what its owner may not read
+        return self.sender is None or self.sender.topic(sub.user_id or None, pub.topic, RECEIVE)
+
+    def copy(self, sub: QueueSubscription, pub: Publication, now: float, *, retained_inform: bool,
+             shared: list[SharedParts] | None = None) -> Put:
+        """One subscriber's copy. ``shared`` (a live publication's copies: empty at first) holds
+        the MQRFH2 and body that every MQRFH2 copy of it has in common, made once and encoded
+        once (each copy's own part is its MQMD: MsgId, CorrelId, Persistence)."""
+        persistent = {PERS: MQPER_PERSISTENT, NON_PERS: 0, PERS_AS_QUEUE: MQPER_PERSISTENCE_AS_Q_DEF}.get(
+            sub.persistence, MQPER_PERSISTENT if pub.persistent else 0)
+        if persistent == MQPER_PERSISTENT and self.acl is not None and not self.acl.allowed(
+                sub.user_id or None, pub.topic, PERSISTENT):
+            persistent = 0  # no Persistent authority: delivered non-persistent (item 38)
+        md = MQMD(
+            Report=0, MsgType=MQMT_DATAGRAM, Format="MQHRF2", MsgId=self.new_id(),
+            CorrelId=(sub.subscriber.correl_id.ljust(24, b"\0") if sub.subscriber.correl_id else sub.broker_correl_id),
+            ReplyToQ="", ReplyToQMgr=self.qmgr_name, PutApplType=MQAT_BROKER, PutApplName=self.qmgr_name[:28],
+            Priority=pub.priority, Persistence=persistent, Expiry=pub.expiry_tenths(now),
+        )
+        if shared is not None and not sub.rfh1 and not retained_inform:
+            if not shared:
+                shared.append(SharedParts([MQRFH2(Format=pub.body_format, folders=publication_folders(pub))],
+                                          pub.body))
+            return Put(sub.subscriber.qmgr, sub.subscriber.queue, Message(SharedMQMessage(md, shared[0])),
+                       "publication", sub)
+        folders = publication_folders(pub, retained_inform=retained_inform)
+        header: MQRFH | MQRFH2
+        if sub.rfh1:
+            md.Format = "MQHRF"
+            header = MQRFH(Format=pub.body_format, name_values=wire.rfh1_publication(folders[0], pub.usr))
+        else:
+            header = MQRFH2(Format=pub.body_format, folders=folders)
+        message = Message(MQMessage(md=md, headers=[header], body=pub.body))
+        return Put(sub.subscriber.qmgr, sub.subscriber.queue, message, "publication", sub)
+
+
+def same_subscriber(publisher: SubscriberId, subscriber: SubscriberId) -> bool:
+    """OtherSubsOnly (item 28): QMgrName+QName, plus CorrelId when the publisher gave one."""
+    if (publisher.qmgr, publisher.queue) != (subscriber.qmgr, subscriber.queue):
+        return False
+    return not publisher.correl_id or publisher.correl_id.ljust(24, b"\0") == subscriber.correl_id.ljust(24, b"\0")

@@ -11,10 +11,12 @@ import logging
 from collections.abc import Hashable
 from typing import Any
 
+from relaymq.network import clone_list
 from relaymq.network.admin import NetworkAdmin
+from relaymq.network.clones import CLONE_PREFIX, CloneReplication, clone_filter
 from relaymq.network.link import NeighborLink
 from relaymq.network.proxy import ProxyTable
-from relaymq.network.settings import NeighborSettings, NetworkSettings
+from relaymq.network.settings import NeighborSettings, NetworkSettings, clone_problem
 from relaymq.network.topology import (
     TOPOLOGY_FILTER,
     Topology,
@@ -28,6 +30,8 @@ log = logging.getLogger("relaymq.network")
 
 #: Seconds between looks at the links' states for $SYS.
 STATE_INTERVAL = 0.5
+#: The network's own topics: what links subscribe to for the network itself, never proxied.
+NETWORK_TOPICS = "relaymq/network/"
 
 
 def sys_topic(me: str, neighbor: str) -> str:
@@ -42,6 +46,7 @@ class NetworkService:
         collective = frozenset(n.name for n in settings.neighbor if n.in_collective)
         self.links = {n.name: NeighborLink(me, n, collective, broker) for n in settings.neighbor}
         self.proxies = ProxyTable(settings.neighbor)
+        self.clones = CloneReplication(me, settings.clones, broker)
         self._states: dict[str, bool | None] = {name: None for name in self.links}
         self._task: asyncio.Task[None] | None = None
         self.topology = Topology()
@@ -64,20 +69,28 @@ class NetworkService:
                     self._apply(self.proxies.change(True, sub.topic, sub.tree_key, "Local" in sub.flags))
         self.broker.subscriptions.observers.append(self._observe)
         self.broker.publication_taps.append(self._tap)
+        self.clones.start()
         if self.links:
             self._announce()  # item 40: every broker tells the network its neighbours, and learns everybody's
         for link in self.links.values():
             link.proxy(TOPOLOGY_FILTER, True)
+            if link.name in self.clones.clones:
+                link.proxy(clone_filter(link.name), True)  # item 43: its subscription table, replicated here
             link.start()
         self._task = asyncio.create_task(self._watch_states(), name="network states")
 
     def _observe(self, added: bool, topic_filter: str, key: Hashable, value: Any) -> None:
         """Every change of the broker's subscription tree (MQTT and psc at the default point)."""
         self._apply(self.proxies.change(added, topic_filter, key, "Local" in getattr(value, "flags", ())))
+        self.clones.changed(key)
 
     def _tap(self, stored: Any) -> None:
-        """Every publication: the network's topology announcements are learnt."""
-        if not stored.topic.startswith("relaymq/network/"):
+        """Every publication: the network's topology announcements and the clones'
+        subscription tables are learnt."""
+        if not stored.topic.startswith(NETWORK_TOPICS):
+            return
+        if stored.topic.startswith(CLONE_PREFIX):
+            self.clones.learn(stored.topic, stored.payload)
             return
         parsed = parse_announcement(stored.topic, stored.payload)
         if parsed is not None and self.topology.learn(*parsed):
@@ -98,7 +111,7 @@ class NetworkService:
 
     def _apply(self, changes: list[tuple[str, str, bool]]) -> None:
         for neighbor, topic_filter, subscribe in changes:
-            if topic_filter == TOPOLOGY_FILTER:
+            if topic_filter.startswith(NETWORK_TOPICS):
                 continue  # held for the network's own announcements whatever clients do
             log.debug("proxy subscription %s at %s: %s", "made" if subscribe else "withdrawn", neighbor, topic_filter)
             self.links[neighbor].proxy(topic_filter, subscribe)
@@ -141,7 +154,10 @@ class NetworkService:
         log.info("neighbour %s (%s) added at %s:%d", neighbor.name, neighbor.relation, neighbor.host, neighbor.port)
 
     async def remove_neighbor(self, name: str) -> None:
-        """Disconnect from a neighbour now (the admin API). Raises KeyError when there is none."""
+        """Disconnect from a neighbour now (the admin API). Raises KeyError when there is none,
+        ValueError when it is a clone (it is removed from the clones first)."""
+        if name in self.links and name in self.clones.clones:
+            raise ValueError(f"{name!r} is a clone: remove it from the clones first (\"-{name}\")")
         link = self.links.pop(name)
         self._apply(self.proxies.remove(name))
         self.settings = dataclasses.replace(self.settings,
@@ -156,13 +172,32 @@ class NetworkService:
         self._announce()
         log.info("neighbour %s removed", name)
 
+    def change_clones(self, change: str) -> None:
+        """Item 43, the seed's mqsichangeproperties ... clonedPubSubBrokerList: ``change`` in the
+        list syntax (``"b,qm,..."``, ``"+b,qm"``, ``"-b"``, ``""``). Raises ValueError."""
+        me = self.settings.broker
+        before = self.clones.clones
+        after = clone_list.apply(before, change, me)
+        why = clone_problem(after, self.settings.neighbor)
+        if why is not None:
+            raise ValueError(why)
+        for name in before.keys() - after.keys():
+            self.links[name].proxy(clone_filter(name), False)
+            self.clones.replicas = {client: {b: r for b, r in found.items() if b != name}
+                                    for client, found in self.clones.replicas.items()}
+        for name in after.keys() - before.keys():
+            self.links[name].proxy(clone_filter(name), True)
+        self.clones.clones = dict(after)
+        self.settings = dataclasses.replace(self.settings, cloned_brokers=clone_list.render(after))
+        log.info("clones of %s: %s", me, self.settings.cloned_brokers or "none")
+
     def _announce(self) -> None:
         topic, payload = announcement(self.settings.broker, {n.name: n.relation for n in self.settings.neighbor})
         self.broker.publish(topic, payload, 1, True)
 
     def describe(self) -> dict[str, Any]:
         """What the admin API shows: this broker, its neighbours, the links refused (item 40)."""
-        return {"broker": self.settings.broker,
+        return {"broker": self.settings.broker, "cloned_brokers": self.settings.cloned_brokers,
                 "neighbors": [{**link.statistics(), "host": link.neighbor.host, "port": link.neighbor.port,
                                "refused": name in self.refused} for name, link in self.links.items()]}
 
@@ -177,6 +212,7 @@ class NetworkService:
             self.broker.subscriptions.observers.remove(self._observe)
         if self._tap in self.broker.publication_taps:
             self.broker.publication_taps.remove(self._tap)
+        self.clones.stop()
         await asyncio.gather(*self._stopping, return_exceptions=True)
         if self._task is not None:
             self._task.cancel()
@@ -196,7 +232,8 @@ async def start(context: Any) -> NetworkService:
         service.admin.install(http)
         service.http = http
     if settings.neighbor:
-        log.info("broker %s in a network of %d neighbour(s): %s", settings.broker, len(settings.neighbor),
-                 ", ".join(f"{n.name} ({n.relation})" for n in settings.neighbor))
+        log.info("broker %s in a network of %d neighbour(s): %s%s", settings.broker, len(settings.neighbor),
+                 ", ".join(f"{n.name} ({n.relation})" for n in settings.neighbor),
+                 f"; clones {settings.cloned_brokers}" if settings.cloned_brokers else "")
     context.services["network"] = service
     return service

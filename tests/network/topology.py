@@ -32,20 +32,29 @@ def gateway(a: str, b: str) -> list[Edge]:
 @contextmanager
 def network(tmp_path: Path, names: list[str], edges: list[Edge], extra: dict[str, dict[str, Any]] | None = None,
             queues: tuple[str, ...] = (),
-            network_keys: dict[str, dict[str, Any]] | None = None) -> Iterator[dict[str, BrokerProcess]]:
+            network_keys: dict[str, dict[str, Any]] | None = None,
+            assured: bool = False) -> Iterator[dict[str, BrokerProcess]]:
     """Start relaymq brokers ``names`` joined by ``edges``; ``queues`` are defined on each
     (for psc subscribers), and each gets a fixed HTTP port (``config["http"]["port"]``).
-    ``network_keys``: more ``[network]`` keys per broker (``cloned_brokers``)."""
+    ``network_keys``: more ``[network]`` keys per broker (``cloned_brokers``). ``assured``: each
+    broker's queue manager is ``QM<name>`` with a ``[[qmgr.connection]]`` to each neighbour's,
+    named in the neighbour entry (``qmgr``): persistent publications go over the channels."""
     brokers = {name: BrokerProcess("relaymq", workdir=tmp_path / name) for name in names}
     for proc in brokers.values():
         for queue in queues:
             assert main(["queue", "define", queue, "--data-dir", str(proc.data_dir)]) == 0
+    channel_ports = {name: free_port() for name in names}
     for name, proc in brokers.items():
-        proc.config = {**proc.config, "http": {"host": "127.0.0.1", "port": free_port()},
-                       "qmgr": {"channel_allow_anonymous": True}}
+        qmgr: dict[str, Any] = {"channel_allow_anonymous": True}
+        others = [(other, relation) for broker, other, relation in edges if broker == name]
+        if assured:
+            qmgr.update(name=f"QM{name}", channel_port=channel_ports[name],
+                        connection=[{"name": f"QM{other}", "address": f"127.0.0.1:{channel_ports[other]}",
+                                     "retry_initial_ms": 50, "retry_max_ms": 500} for other, _ in others])
+        proc.config = {**proc.config, "http": {"host": "127.0.0.1", "port": free_port()}, "qmgr": qmgr}
         neighbors = [{"name": other, "host": "127.0.0.1", "port": brokers[other].port, "relation": relation,
-                      "reconnect_initial_ms": 50, "reconnect_max_ms": 500}
-                     for broker, other, relation in edges if broker == name]
+                      "reconnect_initial_ms": 50, "reconnect_max_ms": 500, **({"qmgr": f"QM{other}"} if assured else {})}
+                     for other, relation in others]
         section = {"broker": name, "neighbor": neighbors, **(network_keys or {}).get(name, {})}
         proc.config = {**proc.config, "network": section, **(extra or {}).get(name, {})}
     try:

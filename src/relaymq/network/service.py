@@ -13,6 +13,7 @@ from typing import Any
 
 from relaymq.network import clone_list
 from relaymq.network.admin import NetworkAdmin
+from relaymq.network.assured import AssuredPath
 from relaymq.network.clones import CLONE_PREFIX, CloneReplication, clone_filter
 from relaymq.network.link import NeighborLink
 from relaymq.network.proxy import ProxyTable
@@ -24,6 +25,7 @@ from relaymq.network.topology import (
     parse_announcement,
 )
 from relaymq.pubsub.model import DEFAULT_SUBPOINT
+from relaymq.qmgr.channel_settings import ConnectionSettings, route_of
 from relaymq.pubsub.topics import parse_shared
 
 log = logging.getLogger("relaymq.network")
@@ -39,14 +41,19 @@ def sys_topic(me: str, neighbor: str) -> str:
 
 
 class NetworkService:
-    def __init__(self, settings: NetworkSettings, broker: Any) -> None:
+    def __init__(self, settings: NetworkSettings, broker: Any, qm: Any = None,
+                 connections: tuple[ConnectionSettings, ...] = ()) -> None:
         self.settings = settings
+        #: The queue manager's connection definitions: an assured neighbour's queue manager needs one.
+        self.connections = connections
         self.broker = broker
         me = settings.broker
         collective = frozenset(n.name for n in settings.neighbor if n.in_collective)
         self.links = {n.name: NeighborLink(me, n, collective, broker) for n in settings.neighbor}
         self.proxies = ProxyTable(settings.neighbor)
         self.clones = CloneReplication(me, settings.clones, broker)
+        #: Persistent publications over the queue managers' channels (with a queue manager).
+        self.assured = AssuredPath(me, settings.neighbor, self.proxies, broker, qm) if qm is not None else None
         self._states: dict[str, bool | None] = {name: None for name in self.links}
         self._task: asyncio.Task[None] | None = None
         self.topology = Topology()
@@ -70,6 +77,8 @@ class NetworkService:
         self.broker.subscriptions.observers.append(self._observe)
         self.broker.publication_taps.append(self._tap)
         self.clones.start()
+        if self.assured is not None and self.assured.targets:
+            self.assured.start()
         if self.links:
             self._announce()  # item 40: every broker tells the network its neighbours, and learns everybody's
         for link in self.links.values():
@@ -139,12 +148,21 @@ class NetworkService:
             raise ValueError(f"{neighbor.name!r} is this broker or already a neighbour")
         if neighbor.relation == "parent" and any(n.relation == "parent" for n in self.settings.neighbor):
             raise ValueError("a second parent: a hierarchy is a tree (item 40)")
+        if neighbor.qmgr and (self.assured is None or route_of(neighbor.qmgr, self.connections) is None):
+            raise ValueError(f"neighbor.qmgr: no [[qmgr.connection]] of this broker's queue manager leads to"
+                             f" {neighbor.qmgr!r} (the assured path goes over it)")
         self.settings = dataclasses.replace(self.settings, neighbor=(*self.settings.neighbor, neighbor))
         collective = frozenset(n.name for n in self.settings.neighbor if n.in_collective)
         for link in self.links.values():
             link.rule.collective = collective
         link = NeighborLink(me, neighbor, collective, self.broker)
         self.links[neighbor.name] = link
+        if self.assured is not None:
+            if neighbor.qmgr:
+                self.assured.define_remote(neighbor.qmgr)
+                if not self.assured.started:
+                    self.assured.start()
+            self.assured.neighbors(self.settings.neighbor)
         self._states[neighbor.name] = None
         for topic_filter in self.proxies.add(neighbor):
             link.proxy(topic_filter, True)
@@ -165,6 +183,8 @@ class NetworkService:
         collective = frozenset(n.name for n in self.settings.neighbor if n.in_collective)
         for other in self.links.values():
             other.rule.collective = collective
+        if self.assured is not None:
+            self.assured.neighbors(self.settings.neighbor)
         self._states.pop(name, None)
         self.refused.discard(name)
         await link.stop()
@@ -197,7 +217,10 @@ class NetworkService:
 
     def describe(self) -> dict[str, Any]:
         """What the admin API shows: this broker, its neighbours, the links refused (item 40)."""
-        return {"broker": self.settings.broker, "cloned_brokers": self.settings.cloned_brokers,
+        assured = self.assured
+        shown = ({"sent": dict(assured.sent), "received": assured.received, "dropped": assured.dropped}
+                 if assured is not None else None)
+        return {"broker": self.settings.broker, "cloned_brokers": self.settings.cloned_brokers, "assured": shown,
                 "neighbors": [{**link.statistics(), "host": link.neighbor.host, "port": link.neighbor.port,
                                "refused": name in self.refused} for name, link in self.links.items()]}
 
@@ -213,6 +236,8 @@ class NetworkService:
         if self._tap in self.broker.publication_taps:
             self.broker.publication_taps.remove(self._tap)
         self.clones.stop()
+        if self.assured is not None:
+            await self.assured.stop()
         await asyncio.gather(*self._stopping, return_exceptions=True)
         if self._task is not None:
             self._task.cancel()
@@ -223,7 +248,9 @@ class NetworkService:
 
 async def start(context: Any) -> NetworkService:
     settings: NetworkSettings = context.config.section("network")
-    service = NetworkService(settings, context.broker)
+    qm = context.services.get("qmgr")
+    connections = context.config.section("qmgr").connection if qm is not None else ()
+    service = NetworkService(settings, context.broker, qm, connections)
     service.start(context.services.get("pubsub"))
     http = context.services.get("http")
     if http is not None:

@@ -13,6 +13,9 @@ pubsub.md items 40, 43)::
     password = ""
     tls = false
     tls_ca = ""
+    qmgr = ""                          # its queue manager: persistent publications between
+                                       # the two go over the queue managers' channel
+                                       # (assured.py; a [[qmgr.connection]] of that name)
 
 A collective is a fully connected set: every member lists every other with relation
 ``collective``. ``parent``/``child`` join a hierarchy, ``gateway`` joins two collectives through
@@ -39,12 +42,17 @@ from dataclasses import dataclass
 from relaymq.bridge.settings import host_check, name_check
 from relaymq.config import ConfigError, boolean, build_section, int_range, key_field, one_of, text
 from relaymq.network import clone_list
+from relaymq.qmgr.names import is_valid_name
 
 RELATIONS = ("collective", "parent", "child", "gateway")
 
 
 def _optional_name(value: object) -> str | None:
     return None if value == "" else name_check(value)
+
+
+def _optional_qmgr(value: object) -> str | None:
+    return None if value == "" or is_valid_name(value) else "\"\" or a queue manager name (0-9 a-z A-Z _ . %)"
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,8 @@ class NeighborSettings:
     tls_ca: str = key_field("", text, path="file")
     reconnect_initial_ms: int = key_field(200, int_range(1, 3_600_000))
     reconnect_max_ms: int = key_field(5000, int_range(1, 3_600_000))
+    #: Its queue manager: persistent publications go over the channel to it (assured.py).
+    qmgr: str = key_field("", _optional_qmgr)
 
     @property
     def in_collective(self) -> bool:

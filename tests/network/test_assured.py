@@ -49,6 +49,26 @@ def test_item_41_persistent_publications_cross_over_the_channel_the_others_over_
         assert {m.qos for m in got if m.payload.startswith(b"q2")} == {2}
 
 
+def test_item_42_retained_persistent_publications_come_over_the_channel(tmp_path: Path) -> None:
+    """Item 42 (seed 003 l.2622-2626) on an assured link: a new proxy subscription brings the
+    neighbour's retained publications, the persistent ones by the channel and the others by
+    the link, once each; A keeps both, and a later subscriber on A gets them from A."""
+    with network(tmp_path, ["A", "B"], collective("A", "B"), assured=True) as brokers:
+        pub = paho_client(brokers["B"], "v5")
+        pub.publish("ret/persistent", b"kept-1", 1, retain=True)
+        pub.publish("ret/light", b"kept-0", 0, retain=True)
+        first = paho_client(brokers["A"], "v5")
+        first.subscribe("ret/#", 1)
+        first.inbox.wait_for(2)
+        assert sorted(m.payload for m in first.inbox.wait_quiet(1.0)) == [b"kept-0", b"kept-1"]
+        assert shown(brokers["B"])["assured"]["sent"] == {"A": 1}  # the persistent one, by the channel
+        later = paho_client(brokers["A"], "v5")
+        later.subscribe("ret/#", 1)
+        later.inbox.wait_for(2)
+        assert sorted((m.payload, m.retain) for m in later.inbox.wait_quiet(0.5)) == [(b"kept-0", True),
+                                                                                       (b"kept-1", True)]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("victim", ["A", "B"])
 def test_issue_17_kill_9_either_side_of_the_channel_mid_stream(tmp_path: Path, victim: str) -> None:

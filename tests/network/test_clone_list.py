@@ -71,6 +71,8 @@ def test_item_43_cloned_brokers_in_the_configuration(tmp_path: Path) -> None:
     (("broker2,QM2,broker3,QM3", "+broker2,QM2"), "whole list"),
     (("broker2,QM2,broker3,QM3", "broker2,QM2,broker9,QM9"), "no [[network.neighbor]]"),
     (('port = 1885, relation = "collective"', 'port = 1885, relation = "gateway"'), "relation"),
+    (('port = 1885, relation = "collective"', 'port = 1885, relation = "collective", qmgr = "QMX"'),
+     "queue manager is 'QM3' here but 'QMX'"),
 ])
 def test_item_43_a_bad_clone_list_stops_start_up_naming_the_key(tmp_path: Path, change: tuple[str, str],
                                                                 why: str) -> None:

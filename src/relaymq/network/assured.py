@@ -72,6 +72,8 @@ class AssuredPath:
         self.received = 0
         self.dropped = 0
         self._warned: set[str] = set()
+        #: (neighbour, filter) of proxy subscriptions removed in this turn of the loop.
+        self._resubscribing: set[tuple[str, str]] = set()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -137,6 +139,30 @@ class AssuredPath:
                 continue  # it would refuse it (path.py)
             self._put(neighbor.name, stored)
         return sum(1 for name in done if name in self.targets)
+
+    def proxy_changed(self, added: bool, topic_filter: str, key: object, value: Any) -> None:
+        """A subscription of the tree changed. A new proxy subscription of an assured
+        neighbour brings the persistent retained publications it matches over the channel
+        (item 42; the MQTT link's filter keeps them off the link). A subscription made again
+        (the link's reconnection: removed and inserted in one call) brings nothing, as MQTT's
+        Retain Handling 1."""
+        neighbor = self.proxies.neighbor_of(key)
+        if neighbor is None or neighbor.name not in self.targets or getattr(value, "filter_text", None) != ASSURED_FILTER:
+            return
+        if not added:
+            if not self._resubscribing:
+                asyncio.get_running_loop().call_soon(self._resubscribing.clear)
+            self._resubscribing.add((neighbor.name, topic_filter))
+            return
+        if (neighbor.name, topic_filter) in self._resubscribing:
+            return
+        wall = self.broker.clock.wall()
+        with self._unit():
+            for _topic, stored in list(self.broker.retained.match(topic_filter)):
+                user = stored.properties.get("user_property", [])
+                if (stored.qos and (stored.expiry_at is None or stored.expiry_at > wall) and not is_local(user)
+                        and neighbor.name not in path_of(user)):
+                    self._put(neighbor.name, stored)
 
     def _put(self, name: str, stored: Any) -> None:
         carried = Carried(self.me, stored.topic, stored.payload, stored.qos, stored.retain, dict(stored.properties),

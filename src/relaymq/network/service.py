@@ -92,6 +92,8 @@ class NetworkService:
         """Every change of the broker's subscription tree (MQTT and psc at the default point)."""
         self._apply(self.proxies.change(added, topic_filter, key, "Local" in getattr(value, "flags", ())))
         self.clones.changed(key)
+        if self.assured is not None:
+            self.assured.proxy_changed(added, topic_filter, key, value)
 
     def _tap(self, stored: Any) -> None:
         """Every publication: the network's topology announcements and the clones'

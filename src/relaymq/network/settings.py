@@ -100,12 +100,15 @@ class NetworkSettings:
 def clone_problem(clones: clone_list.Clones, neighbors: tuple[NeighborSettings, ...]) -> str | None:
     """Why ``clones`` cannot be this broker's clones with these neighbours, or None."""
     relations = {n.name: n.relation for n in neighbors}
-    for broker in clones:
+    qmgrs = {n.name: n.qmgr for n in neighbors}
+    for broker, qmgr in clones.items():
         if broker not in relations:
             return f"{broker!r} is no [[network.neighbor]]: a clone is reached as a neighbour"
         if relations[broker] != "collective":
             return (f"{broker!r} is a {relations[broker]} neighbour: a clone must be one with relation"
                     " \"collective\" (clones are fully interconnected)")
+        if qmgrs[broker] and qmgrs[broker] != qmgr:
+            return f"{broker!r}'s queue manager is {qmgr!r} here but {qmgrs[broker]!r} in its [[network.neighbor]] qmgr"
     return None
 
 

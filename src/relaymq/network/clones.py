@@ -108,6 +108,9 @@ class CloneReplication:
         for topic, message in list(self.broker.retained.match(CLONE_PREFIX + "#")):
             self.learn(topic, message.payload)
         self.broker.session_openers.append(self.install)
+        for client_id in list(self.broker.sessions):
+            if client_id not in self.own:
+                self.changed(client_id)  # clones newly configured: tables never announced
 
     def stop(self) -> None:
         if self.install in self.broker.session_openers:
@@ -125,6 +128,11 @@ class CloneReplication:
         if not self._dirty:
             asyncio.get_running_loop().call_soon(self._announce)
         self._dirty.add(key)
+
+    def announce_all(self) -> None:
+        """Announce every client's table (a clone was added: it may never have been announced)."""
+        for client_id in list(self.broker.sessions):
+            self.changed(client_id)
 
     def _announce(self) -> None:
         dirty, self._dirty = self._dirty, set()

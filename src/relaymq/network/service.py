@@ -210,6 +210,8 @@ class NetworkService:
         for name in after.keys() - before.keys():
             self.links[name].proxy(clone_filter(name), True)
         self.clones.clones = dict(after)
+        if after.keys() - before.keys():
+            self.clones.announce_all()
         self.settings = dataclasses.replace(self.settings, cloned_brokers=clone_list.render(after))
         log.info("clones of %s: %s", me, self.settings.cloned_brokers or "none")
 

@@ -9,8 +9,13 @@ the first is carried by each link in turn to a subscriber on the last. The load 
 the last (``BenchSpec.sub_port``). Before the timed run a probe goes through until it arrives,
 so the proxy subscriptions are in place.
 
-Run: ``.venv/bin/python bench/bench_network.py [--count 20000] [--json FILE]``. Prints a table;
-asserts nothing about speed.
+The *assured* cases join the two brokers' queue managers by channels too (each neighbour entry
+names the other's queue manager, ``qmgr``): persistent publications then cross by the assured
+channel (docs/networks.md, "The assured path"), non-persistent ones still by the link.
+
+Run: ``.venv/bin/python bench/bench_network.py [--count 20000] [--json FILE] [--link-only]``
+(``--link-only``: only the one-link cases, plain and assured). Prints a table; asserts nothing
+about speed.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from harness import BrokerProcess
+from harness import BrokerProcess, free_port
 from interop.clients import paho_client
 
 from relaymq.bench.runner import BenchSpec, run
@@ -33,17 +38,19 @@ from relaymq.bench.runner import BenchSpec, run
 LIMITS = {"max_inflight": 100, "max_queued_messages": 1_000_000, "max_stored_messages": 2_000_000}
 
 
-def start_chain(workdir: Path, size: int, collective: bool = False) -> list[BrokerProcess]:
+def start_chain(workdir: Path, size: int, collective: bool = False, assured: bool = False) -> list[BrokerProcess]:
     names = [f"B{i}" for i in range(size)]
     brokers = [BrokerProcess("relaymq", workdir=workdir / name, config={"limits": LIMITS}) for name in names]
+    channel_ports = [free_port() for _ in names]
     for i, proc in enumerate(brokers):
-        if collective:
-            others = [j for j in range(size) if j != i]
-            neighbors = [{"name": names[j], "host": "127.0.0.1", "port": brokers[j].port, "relation": "collective"}
-                         for j in others]
-        else:
-            neighbors = [{"name": names[j], "host": "127.0.0.1", "port": brokers[j].port, "relation": "gateway"}
-                         for j in (i - 1, i + 1) if 0 <= j < size]
+        relation = "collective" if collective else "gateway"
+        others = [j for j in range(size) if j != i] if collective else [j for j in (i - 1, i + 1) if 0 <= j < size]
+        neighbors = [{"name": names[j], "host": "127.0.0.1", "port": brokers[j].port, "relation": relation,
+                      **({"qmgr": f"QM{names[j]}"} if assured else {})} for j in others]
+        if assured:
+            proc.config = {**proc.config, "qmgr": {
+                "name": f"QM{names[i]}", "channel_port": channel_ports[i], "channel_allow_anonymous": True,
+                "connection": [{"name": f"QM{names[j]}", "address": f"127.0.0.1:{channel_ports[j]}"} for j in others]}}
         if neighbors:
             proc.config = {**proc.config, "network": {"broker": names[i], "neighbor": neighbors}}
     for proc in brokers:
@@ -97,22 +104,32 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=20_000, help="messages per case (default 20000)")
     parser.add_argument("--json", help="write the rows here too")
+    parser.add_argument("--link-only", action="store_true", help="only the one-link cases, plain and assured")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-network-") as tmp:
-        for hops in (0, 1, 2, 3):
+        brokers = start_chain(Path(tmp) / "assured", 2, assured=True)
+        try:
+            for qos in (0, 1, 2):
+                rows.append(row(f"1 link, assured (persistent by the channel), QoS {qos}",
+                                measure(brokers[0], brokers[-1], qos, args.count)))
+                print(rows[-1], file=sys.stderr, flush=True)
+        finally:
+            for proc in brokers:
+                proc.stop()
+        for hops in ((1,) if args.link_only else (0, 1, 2, 3)):
             brokers = start_chain(Path(tmp) / f"chain{hops}", hops + 1)
             try:
-                for qos in (0, 1):
+                for qos in ((0, 1, 2) if hops == 1 else (0, 1)):
                     label = "one broker" if hops == 0 else f"{hops} link(s), {hops + 1} brokers"
                     rows.append(row(f"{label}, QoS {qos}", measure(brokers[0], brokers[-1], qos, args.count)))
                     print(rows[-1], file=sys.stderr, flush=True)
             finally:
                 for proc in brokers:
                     proc.stop()
-        brokers = start_chain(Path(tmp) / "collective", 3, collective=True)
+        brokers = start_chain(Path(tmp) / "collective", 3, collective=True) if not args.link_only else []
         try:
-            for qos in (0, 1):
+            for qos in ((0, 1) if brokers else ()):
                 # one publisher on B0 and its subscriber on B0, B1 or B2 in turn; every run on a
                 # topic of its own, so a backlog of the last run cannot reach this one's subscriber
                 for target, name in zip(brokers, ("B0 (local)", "B1", "B2"), strict=True):

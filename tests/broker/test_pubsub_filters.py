@@ -32,6 +32,34 @@ def test_item_17_mqtt_filter_on_user_property():
     assert [m.payload for m in sub.publishes()] == [b"2"]
 
 
+def test_item_17_filter_on_persistence_with_and_without_the_message_view():
+    """pubsub.md item 17: an MQTT publication is persistent when its QoS is above 0 (what the
+    broker network's assured links filter on: relaymq.network.assured). The filter that reads
+    only Root.MQMD.Persistence is answered without building the message view, and says what
+    the view says; one that reads more still gets the view."""
+    from relaymq.pubsub.content_filter import LazyView
+    from relaymq.pubsub.engine import filter_resolver, publication_from_mqtt
+    from relaymq.selector import compile_selector
+    from relaymq.store.base import StoredMessage
+
+    for text in ("Root.MQMD.Persistence = 0", "Root.MQMD.Persistence > 0", "NOT Root.MQMD.Persistence = 1",
+                 "Root.MQMD.Persistence = 0 AND usr.a = 'x'"):
+        selector = compile_selector(text)
+        for qos in (0, 1, 2):
+            stored = StoredMessage(1, "t/a", b'{"n": 1}', qos, properties={"user_property": [("a", "x")]})
+            full = filter_resolver(publication_from_mqtt(stored.topic, stored.payload, qos, stored.properties, None))
+            assert LazyView(stored).selects(selector) == selector.matches(full), (text, qos)
+    broker = make_broker()
+    sub = TestClient(broker, level=5)
+    sub.connect("sub")
+    subscribe_with_filter(sub, "p/#", "Root.MQMD.Persistence = 0", qos=2)
+    pub = TestClient(broker, level=5)
+    pub.connect("pub")
+    pub.publish("p/0", b"0")
+    pub.publish("p/1", b"1", qos=1)
+    assert [m.payload for m in sub.publishes()] == [b"0"]
+
+
 def test_item_17_numeric_filter_on_untyped_mqtt_user_property():
     """pubsub.md item 17, README decision 3 (docs/pubsub.md "Content filters"): MQTT user
     properties are text with no type; compared with a number, one that reads as a number is

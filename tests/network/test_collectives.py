@@ -10,10 +10,12 @@ import pytest
 from interop.clients import paho_client
 
 from network.topology import (
+    both_ways_once,
     collective,
     gateway,
     network,
     parent_child,
+    stream_through_a_kill,
     wait_routed,
     wait_until,
 )
@@ -50,21 +52,7 @@ def test_item40_two_collectives_joined_through_one_broker_each(tmp_path: Path) -
     subscriber on E, once; one on E reaches B, once."""
     edges = collective("A", "B", "C") + collective("D", "E") + gateway("A", "D")
     with network(tmp_path, ["A", "B", "C", "D", "E"], edges) as brokers:
-        on_e = paho_client(brokers["E"], "v5")
-        on_e.subscribe("t/#", 1)
-        on_b = paho_client(brokers["B"], "v5")
-        on_b.subscribe("t/#", 1)
-        pub_b, pub_e = paho_client(brokers["B"], "v5"), paho_client(brokers["E"], "v5")
-        wait_routed(pub_b, on_e, "t/probe")
-        wait_routed(pub_e, on_b, "t/probe")
-        for i in range(10):
-            pub_b.publish("t/x", f"b{i}".encode(), 1)
-            pub_e.publish("t/y", f"e{i}".encode(), 1)
-        on_e.inbox.wait_for(20)
-        on_b.inbox.wait_for(20)
-        want = sorted([f"b{i}".encode() for i in range(10)] + [f"e{i}".encode() for i in range(10)])
-        assert sorted(m.payload for m in on_e.inbox.wait_quiet(1.5)) == want
-        assert sorted(m.payload for m in on_b.inbox.wait_quiet(0.1)) == want
+        both_ways_once(brokers["B"], brokers["E"], "t", 10)
 
 
 def test_item40_three_level_hierarchy(tmp_path: Path) -> None:
@@ -99,21 +87,7 @@ def test_kill_9_in_a_persistent_stream_loses_nothing_and_duplicates_nothing(tmp_
         sub.subscribe("stream/#", 2)
         pub = paho_client(brokers["PUB"], "v5")
         wait_routed(pub, sub, "stream/probe", qos=2)
-        count = 300
-        for i in range(count // 2):
-            pub.publish("stream/x", f"{i}".encode(), 2)  # PUBCOMP from PUB: acknowledged
-        brokers[victim].kill()
-        for i in range(count // 2, count):
-            pub.publish("stream/x", f"{i}".encode(), 2)
-        brokers[victim].start()
-        # With SUB, the subscriber's connection went too: the same paho client reconnects by
-        # itself (a new client object would not know the QoS 2 publications it had answered
-        # PUBREC to and whose PUBREL comes after the reconnect: it would never deliver them).
-        got = sub.inbox.wait_while_progressing(lambda ms: len({m.payload for m in ms}) >= count, idle=15, limit=120)
-        payloads = [m.payload for m in got]
-        missing = sorted(set(range(count)) - {int(x) for x in payloads})
-        assert not missing, f"lost {missing}"
-        assert len(payloads) == count, f"{len(payloads) - count} duplicate(s)"
+        stream_through_a_kill(pub, sub, brokers[victim], "stream/x")
 
 
 def test_item40_a_cycle_between_collectives_is_refused(tmp_path: Path) -> None:

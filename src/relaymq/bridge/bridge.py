@@ -22,6 +22,7 @@ from relaymq.broker.connection import Connection
 from relaymq.config import SESSION_EXPIRY_LIMIT
 from relaymq.mqtt import packets as p
 from relaymq.mqtt.errors import MQTTError, ProtocolError
+from relaymq.pubsub.content_filter import FILTER_PROPERTY
 
 log = logging.getLogger("relaymq.bridge")
 
@@ -73,6 +74,8 @@ class Bridge:
         #: Remote subscriptions made at run time (a broker network's proxy subscriptions):
         #: filter -> QoS, taken from the remote, with every publication accepted as it is.
         self.dynamic: dict[str, int] = {}
+        #: Content filters (``relaymq-filter``, a relaymq remote) of some of them: filter -> text.
+        self.dynamic_filters: dict[str, str] = {}
         self._remote_connected = False
         self.private = settings.try_private and level != p.MQTT_5
         self.connection: Connection | None = None  # the local session's connection
@@ -142,12 +145,14 @@ class Bridge:
                                  password=None, bridge_flag=False, receive_maximum=LOCAL_RECEIVE_MAXIMUM)
         self.connection.data_received(self.local.encode(connect))
 
-    def _subscribe(self, local: bool, subscriptions: list[p.Subscription]) -> None:
-        """SUBSCRIBE at this broker (``local``) or the remote, remembering the filters for the SUBACK."""
+    def _subscribe(self, local: bool, subscriptions: list[p.Subscription], content_filter: str | None = None) -> None:
+        """SUBSCRIBE at this broker (``local``) or the remote, remembering the filters for the
+        SUBACK; ``content_filter`` goes as the ``relaymq-filter`` user property (docs/pubsub.md)."""
         end, way = (self.local, self.forwarder.inbound) if local else (self.remote, self.forwarder.outbound)
         packet_id = end.allocate_id(way.carried)
         self._subscribing[(local, packet_id)] = [s.topic_filter for s in subscriptions]
-        (self._send_local if local else self._send_remote)(p.Subscribe(packet_id, subscriptions))
+        properties = {"user_property": [(FILTER_PROPERTY, content_filter)]} if content_filter else {}
+        (self._send_local if local else self._send_remote)(p.Subscribe(packet_id, subscriptions, properties))
 
     def _send_local(self, packet: p.Packet) -> None:
         conn = self.connection
@@ -298,10 +303,13 @@ class Bridge:
         fw.source_up(fw.inbound, connack.session_present)
         self._remote_session_present = connack.session_present
         self._remote_connected = True
-        wanted = [(rule.remote_filter, rule.qos) for rule in fw.topics.inbound] + list(self.dynamic.items())
+        wanted = [(rule.remote_filter, rule.qos) for rule in fw.topics.inbound] + [
+            (f, qos) for f, qos in self.dynamic.items() if f not in self.dynamic_filters]
+        for topic_filter, content_filter in self.dynamic_filters.items():  # a SUBSCRIBE each: its own property
+            self._subscribe(False, [self._remote_subscription(topic_filter, self.dynamic[topic_filter])], content_filter)
         if wanted:
             self._subscribe(False, [self._remote_subscription(f, qos) for f, qos in wanted])
-        else:
+        elif not self.dynamic_filters:
             self._remote_subscribed()
 
     def _remote_subscription(self, topic_filter: str, qos: int) -> p.Subscription:
@@ -310,13 +318,17 @@ class Bridge:
         v5 = self.remote.level == p.MQTT_5
         return p.Subscription(topic_filter, qos, v5, v5, 1 if v5 and not self.settings.clean_session else 0)
 
-    def subscribe_remote(self, topic_filter: str, qos: int) -> None:
-        """Hold a subscription at the remote broker (now, and after each reconnection)."""
+    def subscribe_remote(self, topic_filter: str, qos: int, content_filter: str | None = None) -> None:
+        """Hold a subscription at the remote broker (now, and after each reconnection), with a
+        content filter the remote (a relaymq broker) applies when ``content_filter`` is given."""
         self.dynamic[topic_filter] = qos
+        if content_filter:
+            self.dynamic_filters[topic_filter] = content_filter
         if self._remote_connected:
-            self._subscribe(False, [self._remote_subscription(topic_filter, qos)])
+            self._subscribe(False, [self._remote_subscription(topic_filter, qos)], content_filter)
 
     def unsubscribe_remote(self, topic_filter: str) -> None:
+        self.dynamic_filters.pop(topic_filter, None)
         if self.dynamic.pop(topic_filter, None) is not None and self._remote_connected:
             self._send_remote(p.Unsubscribe(self.remote.allocate_id(self.forwarder.outbound.carried), [topic_filter]))
 

@@ -71,6 +71,9 @@ class Broker:
         # Called with every publication once it is routed (the message log, flows that listen
         # to topics): fn(message). A tap must not block; one that raises is logged and skipped.
         self.publication_taps: list[Callable[[StoredMessage], int | None]] = []
+        # Called with every new persistent session, saved, before its CONNACK (a cloned
+        # broker's subscriptions replicated here are installed in it: relaymq.network.clones).
+        self.session_openers: list[Callable[[Session], None]] = []
         # Full sessions holding publishers back, the listeners' overflow policies, the server's
         # call_soon (backpressure.py). One attribute: past 30 attributes an instance's __dict__
         # stops sharing its keys and every broker.<attribute> on the hot path gets slower

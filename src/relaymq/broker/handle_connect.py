@@ -213,6 +213,9 @@ def connect_session(conn: Connection, pkt: p.Connect, client_id: str, assigned: 
     if session.blocking is not None and session.overflow != BLOCK:
         unblock(broker, session)
     save_session(broker, session)
+    if not session_present and session.persistent:
+        for opener in broker.session_openers:
+            opener(session)
 
     # -- connection parameters
     conn.keep_alive = pkt.keep_alive

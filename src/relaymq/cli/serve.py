@@ -69,11 +69,13 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
+    from relaymq.network.config_check import network_problems
     from relaymq.qmgr.rule_check import rule_problems
     from relaymq.server.preflight import rules_beside_config
 
     rules_beside_config(config)  # examples/qmgr-rules: no PYTHONPATH needed (issue 18)
     problems = rule_problems(config)  # a rule module that cannot be imported (issue 18)
+    problems += network_problems(config)  # an assured link without its channel (issue 17)
     if problems:
         for problem in problems:
             print(f"config error: {problem}", file=sys.stderr)

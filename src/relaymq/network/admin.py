@@ -6,7 +6,11 @@ GET      /relaymq/network                       this broker, its neighbours and 
 PUT      /relaymq/network/neighbors/{name}      connect to a new neighbour now: a JSON object with
                                                 the keys of a ``[network] neighbor`` entry
                                                 (``host``, ``port``, ``relation``, ...); 201
-DELETE   /relaymq/network/neighbors/{name}      disconnect from a neighbour now; 200, 404
+DELETE   /relaymq/network/neighbors/{name}      disconnect from a neighbour now; 200, 404 (400 for
+                                                a clone: remove it from the clones first)
+PUT      /relaymq/network/clones                change the clones (item 43): ``{"cloned_brokers":
+                                                "+broker4,QM4"}``, the seed's list syntax (a whole
+                                                list, ``+b,qm``, ``-b`` or ``""``); 200
 =======  =====================================  ==================================================
 
 Changes last until the broker stops: the configuration file is not rewritten. Errors are
@@ -37,7 +41,7 @@ class NetworkAdmin:
 
     def routes(self) -> list[tuple[str, str, Any]]:
         return [("GET", BASE, self.show), ("PUT", BASE + "/neighbors/{name}", self.add),
-                ("DELETE", BASE + "/neighbors/{name}", self.remove)]
+                ("DELETE", BASE + "/neighbors/{name}", self.remove), ("PUT", BASE + "/clones", self.clones)]
 
     def install(self, server: Any) -> None:
         admin_guard.install(server, self.routes(), self.policy)
@@ -71,4 +75,20 @@ class NetworkAdmin:
             await self.service.remove_neighbor(name)
         except KeyError:
             return json_response(404, {"error": f"{name!r} is not a neighbour"})
+        except ValueError as err:
+            return json_response(400, {"error": str(err)})
+        return json_response(200, self.service.describe())
+
+    async def clones(self, request: HttpRequest) -> HttpResponse:
+        try:
+            table = json.loads(request.body or b"{}")
+        except ValueError as err:
+            return json_response(400, {"error": f"the body is not JSON: {err}"})
+        change = table.get("cloned_brokers") if isinstance(table, dict) else None
+        if not isinstance(change, str):
+            return json_response(400, {"error": 'the body must be {"cloned_brokers": "<list syntax>"}'})
+        try:
+            self.service.change_clones(change)
+        except ValueError as err:
+            return json_response(400, {"error": f"cloned_brokers: {err}"})
         return json_response(200, self.service.describe())

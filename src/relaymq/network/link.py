@@ -5,7 +5,9 @@ network's path rules say so (``path.py``).
 Persistent sessions at both ends, and subscriptions at QoS 2, so a publication crosses at the
 QoS its publisher gave it (PersistenceAsPublisher, seed 003 l.1432-1440): a QoS 2 one once
 only across a crash of either broker (the bridge relays it with one identifier), QoS 1 at
-least once, QoS 0 (non-persistent) straight through and never stored.
+least once, QoS 0 (non-persistent) straight through and never stored. On an assured link (the
+neighbour's ``qmgr`` is set) the proxy subscriptions take only non-persistent publications;
+persistent ones come over the queue managers' channel (``assured.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from relaymq.bridge.bridge import Bridge
 from relaymq.bridge.settings import BridgeSettings
 from relaymq.mqtt import packets as p
+from relaymq.network.assured import ASSURED_FILTER
 from relaymq.network.path import accept, is_local, path_of, with_hop
 from relaymq.network.proxy import proxy_client_id
 from relaymq.network.settings import NeighborSettings
@@ -86,7 +89,8 @@ class NeighborLink:
 
     def proxy(self, topic_filter: str, subscribe: bool) -> None:
         if subscribe:
-            self.bridge.subscribe_remote(topic_filter, PROXY_QOS)
+            assured = bool(self.neighbor.qmgr) and not topic_filter.startswith("relaymq/network/")
+            self.bridge.subscribe_remote(topic_filter, PROXY_QOS, ASSURED_FILTER if assured else None)
         else:
             self.bridge.unsubscribe_remote(topic_filter)
 

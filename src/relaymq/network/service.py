@@ -11,10 +11,13 @@ import logging
 from collections.abc import Hashable
 from typing import Any
 
+from relaymq.network import clone_list
 from relaymq.network.admin import NetworkAdmin
+from relaymq.network.assured import AssuredPath
+from relaymq.network.clones import CLONE_PREFIX, CloneReplication, clone_filter
 from relaymq.network.link import NeighborLink
 from relaymq.network.proxy import ProxyTable
-from relaymq.network.settings import NeighborSettings, NetworkSettings
+from relaymq.network.settings import NeighborSettings, NetworkSettings, clone_problem
 from relaymq.network.topology import (
     TOPOLOGY_FILTER,
     Topology,
@@ -22,12 +25,15 @@ from relaymq.network.topology import (
     parse_announcement,
 )
 from relaymq.pubsub.model import DEFAULT_SUBPOINT
+from relaymq.qmgr.channel_settings import ConnectionSettings, route_of
 from relaymq.pubsub.topics import parse_shared
 
 log = logging.getLogger("relaymq.network")
 
 #: Seconds between looks at the links' states for $SYS.
 STATE_INTERVAL = 0.5
+#: The network's own topics: what links subscribe to for the network itself, never proxied.
+NETWORK_TOPICS = "relaymq/network/"
 
 
 def sys_topic(me: str, neighbor: str) -> str:
@@ -35,13 +41,19 @@ def sys_topic(me: str, neighbor: str) -> str:
 
 
 class NetworkService:
-    def __init__(self, settings: NetworkSettings, broker: Any) -> None:
+    def __init__(self, settings: NetworkSettings, broker: Any, qm: Any = None,
+                 connections: tuple[ConnectionSettings, ...] = ()) -> None:
         self.settings = settings
+        #: The queue manager's connection definitions: an assured neighbour's queue manager needs one.
+        self.connections = connections
         self.broker = broker
         me = settings.broker
         collective = frozenset(n.name for n in settings.neighbor if n.in_collective)
         self.links = {n.name: NeighborLink(me, n, collective, broker) for n in settings.neighbor}
         self.proxies = ProxyTable(settings.neighbor)
+        self.clones = CloneReplication(me, settings.clones, broker)
+        #: Persistent publications over the queue managers' channels (with a queue manager).
+        self.assured = AssuredPath(me, settings.neighbor, self.proxies, broker, qm) if qm is not None else None
         self._states: dict[str, bool | None] = {name: None for name in self.links}
         self._task: asyncio.Task[None] | None = None
         self.topology = Topology()
@@ -64,20 +76,32 @@ class NetworkService:
                     self._apply(self.proxies.change(True, sub.topic, sub.tree_key, "Local" in sub.flags))
         self.broker.subscriptions.observers.append(self._observe)
         self.broker.publication_taps.append(self._tap)
+        self.clones.start()
+        if self.assured is not None and self.assured.targets:
+            self.assured.start()
         if self.links:
             self._announce()  # item 40: every broker tells the network its neighbours, and learns everybody's
         for link in self.links.values():
             link.proxy(TOPOLOGY_FILTER, True)
+            if link.name in self.clones.clones:
+                link.proxy(clone_filter(link.name), True)  # item 43: its subscription table, replicated here
             link.start()
         self._task = asyncio.create_task(self._watch_states(), name="network states")
 
     def _observe(self, added: bool, topic_filter: str, key: Hashable, value: Any) -> None:
         """Every change of the broker's subscription tree (MQTT and psc at the default point)."""
         self._apply(self.proxies.change(added, topic_filter, key, "Local" in getattr(value, "flags", ())))
+        self.clones.changed(key)
+        if self.assured is not None:
+            self.assured.proxy_changed(added, topic_filter, key, value)
 
     def _tap(self, stored: Any) -> None:
-        """Every publication: the network's topology announcements are learnt."""
-        if not stored.topic.startswith("relaymq/network/"):
+        """Every publication: the network's topology announcements and the clones'
+        subscription tables are learnt."""
+        if not stored.topic.startswith(NETWORK_TOPICS):
+            return
+        if stored.topic.startswith(CLONE_PREFIX):
+            self.clones.learn(stored.topic, stored.payload)
             return
         parsed = parse_announcement(stored.topic, stored.payload)
         if parsed is not None and self.topology.learn(*parsed):
@@ -98,7 +122,7 @@ class NetworkService:
 
     def _apply(self, changes: list[tuple[str, str, bool]]) -> None:
         for neighbor, topic_filter, subscribe in changes:
-            if topic_filter == TOPOLOGY_FILTER:
+            if topic_filter.startswith(NETWORK_TOPICS):
                 continue  # held for the network's own announcements whatever clients do
             log.debug("proxy subscription %s at %s: %s", "made" if subscribe else "withdrawn", neighbor, topic_filter)
             self.links[neighbor].proxy(topic_filter, subscribe)
@@ -126,12 +150,21 @@ class NetworkService:
             raise ValueError(f"{neighbor.name!r} is this broker or already a neighbour")
         if neighbor.relation == "parent" and any(n.relation == "parent" for n in self.settings.neighbor):
             raise ValueError("a second parent: a hierarchy is a tree (item 40)")
+        if neighbor.qmgr and (self.assured is None or route_of(neighbor.qmgr, self.connections) is None):
+            raise ValueError(f"neighbor.qmgr: no [[qmgr.connection]] of this broker's queue manager leads to"
+                             f" {neighbor.qmgr!r} (the assured path goes over it)")
         self.settings = dataclasses.replace(self.settings, neighbor=(*self.settings.neighbor, neighbor))
         collective = frozenset(n.name for n in self.settings.neighbor if n.in_collective)
         for link in self.links.values():
             link.rule.collective = collective
         link = NeighborLink(me, neighbor, collective, self.broker)
         self.links[neighbor.name] = link
+        if self.assured is not None:
+            if neighbor.qmgr:
+                self.assured.define_remote(neighbor.qmgr)
+                if not self.assured.started:
+                    self.assured.start()
+            self.assured.neighbors(self.settings.neighbor)
         self._states[neighbor.name] = None
         for topic_filter in self.proxies.add(neighbor):
             link.proxy(topic_filter, True)
@@ -141,7 +174,10 @@ class NetworkService:
         log.info("neighbour %s (%s) added at %s:%d", neighbor.name, neighbor.relation, neighbor.host, neighbor.port)
 
     async def remove_neighbor(self, name: str) -> None:
-        """Disconnect from a neighbour now (the admin API). Raises KeyError when there is none."""
+        """Disconnect from a neighbour now (the admin API). Raises KeyError when there is none,
+        ValueError when it is a clone (it is removed from the clones first)."""
+        if name in self.links and name in self.clones.clones:
+            raise ValueError(f"{name!r} is a clone: remove it from the clones first (\"-{name}\")")
         link = self.links.pop(name)
         self._apply(self.proxies.remove(name))
         self.settings = dataclasses.replace(self.settings,
@@ -149,6 +185,8 @@ class NetworkService:
         collective = frozenset(n.name for n in self.settings.neighbor if n.in_collective)
         for other in self.links.values():
             other.rule.collective = collective
+        if self.assured is not None:
+            self.assured.neighbors(self.settings.neighbor)
         self._states.pop(name, None)
         self.refused.discard(name)
         await link.stop()
@@ -156,13 +194,37 @@ class NetworkService:
         self._announce()
         log.info("neighbour %s removed", name)
 
+    def change_clones(self, change: str) -> None:
+        """Item 43, the seed's mqsichangeproperties ... clonedPubSubBrokerList: ``change`` in the
+        list syntax (``"b,qm,..."``, ``"+b,qm"``, ``"-b"``, ``""``). Raises ValueError."""
+        me = self.settings.broker
+        before = self.clones.clones
+        after = clone_list.apply(before, change, me)
+        why = clone_problem(after, self.settings.neighbor)
+        if why is not None:
+            raise ValueError(why)
+        for name in before.keys() - after.keys():
+            self.links[name].proxy(clone_filter(name), False)
+            self.clones.replicas = {client: {b: r for b, r in found.items() if b != name}
+                                    for client, found in self.clones.replicas.items()}
+        for name in after.keys() - before.keys():
+            self.links[name].proxy(clone_filter(name), True)
+        self.clones.clones = dict(after)
+        if after.keys() - before.keys():
+            self.clones.announce_all()
+        self.settings = dataclasses.replace(self.settings, cloned_brokers=clone_list.render(after))
+        log.info("clones of %s: %s", me, self.settings.cloned_brokers or "none")
+
     def _announce(self) -> None:
         topic, payload = announcement(self.settings.broker, {n.name: n.relation for n in self.settings.neighbor})
         self.broker.publish(topic, payload, 1, True)
 
     def describe(self) -> dict[str, Any]:
         """What the admin API shows: this broker, its neighbours, the links refused (item 40)."""
-        return {"broker": self.settings.broker,
+        assured = self.assured
+        shown = ({"sent": dict(assured.sent), "received": assured.received, "dropped": assured.dropped}
+                 if assured is not None else None)
+        return {"broker": self.settings.broker, "cloned_brokers": self.settings.cloned_brokers, "assured": shown,
                 "neighbors": [{**link.statistics(), "host": link.neighbor.host, "port": link.neighbor.port,
                                "refused": name in self.refused} for name, link in self.links.items()]}
 
@@ -177,6 +239,9 @@ class NetworkService:
             self.broker.subscriptions.observers.remove(self._observe)
         if self._tap in self.broker.publication_taps:
             self.broker.publication_taps.remove(self._tap)
+        self.clones.stop()
+        if self.assured is not None:
+            await self.assured.stop()
         await asyncio.gather(*self._stopping, return_exceptions=True)
         if self._task is not None:
             self._task.cancel()
@@ -187,7 +252,9 @@ class NetworkService:
 
 async def start(context: Any) -> NetworkService:
     settings: NetworkSettings = context.config.section("network")
-    service = NetworkService(settings, context.broker)
+    qm = context.services.get("qmgr")
+    connections = context.config.section("qmgr").connection if qm is not None else ()
+    service = NetworkService(settings, context.broker, qm, connections)
     service.start(context.services.get("pubsub"))
     http = context.services.get("http")
     if http is not None:
@@ -196,7 +263,8 @@ async def start(context: Any) -> NetworkService:
         service.admin.install(http)
         service.http = http
     if settings.neighbor:
-        log.info("broker %s in a network of %d neighbour(s): %s", settings.broker, len(settings.neighbor),
-                 ", ".join(f"{n.name} ({n.relation})" for n in settings.neighbor))
+        log.info("broker %s in a network of %d neighbour(s): %s%s", settings.broker, len(settings.neighbor),
+                 ", ".join(f"{n.name} ({n.relation})" for n in settings.neighbor),
+                 f"; clones {settings.cloned_brokers}" if settings.cloned_brokers else "")
     context.services["network"] = service
     return service

@@ -13,26 +13,46 @@ pubsub.md items 40, 43)::
     password = ""
     tls = false
     tls_ca = ""
+    qmgr = ""                          # its queue manager: persistent publications between
+                                       # the two go over the queue managers' channel
+                                       # (assured.py; a [[qmgr.connection]] of that name)
 
 A collective is a fully connected set: every member lists every other with relation
 ``collective``. ``parent``/``child`` join a hierarchy, ``gateway`` joins two collectives through
 one broker each. What this broker can see of a cycle is refused at start-up (item 40): itself
 as a neighbour, a neighbour twice, two parents. Cycles through other brokers are found at run
-time (``topology.py``). Cloned brokers (item 43) are not implemented.
+time (``topology.py``).
+
+Cloned brokers (item 43, ``clone_list.py``) in the seed's list syntax::
+
+    [network]
+    broker = "broker1"
+    cloned_brokers = "broker2,QM2"     # broker,queue manager pairs: this broker's clones
+
+Each clone is also a neighbour with relation ``collective`` (clones are fully interconnected
+and publications go directly between them); its subscription table is replicated here and
+this broker's there (``clones.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from relaymq.bridge.settings import host_check, name_check
 from relaymq.config import ConfigError, boolean, build_section, int_range, key_field, one_of, text
+from relaymq.network import clone_list
+from relaymq.qmgr.names import is_valid_name
 
 RELATIONS = ("collective", "parent", "child", "gateway")
 
 
 def _optional_name(value: object) -> str | None:
     return None if value == "" else name_check(value)
+
+
+def _optional_qmgr(value: object) -> str | None:
+    return None if value == "" or is_valid_name(value) else "\"\" or a queue manager name (0-9 a-z A-Z _ . %)"
 
 
 @dataclass(frozen=True)
@@ -49,6 +69,8 @@ class NeighborSettings:
     tls_ca: str = key_field("", text, path="file")
     reconnect_initial_ms: int = key_field(200, int_range(1, 3_600_000))
     reconnect_max_ms: int = key_field(5000, int_range(1, 3_600_000))
+    #: Its queue manager: persistent publications go over the channel to it (assured.py).
+    qmgr: str = key_field("", _optional_qmgr)
 
     @property
     def in_collective(self) -> bool:
@@ -67,6 +89,27 @@ class NetworkSettings:
     #: The admin routes (network/admin.py) from other addresses than the loopback interface.
     admin_remote: bool = key_field(False, boolean)
     neighbor: tuple[NeighborSettings, ...] = key_field((), lambda v: None)
+    #: Item 43: this broker's clones, ``"broker,qm,broker,qm"`` (seed 003 l.1139-1222).
+    cloned_brokers: str = key_field("", text)
+
+    @property
+    def clones(self) -> clone_list.Clones:
+        return clone_list.parse(self.cloned_brokers, self.broker)
+
+
+def clone_problem(clones: clone_list.Clones, neighbors: tuple[NeighborSettings, ...]) -> str | None:
+    """Why ``clones`` cannot be this broker's clones with these neighbours, or None."""
+    relations = {n.name: n.relation for n in neighbors}
+    qmgrs = {n.name: n.qmgr for n in neighbors}
+    for broker, qmgr in clones.items():
+        if broker not in relations:
+            return f"{broker!r} is no [[network.neighbor]]: a clone is reached as a neighbour"
+        if relations[broker] != "collective":
+            return (f"{broker!r} is a {relations[broker]} neighbour: a clone must be one with relation"
+                    " \"collective\" (clones are fully interconnected)")
+        if qmgrs[broker] and qmgrs[broker] != qmgr:
+            return f"{broker!r}'s queue manager is {qmgr!r} here but {qmgrs[broker]!r} in its [[network.neighbor]] qmgr"
+    return None
 
 
 def build(raw: object, key: str, base_dir: str | None) -> NetworkSettings:
@@ -100,4 +143,14 @@ def build(raw: object, key: str, base_dir: str | None) -> NetworkSettings:
         neighbors.append(neighbor)
     if neighbors and not settings.broker:
         raise ConfigError(f"{key}.broker", "needed with neighbours: this broker's name in the network")
-    return NetworkSettings(settings.broker, settings.admin_remote, tuple(neighbors))
+    settings = dataclasses.replace(settings, neighbor=tuple(neighbors))
+    try:
+        clones = settings.clones
+    except ValueError as err:
+        raise ConfigError(f"{key}.cloned_brokers", str(err)) from None
+    if clones and not settings.broker:
+        raise ConfigError(f"{key}.broker", "needed with cloned_brokers: this broker's name in the network")
+    why = clone_problem(clones, settings.neighbor)
+    if why is not None:
+        raise ConfigError(f"{key}.cloned_brokers", why)
+    return settings

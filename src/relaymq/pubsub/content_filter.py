@@ -53,6 +53,13 @@ def with_filter(record: SubscriptionRecord, filter_text: str | None) -> Subscrip
     return FilteredSubscription(**base, filter_text=filter_text, selector=selector)
 
 
+#: What a filter may read of a publication without its message view: the view's MQMD says
+#: persistent for QoS > 0 (engine.filter_view). The broker network's assured links filter every
+#: publication on it (relaymq.network.assured), and the view costs hundreds of microseconds.
+_PERSISTENCE = "Root.MQMD.Persistence"
+_WITHOUT_VIEW = frozenset({_PERSISTENCE})
+
+
 class LazyView:
     """The resolver of one publication for filters, built on first use only."""
 
@@ -63,6 +70,9 @@ class LazyView:
         self._resolve: Callable[[str], object] | None = None
 
     def selects(self, selector: Selector) -> bool:
+        if selector.identifiers <= _WITHOUT_VIEW:
+            persistence = 1 if self.message.qos > 0 else 0
+            return selector.matches(lambda name: persistence if name == _PERSISTENCE else None)
         if self._resolve is None:
             from relaymq.pubsub.conversions import filter_resolver, publication_from_mqtt
 

@@ -383,7 +383,7 @@ async def push_pending(conversation: Conversation, sender: ChannelSender, qm: An
         pending = await run_in_thread(qm.pending_messages, target, pull=pull, limit=batch, store_queue=store_queue)
         if not pending:
             return delivered, None
-        items = [Outgoing(p.uid, target, p.queue, p.message.to_bytes(), resend=p.uid in attempted,
+        items = [Outgoing(p.uid, target, p.queue, p.data(), resend=p.uid in attempted,
                           expire_at=p.expire_at)
                  for p in pending]
         attempted.update(item.uid for item in items)
@@ -698,6 +698,7 @@ class ChannelLink:
         version = sender.version or 1
         # The server this link chose to connect to (and verified, over TLS) sends these.
         receiver = ChannelReceiver(self.qm, principal=self.name, dead_letter=True, keep_context=True)
+        receiver.hop_checks = False  # seed l.3582: a home-server queue passes pulled messages on unchecked
         receiver.peer, receiver.version = sender.remote_qmgr or self.name, version
         header: dict[str, Any] = {"qmgr": self.qm.name}
         if store_queue is not None and version >= 2:
@@ -897,7 +898,7 @@ class HttpPull:
                 "reason": exc.reason, "name": exc.name, "message": exc.message}}), True
         if not pending or self.held_rounds >= MAX_HELD_ROUNDS:
             return encode_frame(FrameType.PULL_DONE, {"count": self.count}), True
-        items = [Outgoing(p.uid, self.peer, p.queue, p.message.to_bytes(), resend=p.uid in self.attempted,
+        items = [Outgoing(p.uid, self.peer, p.queue, p.data(), resend=p.uid in self.attempted,
                           expire_at=p.expire_at) for p in pending]
         self.attempted.update(item.uid for item in items)
         self.in_batch = True

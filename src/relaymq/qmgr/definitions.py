@@ -15,6 +15,8 @@ from typing import Any
 
 from relaymq.qmgr.errors import BadProperty
 from relaymq.qmgr.names import check_name
+from relaymq.qmgr.security_properties import PROPERTIES as SECURITY_PROPERTIES
+from relaymq.qmgr.security_properties import security_values
 
 LOCAL = "local"
 REMOTE = "remote"
@@ -56,7 +58,9 @@ _TYPE_PROPERTIES: dict[str, frozenset[str]] = {
                                   "default_priority"}),
     HOME_SERVER: frozenset({"queue_manager", "poll_interval"}),
 }
-_COMMON = frozenset({"description", "active", "aliases", "rule"})
+#: The security properties (relaymq.qmgr.security_properties: authenticator, cryptor, compressor)
+#: apply to every type.
+_COMMON = frozenset({"description", "active", "aliases", "rule", *SECURITY_PROPERTIES})
 PROPERTY_NAMES = frozenset().union(_COMMON, *_TYPE_PROPERTIES.values())
 
 
@@ -85,6 +89,9 @@ class QueueDefinition:
     push: bool = True
     poll_interval: int = 0  # ms between home-server pulls; 0 = only on trigger
     rule: str = ""  # "module:Class" of a QueueRule
+    authenticator: str = ""  # item 7 and relaymq.qmgr.queue_security: "" or "channel"
+    cryptor: str = ""  # the name of a key of [qmgr] key_file (AES-GCM), or ""
+    compressor: str = ""  # "" or "zlib"
     creation_date: int = field(default=0)  # epoch ms
 
     @property
@@ -189,6 +196,7 @@ def make_definition(name: str, kind: str, local_qmgr: str, **props: Any) -> Queu
         if not isinstance(props["rule"], str):
             raise BadProperty("rule must be 'module:Class'")
         values["rule"] = props["rule"]
+    values.update(security_values(props))
     if kind in (REMOTE, HOME_SERVER):
         owner = props.get("queue_manager")
         if owner is None:

@@ -18,12 +18,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from relaymq.clock import Clock
+from relaymq.config import ConfigError
 from relaymq.qmgr import channel_service
 from relaymq.qmgr.aio import AsyncQueueManager
 from relaymq.qmgr.errors import QueueError, QueueExists
 from relaymq.qmgr.manager import QueueManager
 from relaymq.qmgr.rest import add_routes
-from relaymq.qmgr.settings import QmgrSettings
+from relaymq.qmgr.settings import QmgrSettings, load_security
 from relaymq.services.contract import ServiceError
 
 log = logging.getLogger("relaymq.qmgr")
@@ -87,9 +88,10 @@ async def start(context: Any) -> QmgrService:
             engine=getattr(getattr(context.broker, "store", None), "engine", None),
             synchronous=broker.sqlite_synchronous, confirm_window=float(settings.confirm_window),
             rule=settings.rule or None, dead_letter_undeliverable=settings.dead_letter_undeliverable,
+            security=load_security(settings),  # the cryptor keys of [qmgr] key_file
             administrators=tuple(config.access.administrators),  # empty: admin messages are refused
             clock=getattr(context.broker, "clock", Clock()).wall)  # the broker's clock (relaymq.clock)
-    except (QueueError, OSError, ValueError) as exc:
+    except (QueueError, OSError, ValueError, ConfigError) as exc:
         raise ServiceError(f"queue manager {settings.name}: cannot open: {exc}") from exc
     try:
         await asyncio.to_thread(apply_definitions, qm, settings)

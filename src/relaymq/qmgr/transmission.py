@@ -35,6 +35,13 @@ class Pending(NamedTuple):
     queue: str  # its final destination queue (on the remote queue manager)
     message: Message
     expire_at: int | None  # its absolute deadline, epoch ms, kept across hops (item 5)
+    #: The message sealed with the transmitting queue's cryptor and compressor (queue
+    #: security, item 26: what the channel carries); None when that queue has neither.
+    sealed: bytes | None = None
+
+    def data(self) -> bytes:
+        """What a PUT frame carries: the sealed form, else the message in MQ format."""
+        return self.sealed if self.sealed is not None else self.message.to_bytes()
 
 
 def message_fields(entry: Entry) -> dict[str, Any]:
@@ -92,7 +99,10 @@ class TransmissionMixin:
                     if is_expired(entry.expire_at, now):
                         self._expire(index, entry, ops)
                         continue
-                    out.append(Pending(entry.uid, entry.target_queue, _outgoing(entry, now), entry.expire_at))
+                    message = _outgoing(entry, now)
+                    sealed = (self.security.seal(definition, entry.uid, message.to_bytes())
+                              if definition.cryptor or definition.compressor else None)
+                    out.append(Pending(entry.uid, entry.target_queue, message, entry.expire_at, sealed))
                     if limit is not None and len(out) >= limit:
                         break
                 if limit is not None and len(out) >= limit:

@@ -23,6 +23,8 @@ from relaymq.qmgr import channel_service
 from relaymq.qmgr.aio import AsyncQueueManager
 from relaymq.qmgr.errors import QueueError, QueueExists
 from relaymq.qmgr.manager import QueueManager
+from relaymq.qmgr.listener_registry import start_listeners
+from relaymq.qmgr.listener_rest import add_listener_routes
 from relaymq.qmgr.rest import add_routes
 from relaymq.qmgr.settings import QmgrSettings, load_security
 from relaymq.services.contract import ServiceError
@@ -106,12 +108,17 @@ async def start(context: Any) -> QmgrService:
     context.services["qmgr.service"] = service
     http = context.services.get("http")
     if http is not None:  # the REST interface finds the queue manager per request in the registry
-        add_routes(http, context.services, context.broker)
+        add_listener_routes(http, add_routes(http, context.services, context.broker))
     try:
         started = await channel_service.start(context, service)
     except BaseException:
         await service.stop()
         raise
     service.on_stop.append(started.stop)
+    try:  # item 29: the listeners created at run time, restored as they were left
+        service.on_stop.append((await start_listeners(context, service, started)).close)
+    except QueueError as exc:
+        await service.stop()
+        raise ServiceError(f"queue manager {settings.name}: {exc}") from exc
     log.info("queue manager %s open (%s, %d queues)", qm.name, broker.store, len(qm.queue_names()))
     return service

@@ -9,24 +9,14 @@ from __future__ import annotations
 
 import json
 import socket
-import time
-from collections.abc import Callable
 
 from harness import BrokerProcess, free_port, port_accepts
 
 from relaymq.cli.main import main
 from relaymq.qmgr.channel_frames import FrameType
 
-from .test_channel_security import Peer
+from .test_channel_security import Peer, _until
 from .test_rest_api import BASE, Rest
-
-
-def _until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        time.sleep(0.02)
 
 
 def _refuses(port: int) -> bool:

@@ -12,13 +12,12 @@ import base64
 import json
 import os
 import sqlite3
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from harness import port_accepts
 
+from relaymq.cli.main import main
 from relaymq.config import ConfigError, load_config
 from relaymq.message import Message
 from relaymq.qmgr import QueueManager
@@ -28,7 +27,7 @@ from relaymq.qmgr.queue_keys import load_keys
 from relaymq.qmgr.queue_security import Carried, QueueSecurity
 
 from .helpers import text_message
-from .test_channel_security import Peer, _password_file
+from .test_channel_security import Peer, _password_file, _until
 from .test_chain_failure import Node
 from .test_rest_api import BASE, QueueBroker, Rest
 
@@ -40,14 +39,6 @@ def _key_file(path: Path, **names: bytes) -> str:
     path.write_text("".join(f'{name} = "{base64.b64encode(key).decode()}"\n' for name, key in names.items()))
     path.chmod(0o600)
     return str(path)
-
-
-def _until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        time.sleep(0.02)
 
 
 def _stored_rows(data_dir: Path, name: str = "QM1") -> list[bytes]:
@@ -163,7 +154,7 @@ def _put(uid: str, queue: str, body: bytes) -> bytes:
     return encode_frame(FrameType.PUT, {"uid": uid, "qmgr": "QM1", "queue": queue, "resend": False}, body)
 
 
-def test_everyplace_item_26_security_requirements_checked_at_the_hop(tmp_path) -> None:
+def test_everyplace_item_26_security_requirements_checked_at_the_hop(tmp_path, capsys, monkeypatch) -> None:
     """everyplace.md item 26, seed 004 l.3580-3584: "When a message must be stored on a queue
     ... the queue attribute rule determines if the channel security meets the requirements of
     the queue". Against `relaymq serve` with anonymous channel peers allowed, over raw channel
@@ -226,6 +217,15 @@ def test_everyplace_item_26_security_requirements_checked_at_the_hop(tmp_path) -
         assert (depths["AUTH.IN"], depths["ENC.IN"], depths["OPEN.IN"]) == (1, 1, 1)
         status, _, got = rest.get("ENC.IN")
         assert status == 200 and got == b"hello"
+        # the properties are defined at run time too: `relaymq queue define --url` (admin API)
+        monkeypatch.setenv("RELAYMQ_ADMIN_CREDENTIALS", str(broker.data_dir / "admin.credentials"))
+        url = f"http://127.0.0.1:{broker.http_port}"
+        assert main(["queue", "define", "ENC.TWO", "--cryptor", "orders", "--compressor", "zlib",
+                     "--authenticator", "channel", "--url", url]) == 0
+        [shown] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        assert shown["security"] == {"authenticator": "channel", "cryptor": "orders", "compressor": "zlib"}
+        assert main(["queue", "define", "ENC.BAD", "--cryptor", "nokey", "--url", url]) == 1
+        assert "'nokey' is not a key of the key file" in capsys.readouterr().err
     finally:
         broker.cleanup()
 

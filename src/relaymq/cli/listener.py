@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     create = sub.add_parser("create", parents=[common], help="create a listener (it does not start)")
     create.add_argument("name")
     create.add_argument("--port", type=int, required=True)
-    create.add_argument("--adapter", default="tcp", help="tcp (default) or tls")
+    create.add_argument("--adapter", default="tcp", help="tcp (default), tls, http or module:Class")
     create.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     for action, text in (("start", "start listening"), ("stop", "stop listening"), ("delete", "stop and forget")):
         sub.add_parser(action, parents=[common], help=text).add_argument("name")

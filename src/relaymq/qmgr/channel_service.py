@@ -25,6 +25,7 @@ from typing import Any
 from relaymq.message.message import Message
 from relaymq.qmgr.channel import Authority, ChannelIdentities
 from relaymq.net.binding import LOOPBACK_HOST, is_loopback
+from relaymq.qmgr.adapters import open_route
 from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_frames import Frame, FrameType, encode_frame, result_messages
 from relaymq.qmgr.channel_settings import ConnectionSettings, route_of
@@ -99,7 +100,7 @@ class ChannelService:
 
     async def start(self, http_server: Any = None) -> None:
         self._loop = asyncio.get_running_loop()
-        self._client = SyncClient(self.qm.name)
+        self._client = SyncClient(self.qm.name, open_fn=open_route)  # each route's adapter
         for alias in self.aliases:
             self.qm.add_qmgr_alias(alias, self.qm.name)
         if self.listen_host is not None:
@@ -117,7 +118,7 @@ class ChannelService:
             if route is None:
                 continue
             link = ChannelLink(self.qm, connection.name, route, pull_interval=connection.pull_interval_ms / 1000.0,
-                               pull_plan=self._pull_plan(connection.name))
+                               pull_plan=self._pull_plan(connection.name), open_fn=open_route)
             self.links[connection.name] = link
         self.qm.add_transmission_listener(self._on_transmission)
         if self.qm.remote is None:

@@ -426,8 +426,11 @@ class SyncClient:
     so a request does not go out on a connection the peer is just closing.
     """
 
-    def __init__(self, local_qmgr: str, *, max_idle: int = 8, reuse_seconds: float = 60.0) -> None:
+    def __init__(self, local_qmgr: str, *, max_idle: int = 8, reuse_seconds: float = 60.0,
+                 open_fn: Callable[[ConnectionSettings], Any] | None = None) -> None:
         self.local_qmgr = local_qmgr
+        #: Connects along a route (the channel service's: the route's adapter, relaymq.qmgr.adapters).
+        self.open_fn = open_fn or open_conversation
         self.max_idle = max_idle
         self.reuse_seconds = reuse_seconds
         #: route name -> (connection, loop time it became idle), the newest last
@@ -435,7 +438,7 @@ class SyncClient:
         self._closed = False
 
     async def _open(self, route: ConnectionSettings) -> Conversation:
-        conversation = await open_conversation(route)
+        conversation: Conversation = await self.open_fn(route)
         await conversation.send(hello(self.local_qmgr, route.name, hello_credentials_of(route)))
         if isinstance(conversation, HttpConversation):
             return conversation  # the HELLO goes with each request; its WELCOME comes back with the answer

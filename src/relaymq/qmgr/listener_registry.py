@@ -13,13 +13,14 @@ listener here has a ``state``:
 
 The definitions and states are kept in ``<data_dir>/qmgr-<NAME>.listeners.json`` (written
 atomically, owner-only), so they survive restarts; without a data directory (``store =
-"memory"``) they live as long as the process. Each running listener is a
-:class:`relaymq.qmgr.channel_transport.ChannelListener` with the channel service's
+"memory"``) they live as long as the process. Each running listener is what its adapter's ``listen`` started with the channel service's
 authenticator, bounds and authority check - the same peers are welcome as on ``[qmgr]
 channel_port``, which stays the configured listener it always was.
 
-Adapters (the listener's protocol): ``tcp`` and ``tls`` (TLS with ``[qmgr] channel_tls_cert``
-/ ``channel_tls_key``, requiring client certificates when ``channel_tls_ca`` is set).
+Adapters (the listener's protocol, relaymq.qmgr.adapters): ``tcp``, ``tls`` (TLS with
+``[qmgr] channel_tls_cert`` / ``channel_tls_key``, requiring client certificates when
+``channel_tls_ca`` is set), ``http`` (an HTTP server of its own serving the channel route), or
+a communications adapter of your own named ``"module:Class"``.
 """
 
 from __future__ import annotations
@@ -28,13 +29,13 @@ import asyncio
 import json
 import logging
 import os
-import ssl
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from relaymq.auth.private_file import write_private
 from relaymq.net.binding import MAX_PORT
-from relaymq.qmgr.channel_transport import ChannelListener
+from relaymq.qmgr.adapter_protocols import Listening
+from relaymq.qmgr.adapters import COMMUNICATIONS, communications_adapter, name_problem
 from relaymq.qmgr.errors import BadProperty, QueueExists, UnknownQueue
 from relaymq.qmgr.names import check_name
 
@@ -42,13 +43,12 @@ log = logging.getLogger("relaymq.qmgr.channel")
 
 CREATED, STARTED, STOPPED = "created", "started", "stopped"
 STATES = (CREATED, STARTED, STOPPED)
-#: The listener adapters (protocols) this registry starts.
-ADAPTERS = ("tcp", "tls")
 
 
 @dataclass(frozen=True)
 class ListenerDefinition:
-    """A listener: ``name``, ``adapter`` (tcp, tls), ``host`` and ``port``, and its ``state``."""
+    """A listener: ``name``, ``adapter`` (tcp, tls, http, module:Class), ``host`` and ``port``,
+    and its ``state``."""
 
     name: str
     port: int
@@ -63,8 +63,9 @@ class ListenerDefinition:
         check_name(name, "listener")
         if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= MAX_PORT:
             raise BadProperty(f"listener port must be an integer 1..{MAX_PORT}, got {port!r}")
-        if adapter not in ADAPTERS:
-            raise BadProperty(f"listener adapter must be one of {', '.join(ADAPTERS)}, got {adapter!r}")
+        problem = name_problem(adapter, COMMUNICATIONS)
+        if problem is not None:
+            raise BadProperty(f"listener adapter: {problem}")
         if not isinstance(host, str) or not host:
             raise BadProperty(f"listener host must be a host name or address, got {host!r}")
         if state not in STATES:
@@ -85,7 +86,7 @@ class ListenerRegistry:
         self.channels = channels
         self.path = path
         self.definitions: dict[str, ListenerDefinition] = {}
-        self.running: dict[str, ChannelListener] = {}
+        self.running: dict[str, Listening] = {}
         self._lock = asyncio.Lock()
 
     # -- persistence --------------------------------------------------------------------
@@ -130,29 +131,16 @@ class ListenerRegistry:
             await self._save()
         return definition
 
-    def _ssl(self, definition: ListenerDefinition) -> ssl.SSLContext | None:
-        if definition.adapter != "tls":
-            return None
-        context: ssl.SSLContext | None = self.channels.ssl_context
-        if context is None:
-            raise BadProperty(f"listener {definition.name!r}: adapter tls needs [qmgr] channel_tls_cert and"
-                              " channel_tls_key")
-        return context
-
     async def start(self, name: str) -> ListenerDefinition:
         """Start listening (a running listener stays as it is); the state becomes ``started``.
         Raises UnknownQueue (no such listener), BadProperty, or OSError (cannot listen)."""
         async with self._lock:
             definition = self._definition(name)
             if name not in self.running:
-                context = self._ssl(definition)
-                channels = self.channels
-                listener = ChannelListener(channels.qm, channels.authenticator, aliases=channels.aliases,
-                                           certificates=context is not None and context.verify_mode == ssl.CERT_REQUIRED,
-                                           limits=channels.limits, authority=channels.authority)
-                await listener.start(definition.host, definition.port, context)
+                adapter = communications_adapter(definition.adapter)
+                listener = await adapter.listen(self.channels, definition.host, definition.port)
                 self.running[name] = listener
-                log.info("listener %s of %s started on %s (%s)", name, channels.qm.name,
+                log.info("listener %s of %s started on %s (%s)", name, self.channels.qm.name,
                          ", ".join(listener.addresses()), definition.adapter)
             return await self._set_state(definition, STARTED)
 

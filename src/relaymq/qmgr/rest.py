@@ -493,6 +493,9 @@ def describe_queue(qm: Any, definition: Any) -> dict[str, Any]:
         item["storeAndForward"] = {"targetQmgrs": list(definition.target_queue_managers), "push": definition.push}
     if definition.aliases:
         item["aliases"] = list(definition.aliases)
+    security = {k: getattr(definition, k) for k in ("authenticator", "cryptor", "compressor") if getattr(definition, k)}
+    if security:  # docs/queues.md "Queue security" (the key's name, never the key)
+        item["security"] = security
     if definition.holds_messages:
         owner = definition.owner if definition.owner != qm.name else None
         item["status"] = {"currentDepth": qm.depth(definition.name, qmgr=owner)}

@@ -20,6 +20,7 @@ from typing import Any
 from relaymq.clock import Clock
 from relaymq.config import ConfigError
 from relaymq.qmgr import channel_service
+from relaymq.qmgr.adapters import open_queue_manager
 from relaymq.qmgr.aio import AsyncQueueManager
 from relaymq.qmgr.errors import QueueError, QueueExists
 from relaymq.qmgr.manager import QueueManager
@@ -86,7 +87,8 @@ async def start(context: Any) -> QmgrService:
         # Inside the broker the queue manager's store is the broker's database: a publication's
         # copies for queue subscribers commit with its other copies (issue 14).
         qm = await asyncio.to_thread(
-            QueueManager.open, settings.name, broker.data_dir, store=broker.store,
+            open_queue_manager, settings.name, broker.data_dir, store_adapter=settings.store_adapter,
+            store=broker.store,
             engine=getattr(getattr(context.broker, "store", None), "engine", None),
             synchronous=broker.sqlite_synchronous, confirm_window=float(settings.confirm_window),
             rule=settings.rule or None, dead_letter_undeliverable=settings.dead_letter_undeliverable,

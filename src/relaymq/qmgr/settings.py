@@ -143,6 +143,9 @@ class QmgrSettings:
     #: The cryptor keys (relaymq.qmgr.queue_keys: TOML, name = "base64 AES key"); a queue's
     #: ``cryptor`` names one. Missing or malformed: start-up stops naming this key.
     key_file: str = key_field("", text, path="file")
+    #: Where the queues are kept (relaymq.qmgr.adapters): sqlite, memory or "module:Class";
+    #: "" = as [broker] store says.
+    store_adapter: str = key_field("", text)
     queue: tuple[QueueDefinition, ...] = key_field((), lambda v: None)
     #: [[qmgr.connection]] tables (relaymq.qmgr.channel_settings).
     connection: tuple[Any, ...] = key_field((), lambda v: None)
@@ -175,6 +178,20 @@ def _keys(path: str, key: str) -> dict[str, bytes]:
         return load_keys(path)
     except KeyFileError as exc:
         raise ConfigError(key, str(exc)) from None
+
+
+def _check_adapters(settings: QmgrSettings, connections: tuple[Any, ...], key: str) -> None:
+    """Every adapter named is a built-in one or "module:Class" (an unknown name stops
+    start-up naming its key; whether the module imports is asked by relaymq.qmgr.rule_check,
+    once the configuration file's directory is on the import path)."""
+    from relaymq.qmgr.adapters import COMMUNICATIONS, STORAGE, name_problem
+
+    named: list[tuple[str, dict[str, Any], str]] = [(f"{key}.store_adapter", STORAGE, settings.store_adapter)]
+    named += [(f"{key}.connection[{i}].adapter", COMMUNICATIONS, c.adapter) for i, c in enumerate(connections)]
+    for where, builtins, name in named:
+        problem = name_problem(name, builtins) if name else None
+        if problem is not None:
+            raise ConfigError(where, problem)
 
 
 def load_security(settings: QmgrSettings) -> QueueSecurity:
@@ -233,6 +250,7 @@ def build(raw: object, key: str, base_dir: str | None) -> QmgrSettings:
     if not isinstance(queues, list):
         raise ConfigError(f"{key}.queue", "expected [[qmgr.queue]] tables")
     keys = _keys(settings.key_file, f"{key}.key_file")
+    _check_adapters(settings, connections, key)
     seen: dict[str, int] = {}
     definitions = []
     for i, queue in enumerate(queues):

@@ -15,8 +15,8 @@ from harness import BrokerProcess, free_port, port_accepts
 from relaymq.cli.main import main
 from relaymq.qmgr.channel_frames import FrameType
 
-from .test_channel_security import Peer, _until
-from .test_rest_api import BASE, Rest
+from .test_channel_security import Peer, _password_file, _until
+from .test_rest_api import BASE, QueueBroker, Rest
 
 
 def _refuses(port: int) -> bool:
@@ -97,5 +97,46 @@ def test_everyplace_item_29_listener_created_stopped_started_stopped_and_restore
         assert cli("delete", "LATER")[0] == 0
         _until(lambda: _refuses(later), 10, "a deleted listener stops")
         assert [x["name"] for x in cli("show")[1]] == ["EDGE"]
+    finally:
+        broker.cleanup()
+
+
+def test_everyplace_item_29_listener_created_and_started_by_admin_messages(tmp_path) -> None:
+    """everyplace.md item 29, seed 004 l.1619-1640: listeners are created "using administration
+    messages" (MQeCommunicationsListenerAdminMsg create, then start). Admin messages put to
+    SYSTEM.ADMIN.QUEUE over REST by an administrator of a running broker create a listener
+    (the port refuses: created stopped), start it (a channel peer is welcomed) and stop it;
+    each is answered on the ReplyToQ with the listener as the admin API shows it."""
+    passwords = _password_file(tmp_path / "passwords", ("ops", "ops-pw"))
+    broker = QueueBroker("relaymq", workdir=tmp_path / "broker", queues='[[qmgr.queue]]\nname = "ADMIN.REPLIES"\n',
+                         config={"qmgr": {"channel_allow_anonymous": True},
+                                 "access": {"password_file": passwords, "administrators": ["ops"],
+                                            "allow_anonymous": False}})
+    broker.start()
+    rest = Rest(broker, broker.http_port, ("ops", "ops-pw"))
+    port = free_port()
+
+    def admin(request: dict) -> dict:
+        status, _, _ = rest.put("SYSTEM.ADMIN.QUEUE", json.dumps({"resource": "listener", **request}),
+                                {"ibm-mq-md-replyTo": "ADMIN.REPLIES"})
+        assert status == 201
+        status, _, body = rest.get("ADMIN.REPLIES", "?wait=10000")
+        assert status == 200, status
+        return json.loads(body)
+
+    try:
+        _until(lambda: rest.call("GET", f"{BASE}/admin/qmgr")[0] == 200, 30, "REST")
+        made = admin({"action": "create", "name": "VIA.ADMIN", "params": {"port": port}})
+        assert made["rc"] == 0 and (made["result"]["state"], made["result"]["running"]) == ("created", False)
+        assert _refuses(port)
+        started = admin({"action": "start", "name": "VIA.ADMIN"})
+        assert started["rc"] == 0 and started["result"]["state"] == "started"
+        peer = Peer(port)
+        assert peer.login("QM9", None).type is FrameType.WELCOME
+        peer.close()
+        assert admin({"action": "stop", "name": "VIA.ADMIN"})["result"]["state"] == "stopped"
+        assert _refuses(port)
+        unknown = admin({"action": "start", "name": "NOPE"})
+        assert (unknown["rc"], unknown["reason"]) == (1, 2085)
     finally:
         broker.cleanup()

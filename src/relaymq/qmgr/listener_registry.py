@@ -36,12 +36,14 @@ from relaymq.auth.private_file import write_private
 from relaymq.net.binding import MAX_PORT
 from relaymq.qmgr.adapter_protocols import Listening
 from relaymq.qmgr.adapters import COMMUNICATIONS, communications_adapter, name_problem
-from relaymq.qmgr.errors import BadProperty, QueueExists, UnknownQueue
+from relaymq.qmgr.errors import BadProperty, NotAllowed, QueueExists, UnknownQueue
 from relaymq.qmgr.names import check_name
 
 log = logging.getLogger("relaymq.qmgr.channel")
 
 CREATED, STARTED, STOPPED = "created", "started", "stopped"
+#: Seconds an admin message's listener request may take on the event loop.
+ADMIN_TIMEOUT = 30.0
 STATES = (CREATED, STARTED, STOPPED)
 
 
@@ -88,6 +90,9 @@ class ListenerRegistry:
         self.definitions: dict[str, ListenerDefinition] = {}
         self.running: dict[str, Listening] = {}
         self._lock = asyncio.Lock()
+        #: The event loop the listeners run on (set by :meth:`restore`): admin messages,
+        #: processed on a thread of their own, hand their requests to it (:func:`administer`).
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     # -- persistence --------------------------------------------------------------------
     def load(self) -> None:
@@ -111,6 +116,7 @@ class ListenerRegistry:
     async def restore(self) -> None:
         """At start-up: start every listener that is not ``stopped`` (seed l.1617). One that
         cannot listen (its port taken) is logged and left stopped for now; start-up goes on."""
+        self.loop = asyncio.get_running_loop()
         self.load()
         for definition in list(self.definitions.values()):
             if definition.state == STOPPED:
@@ -206,4 +212,43 @@ async def start_listeners(context: Any, service: Any, channels: Any) -> Listener
     registry = ListenerRegistry(channels, registry_path(data_dir, service.qm.name))
     await registry.restore()
     context.services["qmgr.listeners"] = registry
+    service.qm.channel_listeners = registry  # admin messages reach the listeners through the queue manager
     return registry
+
+
+#: Listener actions of an admin message (relaymq.qmgr.admin, resource "listener").
+ADMIN_ACTIONS = ("create", "start", "stop", "delete", "inquire", "inquire_all")
+
+
+def administer(qm: Any, request: dict[str, Any]) -> Any:
+    """An admin message's listener request (seed l.1619-1640: create, then start, by admin
+    message), run on the listeners' event loop from the admin processor's thread; its result
+    is what the admin API shows. Raises QueueError (NotAllowed when no listeners run here)."""
+    registry: ListenerRegistry | None = getattr(qm, "channel_listeners", None)
+    if registry is None or registry.loop is None or registry.loop.is_closed():
+        raise NotAllowed(f"queue manager {qm.name!r} runs no channel listeners to administer")
+    action, name = request.get("action"), request.get("name")
+    if action not in ADMIN_ACTIONS:
+        raise BadProperty(f"listener action {action!r} is not one of {', '.join(ADMIN_ACTIONS)}")
+    if action == "inquire_all":
+        return registry.describe()
+    if not isinstance(name, str) or not name:
+        raise BadProperty(f"listener {action} needs \"name\"")
+    params = request.get("params", {})
+    if not isinstance(params, dict) or set(params) - {"port", "adapter", "host"}:
+        raise BadProperty("listener params must be an object of port, adapter and host")
+
+    async def run() -> Any:
+        if action == "create":
+            await registry.create(name, **params)
+        elif action in ("start", "stop"):
+            await (registry.start(name) if action == "start" else registry.stop(name))
+        elif action == "delete":
+            await registry.delete(name)
+            return None
+        return registry.describe(name)[0]
+
+    try:
+        return asyncio.run_coroutine_threadsafe(run(), registry.loop).result(ADMIN_TIMEOUT)
+    except OSError as exc:
+        raise NotAllowed(f"listener {name!r} cannot listen: {exc.strerror or exc}") from None

@@ -8,6 +8,7 @@ channel.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -22,11 +23,11 @@ from relaymq.config import ConfigError, load_config
 from relaymq.message import Message
 from relaymq.qmgr import QueueManager
 from relaymq.qmgr.channel_frames import FrameType, encode_frame
-from relaymq.qmgr.errors import BadProperty
+from relaymq.qmgr.errors import BadProperty, RuleVeto
 from relaymq.qmgr.queue_keys import load_keys
 from relaymq.qmgr.queue_security import Carried, QueueSecurity
 
-from .helpers import text_message
+from .helpers import linked_queue_managers, text_message
 from .test_channel_security import Peer, _password_file, _until
 from .test_chain_failure import Node
 from .test_rest_api import BASE, QueueBroker, Rest
@@ -283,3 +284,32 @@ def test_everyplace_item_26_transmitted_bytes_are_sealed(tmp_path) -> None:
         assert SECRET.encode() not in wire and wire.startswith(b"RMQS")
         clear, carried = QueueSecurity(keys).open(pending.uid, wire)
         assert Message.from_bytes(clear).mq.body.decode() == SECRET and carried.cryptor == "k"
+
+
+def test_everyplace_item_26_synchronous_put_is_sealed_by_its_remote_definition() -> None:
+    """everyplace.md item 26, seed 004 l.3580 ("Remote queue definitions define the security
+    requirements that must be satisfied by channels moving messages to target queues") and
+    l.596 (a synchronous remote queue: the owning queue controls the security requirements):
+    a put through a synchronous remote definition with the target's cryptor goes encrypted
+    and is stored there; one through a definition without it is refused by the target with
+    3304, over a real channel connection."""
+    keys = {"k": os.urandom(32)}
+
+    def prepare(server: QueueManager, device: QueueManager) -> None:
+        server.security = device.security = QueueSecurity(keys)
+        server.define_queue("ENC", cryptor="k")
+        server.define_queue("LOCKED", cryptor="k")
+        device.define_queue("ENC", "remote", queue_manager="TGT", cryptor="k", compressor="zlib")
+        device.define_queue("LOCKED", "remote", queue_manager="TGT")
+
+    async def scenario() -> None:
+        async with linked_queue_managers(prepare) as pair:
+            await asyncio.to_thread(pair.device.put, "ENC", text_message(SECRET), qmgr="TGT")
+            got = pair.server.get("ENC")
+            assert got is not None and got.mq.body.decode() == SECRET
+            with pytest.raises(RuleVeto) as refused:
+                await asyncio.to_thread(pair.device.put, "LOCKED", text_message("clear"), qmgr="TGT")
+            assert refused.value.reason == RULE_VETO and "unencrypted" in refused.value.message
+            assert pair.server.depth("LOCKED") == 0
+
+    asyncio.run(scenario())

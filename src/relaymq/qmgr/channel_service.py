@@ -39,7 +39,7 @@ from relaymq.qmgr.channel_transport import (
     raise_error,
 )
 from relaymq.qmgr.definitions import HOME_SERVER
-from relaymq.qmgr.errors import AlreadyDelivered, NotConnected
+from relaymq.qmgr.errors import AlreadyDelivered, NotConnected, QueueError
 from relaymq.qmgr.states import Envelope
 from relaymq.services.contract import ServiceError
 
@@ -189,7 +189,7 @@ class ChannelService:
             header["sync"] = True
         if expire_at is not None:
             header["expire_at"] = expire_at
-        answer = self._call(qmgr, encode_frame(FrameType.PUT, header, message.to_bytes()))
+        answer = self._call(qmgr, encode_frame(FrameType.PUT, header, self._sealed(qmgr, queue, uid, message)))
         if answer.type is FrameType.CONFIRMED:
             raise AlreadyDelivered(f"message {uid} was already put and confirmed on {queue!r} at {qmgr!r}")
         if answer.type is not FrameType.ACK:
@@ -197,6 +197,20 @@ class ChannelService:
         if confirm:
             self.confirm_put(qmgr, queue, uid)
         return bytes(md.MsgId)
+
+    def _sealed(self, qmgr: str, queue: str, uid: str, message: Any) -> bytes:
+        """A synchronous put's body: sealed with the cryptor and compressor of the remote
+        definition it goes through (queue security, item 26), else the message as it is."""
+        data: bytes = message.to_bytes()
+        security = getattr(self.qm, "security", None)
+        if security is None:
+            return data
+        try:
+            definition = self.qm.queue(queue, qmgr=qmgr)
+        except QueueError:  # discovery: no definition here, nothing to seal with
+            return data
+        sealed = security.seal(definition, uid, data)
+        return data if sealed is None else sealed
 
     def confirm_put(self, qmgr: str, queue: str, uid: str) -> bool:
         answer = self._call(qmgr, encode_frame(FrameType.CONFIRM, {"uid": uid, "qmgr": qmgr, "queue": queue}))

@@ -79,6 +79,8 @@ STATUS_BY_REASON: dict[int, int] = {
     3306: 400,  # RMQRC_BAD_QUEUE_PROPERTY
     3302: 409,  # RMQRC_DUPLICATE_UID
     3304: 403,  # RMQRC_RULE_VETO
+    2063: 403,  # MQRC_SECURITY_ERROR (queue security: a cryptor's key is missing, a message altered)
+    3307: 403,  # RMQRC_NOT_AUTHENTICATED
 }
 
 

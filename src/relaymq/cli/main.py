@@ -19,8 +19,8 @@ from relaymq import __version__
 
 #: The command modules under relaymq.cli, in the order they are listed in --help.
 COMMAND_MODULES: tuple[str, ...] = (
-    "serve", "pub", "sub", "passwd", "auth", "msg", "selector", "queue", "acl", "psc", "flow", "pipeline", "bench",
-    "multicast",
+    "serve", "pub", "sub", "passwd", "auth", "msg", "selector", "queue", "listener", "acl", "psc", "flow", "pipeline",
+    "bench", "multicast",
 )
 
 _DESCRIPTION = """\

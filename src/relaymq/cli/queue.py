@@ -79,6 +79,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     define.add_argument("--poll-interval", type=int, help="home-server: ms between pulls")
     define.add_argument("--description")
     define.add_argument("--rule", help="'module:Class' of a queue rule")
+    define.add_argument("--cryptor", help="a key name of [qmgr] key_file: messages kept and sent AES-GCM encrypted")
+    define.add_argument("--compressor", choices=("zlib",), help="messages kept and sent compressed")
+    define.add_argument("--authenticator", choices=("channel",),
+                        help="over a channel, only from peers that authenticated")
 
     delete = sub.add_parser("delete", parents=[common], help="delete a queue definition")
     delete.add_argument("name")
@@ -137,7 +141,8 @@ def _execute(qm: QueueManager, args: argparse.Namespace) -> int:
     if command == "define":
         props = {k: getattr(args, k) for k in ("max_depth", "max_message_size", "expiry", "default_priority",
                                                "aliases", "mode", "queue_manager", "target_queue_managers",
-                                               "push", "poll_interval", "description", "rule")
+                                               "push", "poll_interval", "description", "rule", "cryptor",
+                                               "compressor", "authenticator")
                  if getattr(args, k) is not None}
         _emit(describe_definition(qm, qm.define_queue(args.name, args.kind, **props)))
     elif command == "delete":
@@ -232,7 +237,8 @@ def _define_body(args: argparse.Namespace) -> dict[str, Any]:
     if args.queue_manager is not None:
         body["remote"] = {"qmgrName": args.queue_manager}
     extra = {k: getattr(args, k) for k in ("expiry", "default_priority", "aliases", "mode", "target_queue_managers",
-                                           "push", "poll_interval", "rule") if getattr(args, k) is not None}
+                                           "push", "poll_interval", "rule", "cryptor", "compressor", "authenticator")
+             if getattr(args, k) is not None}
     if extra:
         body["relaymq"] = extra
     return body

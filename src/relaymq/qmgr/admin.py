@@ -11,8 +11,10 @@ format: only the body is read)::
      "purge": false}                # delete: also delete its messages
 
 ``action`` is ``define``, ``update`` (alter the properties), ``delete``, ``inquire`` (one
-queue) or ``inquire_all`` (every queue) for ``resource`` ``queue`` (the default), and
-``inquire`` for ``resource`` ``qmgr``. The reply, when the request names a ReplyToQ, is an
+queue) or ``inquire_all`` (every queue) for ``resource`` ``queue`` (the default),
+``inquire`` for ``resource`` ``qmgr``, and ``create`` (``params``: ``port``, ``adapter``,
+``host``), ``start``, ``stop``, ``delete``, ``inquire``, ``inquire_all`` for ``resource``
+``listener`` (relaymq.qmgr.listener_registry). The reply, when the request names a ReplyToQ, is an
 MQSTR message with CorrelId = the request's MsgId (MQ's convention) and the body::
 
     {"rc": 0, "action": "define", "resource": "queue", "name": "ORDERS", "result": {...}}
@@ -94,8 +96,12 @@ def execute(qm: Any, request: dict[str, Any]) -> Any:
         if action != "inquire":
             raise AdminRequestError(BAD_REQUEST, f"action {action!r} is not possible on resource qmgr (inquire)")
         return {"name": qm.name, "state": qm.state, "queues": len(qm.definitions())}
+    if resource == "listener":  # item 29: the seed's listener admin message (l.1619-1640)
+        from relaymq.qmgr.listener_registry import administer
+
+        return administer(qm, request)
     if resource != "queue":
-        raise AdminRequestError(BAD_REQUEST, f"resource {resource!r} is not queue or qmgr")
+        raise AdminRequestError(BAD_REQUEST, f"resource {resource!r} is not queue, qmgr or listener")
     if action not in QUEUE_ACTIONS:
         raise AdminRequestError(BAD_REQUEST, f"action {action!r} is not one of {', '.join(QUEUE_ACTIONS)}")
     if action == "inquire_all":

@@ -213,6 +213,9 @@ class ChannelReceiver:
                             else dead_letter)
         self.peer: str | None = None
         self.version: int | None = None
+        #: Check each PUT against the security requirements of the queue that stores it (item
+        #: 26); a home-server pull does not (seed l.3582: no channel to its destination queue).
+        self.hop_checks = True
         #: Counters for statistics and tests.
         self.puts = 0
         self.confirms = 0
@@ -290,7 +293,11 @@ class ChannelReceiver:
             return self._already_delivered(uid)
         expire_at, confirm_id = self._put_options(frame)
         try:
-            message = Message.from_bytes(frame.body)
+            body = self._open(uid, qmgr, queue, frame.body)
+        except QueueError as refused:  # queue security (item 26): refused outright, never dead-lettered
+            return error_frame(refused.reason, refused.name, refused.message, uid=uid, reply_to=FrameType.PUT)
+        try:
+            message = Message.from_bytes(body)
         except Exception as exc:  # any decode failure is the sender's bad data, not ours
             return error_frame(*FORMAT_ERROR, f"message {uid} is not MQ format: {exc}", uid=uid,
                                reply_to=FrameType.PUT)
@@ -344,6 +351,16 @@ class ChannelReceiver:
                                                                   resend)):
                 return error_frame(error.reason, error.name, error.message, uid=uid, reply_to=FrameType.PUT)
         return None
+
+    def _open(self, uid: str, qmgr: str, queue: str, body: bytes) -> bytes:
+        """The PUT's message opened (a queue's cryptor and compressor sealed it) once the queue
+        that stores it here accepts this channel (relaymq.qmgr.queue_security)."""
+        security = getattr(self.qm, "security", None)
+        if security is None:
+            return body
+        opened: bytes = security.accept(self.qm, uid=uid, qmgr=qmgr, queue=queue, body=body,
+                                        principal=self.principal, check=self.hop_checks)
+        return opened
 
     def _dead_letter(self, error: QueueError, message: Message, qmgr: str, queue: str, uid: str,
                      confirm_id: int, resend: bool) -> bool:

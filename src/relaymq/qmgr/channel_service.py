@@ -25,6 +25,7 @@ from typing import Any
 from relaymq.message.message import Message
 from relaymq.qmgr.channel import Authority, ChannelIdentities
 from relaymq.net.binding import LOOPBACK_HOST, is_loopback
+from relaymq.qmgr.adapters import open_route
 from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_frames import Frame, FrameType, encode_frame, result_messages
 from relaymq.qmgr.channel_settings import ConnectionSettings, route_of
@@ -38,7 +39,7 @@ from relaymq.qmgr.channel_transport import (
     raise_error,
 )
 from relaymq.qmgr.definitions import HOME_SERVER
-from relaymq.qmgr.errors import AlreadyDelivered, NotConnected
+from relaymq.qmgr.errors import AlreadyDelivered, NotConnected, QueueError
 from relaymq.qmgr.states import Envelope
 from relaymq.services.contract import ServiceError
 
@@ -99,7 +100,7 @@ class ChannelService:
 
     async def start(self, http_server: Any = None) -> None:
         self._loop = asyncio.get_running_loop()
-        self._client = SyncClient(self.qm.name)
+        self._client = SyncClient(self.qm.name, open_fn=open_route)  # each route's adapter
         for alias in self.aliases:
             self.qm.add_qmgr_alias(alias, self.qm.name)
         if self.listen_host is not None:
@@ -117,7 +118,7 @@ class ChannelService:
             if route is None:
                 continue
             link = ChannelLink(self.qm, connection.name, route, pull_interval=connection.pull_interval_ms / 1000.0,
-                               pull_plan=self._pull_plan(connection.name))
+                               pull_plan=self._pull_plan(connection.name), open_fn=open_route)
             self.links[connection.name] = link
         self.qm.add_transmission_listener(self._on_transmission)
         if self.qm.remote is None:
@@ -188,7 +189,7 @@ class ChannelService:
             header["sync"] = True
         if expire_at is not None:
             header["expire_at"] = expire_at
-        answer = self._call(qmgr, encode_frame(FrameType.PUT, header, message.to_bytes()))
+        answer = self._call(qmgr, encode_frame(FrameType.PUT, header, self._sealed(qmgr, queue, uid, message)))
         if answer.type is FrameType.CONFIRMED:
             raise AlreadyDelivered(f"message {uid} was already put and confirmed on {queue!r} at {qmgr!r}")
         if answer.type is not FrameType.ACK:
@@ -196,6 +197,20 @@ class ChannelService:
         if confirm:
             self.confirm_put(qmgr, queue, uid)
         return bytes(md.MsgId)
+
+    def _sealed(self, qmgr: str, queue: str, uid: str, message: Any) -> bytes:
+        """A synchronous put's body: sealed with the cryptor and compressor of the remote
+        definition it goes through (queue security, item 26), else the message as it is."""
+        data: bytes = message.to_bytes()
+        security = getattr(self.qm, "security", None)
+        if security is None:
+            return data
+        try:
+            definition = self.qm.queue(queue, qmgr=qmgr)
+        except QueueError:  # discovery: no definition here, nothing to seal with
+            return data
+        sealed = security.seal(definition, uid, data)
+        return data if sealed is None else sealed
 
     def confirm_put(self, qmgr: str, queue: str, uid: str) -> bool:
         answer = self._call(qmgr, encode_frame(FrameType.CONFIRM, {"uid": uid, "qmgr": qmgr, "queue": queue}))

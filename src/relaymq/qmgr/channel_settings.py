@@ -73,6 +73,9 @@ class ConnectionSettings:
     retry_max_ms: int = key_field(5000, int_range(1, 3_600_000))
     pull_interval_ms: int = key_field(0, int_range(0, 86_400_000))
     timeout_ms: int = key_field(30_000, int_range(1, 3_600_000))
+    #: The communications adapter (relaymq.qmgr.adapters): tcp, tls, http or "module:Class";
+    #: "" = as the address says (http(s):// -> http, tls = true -> tls, else tcp).
+    adapter: str = key_field("", text)
 
     def __repr__(self) -> str:  # never the password, in a log line or a traceback
         shown = {f: ("***" if f == "password" and v else v) for f, v in self.__dict__.items()}

@@ -383,7 +383,7 @@ async def push_pending(conversation: Conversation, sender: ChannelSender, qm: An
         pending = await run_in_thread(qm.pending_messages, target, pull=pull, limit=batch, store_queue=store_queue)
         if not pending:
             return delivered, None
-        items = [Outgoing(p.uid, target, p.queue, p.message.to_bytes(), resend=p.uid in attempted,
+        items = [Outgoing(p.uid, target, p.queue, p.data(), resend=p.uid in attempted,
                           expire_at=p.expire_at)
                  for p in pending]
         attempted.update(item.uid for item in items)
@@ -426,8 +426,11 @@ class SyncClient:
     so a request does not go out on a connection the peer is just closing.
     """
 
-    def __init__(self, local_qmgr: str, *, max_idle: int = 8, reuse_seconds: float = 60.0) -> None:
+    def __init__(self, local_qmgr: str, *, max_idle: int = 8, reuse_seconds: float = 60.0,
+                 open_fn: Callable[[ConnectionSettings], Any] | None = None) -> None:
         self.local_qmgr = local_qmgr
+        #: Connects along a route (the channel service's: the route's adapter, relaymq.qmgr.adapters).
+        self.open_fn = open_fn or open_conversation
         self.max_idle = max_idle
         self.reuse_seconds = reuse_seconds
         #: route name -> (connection, loop time it became idle), the newest last
@@ -435,7 +438,7 @@ class SyncClient:
         self._closed = False
 
     async def _open(self, route: ConnectionSettings) -> Conversation:
-        conversation = await open_conversation(route)
+        conversation: Conversation = await self.open_fn(route)
         await conversation.send(hello(self.local_qmgr, route.name, hello_credentials_of(route)))
         if isinstance(conversation, HttpConversation):
             return conversation  # the HELLO goes with each request; its WELCOME comes back with the answer
@@ -698,6 +701,7 @@ class ChannelLink:
         version = sender.version or 1
         # The server this link chose to connect to (and verified, over TLS) sends these.
         receiver = ChannelReceiver(self.qm, principal=self.name, dead_letter=True, keep_context=True)
+        receiver.hop_checks = False  # seed l.3582: a home-server queue passes pulled messages on unchecked
         receiver.peer, receiver.version = sender.remote_qmgr or self.name, version
         header: dict[str, Any] = {"qmgr": self.qm.name}
         if store_queue is not None and version >= 2:
@@ -897,7 +901,7 @@ class HttpPull:
                 "reason": exc.reason, "name": exc.name, "message": exc.message}}), True
         if not pending or self.held_rounds >= MAX_HELD_ROUNDS:
             return encode_frame(FrameType.PULL_DONE, {"count": self.count}), True
-        items = [Outgoing(p.uid, self.peer, p.queue, p.message.to_bytes(), resend=p.uid in self.attempted,
+        items = [Outgoing(p.uid, self.peer, p.queue, p.data(), resend=p.uid in self.attempted,
                           expire_at=p.expire_at) for p in pending]
         self.attempted.update(item.uid for item in items)
         self.in_batch = True

@@ -16,6 +16,8 @@ from typing import Any
 
 from relaymq.qmgr.errors import BadProperty
 from relaymq.qmgr.names import check_name
+from relaymq.qmgr.security_properties import PROPERTIES as SECURITY_PROPERTIES
+from relaymq.qmgr.security_properties import security_values
 
 LOCAL = "local"
 REMOTE = "remote"
@@ -57,7 +59,9 @@ _TYPE_PROPERTIES: dict[str, frozenset[str]] = {
                                   "default_priority"}),
     HOME_SERVER: frozenset({"queue_manager", "poll_interval"}),
 }
-_COMMON = frozenset({"description", "active", "aliases", "rule"})
+#: The security properties (relaymq.qmgr.security_properties: authenticator, cryptor, compressor)
+#: apply to every type.
+_COMMON = frozenset({"description", "active", "aliases", "rule", *SECURITY_PROPERTIES})
 PROPERTY_NAMES = frozenset().union(_COMMON, *_TYPE_PROPERTIES.values())
 
 
@@ -86,6 +90,9 @@ class QueueDefinition:
     push: bool = True
     poll_interval: int = 0  # ms between home-server pulls; 0 = only on trigger
     rule: str = ""  # "module:Class" of a QueueRule
+    authenticator: str = ""  # item 7 and relaymq.qmgr.queue_security: "" or "channel"
+    cryptor: str = ""  # the name of a key of [qmgr] key_file (AES-GCM), or ""
+    compressor: str = ""  # "" or "zlib"
     creation_date: int = field(default=0)  # epoch ms
 
     @property
@@ -205,6 +212,7 @@ def make_definition(name: str, kind: str, local_qmgr: str, **props: Any) -> Queu
     values: dict[str, Any] = {"name": name, "kind": kind, "owner": local_qmgr,
                               "creation_date": int(time.time() * 1000)}
     values.update((key, check(key, props[key])) for key, check in _CHECKS.items() if key in props)
+    values.update(security_values(props))
     values.update(_type_values(kind, local_qmgr, props))
     return QueueDefinition(**values)
 

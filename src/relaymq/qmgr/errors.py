@@ -61,6 +61,12 @@ BadProperty = _error("BadProperty", 3306, "RMQRC_BAD_QUEUE_PROPERTY",
 NotAuthorized = _error("NotAuthorized", 2035, "MQRC_NOT_AUTHORIZED",
                        "The caller may not do this: a channel peer whose certificate or HTTP user does not speak"
                        " for the queue manager its HELLO names (item 26).")
+SecurityError = _error("SecurityError", 2063, "MQRC_SECURITY_ERROR",
+                       "A message sealed by a queue's cryptor cannot be opened: altered at rest or in transit,"
+                       " or under a key this queue manager does not hold (items 7, 26).")
+NotAuthenticated = _error("NotAuthenticated", 3307, "RMQRC_NOT_AUTHENTICATED",
+                          "A queue with an authenticator takes messages over a channel only from a peer that"
+                          " authenticated (the seed's Except_Authenticate, seed 004 l.4875; item 26).")
 StoreFailed = _error("StoreFailed", 2102, "MQRC_RESOURCE_PROBLEM",
                      "The store cannot write (disk full, I/O error): nothing more is acknowledged.")
 
@@ -99,6 +105,7 @@ ConfirmIdRequired = _error("ConfirmIdRequired", 3305, "RMQRC_CONFIRM_ID_REQUIRED
 ALL_ERRORS: tuple[type[QueueError], ...] = (
     UnknownQueue, UnknownQueueManager, QueueFull, MessageTooBig, BadName, MessageExpired, NoMessage,
     QueueExists, QueueNotEmpty, NotAllowed, NotConnected, QueueManagerClosed, QueueManagerDeleted, BadSelector,
-    BadProperty, NotAuthorized, StoreFailed, StoreInUse, UnknownUID, DuplicateMessage, WrongLock, RuleVeto,
+    BadProperty, NotAuthorized, SecurityError, NotAuthenticated, StoreFailed, StoreInUse, UnknownUID,
+    DuplicateMessage, WrongLock, RuleVeto,
     ConfirmIdRequired,
 )

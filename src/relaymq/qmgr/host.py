@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from relaymq.qmgr.queue_index import QueueIndex
+from relaymq.qmgr.queue_security import QueueSecurity
 from relaymq.qmgr.rules import QueueManagerRule
 from relaymq.qmgr.states import Entry
 from relaymq.qmgr.store import Op, QueueStore, Ticket
@@ -20,6 +21,8 @@ class QueueHost(Protocol):
     #: The queue manager rule; its hooks get the queue manager itself (this host).
     rule: QueueManagerRule
     store: QueueStore
+    #: Cryptor keys and sealing of the queue security properties (items 7, 26).
+    security: QueueSecurity
     _by_uid: dict[str, Entry]
     _queues: dict[tuple[str, str], QueueIndex]
 

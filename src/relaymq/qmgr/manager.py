@@ -14,6 +14,7 @@ tested without sleeping.
 
 from __future__ import annotations
 
+import logging
 import os
 from functools import partial
 import threading
@@ -63,11 +64,14 @@ from relaymq.qmgr.expiry import ExpireTime, expiry_deadline, is_expired
 from relaymq.qmgr.listeners import Listeners, MessageListener, PutListener, QueueListener, TransmissionListener
 from relaymq.qmgr.names import check_name
 from relaymq.qmgr.queue_index import QueueIndex
+from relaymq.qmgr.queue_security import QueueSecurity
 from relaymq.qmgr.retrieval import Retrieval, SyncRoute, Waiting, envelope_of
 from relaymq.qmgr.rules import QueueManagerRule, QueueRule, call_veto, load_rule
 from relaymq.qmgr.states import PUT_UNCONFIRMED, UNLOCKED, Entry, Envelope
 from relaymq.qmgr.store import MemoryQueueStore, Op, QueueStore, Ticket
 from relaymq.qmgr.transmission import Pending, Transmission, rule_reads_fields
+
+log = logging.getLogger("relaymq.qmgr")
 
 #: The broker's database in its data directory (relaymq.store.factory.DATABASE_FILE).
 BROKER_DATABASE = "relaymq.db"
@@ -126,8 +130,12 @@ class QueueManager:
                  confirm_window: float = DEFAULT_CONFIRM_WINDOW, rule: QueueManagerRule | str | None = None,
                  define_system_queues: bool = True, dead_letter_undeliverable: bool = True,
                  recreate: bool = False, administrators: tuple[str, ...] | None = None,
-                 admin_processing: bool = True) -> None:
+                 admin_processing: bool = True, security: QueueSecurity | None = None) -> None:
         self.name = check_name(name, "queue manager")
+        #: Cryptor keys, sealing and the hop checks of the queue security properties.
+        self.security = security if security is not None else QueueSecurity()
+        #: (uid, queue, why) of stored messages that failed to open at start-up (altered).
+        self.unreadable: list[tuple[str, str, str]] = []
         self.store = store if store is not None else MemoryQueueStore()
         self.clock = clock
         self.confirm_window = confirm_window
@@ -247,7 +255,11 @@ class QueueManager:
             self._install(definition)
         self._seq = max([loaded.meta.get("seq", 0), *(e.seq for e in loaded.entries)])
         self._confirmed = dict(loaded.confirmed)
-        for entry in sorted(loaded.entries, key=lambda e: e.seq):
+        readable, failed = self.security.open_entries(loaded.entries)
+        self.unreadable = [(e.uid, e.queue, error.message) for e, error in failed]
+        for uid, queue, why in self.unreadable:
+            log.error("queue manager %s: message %s on queue %r is not delivered: %s", self.name, uid, queue, why)
+        for entry in sorted(readable, key=lambda e: e.seq):
             index = self._queues.get((entry.qmgr, entry.queue))
             if index is None:  # definition deleted with data kept: keep the rows, not in memory
                 continue
@@ -340,6 +352,7 @@ class QueueManager:
         Raises QueueExists, BadName, BadProperty; durable on return."""
         self._check_open()
         definition = make_definition(name, kind, self.name, **properties)
+        self.security.check(definition)
         with self._lock:
             taken = [(definition.owner, n) for n in (definition.name, *definition.aliases)]
             for key in taken:
@@ -382,6 +395,7 @@ class QueueManager:
             index = self._index(name, qmgr)
             old = index.definition
             new = old.altered(**changes)
+            self.security.check(new)
             self._definitions_changed()
             for alias in old.aliases:
                 self._queue_aliases.pop((old.owner, alias), None)
@@ -640,6 +654,7 @@ class QueueManager:
                       state=PUT_UNCONFIRMED if confirm_id > 0 else UNLOCKED, confirm_id=max(confirm_id, 0),
                       target_qmgr="" if resolved.is_local else resolved.target_qmgr,
                       target_queue="" if resolved.is_local else resolved.target_queue)
+        self.security.seal_entry(definition, entry)
         ops += [("entry", entry), ("meta", "seq", seq)]
         return entry, ops
 

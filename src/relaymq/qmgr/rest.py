@@ -79,6 +79,8 @@ STATUS_BY_REASON: dict[int, int] = {
     3306: 400,  # RMQRC_BAD_QUEUE_PROPERTY
     3302: 409,  # RMQRC_DUPLICATE_UID
     3304: 403,  # RMQRC_RULE_VETO
+    2063: 403,  # MQRC_SECURITY_ERROR (queue security: a cryptor's key is missing, a message altered)
+    3307: 403,  # RMQRC_NOT_AUTHENTICATED
 }
 
 
@@ -493,6 +495,9 @@ def describe_queue(qm: Any, definition: Any) -> dict[str, Any]:
         item["storeAndForward"] = {"targetQmgrs": list(definition.target_queue_managers), "push": definition.push}
     if definition.aliases:
         item["aliases"] = list(definition.aliases)
+    security = {k: getattr(definition, k) for k in ("authenticator", "cryptor", "compressor") if getattr(definition, k)}
+    if security:  # docs/queues.md "Queue security" (the key's name, never the key)
+        item["security"] = security
     if definition.holds_messages:
         owner = definition.owner if definition.owner != qm.name else None
         item["status"] = {"currentDepth": qm.depth(definition.name, qmgr=owner)}

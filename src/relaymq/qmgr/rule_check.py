@@ -1,4 +1,4 @@
-"""Whether the configured rules can be imported, before anything starts: ``serve --check``
+"""Whether the configured rules (and adapters, relaymq.qmgr.adapters) can be imported, before anything starts: ``serve --check``
 and ``serve`` ask (issue 18, "the first hour": ``--check`` said ``config ok`` for a ``[qmgr]
 rule`` whose module could not be imported)."""
 
@@ -23,4 +23,6 @@ def rule_problems(config: Any) -> list[str]:
             rule_class(spec, base)
         except BadProperty as error:
             problems.append(f"{key}: {error.message}")
-    return problems
+    from relaymq.qmgr.adapters import adapter_problems  # the adapters, too (issue 21)
+
+    return problems + adapter_problems(config)

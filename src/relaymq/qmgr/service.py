@@ -18,12 +18,16 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from relaymq.clock import Clock
+from relaymq.config import ConfigError
 from relaymq.qmgr import channel_service
+from relaymq.qmgr.adapters import open_queue_manager
 from relaymq.qmgr.aio import AsyncQueueManager
 from relaymq.qmgr.errors import QueueError, QueueExists
 from relaymq.qmgr.manager import QueueManager
+from relaymq.qmgr.listener_registry import start_listeners
+from relaymq.qmgr.listener_rest import add_listener_routes
 from relaymq.qmgr.rest import add_routes
-from relaymq.qmgr.settings import QmgrSettings
+from relaymq.qmgr.settings import QmgrSettings, load_security
 from relaymq.services.contract import ServiceError
 
 log = logging.getLogger("relaymq.qmgr")
@@ -83,13 +87,15 @@ async def start(context: Any) -> QmgrService:
         # Inside the broker the queue manager's store is the broker's database: a publication's
         # copies for queue subscribers commit with its other copies (issue 14).
         qm = await asyncio.to_thread(
-            QueueManager.open, settings.name, broker.data_dir, store=broker.store,
+            open_queue_manager, settings.name, broker.data_dir, store_adapter=settings.store_adapter,
+            store=broker.store,
             engine=getattr(getattr(context.broker, "store", None), "engine", None),
             synchronous=broker.sqlite_synchronous, confirm_window=float(settings.confirm_window),
             rule=settings.rule or None, dead_letter_undeliverable=settings.dead_letter_undeliverable,
+            security=load_security(settings),  # the cryptor keys of [qmgr] key_file
             administrators=tuple(config.access.administrators),  # empty: admin messages are refused
             clock=getattr(context.broker, "clock", Clock()).wall)  # the broker's clock (relaymq.clock)
-    except (QueueError, OSError, ValueError) as exc:
+    except (QueueError, OSError, ValueError, ConfigError) as exc:
         raise ServiceError(f"queue manager {settings.name}: cannot open: {exc}") from exc
     try:
         await asyncio.to_thread(apply_definitions, qm, settings)
@@ -104,12 +110,17 @@ async def start(context: Any) -> QmgrService:
     context.services["qmgr.service"] = service
     http = context.services.get("http")
     if http is not None:  # the REST interface finds the queue manager per request in the registry
-        add_routes(http, context.services, context.broker)
+        add_listener_routes(http, add_routes(http, context.services, context.broker))
     try:
         started = await channel_service.start(context, service)
     except BaseException:
         await service.stop()
         raise
     service.on_stop.append(started.stop)
+    try:  # item 29: the listeners created at run time, restored as they were left
+        service.on_stop.append((await start_listeners(context, service, started)).close)
+    except QueueError as exc:
+        await service.stop()
+        raise ServiceError(f"queue manager {settings.name}: {exc}") from exc
     log.info("queue manager %s open (%s, %d queues)", qm.name, broker.store, len(qm.queue_names()))
     return service

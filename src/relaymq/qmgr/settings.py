@@ -19,6 +19,7 @@
     dead_letter_undeliverable = true  # channel PUTs for unknown queues go to the dead-letter queue
     admin_remote = false      # REST queue define/delete only from the loopback interface
     rule = ""                 # "module:Class" of a QueueManagerRule
+    key_file = ""             # cryptor keys: name = "base64 AES key" (relaymq.qmgr.queue_keys)
 
     [qmgr.channel_identities]  # a channel peer's certificate CN (or HTTP user) -> the queue
     "gateway.example" = ["DEVICE1", "DEVICE2"]  # managers it may speak for besides its own name
@@ -57,6 +58,7 @@ from relaymq.qmgr.definitions import KINDS, QueueDefinition, make_definition
 from relaymq.qmgr.errors import QueueError
 from relaymq.qmgr.manager import DEFAULT_CONFIRM_WINDOW
 from relaymq.qmgr.names import is_valid_name
+from relaymq.qmgr.queue_security import QueueSecurity
 
 
 def qmgr_name(value: Any) -> str | None:
@@ -87,6 +89,9 @@ QUEUE_KEYS: dict[str, Check] = {
     "push": boolean,
     "poll_interval": int_range(0),
     "rule": text,
+    "authenticator": text,
+    "cryptor": text,
+    "compressor": text,
 }
 
 
@@ -135,6 +140,12 @@ class QmgrSettings:
     #: interface? (They also need [access] administrators when that list is set.)
     admin_remote: bool = key_field(False, boolean)
     rule: str = key_field("", text)
+    #: The cryptor keys (relaymq.qmgr.queue_keys: TOML, name = "base64 AES key"); a queue's
+    #: ``cryptor`` names one. Missing or malformed: start-up stops naming this key.
+    key_file: str = key_field("", text, path="file")
+    #: Where the queues are kept (relaymq.qmgr.adapters): sqlite, memory or "module:Class";
+    #: "" = as [broker] store says.
+    store_adapter: str = key_field("", text)
     queue: tuple[QueueDefinition, ...] = key_field((), lambda v: None)
     #: [[qmgr.connection]] tables (relaymq.qmgr.channel_settings).
     connection: tuple[Any, ...] = key_field((), lambda v: None)
@@ -155,6 +166,37 @@ def _identities(raw: object, key: str) -> tuple[tuple[str, tuple[str, ...]], ...
             raise ConfigError(f"{key}.{identity}", f"expected a list of queue manager names, got {names!r}")
         out.append((identity, tuple(names)))
     return tuple(out)
+
+
+def _keys(path: str, key: str) -> dict[str, bytes]:
+    """The cryptor keys of ``[qmgr] key_file`` (none when it is not set)."""
+    if not path:
+        return {}
+    from relaymq.qmgr.queue_keys import KeyFileError, load_keys
+
+    try:
+        return load_keys(path)
+    except KeyFileError as exc:
+        raise ConfigError(key, str(exc)) from None
+
+
+def _check_adapters(settings: QmgrSettings, connections: tuple[Any, ...], key: str) -> None:
+    """Every adapter named is a built-in one or "module:Class" (an unknown name stops
+    start-up naming its key; whether the module imports is asked by relaymq.qmgr.rule_check,
+    once the configuration file's directory is on the import path)."""
+    from relaymq.qmgr.adapters import COMMUNICATIONS, STORAGE, name_problem
+
+    named: list[tuple[str, dict[str, Any], str]] = [(f"{key}.store_adapter", STORAGE, settings.store_adapter)]
+    named += [(f"{key}.connection[{i}].adapter", COMMUNICATIONS, c.adapter) for i, c in enumerate(connections)]
+    for where, builtins, name in named:
+        problem = name_problem(name, builtins) if name else None
+        if problem is not None:
+            raise ConfigError(where, problem)
+
+
+def load_security(settings: QmgrSettings) -> QueueSecurity:
+    """The queue security of these settings: the keys of ``key_file`` (checked by :func:`build`)."""
+    return QueueSecurity(_keys(settings.key_file, "qmgr.key_file"))
 
 
 def _queue(table: object, key: str, qmgr: str) -> QueueDefinition:
@@ -207,6 +249,8 @@ def build(raw: object, key: str, base_dir: str | None) -> QmgrSettings:
         for c in build_connections(connections_raw, f"{key}.connection", base_dir))
     if not isinstance(queues, list):
         raise ConfigError(f"{key}.queue", "expected [[qmgr.queue]] tables")
+    keys = _keys(settings.key_file, f"{key}.key_file")
+    _check_adapters(settings, connections, key)
     seen: dict[str, int] = {}
     definitions = []
     for i, queue in enumerate(queues):
@@ -214,6 +258,9 @@ def build(raw: object, key: str, base_dir: str | None) -> QmgrSettings:
         if definition.name in seen and definition.kind not in ("remote", "home_server"):
             raise ConfigError(f"{key}.queue[{i}].name",
                               f"{definition.name!r} is already defined by {key}.queue[{seen[definition.name]}]")
+        if definition.cryptor and definition.cryptor not in keys:
+            raise ConfigError(f"{key}.queue[{i}].cryptor", f"no key {definition.cryptor!r} in {key}.key_file"
+                                                           f" ({settings.key_file or 'not set'})")
         seen.setdefault(definition.name, i)
         definitions.append(definition)
     return QmgrSettings(**{**settings.__dict__, "queue": tuple(definitions), "connection": connections,

@@ -56,7 +56,8 @@ def store_path(data_dir: str, qmgr_name: str) -> str:
 
 def _entry_row(e: Entry) -> tuple[object, ...]:
     return (e.uid, e.qmgr, e.queue, e.seq, e.priority, e.state, e.confirm_id, e.lock_id, e.created_ms,
-            e.expire_at, e.target_qmgr, e.target_queue, e.msg_id, e.correl_id, e.data)
+            e.expire_at, e.target_qmgr, e.target_queue, e.msg_id, e.correl_id,
+            e.sealed if e.sealed is not None else e.data)  # sealed: queue security, at rest
 
 
 def _fold_state(state: int, confirm_id: int, lock_id: int, row: tuple[Any, ...]) -> tuple[Any, ...]:

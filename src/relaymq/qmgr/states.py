@@ -47,6 +47,9 @@ class Entry:
     lock_id: int = 0
     target_qmgr: str = ""
     target_queue: str = ""
+    #: What the store writes when it is not ``data``: the message sealed with its queue's
+    #: cryptor and compressor (relaymq.qmgr.queue_security); ``data`` stays the clear form.
+    sealed: bytes | None = field(default=None, repr=False, compare=False)
     _message: Message | None = field(default=None, repr=False, compare=False)
 
     def order_key(self) -> tuple[int, int]:

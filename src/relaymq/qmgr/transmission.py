@@ -40,6 +40,13 @@ class Pending(NamedTuple):
     queue: str  # its final destination queue (on the remote queue manager)
     message: Message
     expire_at: int | None  # its absolute deadline, epoch ms, kept across hops (item 5)
+    #: The message sealed with the transmitting queue's cryptor and compressor (queue
+    #: security, item 26: what the channel carries); None when that queue has neither.
+    sealed: bytes | None = None
+
+    def data(self) -> bytes:
+        """What a PUT frame carries: the sealed form, else the message in MQ format."""
+        return self.sealed if self.sealed is not None else self.message.to_bytes()
 
 
 def rule_reads_fields(rule: QueueManagerRule) -> bool:
@@ -76,13 +83,17 @@ class Transmission:
             ops: list[Op] = []
             now = host._now_ms()
             for index in (i for i in list(host._queues.values()) if self._gives(i, pull, store_queue)):
+                definition = index.definition
                 for entry in index.visible():
                     if entry.target_qmgr != remote_qmgr:
                         continue
                     if is_expired(entry.expire_at, now):
                         host._expire(index, entry, ops)
                         continue
-                    out.append(Pending(entry.uid, entry.target_queue, _outgoing(entry, now), entry.expire_at))
+                    message = _outgoing(entry, now)
+                    sealed = (host.security.seal(definition, entry.uid, message.to_bytes())
+                              if definition.cryptor or definition.compressor else None)
+                    out.append(Pending(entry.uid, entry.target_queue, message, entry.expire_at, sealed))
                     if limit is not None and len(out) >= limit:
                         break
                 if limit is not None and len(out) >= limit:

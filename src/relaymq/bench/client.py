@@ -15,6 +15,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from relaymq.bench.wire import (
     AckScan, PublishTemplates, ReceiveTally, connect_packet, disconnect_packet, next_packet_id,
@@ -336,8 +337,9 @@ class Connection:
                     me.cancel()      # interrupts the read below: the one place it waits
 
         guard = asyncio.create_task(watchdog())
-        transport = writer.transport
-        assert isinstance(transport, asyncio.Transport)  # a stream's: it reads as well as writes
+        # A stream's transport reads as well as writes; uvloop's is not an asyncio.Transport
+        # subclass, so this is a cast, not an isinstance check.
+        transport = cast(asyncio.Transport, writer.transport)
         paused = pause_next = False
         try:
             while not done(tally):

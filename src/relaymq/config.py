@@ -463,6 +463,45 @@ def _check_administrators(access: AccessConfig, listeners: tuple[ListenerConfig,
                           "controls the listeners")
 
 
+def _section_overrides(section: str, overrides: Mapping[str, object]) -> dict[str, object]:
+    """The command-line overrides that set keys of ``section``: key -> value."""
+    found: dict[str, object] = {}
+    for override, key in OVERRIDES.items():
+        name, _, field_name = key.partition(".")
+        if name == section and overrides.get(override) is not None:
+            found[field_name] = overrides[override]
+    return found
+
+
+def _build_sections(raw: dict[str, Any], base_dir: str | None, overrides: Mapping[str, object]) -> dict[str, Any]:
+    """The built-in sections, with the overrides applied (their paths relative to the cwd)."""
+    sections: dict[str, Any] = {}
+    for name, cls in _SECTIONS.items():
+        table = raw.get(name, {})
+        dirs: dict[str, str | None] = {f.name: base_dir for f in dataclasses.fields(cls)}
+        if isinstance(table, dict):
+            table = dict(table)
+            for field_name, value in _section_overrides(name, overrides).items():
+                table[field_name] = value
+                dirs[field_name] = None  # command-line paths are relative to the cwd
+        sections[name] = _build(cls, table, name, dirs)
+    return sections
+
+
+def _build_plugins(plugins: dict[str, Any], raw: dict[str, Any], base_dir: str | None,
+                   overrides: Mapping[str, object]) -> dict[str, Any]:
+    """The plugins' sections, each built by its module, with the overrides applied."""
+    extra: dict[str, Any] = {}
+    for name, module in plugins.items():
+        table = raw.get(name)
+        for field_name, value in _section_overrides(name, overrides).items():
+            table = dict(table) if isinstance(table, dict) else {} if table is None else table
+            if isinstance(table, dict):
+                table[field_name] = value
+        extra[name] = module.build(table, name, base_dir)
+    return extra
+
+
 def load_config(path: str | None, overrides: Mapping[str, object] | None = None) -> Config:
     """Read, validate and return the configuration; raise ConfigError on the first problem.
 
@@ -483,32 +522,11 @@ def load_config(path: str | None, overrides: Mapping[str, object] | None = None)
         if key not in _SECTIONS and key != _LISTENER and key not in plugins:
             raise _unknown(key, [*_SECTIONS, _LISTENER, *plugins])
 
-    sections: dict[str, Any] = {}
-    for name, cls in _SECTIONS.items():
-        table = raw.get(name, {})
-        dirs: dict[str, str | None] = {f.name: base_dir for f in dataclasses.fields(cls)}
-        if isinstance(table, dict):
-            table = dict(table)
-            for override, key in OVERRIDES.items():
-                section, _, field_name = key.partition(".")
-                if section == name and overrides.get(override) is not None:
-                    table[field_name] = overrides[override]
-                    dirs[field_name] = None  # command-line paths are relative to the cwd
-        sections[name] = _build(cls, table, name, dirs)
-
+    sections = _build_sections(raw, base_dir, overrides)
     listeners = _build_listeners(raw.get(_LISTENER), base_dir, overrides.get("port"))
     _check_access_files(sections["access"], sections["broker"].data_dir)
     _check_administrators(sections["access"], listeners)
-    extra: dict[str, Any] = {}
-    for name, module in plugins.items():
-        table = raw.get(name)
-        for override, key in OVERRIDES.items():
-            section, _, field_name = key.partition(".")
-            if section == name and overrides.get(override) is not None:
-                table = dict(table) if isinstance(table, dict) else {} if table is None else table
-                if isinstance(table, dict):
-                    table[field_name] = overrides[override]
-        extra[name] = module.build(table, name, base_dir)
+    extra = _build_plugins(plugins, raw, base_dir, overrides)
     return Config(listeners=listeners, source=os.path.abspath(path) if path else None, extra=extra,
                   **sections)
 

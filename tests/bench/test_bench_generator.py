@@ -224,7 +224,7 @@ def test_receive_ends_on_idle_and_on_stop(bench_broker: BrokerProcess) -> None:
         await sub.receive(tally, lambda t: False, stop=lambda: flag["stop"])
         assert 0.2 <= time.monotonic() - started < 5
         task = asyncio.create_task(sub.receive(tally, lambda t: False))
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0)                        # the task runs until it waits on its read
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -266,10 +266,11 @@ def test_partial_packet_is_kept_between_receive_calls() -> None:
     asyncio.run(main())
 
 
-def _scripted_peer(packets: list[bytes], gap: float, acks: list[float] | None = None):
+def _scripted_peer(packets: list[bytes], gap: float, acks: list[float] | None = None,
+                   finished: asyncio.Event | None = None):
     """A broker stand-in on a real socket: CONNACK, then ``packets`` one write each, ``gap``
     seconds apart; for QoS 1 ones it waits for the PUBACK first (its arrival time goes to
-    ``acks``)."""
+    ``acks``). ``finished`` is set once it has read the client's last bytes (DISCONNECT)."""
     async def peer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read(1024)                       # CONNECT
         writer.write(b"\x20\x02\x00\x00")
@@ -281,6 +282,8 @@ def _scripted_peer(packets: list[bytes], gap: float, acks: list[float] | None = 
                 acks.append(time.monotonic())
             await asyncio.sleep(gap)
         await reader.read(1024)
+        if finished is not None:
+            finished.set()
     return peer
 
 
@@ -296,7 +299,8 @@ def test_qos0_reads_pause_after_small_reads() -> None:
     pause = 0.05
 
     async def main() -> None:
-        server = await asyncio.start_server(_scripted_peer(packets, 0.002), "127.0.0.1", 0)
+        finished = asyncio.Event()
+        server = await asyncio.start_server(_scripted_peer(packets, 0.002, finished=finished), "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         conn = await Connection.open("127.0.0.1", port, "bench-trickle", 4)
         reads: list[float] = []
@@ -310,7 +314,7 @@ def test_qos0_reads_pause_after_small_reads() -> None:
         gaps = [b - a for a, b in zip(reads[1:], reads[2:], strict=False)]
         assert len(reads) < 60 and gaps and min(gaps) >= pause * 0.8
         await conn.close()
-        await asyncio.sleep(0.05)                     # the peer sees the DISCONNECT
+        await asyncio.wait_for(finished.wait(), 10)   # the peer sees the DISCONNECT
         server.close()
 
     asyncio.run(main())
@@ -327,7 +331,8 @@ def test_qos1_reads_are_answered_without_pause() -> None:
 
     async def main() -> None:
         acks: list[float] = []
-        server = await asyncio.start_server(_scripted_peer(packets, 0, acks), "127.0.0.1", 0)
+        finished = asyncio.Event()
+        server = await asyncio.start_server(_scripted_peer(packets, 0, acks, finished), "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         conn = await Connection.open("127.0.0.1", port, "bench-acked", 4)
         started = time.monotonic()
@@ -339,7 +344,7 @@ def test_qos1_reads_are_answered_without_pause() -> None:
         assert tally.unique == 20 and len(acks) == 20
         assert acks[-1] - started < 1.0
         await conn.close()
-        await asyncio.sleep(0.05)
+        await asyncio.wait_for(finished.wait(), 10)   # the peer sees the DISCONNECT
         server.close()
 
     asyncio.run(main())

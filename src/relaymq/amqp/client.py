@@ -18,10 +18,10 @@ import ssl
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit
 
-from proton import Collector, Condition, Connection, Delivery, Event, Link, Message, Terminus, Transport
+from proton import Collector, Condition, Connection, Delivery, Event, EventType, Link, Message, Terminus, Transport
 
 from relaymq.amqp.engine_io import drain, feed, tick
 from relaymq.amqp.links import echo_selector
@@ -143,41 +143,64 @@ class AmqpClient(asyncio.Protocol):
             self.transport.write(data)
 
     def _event(self, event: Any) -> None:  # proton types every Event attribute Optional
-        kind = event.type
-        if kind == Event.CONNECTION_REMOTE_OPEN:
-            if not self.opened.done():
-                self.opened.set_result(None)
-        elif kind == Event.LINK_REMOTE_OPEN:
-            link = event.link
-            terminus = link.remote_target if link.is_sender else link.remote_source
-            if terminus.address is None:
-                return  # a refusal (part 2.6.3): the detach follows with the reason
-            future = self._attached.pop(link, None)
-            if future is not None and not future.done():
-                future.set_result(link)
-        elif kind == Event.LINK_FLOW:
-            waiter = self._credit.get(event.link)
-            if waiter is not None and event.link.credit > 0:
-                waiter.set()
-        elif kind == Event.DELIVERY:
-            self._delivery(event.link, event.delivery)
-        elif kind in (Event.LINK_REMOTE_CLOSE, Event.LINK_REMOTE_DETACH):
-            link = event.link
-            error = AmqpRefused(f"link {link.name}", link.remote_condition)
-            future = self._attached.pop(link, None)
-            if future is not None and not future.done():
-                future.set_exception(error)
-            for delivery, outcome in list(self._outcomes.items()):
-                if delivery.link is link and not outcome.done():
-                    outcome.set_exception(error)
-            self._receivers.pop(link, None)
-            self._senders = {a: lk for a, lk in self._senders.items() if lk is not link}
-            link.close()
-        elif kind == Event.CONNECTION_REMOTE_CLOSE:
-            self._fail(AmqpRefused("connection closed", event.connection.remote_condition))
-            event.connection.close()
-        elif kind in (Event.TRANSPORT_ERROR, Event.TRANSPORT_CLOSED):
-            self._fail(AmqpRefused("connection failed", self.engine.condition))
+        handler = self._HANDLERS.get(event.type)
+        if handler is not None:
+            handler(self, event)
+
+    def _on_connection_open(self, event: Any) -> None:
+        if not self.opened.done():
+            self.opened.set_result(None)
+
+    def _on_link_open(self, event: Any) -> None:
+        link = event.link
+        terminus = link.remote_target if link.is_sender else link.remote_source
+        if terminus.address is None:
+            return  # a refusal (part 2.6.3): the detach follows with the reason
+        future = self._attached.pop(link, None)
+        if future is not None and not future.done():
+            future.set_result(link)
+
+    def _on_link_flow(self, event: Any) -> None:
+        waiter = self._credit.get(event.link)
+        if waiter is not None and event.link.credit > 0:
+            waiter.set()
+
+    def _on_delivery(self, event: Any) -> None:
+        self._delivery(event.link, event.delivery)
+
+    def _on_link_close(self, event: Any) -> None:
+        """The peer closed or detached a link: what waits on it fails with its reason."""
+        link = event.link
+        error = AmqpRefused(f"link {link.name}", link.remote_condition)
+        future = self._attached.pop(link, None)
+        if future is not None and not future.done():
+            future.set_exception(error)
+        for delivery, outcome in list(self._outcomes.items()):
+            if delivery.link is link and not outcome.done():
+                outcome.set_exception(error)
+        self._receivers.pop(link, None)
+        self._senders = {a: lk for a, lk in self._senders.items() if lk is not link}
+        link.close()
+
+    def _on_connection_close(self, event: Any) -> None:
+        self._fail(AmqpRefused("connection closed", event.connection.remote_condition))
+        event.connection.close()
+
+    def _on_transport_end(self, event: Any) -> None:
+        self._fail(AmqpRefused("connection failed", self.engine.condition))
+
+    #: The proton events the client acts on, and how.
+    _HANDLERS: ClassVar[dict[EventType, Callable[[AmqpClient, Any], None]]] = {
+        Event.CONNECTION_REMOTE_OPEN: _on_connection_open,
+        Event.LINK_REMOTE_OPEN: _on_link_open,
+        Event.LINK_FLOW: _on_link_flow,
+        Event.DELIVERY: _on_delivery,
+        Event.LINK_REMOTE_CLOSE: _on_link_close,
+        Event.LINK_REMOTE_DETACH: _on_link_close,
+        Event.CONNECTION_REMOTE_CLOSE: _on_connection_close,
+        Event.TRANSPORT_ERROR: _on_transport_end,
+        Event.TRANSPORT_CLOSED: _on_transport_end,
+    }
 
     def _delivery(self, link: Link, delivery: Delivery) -> None:
         if link.is_sender:

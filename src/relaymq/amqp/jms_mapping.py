@@ -37,6 +37,7 @@ body                        Text: amqp-value string; Bytes and Object: data;
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from proton import Message, byte, char, float32, int32, short, symbol, ubyte, uint, ulong, ushort
@@ -121,51 +122,83 @@ def _seconds(ms: int) -> float:
     return ms / 1000.0
 
 
-def amqp_to_jms(msg: Message, scheme: AddressScheme, delivery_count: int = 0) -> JMSMessage:
-    """The JMS view of a received AMQP message."""
-    annotations: dict[Any, Any] = dict(msg.annotations or {})
+def _kind_of(msg: Message, annotations: dict[Any, Any]) -> tuple[str, Any]:
+    """The message class (x-opt-jms-msg-type, else from the body) and the body; a body of
+    another type is text."""
     body: Any = msg.body
     code = annotations.get(MSG_TYPE)
     kind = CODE_TYPES.get(int(code)) if code is not None else None
-    if kind is None:
-        if body is None:
-            kind = NONE
-        elif isinstance(body, str):
-            kind = TEXT
-        elif isinstance(body, (bytes, bytearray, memoryview)):
-            kind = OBJECT if msg.content_type == OBJECT_CONTENT_TYPE else BYTES
-        elif isinstance(body, dict):
-            kind = MAP
-        elif isinstance(body, (list, tuple)):
-            kind = STREAM
-        else:
-            kind, body = TEXT, str(body)
-    jms = JMSMessage(message_type=kind)
-    jms.JMSDestination = scheme.to_jms(msg.address)
-    jms.JMSReplyTo = scheme.to_jms(msg.reply_to)
-    jms.JMSDeliveryMode = PERSISTENT if msg.durable else NON_PERSISTENT
-    jms.JMSPriority = min(max(int(msg.priority), 0), 9)
-    jms.JMSTimestamp = int(round((msg.creation_time or 0) * 1000))
+    if kind is not None:
+        return kind, body
+    if body is None:
+        return NONE, body
+    if isinstance(body, str):
+        return TEXT, body
+    if isinstance(body, (bytes, bytearray, memoryview)):
+        return (OBJECT if msg.content_type == OBJECT_CONTENT_TYPE else BYTES), body
+    if isinstance(body, dict):
+        return MAP, body
+    if isinstance(body, (list, tuple)):
+        return STREAM, body
+    return TEXT, str(body)
+
+
+def _expiration_from_amqp(jms: JMSMessage, msg: Message, scheme: AddressScheme) -> None:
+    """absolute-expiry-time, else creation-time + ttl (after the timestamp)."""
     if msg.expiry_time:
         jms.JMSExpiration = int(round(msg.expiry_time * 1000))
     elif msg.ttl:
         jms.JMSExpiration = (jms.JMSTimestamp or 0) + int(msg.ttl * 1000)
-    jms.JMSMessageID = _message_id(msg.id)
+
+
+def _correlation_id_from_amqp(jms: JMSMessage, msg: Message, scheme: AddressScheme) -> None:
     cid = msg.correlation_id
     if isinstance(cid, (bytes, bytearray)):
         jms.JMSCorrelationID = bytes(cid)
     elif cid is not None:
         jms.JMSCorrelationID = str(cid)
+
+
+def _headers_from_amqp(jms: JMSMessage, msg: Message, scheme: AddressScheme) -> None:
+    jms.JMSDestination = scheme.to_jms(msg.address)
+    jms.JMSReplyTo = scheme.to_jms(msg.reply_to)
+    jms.JMSDeliveryMode = PERSISTENT if msg.durable else NON_PERSISTENT
+    jms.JMSPriority = min(max(int(msg.priority), 0), 9)
+    jms.JMSTimestamp = int(round((msg.creation_time or 0) * 1000))
+
+
+def _message_id_from_amqp(jms: JMSMessage, msg: Message, scheme: AddressScheme) -> None:
+    jms.JMSMessageID = _message_id(msg.id)
+
+
+def _type_from_amqp(jms: JMSMessage, msg: Message, scheme: AddressScheme) -> None:
     jms.JMSType = msg.subject or None
-    jms.JMSRedelivered = delivery_count > 0
-    props = jms.properties
+
+
+def _application_properties_from_amqp(jms: JMSMessage, msg: Message, scheme: AddressScheme) -> None:
     properties: dict[Any, Any] = dict(msg.properties or {})
     for name, value in properties.items():
         dt = _dt_of(value) if value is not None else "string"
         if dt is None:
             continue  # a list or map property: JMS has none; not selectable, not kept
-        props.set_received(str(name), plain(value), dt)
-    props.set_received("JMSXDeliveryCount", delivery_count + 1, "i4")
+        jms.properties.set_received(str(name), plain(value), dt)
+
+
+#: AMQP -> JMS header fields, one row per line of the table above (JMSRedelivered and
+#: JMSXDeliveryCount come from the transfer's delivery count, not the message).
+_FROM_AMQP: tuple[tuple[str, Callable[[JMSMessage, Message, AddressScheme], None]], ...] = (
+    ("JMSDestination, JMSReplyTo, JMSDeliveryMode, JMSPriority, JMSTimestamp", _headers_from_amqp),
+    ("JMSExpiration", _expiration_from_amqp),
+    ("JMSMessageID", _message_id_from_amqp),
+    ("JMSCorrelationID", _correlation_id_from_amqp),
+    ("JMSType", _type_from_amqp),
+    ("properties", _application_properties_from_amqp),
+)
+
+
+def _field_properties_from_amqp(jms: JMSMessage, msg: Message) -> None:
+    """The JMSX and provider properties AMQP fields carry."""
+    props = jms.properties
     if jms.JMSMessageID is not None:
         props.set_received(MESSAGE_ID_PROPERTY, jms.JMSMessageID)
     if msg.user_id:
@@ -176,6 +209,9 @@ def amqp_to_jms(msg: Message, scheme: AddressScheme, delivery_count: int = 0) ->
     content_type = str(msg.content_type or "")
     if content_type not in ("", "None", OCTET_STREAM, OBJECT_CONTENT_TYPE):  # proton reads an absent one as 'None'
         props.set_received(CONTENT_TYPE_PROPERTY, content_type)
+
+
+def _body_from_amqp(jms: JMSMessage, kind: str, body: Any) -> None:
     if kind == TEXT:
         jms.body = body if isinstance(body, str) else (bytes(body).decode("utf-8", "replace") if body else "")
     elif kind in (BYTES, OBJECT):
@@ -190,14 +226,24 @@ def amqp_to_jms(msg: Message, scheme: AddressScheme, delivery_count: int = 0) ->
         jms.body = [plain(v) for v in items]
     else:
         jms.body = None
+
+
+def amqp_to_jms(msg: Message, scheme: AddressScheme, delivery_count: int = 0) -> JMSMessage:
+    """The JMS view of a received AMQP message."""
+    kind, body = _kind_of(msg, dict(msg.annotations or {}))
+    jms = JMSMessage(message_type=kind)
+    for _field, row in _FROM_AMQP:
+        row(jms, msg, scheme)
+    jms.JMSRedelivered = delivery_count > 0
+    jms.properties.set_received("JMSXDeliveryCount", delivery_count + 1, "i4")
+    _field_properties_from_amqp(jms, msg)
+    _body_from_amqp(jms, kind, body)
     return jms
 
 
-def jms_to_amqp(jms: JMSMessage, scheme: AddressScheme, address: str | None = None) -> Message:
-    """An AMQP message for a JMS message; ``address`` (properties.to) defaults to
-    JMSDestination's."""
-    msg = Message()
-    to = address or scheme.from_jms(jms.JMSDestination)
+def _destinations_to_amqp(jms: JMSMessage, msg: Message, scheme: AddressScheme, to: str | None) -> None:
+    """properties.to and reply-to, with the x-opt-jms-dest and x-opt-jms-reply-to annotations
+    beside the class's."""
     if to:
         msg.address = to
     annotations: dict[Any, Any] = {MSG_TYPE: byte(TYPE_CODES[jms.message_type])}
@@ -208,12 +254,19 @@ def jms_to_amqp(jms: JMSMessage, scheme: AddressScheme, address: str | None = No
         msg.reply_to = scheme.from_jms(jms.JMSReplyTo) or ""
         annotations[REPLY_TO] = byte(TOPIC_CODE if jms.JMSReplyTo.startswith("topic://") else QUEUE_CODE)
     msg.annotations = annotations
+
+
+def _headers_to_amqp(jms: JMSMessage, msg: Message, scheme: AddressScheme, to: str | None) -> None:
     msg.durable = jms.JMSDeliveryMode == PERSISTENT
     msg.priority = jms.JMSPriority
     if jms.JMSTimestamp:
         msg.creation_time = _seconds(jms.JMSTimestamp)
     if jms.JMSExpiration:
         msg.expiry_time = _seconds(jms.JMSExpiration)
+
+
+def _ids_to_amqp(jms: JMSMessage, msg: Message, scheme: AddressScheme, to: str | None) -> None:
+    """message-id (the sender's own, when a queue kept it) and correlation-id."""
     original_id = jms.properties.get(MESSAGE_ID_PROPERTY)
     if isinstance(original_id, str) and original_id:
         msg.id = original_id
@@ -221,8 +274,15 @@ def jms_to_amqp(jms: JMSMessage, scheme: AddressScheme, address: str | None = No
         msg.id = jms.JMSMessageID
     if jms.JMSCorrelationID is not None:
         msg.correlation_id = jms.JMSCorrelationID
+
+
+def _type_to_amqp(jms: JMSMessage, msg: Message, scheme: AddressScheme, to: str | None) -> None:
     if jms.JMSType:
         msg.subject = jms.JMSType
+
+
+def _properties_to_amqp(jms: JMSMessage, msg: Message, scheme: AddressScheme, to: str | None) -> None:
+    """application-properties, typed, and the JMSX properties AMQP fields carry."""
     props = jms.properties
     application: dict[Any, Any] = {}
     for name, value in props.items():
@@ -236,7 +296,10 @@ def jms_to_amqp(jms: JMSMessage, scheme: AddressScheme, address: str | None = No
         msg.group_id = str(props["JMSXGroupID"])
         if "JMSXGroupSeq" in props and props["JMSXGroupSeq"] is not None:
             msg.group_sequence = int(props["JMSXGroupSeq"])  # type: ignore[call-overload]
-    content_type = props.get(CONTENT_TYPE_PROPERTY)
+
+
+def _body_to_amqp(jms: JMSMessage, msg: Message, scheme: AddressScheme, to: str | None) -> None:
+    """The class's body section, and the content-type (a set one, except for data sections)."""
     kind, body = jms.message_type, jms.body
     if kind == TEXT:
         msg.body = "" if body is None else str(body)
@@ -252,6 +315,27 @@ def jms_to_amqp(jms: JMSMessage, scheme: AddressScheme, address: str | None = No
         types_list = jms.body_types if isinstance(jms.body_types, list) else []
         msg.body = [typed_value(v, types_list[i] or "" if i < len(types_list) else "") for i, v in enumerate(seq)]
         msg.inferred = True  # an amqp-sequence
+    content_type = jms.properties.get(CONTENT_TYPE_PROPERTY)
     if content_type and kind not in (BYTES, OBJECT):
         msg.content_type = str(content_type)
+
+
+#: JMS -> AMQP, one row per group of lines of the table above, in order.
+_TO_AMQP: tuple[tuple[str, Callable[[JMSMessage, Message, AddressScheme, str | None], None]], ...] = (
+    ("JMSDestination, JMSReplyTo, message class", _destinations_to_amqp),
+    ("JMSDeliveryMode, JMSPriority, JMSTimestamp, JMSExpiration", _headers_to_amqp),
+    ("JMSMessageID, JMSCorrelationID", _ids_to_amqp),
+    ("JMSType", _type_to_amqp),
+    ("properties", _properties_to_amqp),
+    ("body", _body_to_amqp),
+)
+
+
+def jms_to_amqp(jms: JMSMessage, scheme: AddressScheme, address: str | None = None) -> Message:
+    """An AMQP message for a JMS message; ``address`` (properties.to) defaults to
+    JMSDestination's."""
+    msg = Message()
+    to = address or scheme.from_jms(jms.JMSDestination)
+    for _field, row in _TO_AMQP:
+        row(jms, msg, scheme, to)
     return msg

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from relaymq.config import (ConfigError, boolean, build_section, int_range, key_field, non_empty_text, text,
                             unlimited_or_at_least)
+from relaymq.net.binding import MAX_PORT
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,8 @@ class AmqpSettings:
 
     enabled: bool = key_field(False, boolean)
     host: str = key_field("localhost", non_empty_text)
-    port: int = key_field(5672, int_range(0, 65535))
-    tls_port: int = key_field(5671, int_range(0, 65535))
+    port: int = key_field(5672, int_range(0, MAX_PORT))
+    tls_port: int = key_field(5671, int_range(0, MAX_PORT))
     tls_cert: str = key_field("", text, path="file")
     tls_key: str = key_field("", text, path="file")
     queue_prefix: str = key_field("queue://", non_empty_text)

@@ -38,8 +38,6 @@ from relaymq.mqtt.reader import PacketReader
 MQTT5 = 5
 #: The listener name the broker sees these sessions come through (its overflow policy).
 LISTENER_NAME = "amqp"
-#: Session Expiry Interval of a durable subscription: never (MQTT 5's 0xFFFFFFFF).
-NEVER_EXPIRES = 0xFFFFFFFF
 
 
 class BridgeRefused(Exception):

@@ -27,7 +27,8 @@ from proton import Condition, Delivery, Link, Message
 from relaymq.amqp.addresses import Address
 from relaymq.amqp.jms_mapping import amqp_to_jms, jms_to_amqp
 from relaymq.amqp.links import LinkHandler, Owner, echo_selector, is_durable, selector_of
-from relaymq.amqp.topic_bridge import NEVER_EXPIRES, BridgeRefused, TopicBridge
+from relaymq.amqp.topic_bridge import BridgeRefused, TopicBridge
+from relaymq.store.base import NEVER_EXPIRES  # Session Expiry Interval of a durable subscription
 from relaymq.message.errors import FormatError
 from relaymq.message.jms import JMSMessage
 from relaymq.message.jms_mqtt import MQTT5Publish, jms_to_mqtt5, mqtt5_to_jms

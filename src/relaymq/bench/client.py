@@ -10,13 +10,15 @@ one write. The protocol bytes live in :mod:`relaymq.bench.wire`; this module onl
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from relaymq.bench.wire import (
-    PublishTemplates, ReceiveTally, connect_packet, disconnect_packet, next_packet_id,
+    AckScan, PublishTemplates, ReceiveTally, connect_packet, disconnect_packet, next_packet_id,
     parse_connack, scan_acks, scan_publishes, split_frame, subscribe_packet,
 )
 from relaymq.mqtt.packets import MQTT_5
@@ -119,19 +121,18 @@ class Connection:
         A persistent session the broker still holds for ``client_id`` (an earlier run with
         the same fixed ids) is discarded first, so a run never receives an older run's
         messages. :meth:`end_session` removes the session again when the run is over."""
-        kwargs = dict(username=username, password=password, timeout=timeout)
+        connect = functools.partial(cls.open, host, port, client_id, level, username=username,
+                                    password=password, timeout=timeout)
         if not persistent:
-            return await cls.open(host, port, client_id, level, **kwargs)
+            return await connect()
         if level == MQTT_5:
-            conn = await cls.open(host, port, client_id, level, clean=True,
-                                  session_expiry=session_expiry or DEFAULT_SESSION_EXPIRY,
-                                  **kwargs)
+            conn = await connect(clean=True, session_expiry=session_expiry or DEFAULT_SESSION_EXPIRY)
         else:
-            conn = await cls.open(host, port, client_id, level, clean=False, **kwargs)
+            conn = await connect(clean=False)
             if conn.session_present:
                 await conn.close()
-                await (await cls.open(host, port, client_id, level, **kwargs)).close()
-                conn = await cls.open(host, port, client_id, level, clean=False, **kwargs)
+                await (await connect()).close()
+                conn = await connect(clean=False)
         conn.persistent = True
         return conn
 
@@ -209,7 +210,6 @@ class Connection:
         window = max(1, min(window, 65535))
         result = PublishResult(start_ns=time.monotonic_ns())
         writer = self.writer
-        reader = self.reader
         seq = first_seq
         packet_id = 1
         outstanding = 0
@@ -219,11 +219,20 @@ class Connection:
         buf = bytearray()
         monotonic_ns = time.monotonic_ns
 
-        def remaining() -> int:
-            left = batch_cap
-            if count is not None:
-                left = min(left, count - result.sent)
-            return left
+        async def batch_size(now: int) -> int | None:
+            """How many to send now: the batch cap, the count left and the free window; 0
+            while a paced publisher reads acks, None after it waited for the pace."""
+            n = batch_cap if count is None else min(batch_cap, count - result.sent)
+            if qos:
+                n = min(n, window - outstanding)
+            if rate > 0 and n > 0:
+                due = result.start_ns + int((result.sent + n) / rate * 1e9)
+                if due > now:
+                    if qos and outstanding:
+                        return 0   # read acks meanwhile
+                    await asyncio.sleep((due - now) / 1e9)
+                    return None
+            return n
 
         while True:
             now = monotonic_ns()
@@ -232,17 +241,9 @@ class Connection:
             if finished and outstanding == 0:
                 break
             if not finished:
-                n = remaining()
-                if qos:
-                    n = min(n, window - outstanding)
-                if rate > 0 and n > 0:
-                    due = result.start_ns + int((result.sent + n) / rate * 1e9)
-                    if due > now:
-                        if qos and outstanding:
-                            n = 0   # read acks meanwhile
-                        else:
-                            await asyncio.sleep((due - now) / 1e9)
-                            continue
+                n = await batch_size(now)
+                if n is None:
+                    continue
                 if n > 0:
                     writer.write(templates.batch(publisher, seq, n, now, packet_id))
                     seq += n
@@ -262,21 +263,26 @@ class Connection:
             elif qos == 0:
                 break
             await writer.drain()
-            chunk = await reader.read(READ_SIZE)
-            if not chunk:
-                raise BenchError(f"publisher {publisher}: the broker closed the connection")
-            buf += chunk
-            scan = scan_acks(buf, self.level)
-            if scan.consumed:
-                del buf[:scan.consumed]
-            if scan.replies:
-                writer.write(scan.replies)
+            scan = await self._read_acks(buf, publisher)
             outstanding -= scan.completed
             result.completed += scan.completed
             result.refused += scan.refused
         await writer.drain()
         result.end_ns = monotonic_ns()
         return result
+
+    async def _read_acks(self, buf: bytearray, publisher: int) -> AckScan:
+        """Read what the broker sent a publisher, answer it (PUBREL) and count the acks."""
+        chunk = await self.reader.read(READ_SIZE)
+        if not chunk:
+            raise BenchError(f"publisher {publisher}: the broker closed the connection")
+        buf += chunk
+        scan = scan_acks(buf, self.level)
+        if scan.consumed:
+            del buf[:scan.consumed]
+        if scan.replies:
+            self.writer.write(scan.replies)
+        return scan
 
     # -- subscriber ---------------------------------------------------------------------------
 
@@ -294,16 +300,15 @@ class Connection:
 
         Why a watchdog and not ``asyncio.wait_for`` around each read: that creates a task and
         a timer per chunk, and while a subscriber keeps up with a broker its chunks are a few
-        packets each, so it cost more CPU than the scan itself (audit of issue 8: on a 2-core
-        machine every CPU cycle of the generator is taken from the broker it measures).
+        packets each, so it costs more CPU than the scan itself (on a 2-core machine every CPU
+        cycle of the generator is taken from the broker it measures).
 
         ``read_pause`` (seconds, 0 = off): after a read of less than :data:`SMALL_READ` bytes
         that needed no acknowledgement (QoS 0 traffic), stop reading the socket for that long,
         so the next read takes what arrived meanwhile in one chunk. A broker that writes each
         packet on its own (Mosquitto does) otherwise costs the subscriber one wake-up, one
-        read and one scan per message: measured against Mosquitto, 200,000 QoS 0 messages
-        took the generator 1.7-1.9 CPU s reading as data came and 0.33-0.43 s with a 1 ms
-        pause. Nothing waits on a QoS 0 subscriber's reads, so the pause costs the broker
+        read and one scan per message (the figures are in bench/README.md, "The read
+        pause"). Nothing waits on a QoS 0 subscriber's reads, so the pause costs the broker
         nothing; it adds up to ``read_pause`` to the measured latency of those messages, and
         the stream's last arrival is seen up to that much late (which lowers the rate, never
         raises it). Reads that carry QoS 1/2 messages are answered and followed at once."""
@@ -332,7 +337,9 @@ class Connection:
                     me.cancel()      # interrupts the read below: the one place it waits
 
         guard = asyncio.create_task(watchdog())
-        transport = writer.transport
+        # A stream's transport reads as well as writes; uvloop's is not an asyncio.Transport
+        # subclass, so this is a cast, not an isinstance check.
+        transport = cast(asyncio.Transport, writer.transport)
         paused = pause_next = False
         try:
             while not done(tally):

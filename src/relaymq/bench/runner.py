@@ -18,6 +18,7 @@ import sys
 import time
 import uuid
 from array import array
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -66,26 +67,9 @@ class BenchSpec:
     def resolved(self) -> BenchSpec:
         """A copy with defaults filled in and the options checked (ValueError on bad ones)."""
         spec = BenchSpec(**self.__dict__)
-        if spec.qos not in (0, 1, 2) or (spec.sub_qos is not None and spec.sub_qos not in (0, 1, 2)):
-            raise ValueError("QoS must be 0, 1 or 2")
-        if spec.protocol not in (4, 5):
-            raise ValueError("protocol level must be 4 or 5")
-        if spec.payload_size < STAMP_SIZE:
-            raise ValueError(f"payload size must be at least {STAMP_SIZE} bytes")
-        if spec.publishers < 0 or spec.subscribers < 0 or spec.publishers + spec.subscribers == 0:
-            raise ValueError("need at least one publisher or subscriber")
-        if spec.count is None and spec.duration is None:
-            raise ValueError("give a message count or a duration")
-        if spec.count is not None and spec.count < 0:
-            raise ValueError("count must be >= 0")
-        if spec.inflight < 1 or spec.topics < 1:
-            raise ValueError("inflight and topics must be >= 1")
-        if not 0 <= spec.read_pause <= 0.1:
-            raise ValueError("read pause must be between 0 and 100 ms")
-        if spec.persistent not in PERSISTENT_CHOICES:
-            raise ValueError(f"persistent must be one of {', '.join(PERSISTENT_CHOICES[1:])}")
-        if spec.session_expiry is not None and not 0 < spec.session_expiry <= 0xFFFFFFFF:
-            raise ValueError("session expiry must be 1..4294967295 seconds")
+        for wrong, error in _SPEC_CHECKS:
+            if wrong(spec):
+                raise ValueError(error)
         spec.sub_qos = spec.qos if spec.sub_qos is None else spec.sub_qos
         tag = uuid.uuid4().hex[:8]
         spec.topic = spec.topic or f"bench/{tag}"
@@ -108,6 +92,25 @@ class BenchSpec:
     @property
     def topic_filter(self) -> str:
         return f"{self.topic}/#"
+
+
+#: The checks of a BenchSpec's options: (what is wrong, the error it raises), in order.
+_SPEC_CHECKS: tuple[tuple[Callable[[BenchSpec], bool], str], ...] = (
+    (lambda s: s.qos not in (0, 1, 2) or (s.sub_qos is not None and s.sub_qos not in (0, 1, 2)),
+     "QoS must be 0, 1 or 2"),
+    (lambda s: s.protocol not in (4, 5), "protocol level must be 4 or 5"),
+    (lambda s: s.payload_size < STAMP_SIZE, f"payload size must be at least {STAMP_SIZE} bytes"),
+    (lambda s: s.publishers < 0 or s.subscribers < 0 or s.publishers + s.subscribers == 0,
+     "need at least one publisher or subscriber"),
+    (lambda s: s.count is None and s.duration is None, "give a message count or a duration"),
+    (lambda s: s.count is not None and s.count < 0, "count must be >= 0"),
+    (lambda s: s.inflight < 1 or s.topics < 1, "inflight and topics must be >= 1"),
+    (lambda s: not 0 <= s.read_pause <= 0.1, "read pause must be between 0 and 100 ms"),
+    (lambda s: s.persistent not in PERSISTENT_CHOICES,
+     f"persistent must be one of {', '.join(PERSISTENT_CHOICES[1:])}"),
+    (lambda s: s.session_expiry is not None and not 0 < s.session_expiry <= 0xFFFFFFFF,
+     "session expiry must be 1..4294967295 seconds"),
+)
 
 
 @dataclass
@@ -160,6 +163,7 @@ def _deal(spec: BenchSpec) -> list[tuple[list[int], list[int]]]:
 def _worker_entry(spec: BenchSpec, worker: int, pubs: list[int], subs: list[int],
                   shared: _Shared) -> None:
     """Process entry point: run this worker's clients and put one _WorkerResult."""
+    runner: Callable[[Coroutine[Any, Any, None]], None]
     try:
         import uvloop
         runner = uvloop.run
@@ -296,7 +300,7 @@ def run(spec: BenchSpec, *, progress: bool | None = None, stream: TextIO | None 
     spec = spec.resolved()
     stream = stream or sys.stderr
     show = Progress(stream, stream.isatty() if progress is None else progress)
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
     shared = _Shared(
         ready=ctx.Value("q", 0), start=ctx.Event(), stop=ctx.Event(),
         start_ns=ctx.Value("q", 0, lock=False), expected=ctx.Value("q", 0, lock=False),
@@ -311,19 +315,7 @@ def run(spec: BenchSpec, *, progress: bool | None = None, stream: TextIO | None 
         proc.start()
     results: list[_WorkerResult] = []
     try:
-        clients = spec.publishers + spec.subscribers
-        deadline = time.monotonic() + spec.connect_timeout + 10
-        while shared.ready.value < clients:
-            if shared.ready.value >= 1_000_000 or time.monotonic() > deadline:
-                break
-            time.sleep(0.01)
-        if shared.ready.value != clients:
-            shared.stop.set()
-            shared.start.set()
-            errors = _collect(shared, procs, 10)
-            reason = "; ".join(dict.fromkeys(r.error for r in errors if r.error)) or (
-                "clients did not connect")
-            raise BenchError(reason)
+        _wait_connected(spec, shared, procs)
         start_ns = time.monotonic_ns()
         shared.start_ns.value = start_ns
         shared.start.set()
@@ -339,6 +331,28 @@ def run(spec: BenchSpec, *, progress: bool | None = None, stream: TextIO | None 
     errors = [r.error for r in results if r.error]
     if errors:
         raise BenchError("; ".join(dict.fromkeys(errors)))
+    return _merge(spec, results, start_ns)
+
+
+def _wait_connected(spec: BenchSpec, shared: _Shared, procs: list[Any]) -> None:
+    """Wait until every client is connected; else stop the workers and raise their errors."""
+    clients = spec.publishers + spec.subscribers
+    deadline = time.monotonic() + spec.connect_timeout + 10
+    while shared.ready.value < clients:
+        if shared.ready.value >= 1_000_000 or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    if shared.ready.value != clients:
+        shared.stop.set()
+        shared.start.set()
+        failed = _collect(shared, procs, 10)
+        reason = "; ".join(dict.fromkeys(r.error for r in failed if r.error)) or (
+            "clients did not connect")
+        raise BenchError(reason)
+
+
+def _merge(spec: BenchSpec, results: list[_WorkerResult], start_ns: int) -> RunReport:
+    """The workers' results as one report."""
     sub_qos = spec.qos if spec.sub_qos is None else spec.sub_qos
     report = RunReport(spec.publishers, spec.subscribers, spec.qos, spec.protocol,
                        spec.payload_size, persistent=spec.persistent,
@@ -410,7 +424,7 @@ def _publishing_over(spec: BenchSpec, shared: _Shared, start_ns: int) -> bool:
 
 def _collect(shared: _Shared, procs: list[Any], timeout: float) -> list[_WorkerResult]:
     import queue as queue_module
-    out = []
+    out: list[_WorkerResult] = []
     end = time.monotonic() + timeout
     while len(out) < len(procs) and time.monotonic() < end:
         try:

@@ -22,6 +22,7 @@ from typing import Any
 
 from relaymq.bench.client import BenchError, Connection
 from relaymq.bench.wire import PublishTemplates, ReceiveTally, subscribe_packet
+from relaymq.store.base import NEVER_EXPIRES
 
 #: Connections a worker opens at the same time (a listen backlog overflows beyond that).
 CONNECT_CONCURRENCY = 64
@@ -116,7 +117,7 @@ class IdleConnections:
 
     def __enter__(self) -> IdleConnections:
         raise_fd_limit()
-        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
         self._connected = ctx.Value("q", 0)
         self._release = ctx.Event()
         self._errors = ctx.Queue()
@@ -256,7 +257,7 @@ def retained_round_trip(host: str, port: int, count: int, *, prefix: str = "benc
 # -- persistent session backlog ---------------------------------------------------------------
 
 
-SESSION_EXPIRY = 0xFFFFFFFF   # MQTT 5: never expires (3.1.1: clean session 0 is persistent)
+SESSION_EXPIRY = NEVER_EXPIRES   # MQTT 5: never expires (3.1.1: clean session 0 is persistent)
 
 
 def queue_backlog(host: str, port: int, client_id: str, topic: str, count: int, *,

@@ -224,6 +224,21 @@ class ReceiveTally:
     latencies_us: array = field(default_factory=lambda: array("q"))
     stride: int = 1
 
+    def add(self, now_ns: int, received: int, unique: int, duplicates: int, retained: int, unstamped: int) -> None:
+        """Count what one chunk that arrived at ``now_ns`` held (it received something)."""
+        if not self.first_ns:
+            self.first_ns = now_ns
+        self.last_ns = now_ns
+        self.received += received
+        self.unique += unique
+        self.duplicates += duplicates
+        self.retained += retained
+        self.unstamped += unstamped
+        if len(self.latencies_us) > MAX_LATENCY_SAMPLES:
+            # keep memory bounded on long runs: halve the samples, double the stride
+            del self.latencies_us[1::2]
+            self.stride *= 2
+
     def mark(self, publisher: int, seq: int) -> bool:
         """Record sequence ``seq`` of ``publisher``; False when it was already seen."""
         bitmap = self.seen.get(publisher)
@@ -286,8 +301,7 @@ def scan_publishes(buf: bytes | bytearray, level: int, tally: ReceiveTally, now_
                     plen, at = decode_varint(buf, at, stop)
                     at += plen
             received += 1
-            if first & 1:
-                retained += 1
+            retained += first & 1  # the RETAIN flag
             if stop - at >= STAMP_SIZE:
                 publisher, seq, sent_ns = _unpack_stamp(buf, at)
                 bitmap = seen.get(publisher)
@@ -310,18 +324,7 @@ def scan_publishes(buf: bytes | bytearray, level: int, tally: ReceiveTally, now_
             acks += b"\x70\x02" + buf[start:start + 2]
         pos = stop
     if received:
-        if not tally.first_ns:
-            tally.first_ns = now_ns
-        tally.last_ns = now_ns
-        tally.received += received
-        tally.unique += unique
-        tally.duplicates += duplicates
-        tally.retained += retained
-        tally.unstamped += unstamped
-        if len(lat) > MAX_LATENCY_SAMPLES:
-            # keep memory bounded on long runs: halve the samples, double the stride
-            del lat[1::2]
-            tally.stride = stride * 2
+        tally.add(now_ns, received, unique, duplicates, retained, unstamped)
     return pos, bytes(acks)
 
 

@@ -9,9 +9,8 @@ from collections.abc import Container
 from relaymq.mqtt import packets as p
 from relaymq.mqtt.codec import encode
 from relaymq.mqtt.reader import PacketReader
+from relaymq.mqtt.wire import MAX_PACKET_SIZE  # the largest packet a bridge accepts from either broker
 
-#: The largest packet a bridge accepts from either broker (the MQTT maximum).
-MAX_PACKET_SIZE = 268_435_460
 #: Protocol level bit announcing a bridge (Mosquitto's try_private): the remote then does not
 #: send a bridge's own publications back to it.
 BRIDGE_FLAG = 0x80

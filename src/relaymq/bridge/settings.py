@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 from relaymq.config import ConfigError, boolean, build_section, int_range, key_field, one_of, text
 from relaymq.pubsub.topics import TopicError, validate_topic_filter
+from relaymq.mqtt.wire import MAX_UINT16, MAX_UINT32
+from relaymq.net.binding import MAX_PORT
 
 DIRECTIONS = ("in", "out", "both")
 
@@ -99,12 +101,12 @@ class BridgeSettings:
 
     name: str = key_field("", name_check)
     host: str = key_field("", host_check)
-    port: int = key_field(1883, int_range(1, 65535))
+    port: int = key_field(1883, int_range(1, MAX_PORT))
     protocol: str = key_field("3.1.1", one_of("3.1.1", "5"))
     client_id: str = key_field("", text)
     clean_session: bool = key_field(False, boolean)
-    session_expiry: int = key_field(86400, int_range(0, 0xFFFFFFFF))
-    keep_alive: int = key_field(60, int_range(0, 65535))
+    session_expiry: int = key_field(86400, int_range(0, MAX_UINT32))
+    keep_alive: int = key_field(60, int_range(0, MAX_UINT16))
     try_private: bool = key_field(True, boolean)
     username: str = key_field("", text)
     password: str = key_field("", text)

@@ -16,6 +16,8 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
+from typing import TypeVar
 
 from relaymq.auth.authorities import ANONYMOUS, AUTHORITIES, FILE_NAME, Authorities, AuthorityError, authorities_path
 
@@ -110,7 +112,10 @@ def _changes(tokens: list[str]) -> tuple[list[str], list[str]]:
     return grant, revoke
 
 
-def _edit(path: str, edit) -> object:
+_T = TypeVar("_T")
+
+
+def _edit(path: str, edit: Callable[[Authorities], _T]) -> _T:
     authorities = Authorities.load(path)
     result = edit(authorities)
     authorities.save(path)

@@ -30,6 +30,9 @@ from paho.mqtt.reasoncodes import ReasonCode
 from relaymq.cli.client_url import UrlError, apply_url
 from relaymq.cli.mqtt5_properties import PropertyError, PropertySet
 from relaymq.cli.mqtt5_properties import parse as parse_properties
+from relaymq.mqtt.wire import MAX_UINT16
+from relaymq.net.binding import MAX_PORT
+from relaymq.store.base import NEVER_EXPIRES  # MQTT 5 Session Expiry Interval "never"
 
 #: -V values, mosquitto's spellings included.
 PROTOCOL_VERSIONS: dict[str, mqtt.MQTTProtocolVersion] = {
@@ -40,8 +43,6 @@ PROTOCOL_VERSIONS: dict[str, mqtt.MQTTProtocolVersion] = {
     "5": mqtt.MQTTv5,
     "mqttv5": mqtt.MQTTv5,
 }
-#: MQTT 5 Session Expiry Interval meaning "never expires".
-SESSION_NEVER_EXPIRES = 0xFFFFFFFF
 
 CONNECTION_EPILOG = """\
 protocol versions (-V): 31 = MQIsdp v3 (MQTT 3.1), 311 = MQTT 3.1.1 (default), 5 = MQTT 5.0.
@@ -74,8 +75,8 @@ def _protocol(text: str) -> mqtt.MQTTProtocolVersion:
 
 
 def _session_expiry(text: str) -> int:
-    value = _int_in(-1, SESSION_NEVER_EXPIRES, "session expiry")(text)
-    return SESSION_NEVER_EXPIRES if value == -1 else value
+    value = _int_in(-1, NEVER_EXPIRES, "session expiry")(text)
+    return NEVER_EXPIRES if value == -1 else value
 
 
 def add_client_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,7 +86,7 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
     connection = parser.add_argument_group("connection")
     connection.add_argument("-h", "--host", default="localhost", metavar="HOST", help="broker host (default localhost)")
     connection.add_argument(
-        "-p", "--port", type=_int_in(1, 65535, "port"), metavar="PORT", help="broker port (default 1883, 8883 with TLS)"
+        "-p", "--port", type=_int_in(1, MAX_PORT, "port"), metavar="PORT", help="broker port (default 1883, 8883 with TLS)"
     )
     connection.add_argument(
         "-V", "--protocol-version", dest="protocol", type=_protocol, default=mqtt.MQTTv311,
@@ -95,7 +96,7 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
     connection.add_argument("-u", "--username", metavar="USER", help="user name")
     connection.add_argument("-P", "--pw", dest="password", help="password (needs -u)")
     connection.add_argument(
-        "-k", "--keepalive", type=_int_in(0, 65535, "keepalive"), default=60, metavar="SECONDS",
+        "-k", "--keepalive", type=_int_in(0, MAX_UINT16, "keepalive"), default=60, metavar="SECONDS",
         help="keep-alive in seconds (default 60, 0 = none)",
     )
     connection.add_argument(
@@ -218,7 +219,7 @@ def _connect_properties(args: argparse.Namespace, persistent: bool, given: Prope
     properties = given.build("connect")
     expiry = args.session_expiry
     if expiry is None and persistent:
-        expiry = SESSION_NEVER_EXPIRES
+        expiry = NEVER_EXPIRES
     if expiry is None:
         return properties
     properties = properties or Properties(PacketTypes.CONNECT)

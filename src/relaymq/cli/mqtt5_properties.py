@@ -11,6 +11,7 @@ from typing import Any
 
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
+from relaymq.mqtt.wire import MAX_VARINT
 
 USER_PROPERTY = "user-property"
 #: -D command -> paho packet type.
@@ -35,10 +36,10 @@ def _unsigned(bits: int) -> Callable[[str], int]:
     return parse
 
 
-def _variable(text: str) -> int:  # a Variable Byte Integer, 1..268435455
+def _variable(text: str) -> int:  # a Variable Byte Integer, 1..MAX_VARINT
     value = _unsigned(28)(text)
     if value == 0:
-        raise PropertyError("expected an integer in 1..268435455, got 0")
+        raise PropertyError(f"expected an integer in 1..{MAX_VARINT}, got 0")
     return value
 
 

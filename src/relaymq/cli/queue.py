@@ -21,6 +21,7 @@ import base64
 import json
 import sys
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -244,44 +245,49 @@ def _define_body(args: argparse.Namespace) -> dict[str, Any]:
     return body
 
 
-def _run_remote(args: argparse.Namespace) -> int:
-    """The REST form of each subcommand: messaging for put/get/browse, admin for the rest."""
-    command, qmgr = args.queue_command, _quote(args.qmgr)
-    if command == "define":
-        response = _remote_call(args, "POST", f"/admin/qmgr/{qmgr}/queue", {"noReplace": ""},
-                                headers=[("content-type", "application/json;charset=utf-8")],
-                                body=json.dumps(_define_body(args)).encode("utf-8"))
-        for queue in json.loads(response.body)["queue"]:
-            _emit(queue)
-        return 0
-    if command == "delete":
-        query = {"purge": "true" if args.purge else "false"}
-        if args.owner:
-            query["remoteQmgr"] = args.owner
-        _remote_call(args, "DELETE", f"/admin/qmgr/{qmgr}/queue/{_quote(args.name)}", query)
-        return 0
-    if getattr(args, "selector", None):
-        print(f"relaymq queue {command}: error: --selector is not available with --url", file=sys.stderr)
-        return 2
-    if command == "show":
-        path = f"/admin/qmgr/{qmgr}/queue" + (f"/{_quote(args.name)}" if args.name else "")
-        for queue in json.loads(_remote_call(args, "GET", path).body)["queue"]:
-            _emit(queue)
-        return 0
-    if command == "put":
-        qmgr = _quote(args.to_qmgr) if args.to_qmgr else qmgr  # REST names the destination in the URL
-        data = (sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()) if args.file \
-            else (args.message or "").encode("utf-8")
-        headers = [("content-type", "text/plain;charset=utf-8")]
-        if args.priority >= 0:
-            headers.append(("ibm-mq-md-priority", str(args.priority)))
-        if args.correl_id:
-            headers.append(("ibm-mq-md-correlationId", "ID:" + args.correl_id))
-        response = _remote_call(args, "POST", f"/messaging/qmgr/{qmgr}/queue/{_quote(args.name)}/message",
-                                headers=headers, body=data)
-        _emit({"msg_id": dict((k.lower(), v) for k, v in response.headers)
-               .get("ibm-mq-md-messageid", "").removeprefix("ID:")})
-        return 0
+def _remote_define(args: argparse.Namespace, qmgr: str) -> int:
+    response = _remote_call(args, "POST", f"/admin/qmgr/{qmgr}/queue", {"noReplace": ""},
+                            headers=[("content-type", "application/json;charset=utf-8")],
+                            body=json.dumps(_define_body(args)).encode("utf-8"))
+    for queue in json.loads(response.body)["queue"]:
+        _emit(queue)
+    return 0
+
+
+def _remote_delete(args: argparse.Namespace, qmgr: str) -> int:
+    query = {"purge": "true" if args.purge else "false"}
+    if args.owner:
+        query["remoteQmgr"] = args.owner
+    _remote_call(args, "DELETE", f"/admin/qmgr/{qmgr}/queue/{_quote(args.name)}", query)
+    return 0
+
+
+def _remote_show(args: argparse.Namespace, qmgr: str) -> int:
+    path = f"/admin/qmgr/{qmgr}/queue" + (f"/{_quote(args.name)}" if args.name else "")
+    for queue in json.loads(_remote_call(args, "GET", path).body)["queue"]:
+        _emit(queue)
+    return 0
+
+
+def _remote_put(args: argparse.Namespace, qmgr: str) -> int:
+    qmgr = _quote(args.to_qmgr) if args.to_qmgr else qmgr  # REST names the destination in the URL
+    data = (sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()) if args.file \
+        else (args.message or "").encode("utf-8")
+    headers = [("content-type", "text/plain;charset=utf-8")]
+    if args.priority >= 0:
+        headers.append(("ibm-mq-md-priority", str(args.priority)))
+    if args.correl_id:
+        headers.append(("ibm-mq-md-correlationId", "ID:" + args.correl_id))
+    response = _remote_call(args, "POST", f"/messaging/qmgr/{qmgr}/queue/{_quote(args.name)}/message",
+                            headers=headers, body=data)
+    _emit({"msg_id": dict((k.lower(), v) for k, v in response.headers)
+           .get("ibm-mq-md-messageid", "").removeprefix("ID:")})
+    return 0
+
+
+def _remote_get(args: argparse.Namespace, qmgr: str) -> int:
+    """get, or browse: the REST API shows the first matching message only."""
+    command = args.queue_command
     query = {}
     if args.msg_id:
         query["messageId"] = "ID:" + args.msg_id
@@ -291,7 +297,7 @@ def _run_remote(args: argparse.Namespace) -> int:
     if command == "get":
         query["wait"] = str(int(args.wait * 1000))
         response = _remote_call(args, "DELETE", path, query)
-    else:  # browse: the REST API shows the first matching message only
+    else:
         response = _remote_call(args, "GET", path, query)
     if response.status == 204:
         if command == "get":
@@ -301,6 +307,20 @@ def _run_remote(args: argparse.Namespace) -> int:
         return 0
     _emit(_remote_message(response))
     return 0
+
+
+#: The REST form of each subcommand: messaging for put/get/browse, admin for the rest.
+_REMOTE: dict[str, Callable[[argparse.Namespace, str], int]] = {
+    "define": _remote_define, "delete": _remote_delete, "show": _remote_show, "put": _remote_put,
+}
+
+
+def _run_remote(args: argparse.Namespace) -> int:
+    command = args.queue_command
+    if command not in ("define", "delete") and getattr(args, "selector", None):
+        print(f"relaymq queue {command}: error: --selector is not available with --url", file=sys.stderr)
+        return 2
+    return _REMOTE.get(command, _remote_get)(args, _quote(args.qmgr))
 
 
 def run(args: argparse.Namespace) -> int:

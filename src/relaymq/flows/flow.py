@@ -155,7 +155,7 @@ class Flow:
         self.node_counts.evaluated(node.name)
         try:
             result = node.evaluate(assembly, context)
-            emissions = context.wait(result) if node.NEEDS_LOOP else result
+            emissions = result if isinstance(result, list) else context.wait(result)  # a NEEDS_LOOP node's coroutine
         except NeedsEventLoop:
             raise
         except FlowException as err:
@@ -227,7 +227,7 @@ def evaluate_node(node: Node, message: Message) -> list[tuple[str, Message]]:
     of messages. Returns ``(terminal, message)`` pairs; an exception raises FlowException."""
     try:
         result = node.evaluate(Assembly(message), RunContext(CollectingPorts(), ""))
-        emissions = drive(result) if node.NEEDS_LOOP else result
+        emissions = result if isinstance(result, list) else drive(result)  # a NEEDS_LOOP node's coroutine
     except FlowException:
         raise
     except NeedsEventLoop:

@@ -121,15 +121,7 @@ class FlowManager:
         flow = build_flow(definition, source)
         async with self._lock:
             old = self.flows.get(flow.name)
-            keys: dict[str, Node] = {}
-            for node in flow.input_nodes():
-                key = self.binding_key(node)
-                if key in keys:
-                    raise DeployError(f"nodes {keys[key].name} and {node.name} both use {key}")
-                owner = self.bindings[key].flow_name if key in self.bindings else None
-                if owner not in (None, flow.name):
-                    raise DeployError(f"node {node.name}: {key} is used by flow {owner!r}")
-                keys[key] = node
+            keys = self._input_keys(flow)
             runtime = FlowRuntime(flow, self.ports, self.groups.setdefault(group, ExecutionGroup(group)))
             runtime.start()
             targets = {key: Target(runtime, node.name, getattr(node, "domain", None),
@@ -139,17 +131,7 @@ class FlowManager:
             try:
                 for key, node in keys.items():
                     if key not in self.bindings:
-                        binding = self._new_binding(node)
-                        binding.target = targets[key]
-                        try:
-                            await binding.open()
-                        except ListenerError as err:
-                            raise DeployError(str(err)) from None
-                        except (DeployError, asyncio.CancelledError):
-                            raise
-                        except Exception as err:  # an unknown queue, a path another part serves
-                            raise DeployError(f"node {node.name}: {key}: {err}") from None
-                        opened.append(binding)
+                        opened.append(await self._open_binding(key, node, targets[key]))
             except BaseException:
                 for binding in opened:
                     binding.target = None
@@ -171,6 +153,34 @@ class FlowManager:
                 await asyncio.to_thread(self._save, deployed, old.group if old is not None else None)
         log.info("flow %s %sdeployed to group %s", flow.name, "re" if old is not None else "", group)
         return deployed
+
+    def _input_keys(self, flow: Flow) -> dict[str, Node]:
+        """The binding key of each input node of ``flow``; two of its nodes, or another flow's,
+        cannot share one."""
+        keys: dict[str, Node] = {}
+        for node in flow.input_nodes():
+            key = self.binding_key(node)
+            if key in keys:
+                raise DeployError(f"nodes {keys[key].name} and {node.name} both use {key}")
+            owner = self.bindings[key].flow_name if key in self.bindings else None
+            if owner not in (None, flow.name):
+                raise DeployError(f"node {node.name}: {key} is used by flow {owner!r}")
+            keys[key] = node
+        return keys
+
+    async def _open_binding(self, key: str, node: Node, target: Target) -> Binding:
+        """A new binding for ``node``, open and delivering to ``target``."""
+        binding = self._new_binding(node)
+        binding.target = target
+        try:
+            await binding.open()
+        except ListenerError as err:
+            raise DeployError(str(err)) from None
+        except (DeployError, asyncio.CancelledError):
+            raise
+        except Exception as err:  # an unknown queue, a path another part serves
+            raise DeployError(f"node {node.name}: {key}: {err}") from None
+        return binding
 
     async def _close_binding(self, key: str) -> None:
         binding = self.bindings.pop(key, None)

@@ -11,7 +11,7 @@ and ``NEEDS_LOOP`` nodes (HTTPRequest) are coroutines.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from relaymq.flows.context import RunContext
 
 Emission = tuple[str, Assembly]
+#: What ``evaluate`` returns: the emissions, or for a NEEDS_LOOP node a coroutine of them.
+Emissions = list[Emission] | Coroutine[Any, Any, list[Emission]]
 
 _MISSING = object()
 
@@ -115,7 +117,7 @@ class Node:
         return self.OUTPUTS
 
     # -- per message -----------------------------------------------------------------------
-    def evaluate(self, assembly: Assembly, context: RunContext) -> list[Emission]:
+    def evaluate(self, assembly: Assembly, context: RunContext) -> Emissions:
         """Propagate ``assembly``: the terminals and assemblies, in order."""
         return [("out", assembly)]
 

@@ -204,13 +204,17 @@ class ScadaEndpoint:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+
+        def notify(callback: Callable[[], None]) -> None:  # the store's wake-up, from its thread
+            loop.call_soon_threadsafe(callback)
+
         broker_config = self.config.broker
         if self.persistent and self.requested_port:
             self._store = await asyncio.to_thread(
-                open_store, "sqlite", self.data_dir, loop.call_soon_threadsafe,
+                open_store, "sqlite", self.data_dir, notify,
                 synchronous=broker_config.sqlite_synchronous, commit_delay=broker_config.commit_delay_ms / 1000.0)
         else:
-            self._store = open_store("memory", "", loop.call_soon_threadsafe)
+            self._store = open_store("memory", "", notify)
         passwords = getattr(self.main_broker, "passwords", None)
         self.broker = _ScadaBroker(self.config, _GatedStore(self._store, self.gate), passwords=passwords,
                                    acl=_Access(self))

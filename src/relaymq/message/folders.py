@@ -70,10 +70,10 @@ def parse_folder(text: str, where: Callable[[int], int] = lambda i: i, field: st
     i = _skip_space(text, 0)
     if i >= n:
         raise FolderError(field, where(0), "empty NameValueData (a folder is required)")
-    stack: list[Element] = []
-    texts: list[list[str]] = []
+    stack: list[Element] = []  # the open elements
+    texts: list[list[str]] = []  # the text parts of each open element
     root: Element | None = None
-    while True:
+    while root is None:
         if i >= n:
             name = stack[-1].name if stack else field
             raise FolderError(f"{field}.{name}", where(n), "folder ends before its closing tag")
@@ -87,77 +87,86 @@ def parse_folder(text: str, where: Callable[[int], int] = lambda i: i, field: st
             continue
         nxt = text[i + 1] if i + 1 < n else ""
         if nxt == "!":
-            if text.startswith("<!--", i):
-                j = text.find("-->", i + 4)
-                if j < 0:
-                    raise FolderError(field, where(i), "unterminated comment")
-                i = j + 3
-                continue
-            if text.startswith("<![CDATA[", i):
-                if not stack:
-                    raise FolderError(field, where(i), "CDATA outside the folder element")
-                j = text.find("]]>", i + 9)
-                if j < 0:
-                    raise FolderError(field, where(i), "unterminated CDATA section")
-                texts[-1].append(text[i + 9 : j])
-                i = j + 3
-                continue
+            i = _markup(text, i, texts, where, field)
+        elif nxt == "?":
             raise FolderError(field, where(i), "declarations and processing instructions are not allowed in a folder")
-        if nxt == "?":
-            raise FolderError(field, where(i), "declarations and processing instructions are not allowed in a folder")
-        if nxt == "/":
-            m = _NAME.match(text, i + 2)
-            if not m or not stack:
-                raise FolderError(field, where(i), "unexpected closing tag")
-            node = stack.pop()
-            if m.group(0) != node.name:
-                raise FolderError(f"{field}.{node.name}", where(i), f"closing tag </{m.group(0)}> does not match <{node.name}>")
-            j = m.end()
-            if j < n and text[j] != ">":
-                j = _skip_space(text, j)
-            if j >= n or text[j] != ">":
-                raise FolderError(field, where(j), "expected '>'")
-            _finish(node, texts.pop(), i, where, field)
-            i = j + 1
-            if not stack:
-                root = node
-                break
-            continue
-        # start tag
-        m = _NAME.match(text, i + 1)
-        if not m:
-            raise FolderError(field, where(i + 1), "expected an element name after '<'")
-        node = Element(m.group(0), offset=where(i))
-        j = m.end()
-        while True:
-            a = _ATTR.match(text, j)
-            if not a:
-                break
-            value = a.group(2) if a.group(2) is not None else a.group(3)
-            node.attrs[a.group(1)] = unescape(value, a.start(), where, f"{field}.{node.name}")
-            j = a.end()
-        j = _skip_space(text, j)
-        empty = text.startswith("/>", j)
-        if not empty and (j >= n or text[j] != ">"):
-            raise FolderError(f"{field}.{node.name}", where(j), "malformed start tag")
-        if stack:
-            stack[-1].children.append(node)
-        if len(stack) >= MAX_DEPTH:
-            raise FolderError(f"{field}.{node.name}", where(i), f"folder nested deeper than {MAX_DEPTH}")
-        i = j + (2 if empty else 1)
-        if empty:
-            _finish(node, [], i, where, field)
-            if not stack:
-                root = node
-                break
+        elif nxt == "/":
+            i, root = _end_tag(text, i, stack, texts, where, field)
         else:
-            stack.append(node)
-            texts.append([])
+            i, root = _start_tag(text, i, stack, texts, where, field)
     rest = text[i:].strip(" \t\r\n\x00")
     if rest:
         raise FolderError(field, where(i), "only one folder is allowed per NameValueData")
     check_folder_rules(root, where(0), field)
     return root
+
+
+def _markup(text: str, i: int, texts: list[list[str]], where: Callable[[int], int], field: str) -> int:
+    """A comment (skipped) or a CDATA section (text) at ``i``; the index after it."""
+    if text.startswith("<!--", i):
+        j = text.find("-->", i + 4)
+        if j < 0:
+            raise FolderError(field, where(i), "unterminated comment")
+        return j + 3
+    if text.startswith("<![CDATA[", i):
+        if not texts:
+            raise FolderError(field, where(i), "CDATA outside the folder element")
+        j = text.find("]]>", i + 9)
+        if j < 0:
+            raise FolderError(field, where(i), "unterminated CDATA section")
+        texts[-1].append(text[i + 9 : j])
+        return j + 3
+    raise FolderError(field, where(i), "declarations and processing instructions are not allowed in a folder")
+
+
+def _end_tag(text: str, i: int, stack: list[Element], texts: list[list[str]], where: Callable[[int], int],
+             field: str) -> tuple[int, Element | None]:
+    """The end tag at ``i`` closes the innermost open element: the index after it, and the
+    folder when that element was the folder."""
+    m = _NAME.match(text, i + 2)
+    if not m or not stack:
+        raise FolderError(field, where(i), "unexpected closing tag")
+    node = stack.pop()
+    if m.group(0) != node.name:
+        raise FolderError(f"{field}.{node.name}", where(i), f"closing tag </{m.group(0)}> does not match <{node.name}>")
+    j = m.end()
+    n = len(text)
+    if j < n and text[j] != ">":
+        j = _skip_space(text, j)
+    if j >= n or text[j] != ">":
+        raise FolderError(field, where(j), "expected '>'")
+    _finish(node, texts.pop(), i, where, field)
+    return j + 1, (None if stack else node)
+
+
+def _start_tag(text: str, i: int, stack: list[Element], texts: list[list[str]], where: Callable[[int], int],
+               field: str) -> tuple[int, Element | None]:
+    """The start tag (or empty-element tag) at ``i``: the index after it, and the folder when
+    the tag was an empty folder."""
+    m = _NAME.match(text, i + 1)
+    if not m:
+        raise FolderError(field, where(i + 1), "expected an element name after '<'")
+    node = Element(m.group(0), offset=where(i))
+    j = m.end()
+    while a := _ATTR.match(text, j):
+        value = a.group(2) if a.group(2) is not None else a.group(3)
+        node.attrs[a.group(1)] = unescape(value, a.start(), where, f"{field}.{node.name}")
+        j = a.end()
+    j = _skip_space(text, j)
+    empty = text.startswith("/>", j)
+    if not empty and (j >= len(text) or text[j] != ">"):
+        raise FolderError(f"{field}.{node.name}", where(j), "malformed start tag")
+    if stack:
+        stack[-1].children.append(node)
+    if len(stack) >= MAX_DEPTH:
+        raise FolderError(f"{field}.{node.name}", where(i), f"folder nested deeper than {MAX_DEPTH}")
+    i = j + (2 if empty else 1)
+    if not empty:
+        stack.append(node)
+        texts.append([])
+        return i, None
+    _finish(node, [], i, where, field)
+    return i, (None if stack else node)
 
 
 def _skip_space(text: str, i: int) -> int:

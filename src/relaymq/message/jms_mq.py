@@ -15,6 +15,8 @@ from __future__ import annotations
 import datetime as _dt
 import string
 import time as _time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from relaymq.message.constants import (
     MQENC_NATIVE,
@@ -206,124 +208,213 @@ def _explicit_int(props: TypedProperties, name: str) -> int | None:
 
 
 # -- JMS -> MQ -------------------------------------------------------------------------------
-def jms_to_mq(jms: JMSMessage, *, with_rfh2: bool = True, now_ms: int | None = None) -> MQMessage:
-    """The MQ-format message for ``jms``. ``with_rfh2=False`` serves applications that cannot
-    read an MQRFH2 (item 20): the RFH2-only fields are then dropped. ``now_ms`` is the send
-    time, the base of the relative MQMD Expiry (see :func:`reference_ms`)."""
-    props = jms.properties
-    md = MQMD()
-    jms_folder = Element("jms")
-    mcd = Element("mcd")
-    usr = Element("usr")
-    mqext = Element("mqext")
+@dataclass
+class _ToMQ:
+    """The MQ message being written: the MQMD and the RFH2 folders, filled row by row."""
 
-    # JMSCorrelationID: CorrelId and, for an arbitrary string, jms.Cid (note 1).
-    if jms.JMSCorrelationID is not None:
-        std = standard_id(jms.JMSCorrelationID)
-        if std is not None:
-            md.CorrelId = std
-        else:
-            md.CorrelId = _fit(str(jms.JMSCorrelationID).encode("utf-8"))
-            jms_folder.add("Cid", str(jms.JMSCorrelationID))
-    # JMSDeliveryMode: Persistence and jms.Dlv (DECISION: Dlv holds the JMS value 1 or 2).
+    md: MQMD
+    now_ms: int | None
+    jms: Element = field(default_factory=lambda: Element("jms"))
+    mcd: Element = field(default_factory=lambda: Element("mcd"))
+    usr: Element = field(default_factory=lambda: Element("usr"))
+    mqext: Element = field(default_factory=lambda: Element("mqext"))
+
+
+_ToMQRow = Callable[[JMSMessage, _ToMQ], None]
+
+
+def _correlation_id_to_mq(jms: JMSMessage, out: _ToMQ) -> None:
+    """CorrelId and, for an arbitrary string, jms.Cid (note 1)."""
+    if jms.JMSCorrelationID is None:
+        return
+    std = standard_id(jms.JMSCorrelationID)
+    if std is not None:
+        out.md.CorrelId = std
+    else:
+        out.md.CorrelId = _fit(str(jms.JMSCorrelationID).encode("utf-8"))
+        out.jms.add("Cid", str(jms.JMSCorrelationID))
+
+
+def _delivery_mode_to_mq(jms: JMSMessage, out: _ToMQ) -> None:
+    """Persistence and jms.Dlv (DECISION: Dlv holds the JMS value 1 or 2)."""
     if jms.JMSDeliveryMode not in (PERSISTENT, NON_PERSISTENT):
         raise MappingError(f"JMSDeliveryMode {jms.JMSDeliveryMode} is not 1 or 2")
-    md.Persistence = MQPER_PERSISTENT if jms.JMSDeliveryMode == PERSISTENT else MQPER_NOT_PERSISTENT
-    jms_folder.add("Dlv", jms.JMSDeliveryMode, dt="i4")
-    # JMSDestination: jms.Dst only.
+    out.md.Persistence = MQPER_PERSISTENT if jms.JMSDeliveryMode == PERSISTENT else MQPER_NOT_PERSISTENT
+    out.jms.add("Dlv", jms.JMSDeliveryMode, dt="i4")
+
+
+def _destination_to_mq(jms: JMSMessage, out: _ToMQ) -> None:
+    """jms.Dst only."""
     if jms.JMSDestination:
-        jms_folder.add("Dst", jms.JMSDestination)
-    # JMSExpiration: Expiry (relative tenths of a second) and jms.Exp (absolute ms).
+        out.jms.add("Dst", jms.JMSDestination)
+
+
+def _expiration_to_mq(jms: JMSMessage, out: _ToMQ) -> None:
+    """Expiry (relative tenths of a second) and jms.Exp (absolute ms)."""
     if jms.JMSExpiration:
-        ref = reference_ms(now_ms, jms.JMSTimestamp)
-        md.Expiry = relative_expiry(jms.JMSExpiration, ref, 100, MQLONG_MAX)
-        jms_folder.add("Exp", jms.JMSExpiration, dt="i8")
-    # JMSMessageID: MsgId (note 11: JMS_IBM_MQMD_MsgId replaces it when explicitly set).
+        ref = reference_ms(out.now_ms, jms.JMSTimestamp)
+        out.md.Expiry = relative_expiry(jms.JMSExpiration, ref, 100, MQLONG_MAX)
+        out.jms.add("Exp", jms.JMSExpiration, dt="i8")
+
+
+def _message_id_to_mq(jms: JMSMessage, out: _ToMQ) -> None:
+    """MsgId (note 11: JMS_IBM_MQMD_MsgId replaces it when explicitly set)."""
     if jms.JMSMessageID:
         std = standard_id(jms.JMSMessageID)
-        md.MsgId = std if std is not None else _fit(jms.JMSMessageID.encode("utf-8"))
-    # JMSPriority: Priority only; jms.Pri is neither set nor read (note 2).
+        out.md.MsgId = std if std is not None else _fit(jms.JMSMessageID.encode("utf-8"))
+
+
+def _priority_to_mq(jms: JMSMessage, out: _ToMQ) -> None:
+    """Priority only; jms.Pri is neither set nor read (note 2)."""
     if not 0 <= jms.JMSPriority <= 9:
         raise MappingError(f"JMSPriority {jms.JMSPriority} is outside 0-9")
-    md.Priority = jms.JMSPriority
-    # JMSReplyTo: ReplyToQ + ReplyToQMgr and jms.Rto; a request expects the reply.
-    if jms.JMSReplyTo:
-        # DECISION (note 16): a topic:// reply destination has no MQMD form - ReplyToQ names a
-        # queue - so it travels in jms.Rto only (and is lost without an RFH2).
-        if not jms.JMSReplyTo.startswith("topic://"):
-            md.ReplyToQMgr, md.ReplyToQ = split_queue_uri(jms.JMSReplyTo)
-        jms_folder.add("Rto", jms.JMSReplyTo)
-        md.MsgType = MQMT_REQUEST
-    else:
-        md.MsgType = MQMT_DATAGRAM
-    # JMSTimestamp: PutDate + PutTime and jms.Tms.
+    out.md.Priority = jms.JMSPriority
+
+
+def _reply_to_to_mq(jms: JMSMessage, out: _ToMQ) -> None:
+    """ReplyToQ + ReplyToQMgr and jms.Rto; a request expects the reply."""
+    if not jms.JMSReplyTo:
+        out.md.MsgType = MQMT_DATAGRAM
+        return
+    # DECISION (note 16): a topic:// reply destination has no MQMD form - ReplyToQ names a
+    # queue - so it travels in jms.Rto only (and is lost without an RFH2).
+    if not jms.JMSReplyTo.startswith("topic://"):
+        out.md.ReplyToQMgr, out.md.ReplyToQ = split_queue_uri(jms.JMSReplyTo)
+    out.jms.add("Rto", jms.JMSReplyTo)
+    out.md.MsgType = MQMT_REQUEST
+
+
+def _timestamp_to_mq(jms: JMSMessage, out: _ToMQ) -> None:
+    """PutDate + PutTime and jms.Tms."""
     if jms.JMSTimestamp:
-        md.PutDate, md.PutTime = put_date_time(jms.JMSTimestamp)
-        jms_folder.add("Tms", jms.JMSTimestamp, dt="i8")
-    # JMSType: mcd.Type; the class goes in mcd.Msd (DECISION, as IBM MQ JMS writes it).
-    mcd.add("Msd", jms.message_type)
+        out.md.PutDate, out.md.PutTime = put_date_time(jms.JMSTimestamp)
+        out.jms.add("Tms", jms.JMSTimestamp, dt="i8")
+
+
+def _type_to_mq(jms: JMSMessage, out: _ToMQ) -> None:
+    """mcd.Type; the class goes in mcd.Msd (DECISION, as IBM MQ JMS writes it)."""
+    out.mcd.add("Msd", jms.message_type)
     if jms.JMSType:
-        mcd.add("Type", jms.JMSType)
-    # JMSRedelivered: nothing to set (the queue manager keeps BackoutCount, note 3).
+        out.mcd.add("Type", jms.JMSType)
 
-    # JMS-defined properties (second table).
-    if props.get("JMSXAppID") is not None:
-        md.PutApplName = str(props["JMSXAppID"])
-    count = _explicit_int(props, "JMSXDeliveryCount")  # the provider's on receipt: not re-sent
+
+def _delivery_count_to_mq(jms: JMSMessage, out: _ToMQ) -> None:
+    """BackoutCount; the provider's value on receipt is not sent again."""
+    count = _explicit_int(jms.properties, "JMSXDeliveryCount")
     if count is not None:
-        md.BackoutCount = max(0, count - 1)
-    if props.get("JMSXGroupID") is not None:
-        gid = props["JMSXGroupID"]
-        std = standard_id(gid)
-        if std is not None:
-            md.GroupId = std
-        else:
-            md.GroupId = _fit(str(gid).encode("utf-8"))
-            jms_folder.add("Gid", str(gid))
-        md.MsgFlags |= MQMF_MSG_IN_GROUP  # note 5
-    if props.get("JMSXGroupSeq") is not None:
-        md.MsgSeqNumber = _int_property(props, "JMSXGroupSeq")
-        jms_folder.add("Seq", md.MsgSeqNumber, dt="i4")
-    if props.get("JMSXUserID") is not None:
-        md.UserIdentifier = str(props["JMSXUserID"])
+        out.md.BackoutCount = max(0, count - 1)
 
-    # Provider-specific properties (third table).
-    if props.get("JMS_IBM_Last_Msg_In_Group"):
-        md.MsgFlags |= MQMF_LAST_MSG_IN_GROUP | MQMF_MSG_IN_GROUP  # note 8
-    for name, attr in (("JMS_IBM_Feedback", "Feedback"), ("JMS_IBM_MsgType", "MsgType")):
-        number = _explicit_int(props, name)
-        if number is not None:
-            setattr(md, attr, number)
-    for name, attr in (("JMS_IBM_PutDate", "PutDate"), ("JMS_IBM_PutTime", "PutTime")):
-        if _explicit(props, name) is not None:
-            setattr(md, attr, str(props[name]))
+
+def _group_id_to_mq(jms: JMSMessage, out: _ToMQ) -> None:
+    """GroupId (an arbitrary string also in jms.Gid) and the in-group flag (note 5)."""
+    gid = jms.properties.get("JMSXGroupID")
+    if gid is None:
+        return
+    std = standard_id(gid)
+    if std is not None:
+        out.md.GroupId = std
+    else:
+        out.md.GroupId = _fit(str(gid).encode("utf-8"))
+        out.jms.add("Gid", str(gid))
+    out.md.MsgFlags |= MQMF_MSG_IN_GROUP
+
+
+def _group_seq_to_mq(jms: JMSMessage, out: _ToMQ) -> None:
+    """MsgSeqNumber and jms.Seq."""
+    if jms.properties.get("JMSXGroupSeq") is not None:
+        out.md.MsgSeqNumber = _int_property(jms.properties, "JMSXGroupSeq")
+        out.jms.add("Seq", out.md.MsgSeqNumber, dt="i4")
+
+
+def _last_in_group_to_mq(jms: JMSMessage, out: _ToMQ) -> None:
+    """The last-in-group and in-group flags (note 8)."""
+    if jms.properties.get("JMS_IBM_Last_Msg_In_Group"):
+        out.md.MsgFlags |= MQMF_LAST_MSG_IN_GROUP | MQMF_MSG_IN_GROUP
+
+
+def _report_to_mq(jms: JMSMessage, out: _ToMQ) -> None:
+    """Report: each JMS_IBM_Report_* property's bits (note 14)."""
+    props = jms.properties
     for name, mask in REPORT_PROPERTIES.items():
         if props.get(name) is not None:
-            md.Report |= _int_property(props, name) & mask
-    arm = props.get("JMS_TOG_ARM_Correlator", props.get("JMS_IBM_ArmCorrelator"))  # note 6
-    if arm is not None:
-        mqext.add("Arm", str(arm))
-    if props.get("JMS_IBM_RMCorrelator") is not None:
-        mqext.add("Wrm", str(props["JMS_IBM_RMCorrelator"]))
-    # Notes 9-13: JMS_IBM_MQMD_* override the MQMD field only, never the RFH2 field, and only
-    # when the application set them: on a received message they hold the old MQMD's values.
-    for name, attr in (("JMS_IBM_MQMD_CorrelId", "CorrelId"), ("JMS_IBM_MQMD_MsgId", "MsgId")):
-        value = _explicit(props, name)
-        if value is not None:
-            raw = standard_id(value)
-            if raw is None:
-                raise MappingError(f"{name} must be a byte[] (or 'ID:' and hex digits), not {value!r}")
-            setattr(md, attr, raw)
-    persistence = _explicit_int(props, "JMS_IBM_MQMD_Persistence")
-    if persistence is not None:
-        md.Persistence = persistence
-    for name, attr in (("JMS_IBM_MQMD_ReplyToQ", "ReplyToQ"), ("JMS_IBM_MQMD_ReplyToQMgr", "ReplyToQMgr")):
-        if _explicit(props, name) is not None:
-            setattr(md, attr, str(props[name]))
+            out.md.Report |= _int_property(props, name) & mask
 
-    # Everything else (application properties, unmapped JMSX/JMS_ ones) goes in usr, typed.
-    # A received name usr cannot hold (not an XML name, or with a colon) is left out, and so
-    # are the later values of a repeated property (usr holds each name once).
+
+def _correlators_to_mq(jms: JMSMessage, out: _ToMQ) -> None:
+    """mqext.Arm (either ARM property, note 6) and mqext.Wrm."""
+    props = jms.properties
+    arm = props.get("JMS_TOG_ARM_Correlator", props.get("JMS_IBM_ArmCorrelator"))
+    if arm is not None:
+        out.mqext.add("Arm", str(arm))
+    if props.get("JMS_IBM_RMCorrelator") is not None:
+        out.mqext.add("Wrm", str(props["JMS_IBM_RMCorrelator"]))
+
+
+def _set_str(props: TypedProperties, name: str) -> object:
+    """The property as text, when set at all."""
+    return str(props[name]) if props.get(name) is not None else None
+
+
+def _explicit_str(props: TypedProperties, name: str) -> object:
+    """The property as text, when the application set it."""
+    return str(props[name]) if _explicit(props, name) is not None else None
+
+
+def _explicit_id(props: TypedProperties, name: str) -> object:
+    """The 24-byte identifier the application set (note 11)."""
+    value = _explicit(props, name)
+    if value is None:
+        return None
+    raw = standard_id(value)
+    if raw is None:
+        raise MappingError(f"{name} must be a byte[] (or 'ID:' and hex digits), not {value!r}")
+    return raw
+
+
+#: JMS -> MQ, one row per JMS field that needs more than a copy, in the order of the seed's
+#: tables (header fields, JMS-defined properties, provider-specific properties).
+#: JMSRedelivered has no row: the queue manager keeps BackoutCount (note 3).
+_TO_MQ: tuple[tuple[str, _ToMQRow], ...] = (
+    ("JMSCorrelationID", _correlation_id_to_mq),
+    ("JMSDeliveryMode", _delivery_mode_to_mq),
+    ("JMSDestination", _destination_to_mq),
+    ("JMSExpiration", _expiration_to_mq),
+    ("JMSMessageID", _message_id_to_mq),
+    ("JMSPriority", _priority_to_mq),
+    ("JMSReplyTo", _reply_to_to_mq),
+    ("JMSTimestamp", _timestamp_to_mq),
+    ("JMSType", _type_to_mq),
+    ("JMSXDeliveryCount", _delivery_count_to_mq),
+    ("JMSXGroupID", _group_id_to_mq),
+    ("JMSXGroupSeq", _group_seq_to_mq),
+    ("JMS_IBM_Last_Msg_In_Group", _last_in_group_to_mq),
+    ("JMS_IBM_Report_*", _report_to_mq),
+    ("JMS_TOG_ARM_Correlator, JMS_IBM_ArmCorrelator, JMS_IBM_RMCorrelator", _correlators_to_mq),
+)
+
+#: JMS -> MQ for the properties that are one MQMD field: (property, MQMD field, how it is
+#: read). Walked after :data:`_TO_MQ`, since notes 9-13 make JMS_IBM_MQMD_* override the
+#: MQMD field only, never the RFH2 field, and only when the application set them (on a
+#: received message they hold the old MQMD's values).
+_PROPERTIES_TO_MD: tuple[tuple[str, str, Callable[[TypedProperties, str], object]], ...] = (
+    ("JMSXAppID", "PutApplName", _set_str),
+    ("JMSXUserID", "UserIdentifier", _set_str),
+    ("JMS_IBM_Feedback", "Feedback", _explicit_int),
+    ("JMS_IBM_MsgType", "MsgType", _explicit_int),
+    ("JMS_IBM_PutDate", "PutDate", _explicit_str),
+    ("JMS_IBM_PutTime", "PutTime", _explicit_str),
+    ("JMS_IBM_MQMD_CorrelId", "CorrelId", _explicit_id),
+    ("JMS_IBM_MQMD_MsgId", "MsgId", _explicit_id),
+    ("JMS_IBM_MQMD_Persistence", "Persistence", _explicit_int),
+    ("JMS_IBM_MQMD_ReplyToQ", "ReplyToQ", _explicit_str),
+    ("JMS_IBM_MQMD_ReplyToQMgr", "ReplyToQMgr", _explicit_str),
+)
+
+
+def _usr_to_mq(props: TypedProperties, usr: Element) -> None:
+    """Everything else (application properties, unmapped JMSX/JMS_ ones), typed. A received
+    name usr cannot hold (not an XML name, or with a colon) is left out, and so are the later
+    values of a repeated property (usr holds each name once)."""
     for name, value in props.items():
         if name in MAPPED_PROPERTIES or not is_usr_name(name):
             continue
@@ -332,6 +423,22 @@ def jms_to_mq(jms: JMSMessage, *, with_rfh2: bool = True, now_ms: int | None = N
             usr.add(name, None, attrs={"xsi:nil": "true"})
         else:
             usr.add(name, value, dt=None if dt == STRING else dt)
+
+
+def jms_to_mq(jms: JMSMessage, *, with_rfh2: bool = True, now_ms: int | None = None) -> MQMessage:
+    """The MQ-format message for ``jms``. ``with_rfh2=False`` serves applications that cannot
+    read an MQRFH2 (item 20): the RFH2-only fields are then dropped. ``now_ms`` is the send
+    time, the base of the relative MQMD Expiry (see :func:`reference_ms`)."""
+    props = jms.properties
+    md = MQMD()
+    out = _ToMQ(md, now_ms)
+    for _field, row in _TO_MQ:
+        row(jms, out)
+    for name, attr, read in _PROPERTIES_TO_MD:
+        value = read(props, name)
+        if value is not None:
+            setattr(md, attr, value)
+    _usr_to_mq(props, out.usr)
 
     # Body: note 7 - Character_Set/Encoding/Format describe the payload after the RFH2.
     body_ccsid = _ccsid_of(props.get("JMS_IBM_Character_Set"), 1208)
@@ -342,7 +449,7 @@ def jms_to_mq(jms: JMSMessage, *, with_rfh2: bool = True, now_ms: int | None = N
     msg = MQMessage(md=md, body=body)
     if with_rfh2:
         rfh2 = MQRFH2(Encoding=body_encoding, CodedCharSetId=body_ccsid, Format=body_format, NameValueCCSID=1208)
-        rfh2.folders = [f for f in (mcd, jms_folder, usr, mqext) if f.children]
+        rfh2.folders = [f for f in (out.mcd, out.jms, out.usr, out.mqext) if f.children]
         msg.headers.append(rfh2)
         md.Format = MQRFH2.FORMAT_NAME
         md.Encoding, md.CodedCharSetId = MQENC_NATIVE, 1208
@@ -372,23 +479,24 @@ def body_types_dict(jms: JMSMessage) -> dict[str, str] | None:
 
 
 # -- MQ -> JMS -------------------------------------------------------------------------------
-def mq_to_jms(msg: MQMessage, now_ms: int | None = None) -> JMSMessage:
-    """The JMS message for an MQ-format message (RFH2 field first, else the MQMD field).
-    ``now_ms`` is the receive time, the base of JMSExpiration when only the MQMD Expiry
-    (the time left) gives it (see :func:`reference_ms`)."""
-    md = msg.md
-    first, last = msg.first_rfh2(), msg.last_rfh2()
-    jf = first.folder("jms") if first else None
-    usr = first.folder("usr") if first else None
-    mqext = first.folder("mqext") if first else None
-    mcd = last.folder("mcd") if last else None  # body attributes from the last RFH2 (item 3)
+class _FromMQ:
+    """The MQ message being read: the MQMD and the RFH2 folders (item 3: the body's mcd
+    from the last RFH2, the others from the first)."""
 
-    def jget(name: str) -> object:
-        return jf.get(name) if jf is not None else None
+    def __init__(self, msg: MQMessage, now_ms: int | None) -> None:
+        self.msg, self.md, self.now_ms = msg, msg.md, now_ms
+        first, last = msg.first_rfh2(), msg.last_rfh2()
+        self.jms = first.folder("jms") if first else None
+        self.usr = first.folder("usr") if first else None
+        self.mqext = first.folder("mqext") if first else None
+        self.mcd = last.folder("mcd") if last else None
 
-    def jint(name: str) -> int | None:
+    def jget(self, name: str) -> object:
+        return self.jms.get(name) if self.jms is not None else None
+
+    def jint(self, name: str) -> int | None:
         """An integer jms field; untyped text that is a number is accepted."""
-        value = jget(name)
+        value = self.jget(name)
         if value is None or (isinstance(value, int) and not isinstance(value, bool)):
             return value
         text = str(value).strip()
@@ -396,99 +504,190 @@ def mq_to_jms(msg: MQMessage, now_ms: int | None = None) -> JMSMessage:
             text = text[1:]
         if ascii_digits(text):
             return int(str(value).strip())
-        element = jf.find(name) if jf is not None else None
+        element = self.jms.find(name) if self.jms is not None else None
         offset = element.offset if element is not None else None  # where it was in the bytes
         raise DataTypeError(f"jms.{name}", offset, f"{value!r} is not an integer")
 
-    props = TypedProperties()
-    jms = JMSMessage(properties=props)
 
-    cid = jget("Cid")
-    jms.JMSCorrelationID = str(cid) if cid is not None else id_string(md.CorrelId)
-    dlv = jint("Dlv")
+_FromMQRow = Callable[[JMSMessage, _FromMQ], None]
+
+
+def _correlation_id_from_mq(jms: JMSMessage, src: _FromMQ) -> None:
+    cid = src.jget("Cid")
+    jms.JMSCorrelationID = str(cid) if cid is not None else id_string(src.md.CorrelId)
+
+
+def _delivery_mode_from_mq(jms: JMSMessage, src: _FromMQ) -> None:
+    dlv = src.jint("Dlv")
     if dlv in (PERSISTENT, NON_PERSISTENT):
         jms.JMSDeliveryMode = int(dlv)
     else:  # DECISION: MQPER_PERSISTENCE_AS_Q_DEF reads as non-persistent (the queue default).
-        jms.JMSDeliveryMode = PERSISTENT if md.Persistence == MQPER_PERSISTENT else NON_PERSISTENT
-    dst = jget("Dst")
+        jms.JMSDeliveryMode = PERSISTENT if src.md.Persistence == MQPER_PERSISTENT else NON_PERSISTENT
+
+
+def _destination_from_mq(jms: JMSMessage, src: _FromMQ) -> None:
+    dst = src.jget("Dst")
     jms.JMSDestination = str(dst) if dst is not None else None
-    tms = jint("Tms")
-    put_ms = time_from_put(md.PutDate, md.PutTime)
-    jms.JMSTimestamp = int(tms) if tms is not None else (put_ms or 0)
-    exp = jint("Exp")
+
+
+def _timestamp_from_mq(jms: JMSMessage, src: _FromMQ) -> None:
+    tms = src.jint("Tms")
+    jms.JMSTimestamp = int(tms) if tms is not None else (time_from_put(src.md.PutDate, src.md.PutTime) or 0)
+
+
+def _expiration_from_mq(jms: JMSMessage, src: _FromMQ) -> None:
+    """jms.Exp, else the MQMD Expiry (the time left) from the reference time; after the timestamp."""
+    exp = src.jint("Exp")
     if exp is not None:
         jms.JMSExpiration = int(exp)
-    elif md.Expiry > 0:
-        jms.JMSExpiration = reference_ms(now_ms, jms.JMSTimestamp) + md.Expiry * 100
-    jms.JMSMessageID = id_string(md.MsgId)
-    jms.JMSPriority = md.Priority if 0 <= md.Priority <= 9 else 4
-    jms.JMSRedelivered = md.BackoutCount > 0  # note 3
-    rto = jget("Rto")
+    elif src.md.Expiry > 0:
+        jms.JMSExpiration = reference_ms(src.now_ms, jms.JMSTimestamp) + src.md.Expiry * 100
+
+
+def _message_id_from_mq(jms: JMSMessage, src: _FromMQ) -> None:
+    jms.JMSMessageID = id_string(src.md.MsgId)
+
+
+def _priority_from_mq(jms: JMSMessage, src: _FromMQ) -> None:
+    jms.JMSPriority = src.md.Priority if 0 <= src.md.Priority <= 9 else 4
+
+
+def _redelivered_from_mq(jms: JMSMessage, src: _FromMQ) -> None:
+    jms.JMSRedelivered = src.md.BackoutCount > 0  # note 3
+
+
+def _reply_to_from_mq(jms: JMSMessage, src: _FromMQ) -> None:
+    rto = src.jget("Rto")
     if rto is not None:
         jms.JMSReplyTo = str(rto)
-    elif md.ReplyToQ:
-        jms.JMSReplyTo = queue_uri(md.ReplyToQMgr, md.ReplyToQ)
+    elif src.md.ReplyToQ:
+        jms.JMSReplyTo = queue_uri(src.md.ReplyToQMgr, src.md.ReplyToQ)
+
+
+def _type_from_mq(jms: JMSMessage, src: _FromMQ) -> None:
+    """The message class from mcd.Msd and JMSType from mcd.Type; for a message with no JMS
+    class, a best guess from the body's format (item 20)."""
+    mcd = src.mcd
     msd = str(mcd.get("Msd", "")) if mcd is not None else ""
     mtype = mcd.get("Type") if mcd is not None else None
     if msd in MESSAGE_TYPES:
         jms.message_type = msd
         jms.JMSType = str(mtype) if mtype is not None else None
-    else:
-        body_is_text = msg.body_format == fmt(MQFMT_STRING)
-        jms.message_type = TEXT if body_is_text else BYTES  # best guess (item 20)
-        if msd:  # a broker domain: JMSType as the mcd URI (DECISION)
-            mset = mcd.get("Set", "") if mcd is not None else ""
-            mfmt = mcd.get("Fmt", "") if mcd is not None else ""
-            uri = f"mcd://{msd}/{mset}/{mtype or ''}"
-            jms.JMSType = uri + (f"?format={mfmt}" if mfmt else "")
-        elif mtype is not None:
-            jms.JMSType = str(mtype)
+        return
+    jms.message_type = TEXT if src.msg.body_format == fmt(MQFMT_STRING) else BYTES
+    if msd:  # a broker domain: JMSType as the mcd URI (DECISION)
+        mset = mcd.get("Set", "") if mcd is not None else ""
+        mfmt = mcd.get("Fmt", "") if mcd is not None else ""
+        uri = f"mcd://{msd}/{mset}/{mtype or ''}"
+        jms.JMSType = uri + (f"?format={mfmt}" if mfmt else "")
+    elif mtype is not None:
+        jms.JMSType = str(mtype)
 
-    # JMS-defined properties.
-    if md.PutApplName:
-        props.set_received("JMSXAppID", md.PutApplName)
-    props.set_received("JMSXDeliveryCount", md.BackoutCount + 1, "i4")  # decision: BackoutCount + 1
-    gid = jget("Gid")
+
+def _app_id_from_mq(jms: JMSMessage, src: _FromMQ) -> None:
+    if src.md.PutApplName:
+        jms.properties.set_received("JMSXAppID", src.md.PutApplName)
+
+
+def _delivery_count_from_mq(jms: JMSMessage, src: _FromMQ) -> None:
+    jms.properties.set_received("JMSXDeliveryCount", src.md.BackoutCount + 1, "i4")  # decision: BackoutCount + 1
+
+
+def _group_from_mq(jms: JMSMessage, src: _FromMQ) -> None:
+    """JMSXGroupID and JMSXGroupSeq: jms.Gid and jms.Seq, else the MQMD's for a message in a group."""
+    md, props = src.md, jms.properties
+    gid = src.jget("Gid")
     in_group = bool(md.MsgFlags & MQMF_MSG_IN_GROUP) or any(md.GroupId)
     if gid is not None:
         props.set_received("JMSXGroupID", str(gid))
     elif in_group and any(md.GroupId):
         props.set_received("JMSXGroupID", id_string(md.GroupId))
-    seq = jint("Seq")
+    seq = src.jint("Seq")
     if seq is not None:
         props.set_received("JMSXGroupSeq", int(seq), "i4")
     elif in_group:
         props.set_received("JMSXGroupSeq", md.MsgSeqNumber, "i4")
-    if md.UserIdentifier:
-        props.set_received("JMSXUserID", md.UserIdentifier)
 
-    # Provider-specific properties: always set from the MQMD on receipt (note 9), marked as
-    # filled on receipt so that sending the message on does not apply them again.
-    props.set_received("JMS_IBM_Character_Set", str(msg.body_ccsid))
-    props.set_received("JMS_IBM_Encoding", msg.body_encoding, "i4")
-    props.set_received("JMS_IBM_Format", msg.body_format)
-    props.set_received("JMS_IBM_Feedback", md.Feedback, "i4")
-    props.set_received("JMS_IBM_MsgType", md.MsgType, "i4")
-    props.set_received("JMS_IBM_PutDate", md.PutDate)
-    props.set_received("JMS_IBM_PutTime", md.PutTime)
-    props.set_received("JMS_IBM_Last_Msg_In_Group", bool(md.MsgFlags & MQMF_LAST_MSG_IN_GROUP))
-    props.set_received("JMS_IBM_MQMD_CorrelId", md.CorrelId, "bin.hex")
-    props.set_received("JMS_IBM_MQMD_MsgId", md.MsgId, "bin.hex")
-    props.set_received("JMS_IBM_MQMD_Persistence", md.Persistence, "i4")
-    props.set_received("JMS_IBM_MQMD_ReplyToQ", md.ReplyToQ)
-    props.set_received("JMS_IBM_MQMD_ReplyToQMgr", md.ReplyToQMgr)
+
+def _user_id_from_mq(jms: JMSMessage, src: _FromMQ) -> None:
+    if src.md.UserIdentifier:
+        jms.properties.set_received("JMSXUserID", src.md.UserIdentifier)
+
+
+def _provider_from_mq(jms: JMSMessage, src: _FromMQ) -> None:
+    """Provider-specific properties: always set from the MQMD on receipt (note 9), marked as
+    filled on receipt so that sending the message on does not apply them again."""
+    msg, md, props = src.msg, src.md, jms.properties
+    for name, read, dt in _PROVIDER_FROM_MQ:
+        props.set_received(name, read(msg, md), dt)
     for name, mask in REPORT_PROPERTIES.items():
         if md.Report & mask:
             props.set_received(name, md.Report & mask, "i4")
-    if mqext is not None:
-        if mqext.get("Arm") is not None:
-            props.set_received("JMS_TOG_ARM_Correlator", str(mqext.get("Arm")))
-        if mqext.get("Wrm") is not None:
-            props.set_received("JMS_IBM_RMCorrelator", str(mqext.get("Wrm")))
-    if usr is not None:
-        for el in usr.children:
-            props.set_received(el.name, el.value, el.dt)
 
+
+def _correlators_from_mq(jms: JMSMessage, src: _FromMQ) -> None:
+    if src.mqext is None:
+        return
+    for field_name, name in (("Arm", "JMS_TOG_ARM_Correlator"), ("Wrm", "JMS_IBM_RMCorrelator")):
+        if src.mqext.get(field_name) is not None:
+            jms.properties.set_received(name, str(src.mqext.get(field_name)))
+
+
+def _usr_from_mq(jms: JMSMessage, src: _FromMQ) -> None:
+    if src.usr is not None:
+        for el in src.usr.children:
+            jms.properties.set_received(el.name, el.value, el.dt)
+
+
+#: The provider-specific properties that are an MQMD field or the body's description:
+#: (property, how it is read, dt).
+_PROVIDER_FROM_MQ: tuple[tuple[str, Callable[[MQMessage, MQMD], object], str | None], ...] = (
+    ("JMS_IBM_Character_Set", lambda msg, md: str(msg.body_ccsid), None),
+    ("JMS_IBM_Encoding", lambda msg, md: msg.body_encoding, "i4"),
+    ("JMS_IBM_Format", lambda msg, md: msg.body_format, None),
+    ("JMS_IBM_Feedback", lambda msg, md: md.Feedback, "i4"),
+    ("JMS_IBM_MsgType", lambda msg, md: md.MsgType, "i4"),
+    ("JMS_IBM_PutDate", lambda msg, md: md.PutDate, None),
+    ("JMS_IBM_PutTime", lambda msg, md: md.PutTime, None),
+    ("JMS_IBM_Last_Msg_In_Group", lambda msg, md: bool(md.MsgFlags & MQMF_LAST_MSG_IN_GROUP), None),
+    ("JMS_IBM_MQMD_CorrelId", lambda msg, md: md.CorrelId, "bin.hex"),
+    ("JMS_IBM_MQMD_MsgId", lambda msg, md: md.MsgId, "bin.hex"),
+    ("JMS_IBM_MQMD_Persistence", lambda msg, md: md.Persistence, "i4"),
+    ("JMS_IBM_MQMD_ReplyToQ", lambda msg, md: md.ReplyToQ, None),
+    ("JMS_IBM_MQMD_ReplyToQMgr", lambda msg, md: md.ReplyToQMgr, None),
+)
+
+#: MQ -> JMS, one row per JMS field (RFH2 field first, else the MQMD field), in the order of
+#: the seed's tables; the properties in the order a received message lists them.
+_FROM_MQ: tuple[tuple[str, _FromMQRow], ...] = (
+    ("JMSCorrelationID", _correlation_id_from_mq),
+    ("JMSDeliveryMode", _delivery_mode_from_mq),
+    ("JMSDestination", _destination_from_mq),
+    ("JMSTimestamp", _timestamp_from_mq),
+    ("JMSExpiration", _expiration_from_mq),
+    ("JMSMessageID", _message_id_from_mq),
+    ("JMSPriority", _priority_from_mq),
+    ("JMSRedelivered", _redelivered_from_mq),
+    ("JMSReplyTo", _reply_to_from_mq),
+    ("JMSType", _type_from_mq),
+    ("JMSXAppID", _app_id_from_mq),
+    ("JMSXDeliveryCount", _delivery_count_from_mq),
+    ("JMSXGroupID, JMSXGroupSeq", _group_from_mq),
+    ("JMSXUserID", _user_id_from_mq),
+    ("JMS_IBM_*", _provider_from_mq),
+    ("JMS_TOG_ARM_Correlator, JMS_IBM_RMCorrelator", _correlators_from_mq),
+    ("application properties", _usr_from_mq),
+)
+
+
+def mq_to_jms(msg: MQMessage, now_ms: int | None = None) -> JMSMessage:
+    """The JMS message for an MQ-format message (RFH2 field first, else the MQMD field).
+    ``now_ms`` is the receive time, the base of JMSExpiration when only the MQMD Expiry
+    (the time left) gives it (see :func:`reference_ms`)."""
+    src = _FromMQ(msg, now_ms)
+    jms = JMSMessage(properties=TypedProperties())
+    for _field, row in _FROM_MQ:
+        row(jms, src)
     _decode_body(jms, msg)
     return jms
 

@@ -21,6 +21,7 @@ map and stream bodies, which MQe JMS does not support, travel as JMSMap/JMSStrea
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 from relaymq.message.domains.jms_body import JMSMAP, JMSSTREAM, map_body, stream_body
 from relaymq.message.errors import FormatError, MappingError, MQeFieldsError
@@ -177,51 +178,80 @@ _INTEGERS = (BYTE, SHORT, INT, LONG)
 _TEXT = (ASCII, UNICODE)
 
 
-def mqe_to_jms(msg: MQeFields, destination: str | None = None) -> JMSMessage:
-    """The JMS message in ``msg``; ``destination`` is the queue it was received from.
+class _FromMQe:
+    """The MQe message being read, with its MQe_JMS_HEADER fields (field names in errors
+    are prefixed ``MQe_JMS_HEADER.``)."""
 
-    Raises :class:`MQeFieldsError` naming the field (``Msg_Priority``,
-    ``MQe_JMS_HEADER.MQe_JMS_DELIVERYMODE``, ``MQe_JMS_PROPERTIES.name``...) for anything that
-    is not a valid MQe JMS message; for a text body that is not UTF-8 the offset is the byte
-    offset in ``MQe_JMS_BODY``."""
-    version = _field(msg, MQE_JMS_VERSION, _INTEGERS)
-    if version is None:
-        raise MQeFieldsError(MQE_JMS_VERSION, None, "missing: not an MQe JMS message")
-    if version != 1:
-        raise MQeFieldsError(MQE_JMS_VERSION, None, f"version {version} is not supported (1 is)")
-    cls = _field(msg, MQE_JMS_CLASS, _TEXT)
-    if cls not in MQE_TO_CLASS:
-        raise MQeFieldsError(MQE_JMS_CLASS, None, f"{cls!r} is not a JMS message class ({', '.join(sorted(MQE_TO_CLASS))})")
-    jms = JMSMessage(message_type=MQE_TO_CLASS[cls], JMSDestination=destination)
-    jms.JMSTimestamp = int(_field(msg, MSG_TIME, _INTEGERS) or 0)  # type: ignore[call-overload]
-    origin = _field(msg, MSG_ORIGINQMGR, _TEXT)
+    AT = MQE_JMS_HEADER + "."
+
+    def __init__(self, msg: MQeFields) -> None:
+        self.msg = msg
+        self.header = _sub_fields(msg, MQE_JMS_HEADER) or MQeFields()
+
+    def field(self, name: str, kinds: tuple[str, ...]) -> object:
+        return _field(self.msg, name, kinds)
+
+    def header_field(self, name: str, kinds: tuple[str, ...]) -> object:
+        return _field(self.header, name, kinds, self.AT)
+
+
+def _timestamp_from_mqe(jms: JMSMessage, src: _FromMQe) -> None:
+    jms.JMSTimestamp = int(src.field(MSG_TIME, _INTEGERS) or 0)  # type: ignore[call-overload]
+
+
+def _message_id_from_mqe(jms: JMSMessage, src: _FromMQe) -> None:
+    """From the MQe unique id: the origin queue manager and the time (after the timestamp)."""
+    origin = src.field(MSG_ORIGINQMGR, _TEXT)
     jms.JMSMessageID = message_id(str(origin or ""), jms.JMSTimestamp)
-    header = _sub_fields(msg, MQE_JMS_HEADER) or MQeFields()
-    at = MQE_JMS_HEADER + "."
-    cid = _field(header, MQE_JMS_CORRELATIONID, _TEXT, at)
-    raw_cid = _field(msg, MSG_CORRELID, (BYTE_ARRAY,))
+
+
+def _correlation_id_from_mqe(jms: JMSMessage, src: _FromMQe) -> None:
+    cid = src.header_field(MQE_JMS_CORRELATIONID, _TEXT)
+    raw_cid = src.field(MSG_CORRELID, (BYTE_ARRAY,))
     jms.JMSCorrelationID = str(cid) if cid is not None else (id_string(raw_cid) if isinstance(raw_cid, bytes) else None)
-    exp = _field(msg, MSG_EXPIRETIME, (INT, LONG))
+
+
+def _expiration_from_mqe(jms: JMSMessage, src: _FromMQe) -> None:
+    exp = src.field(MSG_EXPIRETIME, (INT, LONG))
     if exp is not None:
         # an int ExpireTime is relative to creation, a long is absolute (everyplace item 5)
-        jms.JMSExpiration = int(exp) if msg.get_type(MSG_EXPIRETIME) == LONG else jms.JMSTimestamp + int(exp)  # type: ignore[call-overload]
-    priority = _field(msg, MSG_PRIORITY, _INTEGERS)
+        jms.JMSExpiration = int(exp) if src.msg.get_type(MSG_EXPIRETIME) == LONG else jms.JMSTimestamp + int(exp)  # type: ignore[call-overload]
+
+
+def _priority_from_mqe(jms: JMSMessage, src: _FromMQe) -> None:
+    priority = src.field(MSG_PRIORITY, _INTEGERS)
     if priority is not None and not 0 <= priority <= 9:  # type: ignore[operator]
         raise MQeFieldsError(MSG_PRIORITY, None, f"{priority} is outside 0-9")
     jms.JMSPriority = 4 if priority is None else int(priority)  # type: ignore[call-overload]
-    queue = _field(msg, MSG_REPLYTOQ, _TEXT)
+
+
+def _reply_to_from_mqe(jms: JMSMessage, src: _FromMQe) -> None:
+    queue = src.field(MSG_REPLYTOQ, _TEXT)
     if queue:
-        jms.JMSReplyTo = queue_uri(str(_field(msg, MSG_REPLYTOQMGR, _TEXT) or ""), str(queue))
-    mode = _field(header, MQE_JMS_DELIVERYMODE, _INTEGERS, at)
+        jms.JMSReplyTo = queue_uri(str(src.field(MSG_REPLYTOQMGR, _TEXT) or ""), str(queue))
+
+
+def _delivery_mode_from_mqe(jms: JMSMessage, src: _FromMQe) -> None:
+    mode = src.header_field(MQE_JMS_DELIVERYMODE, _INTEGERS)
     if mode is not None and mode not in (PERSISTENT, NON_PERSISTENT):
-        raise MQeFieldsError(at + MQE_JMS_DELIVERYMODE, None, f"{mode} is not 1 (non-persistent) or 2 (persistent)")
+        raise MQeFieldsError(src.AT + MQE_JMS_DELIVERYMODE, None, f"{mode} is not 1 (non-persistent) or 2 (persistent)")
     jms.JMSDeliveryMode = PERSISTENT if mode is None else int(mode)
-    jms.JMSRedelivered = bool(_field(header, MQE_JMS_REDELIVERED, (BOOLEAN,), at))
-    t = _field(header, MQE_JMS_TYPE, _TEXT, at)
+
+
+def _redelivered_from_mqe(jms: JMSMessage, src: _FromMQe) -> None:
+    jms.JMSRedelivered = bool(src.header_field(MQE_JMS_REDELIVERED, (BOOLEAN,)))
+
+
+def _type_from_mqe(jms: JMSMessage, src: _FromMQe) -> None:
+    t = src.header_field(MQE_JMS_TYPE, _TEXT)
     jms.JMSType = str(t) if t is not None else None
+
+
+def _properties_from_mqe(jms: JMSMessage, src: _FromMQe) -> None:
+    """The three property folders: application, JMSX, provider."""
     props = TypedProperties()
     for folder_name in (MQE_JMS_PROPERTIES, MQE_JMSX_PROPERTIES, MQE_JMS_PS_PROPERTIES):
-        sub = _sub_fields(msg, folder_name)
+        sub = _sub_fields(src.msg, folder_name)
         if sub is None:
             continue
         for name, kind, value in sub.items():
@@ -233,7 +263,12 @@ def mqe_to_jms(msg: MQeFields, destination: str | None = None) -> JMSMessage:
             except FormatError as exc:
                 raise MQeFieldsError(where, None, exc.reason) from None
     jms.properties = props
-    body = _field(msg, MQE_JMS_BODY, (BYTE_ARRAY,))
+
+
+def _body_from_mqe(jms: JMSMessage, src: _FromMQe) -> None:
+    """MQe_JMS_BODY as the class's body; for a text body that is not UTF-8 the error's offset
+    is the byte offset in MQe_JMS_BODY."""
+    body = src.field(MQE_JMS_BODY, (BYTE_ARRAY,))
     data = body if isinstance(body, bytes) else b""
     if jms.message_type == TEXT:
         try:
@@ -250,4 +285,41 @@ def mqe_to_jms(msg: MQeFields, destination: str | None = None) -> JMSMessage:
         root = JMSSTREAM.parse(data).children[0]
         jms.body = [c.value for c in root.children]
         jms.body_types = [c.dt or STRING for c in root.children]
+
+
+#: MQe -> JMS, one row per JMS field, in the order the fields are checked.
+_FROM_MQE: tuple[tuple[str, Callable[[JMSMessage, _FromMQe], None]], ...] = (
+    ("JMSTimestamp", _timestamp_from_mqe),
+    ("JMSMessageID", _message_id_from_mqe),
+    ("JMSCorrelationID", _correlation_id_from_mqe),
+    ("JMSExpiration", _expiration_from_mqe),
+    ("JMSPriority", _priority_from_mqe),
+    ("JMSReplyTo", _reply_to_from_mqe),
+    ("JMSDeliveryMode", _delivery_mode_from_mqe),
+    ("JMSRedelivered", _redelivered_from_mqe),
+    ("JMSType", _type_from_mqe),
+    ("properties", _properties_from_mqe),
+    ("body", _body_from_mqe),
+)
+
+
+def mqe_to_jms(msg: MQeFields, destination: str | None = None) -> JMSMessage:
+    """The JMS message in ``msg``; ``destination`` is the queue it was received from.
+
+    Raises :class:`MQeFieldsError` naming the field (``Msg_Priority``,
+    ``MQe_JMS_HEADER.MQe_JMS_DELIVERYMODE``, ``MQe_JMS_PROPERTIES.name``...) for anything that
+    is not a valid MQe JMS message; for a text body that is not UTF-8 the offset is the byte
+    offset in ``MQe_JMS_BODY``."""
+    version = _field(msg, MQE_JMS_VERSION, _INTEGERS)
+    if version is None:
+        raise MQeFieldsError(MQE_JMS_VERSION, None, "missing: not an MQe JMS message")
+    if version != 1:
+        raise MQeFieldsError(MQE_JMS_VERSION, None, f"version {version} is not supported (1 is)")
+    cls = _field(msg, MQE_JMS_CLASS, _TEXT)
+    if cls not in MQE_TO_CLASS:
+        raise MQeFieldsError(MQE_JMS_CLASS, None, f"{cls!r} is not a JMS message class ({', '.join(sorted(MQE_TO_CLASS))})")
+    jms = JMSMessage(message_type=MQE_TO_CLASS[cls], JMSDestination=destination)
+    src = _FromMQe(msg)
+    for _field_name, row in _FROM_MQE:
+        row(jms, src)
     return jms

@@ -10,6 +10,7 @@ parsed body tree is added as ``tree`` (display only).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeVar
 
 from relaymq.message.ccsid import decode_text, encode_text
@@ -18,7 +19,7 @@ from relaymq.message.domains.json_domain import JSON as JSON_DOMAIN, from_elemen
 from relaymq.message.domains.registry import canonical_domain, parse_body
 from relaymq.message.errors import FormatError
 from relaymq.message.folders import parse_folder, serialize_folder
-from relaymq.message.headers import MQMessage, RawHeader, fmt
+from relaymq.message.headers import Header, MQMessage, RawHeader, fmt
 from relaymq.message.mqdlh import MQDLH
 from relaymq.message.mqmd import MQMD
 from relaymq.message.mqrfh import MQRFH
@@ -150,41 +151,68 @@ def from_json(doc: object) -> MQMessage:
     if "descriptor_ccsid" in data:
         msg.md_ccsid = _int(data["descriptor_ccsid"], "descriptor_ccsid")
     for i, h in enumerate(_require(data.get("headers", []), list, "headers")):
-        where = f"headers[{i}]"
-        h = dict(_require(h, dict, where))
-        kind = h.pop("header", None)
-        for key in _DISPLAY_ONLY.get(str(kind), ()):
-            h.pop(key, None)
-        if kind == "MQRFH2":
-            folders = _require(h.pop("folders", []), list, f"{where}.folders")
-            rfh2 = MQRFH2(**_typed_fields(h, MQRFH2(), where))  # type: ignore[arg-type]
-            rfh2.folders = [
-                parse_folder(_str(t, f"{where}.folders[{j}]"), field=f"{where}.folders[{j}]")
-                for j, t in enumerate(folders)
-            ]
-            msg.headers.append(rfh2)
-        elif kind == "MQRFH":
-            pairs = []
-            for j, pair in enumerate(_require(h.pop("NameValueString", []), list, f"{where}.NameValueString")):
-                item = f"{where}.NameValueString[{j}]"
-                if not isinstance(pair, list) or len(pair) != 2:
-                    raise FormatError(item, None, "expected a [name, value] pair")
-                pairs.append((_str(pair[0], item + "[0]"), _str(pair[1], item + "[1]")))
-            msg.headers.append(MQRFH(**_typed_fields(h, MQRFH(), where), name_values=pairs))  # type: ignore[arg-type]
-        elif kind == "MQDLH":
-            msg.headers.append(MQDLH(**_typed_fields(h, MQDLH(), where)))  # type: ignore[arg-type]
-        elif isinstance(kind, str) and kind.startswith("MQH"):
-            for key in ("bytes", *_COMMON[:3]):
-                if key not in h:
-                    raise FormatError(f"{where}.{key}", None, f"a {kind} header needs {key}")
-            msg.headers.append(RawHeader(
-                kind, _hex(h["bytes"], f"{where}.bytes"), _int(h["Encoding"], f"{where}.Encoding"),
-                _int(h["CodedCharSetId"], f"{where}.CodedCharSetId"), _str(h["Format"], f"{where}.Format"),
-            ))
-        else:
-            raise FormatError(f"{where}.header", None, f"unknown header kind {kind!r}")
+        msg.headers.append(_header_from_json(h, f"headers[{i}]"))
     body = _require(data.get("body", {}), dict, "body")
     assert isinstance(body, dict)
+    _body_from_json(body, msg)
+    return msg
+
+
+def _header_from_json(doc: object, where: str) -> Header:
+    h = dict(_require(doc, dict, where))
+    kind = h.pop("header", None)
+    for key in _DISPLAY_ONLY.get(str(kind), ()):
+        h.pop(key, None)
+    read = _HEADERS_FROM_JSON.get(str(kind))
+    if read is not None:
+        return read(h, where)
+    if isinstance(kind, str) and kind.startswith("MQH"):
+        return _raw_header_from_json(kind, h, where)
+    raise FormatError(f"{where}.header", None, f"unknown header kind {kind!r}")
+
+
+def _rfh2_from_json(h: dict[str, object], where: str) -> Header:
+    folders = _require(h.pop("folders", []), list, f"{where}.folders")
+    rfh2 = MQRFH2(**_typed_fields(h, MQRFH2(), where))  # type: ignore[arg-type]
+    rfh2.folders = [
+        parse_folder(_str(t, f"{where}.folders[{j}]"), field=f"{where}.folders[{j}]")
+        for j, t in enumerate(folders)
+    ]
+    return rfh2
+
+
+def _rfh_from_json(h: dict[str, object], where: str) -> Header:
+    pairs = []
+    for j, pair in enumerate(_require(h.pop("NameValueString", []), list, f"{where}.NameValueString")):
+        item = f"{where}.NameValueString[{j}]"
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise FormatError(item, None, "expected a [name, value] pair")
+        pairs.append((_str(pair[0], item + "[0]"), _str(pair[1], item + "[1]")))
+    return MQRFH(**_typed_fields(h, MQRFH(), where), name_values=pairs)  # type: ignore[arg-type]
+
+
+def _dlh_from_json(h: dict[str, object], where: str) -> Header:
+    return MQDLH(**_typed_fields(h, MQDLH(), where))  # type: ignore[arg-type]
+
+
+def _raw_header_from_json(kind: str, h: dict[str, object], where: str) -> Header:
+    for key in ("bytes", *_COMMON[:3]):
+        if key not in h:
+            raise FormatError(f"{where}.{key}", None, f"a {kind} header needs {key}")
+    return RawHeader(
+        kind, _hex(h["bytes"], f"{where}.bytes"), _int(h["Encoding"], f"{where}.Encoding"),
+        _int(h["CodedCharSetId"], f"{where}.CodedCharSetId"), _str(h["Format"], f"{where}.Format"),
+    )
+
+
+#: Header kind -> how its JSON object becomes the header (other MQH* kinds are raw bytes).
+_HEADERS_FROM_JSON: dict[str, Callable[[dict[str, object], str], Header]] = {
+    "MQRFH2": _rfh2_from_json, "MQRFH": _rfh_from_json, "MQDLH": _dlh_from_json,
+}
+
+
+def _body_from_json(body: dict[str, object], msg: MQMessage) -> None:
+    md = msg.md
     if "format" in body:
         body_format = _str(body["format"], "body.format")
         if msg.headers:
@@ -202,4 +230,3 @@ def from_json(doc: object) -> MQMessage:
         msg.body = _hex(body["hex"], "body.hex")
     if "domain" in body:
         canonical_domain(_str(body["domain"], "body.domain"))
-    return msg

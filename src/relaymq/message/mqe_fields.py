@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from relaymq.message.errors import MQeFieldsError
 
@@ -59,56 +59,84 @@ def _float32(value: float) -> float:
     return single
 
 
+def _bad(name: str, kind: str, reason: str) -> MQeFieldsError:
+    return MQeFieldsError(name, None, f"{kind}: {reason}")
+
+
+def _check_ascii(name: str, kind: str, value: object) -> object:
+    if not isinstance(value, str) or not value.isascii():
+        raise _bad(name, kind, "needs ASCII text")
+    return value
+
+
+def _check_unicode(name: str, kind: str, value: object) -> object:
+    if not isinstance(value, str):
+        raise _bad(name, kind, "needs text")
+    return value
+
+
+def _check_integer(name: str, kind: str, value: object) -> object:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _bad(name, kind, f"{value!r} is not an integer")
+    bits = INTEGER_BITS[kind]
+    if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+        raise _bad(name, kind, f"{value} does not fit in {bits} bits")
+    return value
+
+
+def _check_float(name: str, kind: str, value: object) -> object:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _bad(name, kind, f"{value!r} is not a number")
+    f = float(value)
+    if kind == FLOAT and not math.isinf(f) and not math.isnan(f):
+        try:
+            return _float32(f)
+        except OverflowError:
+            raise _bad(name, kind, f"{value!r} does not fit in a float") from None
+    return f
+
+
+def _check_boolean(name: str, kind: str, value: object) -> object:
+    if not isinstance(value, bool):
+        raise _bad(name, kind, f"{value!r} is not a boolean")
+    return value
+
+
+def _check_bytes(name: str, kind: str, value: object) -> object:
+    if not isinstance(value, (bytes, bytearray)):
+        raise _bad(name, kind, "needs bytes")
+    return bytes(value)
+
+
+def _check_array(name: str, kind: str, value: object) -> object:
+    if not isinstance(value, (list, tuple)):
+        raise _bad(name, kind, "needs a list")
+    element = ARRAY_ELEMENT[kind]
+    return [check_value(f"{name}[{i}]", element, v) for i, v in enumerate(value)]
+
+
+def _check_fields(name: str, kind: str, value: object) -> object:
+    if not isinstance(value, MQeFields):
+        raise _bad(name, kind, "needs an MQeFields")
+    return value
+
+
+#: Field type -> the check of a value for it (the value as stored, or an MQeFieldsError).
+_CHECKS: dict[str, Callable[[str, str, object], object]] = {
+    ASCII: _check_ascii, UNICODE: _check_unicode, FLOAT: _check_float, DOUBLE: _check_float,
+    BOOLEAN: _check_boolean, BYTE_ARRAY: _check_bytes, FIELDS: _check_fields,
+    **dict.fromkeys(INTEGER_BITS, _check_integer), **dict.fromkeys(ARRAY_ELEMENT, _check_array),
+}
+
+
 def check_value(name: str, kind: str, value: object) -> object:
     """The value as stored for ``kind`` (floats rounded to single precision), or an error."""
-    def bad(reason: str) -> MQeFieldsError:
-        return MQeFieldsError(name, None, f"{kind}: {reason}")
-
     if value is None and (kind in ARRAY_ELEMENT or kind == BYTE_ARRAY):
         return None  # a zero-length fixed array restores as null (seed 004 l.474)
-    if kind == ASCII:
-        if not isinstance(value, str) or not value.isascii():
-            raise bad("needs ASCII text")
-        return value
-    if kind == UNICODE:
-        if not isinstance(value, str):
-            raise bad("needs text")
-        return value
-    if kind in INTEGER_BITS:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise bad(f"{value!r} is not an integer")
-        bits = INTEGER_BITS[kind]
-        if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
-            raise bad(f"{value} does not fit in {bits} bits")
-        return value
-    if kind in (FLOAT, DOUBLE):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise bad(f"{value!r} is not a number")
-        f = float(value)
-        if kind == FLOAT and not math.isinf(f) and not math.isnan(f):
-            try:
-                return _float32(f)
-            except OverflowError:
-                raise bad(f"{value!r} does not fit in a float") from None
-        return f
-    if kind == BOOLEAN:
-        if not isinstance(value, bool):
-            raise bad(f"{value!r} is not a boolean")
-        return value
-    if kind == BYTE_ARRAY:
-        if not isinstance(value, (bytes, bytearray)):
-            raise bad("needs bytes")
-        return bytes(value)
-    if kind in ARRAY_ELEMENT:
-        if not isinstance(value, (list, tuple)):
-            raise bad("needs a list")
-        element = ARRAY_ELEMENT[kind]
-        return [check_value(f"{name}[{i}]", element, v) for i, v in enumerate(value)]
-    if kind == FIELDS:
-        if not isinstance(value, MQeFields):
-            raise bad("needs an MQeFields")
-        return value
-    raise MQeFieldsError(name, None, f"unknown field type {kind!r}")
+    check = _CHECKS.get(kind)
+    if check is None:
+        raise MQeFieldsError(name, None, f"unknown field type {kind!r}")
+    return check(name, kind, value)
 
 
 class MQeFields:

@@ -43,6 +43,7 @@ from relaymq.bridge.settings import host_check, name_check
 from relaymq.config import ConfigError, boolean, build_section, int_range, key_field, one_of, text
 from relaymq.network import clone_list
 from relaymq.qmgr.names import is_valid_name
+from relaymq.net.binding import MAX_PORT
 
 RELATIONS = ("collective", "parent", "child", "gateway")
 
@@ -61,7 +62,7 @@ class NeighborSettings:
 
     name: str = key_field("", name_check)
     host: str = key_field("", host_check)
-    port: int = key_field(1883, int_range(1, 65535))
+    port: int = key_field(1883, int_range(1, MAX_PORT))
     relation: str = key_field("collective", one_of(*RELATIONS))
     username: str = key_field("", text)
     password: str = key_field("", text)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +63,13 @@ class StagedRows(WriterCommitMessage):
     """An executor's task result: the messages it read, in order."""
 
     messages: list[OutMessage]
+
+
+def _target(name: str | None, kind: str) -> str:
+    """The topic or queue a message goes to; a row staged for the other kind of sink has none."""
+    if name is None:
+        raise ValueError(f"relaymq sink: a row has no {kind}, and this sink delivers to a {kind}")
+    return name
 
 
 def _text_or_bytes(value: Any) -> bytes:
@@ -140,7 +147,7 @@ class MqttPublisher:
         except (OSError, ValueError) as error:
             raise ConnectionError(f"relaymq sink: cannot connect to the broker at {address}: {error}") from None
         self.client.loop_start()
-        if not connected.wait(timeout) or self._reason.is_failure:
+        if not connected.wait(timeout) or (self._reason is not None and self._reason.is_failure):
             self.close()
             reason = self._reason if self._reason is not None else "no answer"
             raise ConnectionError(f"relaymq sink: the broker at {address} refused the connection: {reason}")
@@ -157,7 +164,7 @@ class MqttPublisher:
                 props.CorrelationData = message.correl_id
             if message.content_type:
                 props.ContentType = message.content_type
-            infos.append(self.client.publish(message.topic, message.body, qos=message.qos,
+            infos.append(self.client.publish(_target(message.topic, "topic"), message.body, qos=message.qos,
                                              retain=message.retain, properties=props))
         for info in infos:
             info.wait_for_publish(self.timeout)
@@ -193,7 +200,7 @@ class QueuePutter:
 
         for message, sink_id in zip(messages, sink_ids, strict=False):
             try:
-                self.qm.put(message.queue, to_mq_message(message, sink_id), uid=sink_id, confirm_id=1, resend=True)
+                self.qm.put(_target(message.queue, "queue"), to_mq_message(message, sink_id), uid=sink_id, confirm_id=1, resend=True)
             except DuplicateMessage:
                 continue  # delivered before a crash: the queue manager already has it
             self.qm.confirm_put(sink_id)
@@ -239,7 +246,7 @@ def deliver_batch(options: dict[str, str], messages: list[StagedRows | None], ba
     options = _lower(options)
     sink_id = options.get("sinkid", "sink")
     ledger = _ledger(options, sink_id) if batch_id is not None else None
-    if ledger is not None and ledger.delivered(batch_id):  # type: ignore[arg-type]
+    if ledger is not None and batch_id is not None and ledger.delivered(batch_id):
         return 0
     outgoing = [m for staged in messages if staged is not None for m in staged.messages]
     if outgoing:
@@ -248,8 +255,8 @@ def deliver_batch(options: dict[str, str], messages: list[StagedRows | None], ba
             delivery.deliver(outgoing, [f"{sink_id}:{batch_id}:{i}" for i in range(len(outgoing))])
         finally:
             delivery.close()
-    if ledger is not None:
-        ledger.record(batch_id, len(outgoing))  # type: ignore[arg-type]
+    if ledger is not None and batch_id is not None:
+        ledger.record(batch_id, len(outgoing))
     return len(outgoing)
 
 
@@ -295,7 +302,7 @@ def _ledger(options: dict[str, str], sink_id: str) -> Ledger:
 class RelayMQBatchWriter(DataSourceWriter):
     """``df.write.format("relaymq")``: deliver every row once the job's tasks succeeded."""
 
-    def __init__(self, options: dict[str, str], schema: Any) -> None:
+    def __init__(self, options: Mapping[str, str], schema: Any) -> None:
         self.options = _lower(options)
 
     def write(self, iterator: Iterator[Any]) -> StagedRows:
@@ -308,7 +315,7 @@ class RelayMQBatchWriter(DataSourceWriter):
 class RelayMQStreamWriter(DataSourceStreamWriter):
     """``writeStream.format("relaymq")``: one delivery per micro-batch id, ever."""
 
-    def __init__(self, options: dict[str, str], schema: Any) -> None:
+    def __init__(self, options: Mapping[str, str], schema: Any) -> None:
         self.options = _lower(options)
         _ledger(self.options, self.options.get("sinkid", "sink"))  # fail at start, not at batch 0
 

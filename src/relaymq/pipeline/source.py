@@ -21,7 +21,7 @@ yield Arrow RecordBatches, so no per-value Python conversion happens on the exec
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
@@ -58,7 +58,7 @@ def _read(partition: RangePartition) -> Iterator[Any]:
 class _Options:
     """The options both readers share, parsed once, with errors naming the option."""
 
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: Mapping[str, str]) -> None:
         location = options.get("log") or options.get("path")
         if not location:
             raise ValueError('relaymq source: option "log" is required (log directory or http://broker:port)')
@@ -93,7 +93,7 @@ class _Options:
                 for r in planning.plan_ranges(start, end, self.split)]
 
 
-def _positive(options: dict[str, str], name: str) -> int | None:
+def _positive(options: Mapping[str, str], name: str) -> int | None:
     value = options.get(name)
     if value is None:
         return None

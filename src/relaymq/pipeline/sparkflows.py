@@ -32,7 +32,7 @@ def to_message(record: LogRecord) -> Any:
     through flows.mqtt_mapping.from_mqtt (psc.Topic, usr), a queue message with its MQMD
     fields, an RFH2 ``usr`` folder and the body, in the record's domain."""
     from relaymq.message.mqtt_mapping import from_mqtt
-    from relaymq.message.headers import MQMessage
+    from relaymq.message.headers import Header, MQMessage
     from relaymq.message.message import Message
     from relaymq.message.mqmd import MQMD
     from relaymq.message.mqrfh2 import MQRFH2
@@ -49,7 +49,7 @@ def to_message(record: LogRecord) -> Any:
         if isinstance(value, bytes):
             value = value.ljust(24, b"\0")[:24] if value else getattr(md, name)
         setattr(md, name, value)
-    headers = []
+    headers: list[Header] = []
     if record.usr:
         rfh2 = MQRFH2(CodedCharSetId=record.ccsid, Format=record.format, NameValueCCSID=1208)
         usr = rfh2.ensure_folder("usr")

@@ -40,6 +40,21 @@ def _render(tok: Token) -> str:
     return tok.text
 
 
+def _is(tok: Token | None, kind: Kind, words: tuple[str, ...]) -> bool:
+    return tok is not None and tok.kind is kind and tok.text in words
+
+
+def _starts_clause(tok: Token) -> bool:
+    """A clause starting with ``tok`` lacks its identifier (``>= 5``, ``BETWEEN 1 AND 3``)."""
+    return _is(tok, Kind.OP, _STARTERS_OP) or _is(tok, Kind.KEYWORD, (*_STARTERS_KW, "NOT"))
+
+
+def _is_value(tok: Token, prev: Token | None) -> bool:
+    """A bare word after a comparison or BETWEEN's bounds is a string value, not an identifier."""
+    return tok.kind is Kind.IDENT and (
+        _is(prev, Kind.OP, _STARTERS_OP) or _is(prev, Kind.KEYWORD, ("BETWEEN", "AND")))
+
+
 def complete_header_selector(identifier: str, fragment: str) -> str:
     """``('JMSPriority', '>= 5 AND <= 8')`` -> ``JMSPriority >= 5 AND JMSPriority <= 8``."""
     tokens = [t for t in tokenize(fragment) if t.kind is not Kind.END]
@@ -52,25 +67,16 @@ def complete_header_selector(identifier: str, fragment: str) -> str:
     expect_start = True
     prev: Token | None = None
     for tok in tokens:
-        if expect_start:
-            if (tok.kind is Kind.OP and tok.text in _STARTERS_OP) or (
-                tok.kind is Kind.KEYWORD and tok.text in _STARTERS_KW + ("NOT",)
-            ):
-                out.append(identifier)
-            expect_start = False
-        if tok.kind is Kind.IDENT and prev is not None and (
-            (prev.kind is Kind.OP and prev.text in _STARTERS_OP)
-            or (prev.kind is Kind.KEYWORD and prev.text in ("BETWEEN", "AND"))
-        ):
-            out.append(_quote(tok.text))
-        else:
-            out.append(_render(tok))
+        if expect_start and _starts_clause(tok):
+            out.append(identifier)
+        expect_start = False
+        out.append(_quote(tok.text) if _is_value(tok, prev) else _render(tok))
         if tok.kind is Kind.LPAREN:
             depth += 1
         elif tok.kind is Kind.RPAREN:
             depth -= 1
         # ``BETWEEN a AND b``: the AND belongs to BETWEEN, not a new clause.
-        elif (tok.kind is Kind.KEYWORD and tok.text in ("AND", "OR") and depth == 0
+        elif (_is(tok, Kind.KEYWORD, ("AND", "OR")) and depth == 0
               and not (tok.text == "AND" and _inside_between(out))):
             expect_start = True
         prev = tok

@@ -63,6 +63,10 @@ def _is_ident_part(ch: str) -> bool:
     return ch.isalpha() or ch.isdecimal() or ch in "_$"
 
 
+#: Single-character tokens.
+_PUNCTUATION = {"(": Kind.LPAREN, ")": Kind.RPAREN, ",": Kind.COMMA}
+
+
 def tokenize(text: str) -> list[Token]:
     """Split ``text`` into tokens; the list always ends with an END token.
 
@@ -75,64 +79,95 @@ def tokenize(text: str) -> list[Token]:
         ch = text[i]
         if ch.isspace():
             i += 1
-            continue
-        start = i
-        if ch == "'":
-            i += 1
-            parts: list[str] = []
-            while True:
-                j = text.find("'", i)
-                if j < 0:
-                    raise SelectorError("unterminated string literal", start, text)
-                parts.append(text[i:j])
-                if j + 1 < n and text[j + 1] == "'":  # '' is a quote inside the literal
-                    parts.append("'")
-                    i = j + 2
-                    continue
-                i = j + 1
-                break
-            s = "".join(parts)
-            tokens.append(Token(Kind.STRING, s, start, s))
-            continue
-        if _is_digit(ch) or (ch == "." and i + 1 < n and _is_digit(text[i + 1])):
+        elif ch == "'":
+            i = _scan_string(text, i, tokens)
+        elif _is_digit(ch) or (ch == "." and i + 1 < n and _is_digit(text[i + 1])):
             i = _scan_number(text, i, tokens)
-            continue
-        if _is_ident_start(ch):
+        elif _is_ident_start(ch):
+            i = _scan_word(text, i, tokens)
+        elif ch in _PUNCTUATION:
+            tokens.append(Token(_PUNCTUATION[ch], ch, i))
             i += 1
-            while i < n:
-                if _is_ident_part(text[i]) or text[i] == "." and i + 1 < n and _is_ident_start(text[i + 1]):
-                    i += 1
-                elif text[i] == "." :
-                    raise SelectorError("a '.' in a reference must be followed by a name", i, text)
-                else:
-                    break
-            word = text[start:i]
-            if "." not in word and word.isascii() and word.upper() in KEYWORDS:
-                tokens.append(Token(Kind.KEYWORD, word.upper(), start))
-            else:
-                tokens.append(Token(Kind.IDENT, word, start))
-            continue
-        if ch == "(":
-            tokens.append(Token(Kind.LPAREN, ch, start))
-            i += 1
-            continue
-        if ch == ")":
-            tokens.append(Token(Kind.RPAREN, ch, start))
-            i += 1
-            continue
-        if ch == ",":
-            tokens.append(Token(Kind.COMMA, ch, start))
-            i += 1
-            continue
-        for op in _OPERATORS:
-            if text.startswith(op, i):
-                tokens.append(Token(Kind.OP, op, start))
-                i += len(op)
-                break
         else:
-            raise SelectorError(f"unexpected character {ch!r}", start, text)
+            i = _scan_operator(text, i, tokens)
     tokens.append(Token(Kind.END, "", n))
     return tokens
+
+
+def _scan_string(text: str, i: int, tokens: list[Token]) -> int:
+    """A string literal from its opening quote; ``''`` is a quote inside it."""
+    start, n = i, len(text)
+    i += 1
+    parts: list[str] = []
+    while True:
+        j = text.find("'", i)
+        if j < 0:
+            raise SelectorError("unterminated string literal", start, text)
+        parts.append(text[i:j])
+        if j + 1 < n and text[j + 1] == "'":
+            parts.append("'")
+            i = j + 2
+            continue
+        s = "".join(parts)
+        tokens.append(Token(Kind.STRING, s, start, s))
+        return j + 1
+
+
+def _scan_word(text: str, i: int, tokens: list[Token]) -> int:
+    """An identifier (a dotted reference is one) or a keyword."""
+    start, n = i, len(text)
+    i += 1
+    while i < n:
+        if _is_ident_part(text[i]) or text[i] == "." and i + 1 < n and _is_ident_start(text[i + 1]):
+            i += 1
+        elif text[i] == "." :
+            raise SelectorError("a '.' in a reference must be followed by a name", i, text)
+        else:
+            break
+    word = text[start:i]
+    if "." not in word and word.isascii() and word.upper() in KEYWORDS:
+        tokens.append(Token(Kind.KEYWORD, word.upper(), start))
+    else:
+        tokens.append(Token(Kind.IDENT, word, start))
+    return i
+
+
+def _scan_operator(text: str, i: int, tokens: list[Token]) -> int:
+    for op in _OPERATORS:
+        if text.startswith(op, i):
+            tokens.append(Token(Kind.OP, op, i))
+            return i + len(op)
+    raise SelectorError(f"unexpected character {text[i]!r}", i, text)
+
+
+def _scan_hex(text: str, i: int, tokens: list[Token]) -> int:
+    """A hexadecimal exact literal ``0x1F`` (with an optional long suffix)."""
+    n, start = len(text), i
+    i += 2
+    while i < n and text[i] in "0123456789abcdefABCDEF":
+        i += 1
+    if i == start + 2:
+        raise SelectorError("hexadecimal literal needs digits", start, text)
+    if i < n and text[i] in "lL":
+        i += 1
+    tokens.append(Token(Kind.EXACT, text[start:i], start, int(text[start + 2 : i].rstrip("lL"), 16)))
+    return _no_word_after(text, i)
+
+
+def _skip_digits(text: str, i: int) -> int:
+    while i < len(text) and _is_digit(text[i]):
+        i += 1
+    return i
+
+
+def _scan_exponent(text: str, i: int) -> int:
+    """The end of the exponent that starts at ``i`` (an ``e`` or ``E``)."""
+    j = i + 1
+    if j < len(text) and text[j] in "+-":
+        j += 1
+    if j < len(text) and _is_digit(text[j]):
+        return _skip_digits(text, j)
+    raise SelectorError("exponent needs digits", i, text)
 
 
 def _scan_number(text: str, i: int, tokens: list[Token]) -> int:
@@ -141,36 +176,16 @@ def _scan_number(text: str, i: int, tokens: list[Token]) -> int:
     Signs are unary operators in the grammar; a trailing ``L``/``l`` (Java long) or ``F``/``D``
     suffix is accepted as JMS providers do. Hexadecimal ``0x1F`` is accepted as an exact number.
     """
-    n, start = len(text), i
     if text.startswith(("0x", "0X"), i):
-        i += 2
-        while i < n and text[i] in "0123456789abcdefABCDEF":
-            i += 1
-        if i == start + 2:
-            raise SelectorError("hexadecimal literal needs digits", start, text)
-        if i < n and text[i] in "lL":
-            i += 1
-        tokens.append(Token(Kind.EXACT, text[start:i], start, int(text[start + 2 : i].rstrip("lL"), 16)))
-        return _no_word_after(text, i)
-    approx = False
-    while i < n and _is_digit(text[i]):
-        i += 1
-    if i < n and text[i] == ".":
-        approx = True
-        i += 1
-        while i < n and _is_digit(text[i]):
-            i += 1
+        return _scan_hex(text, i, tokens)
+    n, start = len(text), i
+    i = _skip_digits(text, i)
+    approx = i < n and text[i] == "."
+    if approx:
+        i = _skip_digits(text, i + 1)
     if i < n and text[i] in "eE":
-        j = i + 1
-        if j < n and text[j] in "+-":
-            j += 1
-        if j < n and _is_digit(text[j]):
-            approx = True
-            i = j
-            while i < n and _is_digit(text[i]):
-                i += 1
-        else:
-            raise SelectorError("exponent needs digits", i, text)
+        approx = True
+        i = _scan_exponent(text, i)
     literal = text[start:i]
     if i < n and text[i] in "fFdD":
         approx = True

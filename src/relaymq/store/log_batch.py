@@ -1,9 +1,9 @@
 """How the message log's entries are kept in the database file: record batches.
 
 An entry of the log is small (a topic, a few header fields, a body of some hundred bytes), and
-SQLite costs about the same per row whatever the row holds: about 13 µs here for a row of the
-log's 26 columns, which caps a log kept one row per entry near 75,000 entries a second however
-the commits are grouped. So the log keeps the entries that one commit appends to a partition
+SQLite costs about the same per row whatever the row holds, so a log kept one row per entry is
+capped by the row rate however the commits are grouped (docs/pipeline.md gives the figure,
+where it describes record batches). So the log keeps the entries that one commit appends to a partition
 together, as one row of ``log_batches`` (a *record batch*, as Kafka's segments hold them):
 
     log_batches (partition, first_seq, count, last_ts, data)

@@ -42,7 +42,7 @@ class HTTPRequest(Node):
         except DomainError as err:
             raise self.error(err.reason, "response_domain") from None
 
-    async def evaluate(self, assembly: Assembly, context: Any) -> list[Emission]:  # type: ignore[override]
+    async def evaluate(self, assembly: Assembly, context: Any) -> list[Emission]:
         url = assembly.local_environment.get(URL_PATH) or self.props["url"]
         if not url:
             raise FlowException("no URL: set url or LocalEnvironment.Destination.HTTP.RequestURL", node=self.name)

@@ -19,8 +19,8 @@ class RouteToLabel(Node):
 
     def evaluate(self, assembly: Assembly, context: Any) -> list[Emission]:
         folder = assembly.local_environment.find("Destination.RouteToLabel")
-        names = [d.get("labelname") for d in (folder.children_named("Destination") if folder else [])]
-        names = [n for n in names if isinstance(n, str) and n]
+        values = [d.get("labelname") for d in (folder.children_named("Destination") if folder else [])]
+        names = [n for n in values if isinstance(n, str) and n]
         if not names:
             raise FlowException("LocalEnvironment.Destination.RouteToLabel names no label", node=self.name)
         if self.props["mode"] == "first":

@@ -8,10 +8,11 @@ from typing import Any
 
 from relaymq.flows.node import Prop
 from relaymq.flows.nodes.input_base import InputNode
+from relaymq.net.binding import MAX_PORT
 
 
 def _port(value: Any) -> str | None:
-    return None if 0 <= value <= 65535 else "a port in 0..65535"
+    return None if 0 <= value <= MAX_PORT else f"a port in 0..{MAX_PORT}"
 
 
 class SCADAInput(InputNode):

@@ -125,26 +125,37 @@ def build(raw: object, key: str, base_dir: str | None) -> NetworkSettings:
         raise ConfigError(f"{key}.neighbor", "expected [[network.neighbor]] tables")
     neighbors: list[NeighborSettings] = []
     for index, item in enumerate(neighbors_raw):
-        item_key = f"{key}.neighbor[{index}]"
-        for required in ("name", "host", "port"):
-            if isinstance(item, dict) and required not in item:
-                raise ConfigError(f"{item_key}.{required}", "missing: every neighbour needs name, host and port")
-        neighbor = build_section(NeighborSettings, item, item_key, base_dir)
-        if neighbor.name == settings.broker:
-            raise ConfigError(f"{item_key}.name", f"{neighbor.name!r} is this broker (network.broker): a broker is"
-                                                  " not its own neighbour")
-        if any(n.name == neighbor.name for n in neighbors):
-            raise ConfigError(f"{item_key}.name", f"{neighbor.name!r} is listed twice: two connections to one"
-                                                  " broker make publications cycle (item 40)")
-        if neighbor.password and not neighbor.username:
-            raise ConfigError(f"{item_key}.username", "password is set but username is not (both are needed)")
-        if neighbor.relation == "parent" and any(n.relation == "parent" for n in neighbors):
-            raise ConfigError(f"{item_key}.relation", "a second parent: a hierarchy is a tree, two parents make"
-                                                      " publications cycle (item 40)")
-        neighbors.append(neighbor)
+        neighbors.append(_neighbor(item, f"{key}.neighbor[{index}]", base_dir, settings.broker, neighbors))
     if neighbors and not settings.broker:
         raise ConfigError(f"{key}.broker", "needed with neighbours: this broker's name in the network")
     settings = dataclasses.replace(settings, neighbor=tuple(neighbors))
+    _check_clones(settings, key)
+    return settings
+
+
+def _neighbor(item: object, item_key: str, base_dir: str | None, broker: str,
+              earlier: list[NeighborSettings]) -> NeighborSettings:
+    """One [[network.neighbor]], checked against this broker and the neighbours before it."""
+    for required in ("name", "host", "port"):
+        if isinstance(item, dict) and required not in item:
+            raise ConfigError(f"{item_key}.{required}", "missing: every neighbour needs name, host and port")
+    neighbor = build_section(NeighborSettings, item, item_key, base_dir)
+    if neighbor.name == broker:
+        raise ConfigError(f"{item_key}.name", f"{neighbor.name!r} is this broker (network.broker): a broker is"
+                                              " not its own neighbour")
+    if any(n.name == neighbor.name for n in earlier):
+        raise ConfigError(f"{item_key}.name", f"{neighbor.name!r} is listed twice: two connections to one"
+                                              " broker make publications cycle (item 40)")
+    if neighbor.password and not neighbor.username:
+        raise ConfigError(f"{item_key}.username", "password is set but username is not (both are needed)")
+    if neighbor.relation == "parent" and any(n.relation == "parent" for n in earlier):
+        raise ConfigError(f"{item_key}.relation", "a second parent: a hierarchy is a tree, two parents make"
+                                                  " publications cycle (item 40)")
+    return neighbor
+
+
+def _check_clones(settings: NetworkSettings, key: str) -> None:
+    """``cloned_brokers`` parses, and each clone is a collective neighbour (item 43)."""
     try:
         clones = settings.clones
     except ValueError as err:
@@ -154,4 +165,3 @@ def build(raw: object, key: str, base_dir: str | None) -> NetworkSettings:
     why = clone_problem(clones, settings.neighbor)
     if why is not None:
         raise ConfigError(f"{key}.cloned_brokers", why)
-    return settings

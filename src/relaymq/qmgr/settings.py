@@ -229,6 +229,18 @@ def build(raw: object, key: str, base_dir: str | None) -> QmgrSettings:
     connections_raw = table.pop("connection", None)
     identities = _identities(table.pop("channel_identities", {}), f"{key}.channel_identities")
     settings = build_section(QmgrSettings, table, key, base_dir)
+    _check_channel_security(settings, key)
+    connections = tuple(
+        replace(c, tls_ca=c.tls_ca or settings.channel_tls_ca, tls_cert=c.tls_cert or settings.channel_tls_cert,
+                tls_key=c.tls_key or settings.channel_tls_key) if c.tls and not c.tls_cert else c
+        for c in build_connections(connections_raw, f"{key}.connection", base_dir))
+    _check_adapters(settings, connections, key)
+    return QmgrSettings(**{**settings.__dict__, "queue": _queues(queues, settings, key), "connection": connections,
+                           "channel_identities": identities})
+
+
+def _check_channel_security(settings: QmgrSettings, key: str) -> None:
+    """The channel listener's TLS files go together, and its password file reads."""
     if bool(settings.channel_tls_cert) != bool(settings.channel_tls_key):
         missing = "channel_tls_key" if settings.channel_tls_cert else "channel_tls_cert"
         raise ConfigError(f"{key}.{missing}", "channel_tls_cert and channel_tls_key go together (both are needed"
@@ -243,14 +255,14 @@ def build(raw: object, key: str, base_dir: str | None) -> QmgrSettings:
     if settings.channel_tls_ca and not settings.channel_tls_cert:
         raise ConfigError(f"{key}.channel_tls_ca", "needs channel_tls_cert and channel_tls_key (client certificates"
                                                    " need a TLS listener)")
-    connections = tuple(
-        replace(c, tls_ca=c.tls_ca or settings.channel_tls_ca, tls_cert=c.tls_cert or settings.channel_tls_cert,
-                tls_key=c.tls_key or settings.channel_tls_key) if c.tls and not c.tls_cert else c
-        for c in build_connections(connections_raw, f"{key}.connection", base_dir))
+
+
+def _queues(queues: object, settings: QmgrSettings, key: str) -> tuple[QueueDefinition, ...]:
+    """The [[qmgr.queue]] definitions: each valid, named once (remote and home-server
+    definitions may repeat a name), a cryptor naming a key of the key file."""
     if not isinstance(queues, list):
         raise ConfigError(f"{key}.queue", "expected [[qmgr.queue]] tables")
     keys = _keys(settings.key_file, f"{key}.key_file")
-    _check_adapters(settings, connections, key)
     seen: dict[str, int] = {}
     definitions = []
     for i, queue in enumerate(queues):
@@ -263,7 +275,4 @@ def build(raw: object, key: str, base_dir: str | None) -> QmgrSettings:
                                                            f" ({settings.key_file or 'not set'})")
         seen.setdefault(definition.name, i)
         definitions.append(definition)
-    return QmgrSettings(**{**settings.__dict__, "queue": tuple(definitions), "connection": connections,
-                           "channel_identities": identities})
-
-
+    return tuple(definitions)

@@ -76,9 +76,8 @@ def remove_subscription(broker: Broker, session: Session, full_filter: str, pers
     return True
 
 
-def handle_subscribe(conn: Connection, pkt: p.Subscribe) -> None:
+def handle_subscribe(conn: Connection, session: Session, pkt: p.Subscribe) -> None:
     broker = conn.broker
-    session = conn.session
     level = conn.level
     sub_id = pkt.properties.get("subscription_identifier") if level == 5 else None
     filter_text = filter_from_properties(pkt.properties) if level == 5 else None
@@ -142,9 +141,8 @@ def handle_subscribe(conn: Connection, pkt: p.Subscribe) -> None:
     broker.store.on_durable(acknowledge)
 
 
-def handle_unsubscribe(conn: Connection, pkt: p.Unsubscribe) -> None:
+def handle_unsubscribe(conn: Connection, session: Session, pkt: p.Unsubscribe) -> None:
     broker = conn.broker
-    session = conn.session
     codes = []
     for full in pkt.topic_filters:
         try:

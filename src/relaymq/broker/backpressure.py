@@ -180,9 +180,12 @@ def _wake(broker: Broker, waiters: list[Connection]) -> None:
             broker.defer(conn.resume_held)
 
 
-def hold(conn: Connection, retry: Callable[[], bool], session: Session) -> None:
-    """Hold ``conn``'s publication until ``session`` (blocking) has room: ``retry`` routes it
-    then. Counted once per publication, however often it is held again."""
+def hold(conn: Connection, retry: Callable[[], bool]) -> None:
+    """Hold ``conn``'s publication until the session routing found full
+    (``Backpressure.held_on``, blocking) has room: ``retry`` routes it then. Counted once per
+    publication, however often it is held again."""
+    session = conn.broker.backpressure.held_on
+    assert session is not None and session.blocking is not None  # routing set it when it returned HELD
     held = conn.held_back
     if held is None:
         held = conn.held_back = Held()
@@ -190,7 +193,7 @@ def hold(conn: Connection, retry: Callable[[], bool], session: Session) -> None:
         conn.broker.stats.publications_held += 1
     held.retry = retry
     held.session = session
-    session.blocking.append(conn)  # type: ignore[union-attr]
+    session.blocking.append(conn)
 
 
 def must_wait(conn: Connection, held: Held, packet: Any) -> bool:

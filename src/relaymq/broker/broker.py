@@ -253,9 +253,9 @@ class Broker:
         for cid, entry in list(self.pending_wills.items()):
             if now >= entry.due:
                 self.fire_will(cid)
-                session = self.sessions.get(cid)
-                if session is not None and session.persisted:
-                    save_session(self, session)  # the stored will is gone
+                owner = self.sessions.get(cid)
+                if owner is not None and owner.persisted:
+                    save_session(self, owner)  # the stored will is gone
         for session in [s for s in self.sessions.values() if s.expired(now)]:
             log.info("session %s expired", session.client_id)
             self.end_session(session, REMOVED_EXPIRED)

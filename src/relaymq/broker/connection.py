@@ -37,6 +37,7 @@ from relaymq.broker.handle_publish import (
 from relaymq.broker.handle_subscribe import handle_subscribe, handle_unsubscribe
 from relaymq.broker.records import PendingAck
 from relaymq.broker.session import NOTHING_QUEUED, grown
+from relaymq.broker.states import ACCEPT, AWAITING_CONNECT, CHECK_PASSWORD, CLOSE, FLAGS, Event, State, next_state
 from relaymq.broker.stats import DROP_TOO_LARGE
 from relaymq.ratelog import RefusalLog
 
@@ -55,9 +56,10 @@ REFUSALS = RefusalLog(log)
 #: store-bound replies count: they go out without the client's help, so this never deadlocks.
 MAX_PENDING_ACKS = 1000
 
-#: Packet type -> handler(connection, packet) once CONNECT is done; filled in below the class
-#: (the handlers import this module).
-HANDLERS: dict[int, Callable[[Connection, Any], None]] = {}
+#: What the CONNECTED state reads (states.py): packet type -> handler(connection, session,
+#: packet), given the session the state guarantees; filled in below the class (Connection.pingreq
+#: is one). AWAITING_CONNECT reads CONNECT only (Connection.dispatch).
+SESSION_HANDLERS: dict[int, Callable[[Connection, Session, Any], None]] = {}
 
 
 class Connection:
@@ -69,7 +71,7 @@ class Connection:
         "client_max_packet", "closed", "connected", "created_at", "held", "held_back", "inbound_qos2",
         "inbound_unacked", "keep_alive", "last_received", "last_topic", "level", "link",
         "listener", "messages_received", "messages_sent", "paused", "peer", "problem_information", "pubrels_waiting",
-        "read_paused_for", "reader", "send_quota", "session", "username", "will", "will_delay",
+        "read_paused_for", "reader", "send_quota", "session", "state", "username", "will", "will_delay",
     )
 
     def __init__(self, broker: Broker, link: Any, peer: str = "?", listener: str = "default",
@@ -85,11 +87,15 @@ class Connection:
         #: MQTT 5 Request Problem Information (3.1.2.11.7): 0 forbids Reason Strings and User
         #: Properties on every packet but PUBLISH, CONNACK and DISCONNECT.
         self.problem_information = True
+        # Set by the ACCEPT transition and only by it (``accept``): never None in CONNECTED.
         self.session: Session | None = None
         self.client_id: str | None = None
         self.username: str | None = None
-        self.connected = False  # CONNACK accepted sent
-        self.closed = False
+        # The state (states.py) and its two views, written together by ``move`` only:
+        # ``connected`` a CONNECT was accepted (CONNECTED, and CLOSED after it), ``closed``
+        # nothing more is read or written (REFUSED, CLOSED).
+        self.state: State = AWAITING_CONNECT
+        self.connected, self.closed = FLAGS[AWAITING_CONNECT]
         self.keep_alive = 0
         self.last_received = broker.clock.monotonic()
         # What this connection moved (pubsub.md item 44's per-connection statistics);
@@ -114,7 +120,7 @@ class Connection:
         # Acknowledgements not sent yet, in the order their packets arrived: [bytes, completes,
         # ready]; the first ones go out as soon as they are ready (acknowledge_*).
         self.acks: deque[PendingAck] = NOTHING_QUEUED  # type: ignore[assignment]  # a deque once used
-        self._acks_unregistered: list[list] = []  # queued in this read, not yet given to the store
+        self._acks_unregistered: list[PendingAck] = []  # queued in this read, not yet given to the store
         self.paused = False  # the link's buffer is over its high-water mark
         self.held = bytearray()  # written while paused, handed to the link on resume
         # Why reading is paused: "write" (the link is congested), "auth" (CONNECT waits for its
@@ -134,10 +140,26 @@ class Connection:
             # hold the broker's resources past the limit. Nothing has been said yet, so there
             # is nobody to send a CONNACK to: the socket is closed at once (as Mosquitto does).
             log.warning("refusing connection from %s: max_connections (%d) reached", peer, max_conn)
-            self.closed = True
+            self.move(CLOSE)
             link.close()
             return
         broker.connections.add(self)
+
+    # ------------------------------------------------------------------ state
+    def move(self, event: Event) -> None:
+        """Take the transition ``event`` from the current state (states.TRANSITIONS)."""
+        self.state = state = next_state(self.state, event)
+        self.connected, self.closed = FLAGS[state]
+
+    def check_password(self) -> None:
+        """CONNECT read, its password checked off the loop: read nothing until it answers."""
+        self.move(CHECK_PASSWORD)
+        self.pause_reading("auth")
+
+    def accept(self, session: Session) -> None:
+        """The CONNECT is accepted: the connection has ``session`` from now on."""
+        self.session = session
+        self.move(ACCEPT)
 
     # ------------------------------------------------------------------ input
     def data_received(self, data: bytes) -> None:
@@ -173,15 +195,18 @@ class Connection:
                     self._register_acks()
 
     def dispatch(self, packet: p.Packet) -> None:
-        if not self.connected:
-            if packet.packet_type == p.CONNECT:
+        """Hand ``packet`` to the handler its state reads it with (states.py): called in
+        AWAITING_CONNECT and CONNECTED only (the others read nothing)."""
+        session = self.session
+        if session is None:  # AWAITING_CONNECT: a session comes with ACCEPT only
+            if isinstance(packet, p.Connect):
                 handle_connect(self, packet)
                 return
             raise ProtocolError("the first packet must be CONNECT")
         held = self.held_back
         if held is not None and must_wait(self, held, packet):
             return  # behind a publication held back by a full session, in arrival order
-        handler = HANDLERS.get(packet.packet_type)
+        handler = SESSION_HANDLERS.get(packet.packet_type)
         if handler is None:
             kind = packet.packet_type
             if kind == p.CONNECT:
@@ -189,15 +214,16 @@ class Connection:
             if kind == p.AUTH and self.level == 5:
                 raise ProtocolError("enhanced authentication is not supported")
             raise ProtocolError(f"a client may not send packet type {kind}")
-        handler(self, packet)
+        handler(self, session, packet)
 
     def resume_held(self) -> None:
         """The full session this connection's publication waited for has room (called on a
         turn of its own, ``Broker.defer``): route the publication, which may be held again by
         another full session, then handle the packets that waited behind it (backpressure.py)."""
         held = self.held_back
-        if held is None or held.session is not None or held.retry is None or self.closed:
-            return  # gone, or already waiting again
+        session = self.session
+        if held is None or held.session is not None or held.retry is None or self.closed or session is None:
+            return  # gone, or already waiting again (only a CONNECTED connection is ever held)
         self._dispatching = True  # as in process_buffered: durable acks registered once, below
         with self.broker.store.unit():  # as in process_buffered: every copy commits together
             try:
@@ -208,7 +234,7 @@ class Connection:
                 while packets and not self.closed:
                     packet, size = packets.popleft()
                     held.bytes -= size
-                    HANDLERS[packet.packet_type](self, packet)
+                    SESSION_HANDLERS[packet.packet_type](self, session, packet)
                     if held.retry is not None:
                         return  # that one is held back in turn; the rest wait behind it
                 self.held_back = None
@@ -225,7 +251,7 @@ class Connection:
                     self._register_acks()
         self.process_buffered()  # what arrived while reading was paused for another reason
 
-    def pingreq(self, packet: p.Pingreq) -> None:
+    def pingreq(self, session: Session, packet: p.Pingreq) -> None:
         self.send(p.Pingresp())  # mqtt.md item 21; seed 000 l.1021
 
     # ------------------------------------------------------------------ output
@@ -363,7 +389,7 @@ class Connection:
             self.pause_reading("acks")
         return entry
 
-    def acknowledge_when_durable(self, packet: p.Packet, completes: bool) -> None:
+    def acknowledge_when_durable(self, packet: p.Puback | p.Pubrec | p.Pubcomp, completes: bool) -> None:
         """Send ``packet`` (PUBACK, PUBREC, PUBCOMP without properties) once everything stored
         so far is durable, in order with the connection's other acknowledgements."""
         self.acknowledge(packet.packet_type, packet.packet_id, packet.reason_code, completes, True)
@@ -401,7 +427,7 @@ class Connection:
                     "of %d (4 x max_outbound_buffer)", self.peer, self.client_id,
                     len(self.held) + self.link.get_write_buffer_size(), hard_limit)
         self.held = bytearray()
-        self.closed = True
+        self.move(CLOSE)
         self.link.abort()
         self.detach(publish_will=True)
 
@@ -437,7 +463,7 @@ class Connection:
     def close(self, publish_will: bool) -> None:
         if self.closed:
             return
-        self.closed = True
+        self.move(CLOSE)
         if self.held:  # the last words (a DISCONNECT, acknowledgements) go before the close
             data, self.held = bytes(self.held), bytearray()
             self.link.write(data)
@@ -447,7 +473,7 @@ class Connection:
     def connection_lost(self) -> None:
         """The socket went away: an I/O error counts as an unexpected close (mqtt.md item 25)."""
         if not self.closed:
-            self.closed = True
+            self.move(CLOSE)
             self.detach(publish_will=True)
 
     def shutdown(self) -> None:
@@ -482,7 +508,7 @@ class Connection:
             retransmit_due(self.broker, self.session, now)
 
 
-HANDLERS.update({
+SESSION_HANDLERS.update({
     p.PUBLISH: handle_publish, p.PUBACK: handle_puback, p.PUBREC: handle_pubrec,
     p.PUBREL: handle_pubrel, p.PUBCOMP: handle_pubcomp, p.SUBSCRIBE: handle_subscribe,
     p.UNSUBSCRIBE: handle_unsubscribe, p.PINGREQ: Connection.pingreq, p.DISCONNECT: handle_disconnect,

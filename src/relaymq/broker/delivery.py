@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from relaymq.broker import backpressure
 from relaymq.broker.persistence import forget_delivery, persist_delivery, update_delivery
 from relaymq.broker.session import Delivery
+from relaymq.broker.states import CONNECTED
 from relaymq.broker.stats import DROP_QOS0_NOT_CONNECTED, DROP_QUEUE_FULL
 from relaymq.mqtt import packets as p
 from relaymq.mqtt.reason_codes import QUOTA_EXCEEDED
@@ -48,7 +49,7 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
         return
     d = Delivery(broker.new_seq(), message, qos, retain, list(subscription_ids) if subscription_ids else [])
     session.queued_bytes += size
-    if (not queue and conn is not None and conn.connected and not conn.closed
+    if (not queue and conn is not None and conn.state is CONNECTED
             and len(session.inflight) < conn.send_quota and not conn.outbound_congested()):
         # Nothing waits before it and the window has room: straight into flight, so a
         # persistent session stores it once, already in its in-flight state.
@@ -99,41 +100,52 @@ def overflow(broker: Broker, session: Session, message: StoredMessage, qos: int,
         _spill(broker, session, message, qos, retain, subscription_ids)
         return
     policy = session.overflow
+    if policy == BLOCK and _take_while_blocking(broker, session, message, qos, retain, subscription_ids, backlog):
+        return
     size = len(message.payload)
-    if policy == BLOCK:
-        # The first message that finds the session full is always taken: it may come from a
-        # client, whose publication was routed before the session blocked (however large it is).
-        first = session.blocking is None
-        if first:
-            backpressure.start_blocking(broker, session)
-        if persistent:
-            if first or backlog < 2 * limits.max_stored_messages:
-                _spill(broker, session, message, qos, retain, subscription_ids)
-                return
-        elif first or len(session.queue) < 2 * limits.max_queued_messages and (
-                not limits.max_queued_bytes or session.queued_bytes + size <= 2 * limits.max_queued_bytes):
-            d = Delivery(broker.new_seq(), message, qos, retain, list(subscription_ids or ()))
-            session.queued_bytes += size
-            session.enqueue(d)
-            pump(broker, session)
-            return
-    elif policy == DROP_OLDEST:
-        while _full(broker, session, size) and (session.queue or session.spilled):
-            _drop_oldest(broker, session)
-        if not _full(broker, session, size):
-            deliver(broker, session, message, qos, retain, subscription_ids, watch)
-            return
+    if policy == DROP_OLDEST and _make_room(broker, session, size):
+        deliver(broker, session, message, qos, retain, subscription_ids, watch)
+        return
     conn = session.connection
-    if policy == DROP_NEW and persistent and _connected(conn):
-        assert conn is not None
+    if policy == DROP_NEW and persistent and conn is not None and conn.state is CONNECTED:
         _count_drop(broker, session, "dropped", size, disconnect=True)
         conn.disconnect_with(QUOTA_EXCEEDED, f"{backlog} messages waiting: max_stored_messages reached")
     else:
         _count_drop(broker, session, "dropped", size)
 
 
-def _connected(conn: Connection | None) -> bool:
-    return conn is not None and conn.connected and not conn.closed
+def _take_while_blocking(broker: Broker, session: Session, message: StoredMessage, qos: int, retain: bool,
+                         subscription_ids: list[int] | None, backlog: int) -> bool:
+    """``block``: the session holds its publishers back from now on; this message is still
+    taken, up to twice the limits (False past them: it is dropped). The first message that
+    finds the session full is always taken: it may come from a client, whose publication was
+    routed before the session blocked (however large it is)."""
+    limits = broker.limits
+    first = session.blocking is None
+    if first:
+        backpressure.start_blocking(broker, session)
+    if session.persistent:
+        if first or backlog < 2 * limits.max_stored_messages:
+            _spill(broker, session, message, qos, retain, subscription_ids)
+            return True
+        return False
+    size = len(message.payload)
+    if first or len(session.queue) < 2 * limits.max_queued_messages and (
+            not limits.max_queued_bytes or session.queued_bytes + size <= 2 * limits.max_queued_bytes):
+        d = Delivery(broker.new_seq(), message, qos, retain, list(subscription_ids or ()))
+        session.queued_bytes += size
+        session.enqueue(d)
+        pump(broker, session)
+        return True
+    return False
+
+
+def _make_room(broker: Broker, session: Session, size: int) -> bool:
+    """``drop-oldest``: drop the oldest waiting messages until one of ``size`` bytes fits;
+    False when it does not even then."""
+    while _full(broker, session, size) and (session.queue or session.spilled):
+        _drop_oldest(broker, session)
+    return not _full(broker, session, size)
 
 
 def _spill(broker: Broker, session: Session, message: StoredMessage, qos: int, retain: bool,
@@ -224,7 +236,7 @@ def refill(broker: Broker, session: Session) -> None:
 def pump(broker: Broker, session: Session) -> None:
     """Move queued messages into the in-flight window while it has room."""
     conn = session.connection
-    if conn is None or not conn.connected or conn.closed:
+    if conn is None or conn.state is not CONNECTED:
         return
     queue = session.queue
     if not queue and not session.spilled:
@@ -280,7 +292,7 @@ def send_first(broker: Broker, session: Session, conn: Connection, d: Delivery) 
 def send_when_durable(broker: Broker, session: Session, conn: Connection, d: Delivery) -> None:
     """Send a QoS 2 delivery whose packet id is now durable, unless things moved on meanwhile
     (the client went away: the reconnect resends it with DUP from the in-flight window)."""
-    if (session.connection is conn and conn.connected and not conn.closed and d.state == SENT
+    if (session.connection is conn and conn.state is CONNECTED and d.state == SENT
             and session.inflight.get(d.packet_id) is d):  # type: ignore[arg-type]
         send_first(broker, session, conn, d)
 

@@ -9,7 +9,7 @@ to the user who made it, and the will must be a publication its client may make.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from relaymq.broker.backpressure import unblock
 from relaymq.broker.delivery import BLOCK, pump, resend_inflight
@@ -41,7 +41,8 @@ def refuse(conn: Connection, reason_code: int, why: str) -> None:
 
 
 def handle_connect(conn: Connection, pkt: p.Connect) -> None:
-    broker = conn.broker
+    """CONNECT, read in AWAITING_CONNECT (states.py): check what needs no session (the
+    client id, the will), then who the client is; ``connect_session`` does the rest."""
     level = pkt.protocol_level
     conn.level = level
     conn.reader.protocol_level = level
@@ -52,38 +53,56 @@ def handle_connect(conn: Connection, pkt: p.Connect) -> None:
     if level == 5 and "authentication_method" in props:
         refuse(conn, rc.BAD_AUTHENTICATION_METHOD, "enhanced authentication is not supported")
         return
+    chosen = choose_client_id(conn, pkt)
+    if chosen is None:
+        return
+    client_id, assigned = chosen
+    conn.client_id = client_id
+    if pkt.will is not None and not will_acceptable(conn, pkt.will):
+        return
+    # the will's message itself is made once the will is authorised (connect_session)
+    authenticate(conn, pkt, client_id, assigned)
 
-    # -- client identifier rules per level
+
+def choose_client_id(conn: Connection, pkt: p.Connect) -> tuple[str, bool] | None:
+    """The client identifier rules per level: (the id, whether the broker assigned it), or
+    None when the CONNECT was refused for its id."""
     client_id = pkt.client_id
-    assigned = False
+    level = conn.level
     if level == 3:
         if not 1 <= len(client_id) <= V3_MAX_CLIENT_ID:
             refuse(conn, rc.CLIENT_IDENTIFIER_NOT_VALID, "MQIsdp client id must be 1-23 characters")
-            return
-    elif client_id == "":
-        if level == 4 and not pkt.clean_start:
-            refuse(conn, rc.CLIENT_IDENTIFIER_NOT_VALID, "empty client id needs clean session")
-            return
-        client_id = broker.assign_client_id()
-        assigned = True
-    conn.client_id = client_id
+            return None
+        return client_id, False
+    if client_id != "":
+        return client_id, False
+    if level == 4 and not pkt.clean_start:
+        refuse(conn, rc.CLIENT_IDENTIFIER_NOT_VALID, "empty client id needs clean session")
+        return None
+    return conn.broker.assign_client_id(), True
 
-    # -- will (validated before anything changes)
-    will = pkt.will
-    if will is not None:
-        try:
-            validate_topic_name(will.topic, broker.limits.max_topic_length, mixed_literal=conn.level == 3)
-        except TopicError as err:
-            raise ProtocolError(f"invalid will topic: {err.reason}", rc.TOPIC_NAME_INVALID) from None
-        if will.qos > broker.limits.max_qos:
-            refuse(conn, rc.QOS_NOT_SUPPORTED, "will QoS above the maximum")
-            return
-        if will.retain and not broker.limits.retain_available:
-            refuse(conn, rc.RETAIN_NOT_SUPPORTED, "retained wills are not available")
-            return
-        # the message itself is made once the will is authorised (connect_session)
 
-    # -- authentication
+def will_acceptable(conn: Connection, will: p.Will) -> bool:
+    """The will is checked before anything changes: a topic that is no topic is a protocol
+    error; a QoS or a retain flag the broker does not offer refuses the CONNECT (False)."""
+    limits = conn.broker.limits
+    try:
+        validate_topic_name(will.topic, limits.max_topic_length, mixed_literal=conn.level == 3)
+    except TopicError as err:
+        raise ProtocolError(f"invalid will topic: {err.reason}", rc.TOPIC_NAME_INVALID) from None
+    if will.qos > limits.max_qos:
+        refuse(conn, rc.QOS_NOT_SUPPORTED, "will QoS above the maximum")
+        return False
+    if will.retain and not limits.retain_available:
+        refuse(conn, rc.RETAIN_NOT_SUPPORTED, "retained wills are not available")
+        return False
+    return True
+
+
+def authenticate(conn: Connection, pkt: p.Connect, client_id: str, assigned: bool) -> None:
+    """Who the client is: a verified certificate's name, a user name with its password
+    (checked later: ``check_password``), or anonymous if allowed; then ``connect_session``."""
+    broker = conn.broker
     username = pkt.username
     cert_user = conn.certificate_user
     if cert_user is not None and username in (None, cert_user):
@@ -94,12 +113,12 @@ def handle_connect(conn: Connection, pkt: p.Connect) -> None:
         # Another name than the certificate's must prove itself with that user's password;
         # without that, any certificate could claim any user (an administrator's, say).
         why = f"certificate of {cert_user!r} may not connect as {username!r} without its password"
-        if broker.passwords is None:
+        if broker.passwords is None or username is None:
             refuse(conn, rc.NOT_AUTHORIZED, why)
         else:
-            check_password(conn, pkt, client_id, assigned, rc.NOT_AUTHORIZED, why)
+            check_password(conn, pkt, username, client_id, assigned, rc.NOT_AUTHORIZED, why)
     elif broker.passwords is not None and username is not None:
-        check_password(conn, pkt, client_id, assigned, rc.BAD_USER_NAME_OR_PASSWORD,
+        check_password(conn, pkt, username, client_id, assigned, rc.BAD_USER_NAME_OR_PASSWORD,
                        f"bad user name or password for {username!r}")
     elif username is None and not broker.config.access.allow_anonymous:
         refuse(conn, rc.NOT_AUTHORIZED, "anonymous access is disabled")
@@ -107,13 +126,13 @@ def handle_connect(conn: Connection, pkt: p.Connect) -> None:
         connect_session(conn, pkt, client_id, assigned, username)
 
 
-def check_password(conn: Connection, pkt: p.Connect, client_id: str, assigned: bool,
+def check_password(conn: Connection, pkt: p.Connect, username: str, client_id: str, assigned: bool,
                    failure_code: int, why: str) -> None:
     """Check the CONNECT's password, which may take a while (bcrypt, on a thread of the
-    server's: Broker.authenticate); meanwhile the connection reads and dispatches nothing
-    more, and the packets that follow the CONNECT wait in its reader."""
-    username = pkt.username
-    conn.pause_reading("auth")
+    server's: Broker.authenticate); meanwhile the connection is AUTHENTICATING (states.py):
+    it reads and dispatches nothing more, and the packets that follow the CONNECT wait in its
+    reader."""
+    conn.check_password()
 
     def done(ok: bool) -> None:
         if conn.closed:
@@ -152,50 +171,85 @@ def owner_refusal(broker: Broker, session: Session | None, username: str | None)
 def connect_session(conn: Connection, pkt: p.Connect, client_id: str, assigned: bool,
                     username: str | None) -> None:
     """The client is who it says: check what it may have, take over or start its session and
-    send CONNACK."""
+    send CONNACK (the ACCEPT transition, states.py)."""
     broker = conn.broker
-    level = conn.level
-    props = pkt.properties
-
     # -- authorization, before anything changes (issue 15 findings 4 and 5)
-    will = pkt.will
-    why = owner_refusal(broker, broker.sessions.get(client_id), username)
-    if why is None and will is not None:
-        why = broker.will_refusal(username, client_id, will.topic)
-        if why is not None:
-            why = f"will on {will.topic!r} for user {username!r}: {why}"
+    why = connect_refusal(broker, pkt, client_id, username)
     if why is not None:
         refuse(conn, rc.NOT_AUTHORIZED, why)
         return
     conn.username = username
-    if will is not None:
-        # made right after its ACL check, as handle_publish makes a PUBLISH's message (a
-        # telemetry endpoint notes the publishing user in that call: flows/scada.py)
-        wprops = dict(will.properties)
-        conn.will_delay = wprops.pop("will_delay_interval", 0)
-        expiry = wprops.pop("message_expiry_interval", None)
-        conn.will = broker.new_message(will.topic, will.payload, will.qos, will.retain, wprops, expiry)
+    if pkt.will is not None:
+        make_will(conn, pkt.will)
+    take_over(conn, client_id)
+    session, session_present = open_session(conn, pkt, client_id, username)
+    conn.keep_alive = pkt.keep_alive
+    if conn.level == 5:
+        ack_props = negotiate_v5(conn, pkt, session, assigned)
+    else:
+        ack_props = {}
+        conn.send_quota = broker.limits.max_inflight
+    conn.accept(session)
+    n = sum(1 for c in broker.connections if c.connected)
+    broker.stats.clients_maximum = max(broker.stats.clients_maximum, n)
+    log.debug("client %s connected from %s (level %d, clean %s, keepalive %d)",
+              client_id, conn.peer, conn.level, pkt.clean_start, pkt.keep_alive)
+    if not send_connack(conn, session_present, ack_props):
+        return
+    if session_present:
+        resend_inflight(broker, session)  # 3.1.1 rule: retransmit on reconnect
+    pump(broker, session)
 
-    # -- take over a connected client id (mqtt.md decision: the old connection is closed)
-    existing = broker.sessions.get(client_id)
+
+def connect_refusal(broker: Broker, pkt: p.Connect, client_id: str, username: str | None) -> str | None:
+    """Why ``username`` may not connect as ``client_id`` with this CONNECT's will; None if it
+    may (the session's owner, then the will topic's ACL)."""
+    why = owner_refusal(broker, broker.sessions.get(client_id), username)
+    will = pkt.will
+    if why is None and will is not None:
+        why = broker.will_refusal(username, client_id, will.topic)
+        if why is not None:
+            why = f"will on {will.topic!r} for user {username!r}: {why}"
+    return why
+
+
+def make_will(conn: Connection, will: p.Will) -> None:
+    """The will's message, made right after its ACL check, as handle_publish makes a
+    PUBLISH's message (a telemetry endpoint notes the publishing user in that call:
+    flows/scada.py)."""
+    wprops = dict(will.properties)
+    conn.will_delay = wprops.pop("will_delay_interval", 0)
+    expiry = wprops.pop("message_expiry_interval", None)
+    conn.will = conn.broker.new_message(will.topic, will.payload, will.qos, will.retain, wprops, expiry)
+
+
+def take_over(conn: Connection, client_id: str) -> None:
+    """A connected client id is taken over: the old connection is closed (mqtt.md decision)."""
+    existing = conn.broker.sessions.get(client_id)
     if existing is not None and existing.connection is not None:
         old = existing.connection
         # its will goes out in 3.1.1/5 (it did not disconnect); not in v3, which did not fail
         old.disconnect_with(rc.SESSION_TAKEN_OVER, f"session taken over by {conn.peer}",
                             publish_will=old.level >= 4)
+
+
+def open_session(conn: Connection, pkt: p.Connect, client_id: str,
+                 username: str | None) -> tuple[Session, bool]:
+    """Resume the client's session or start one (clean start, expiry: mqtt.md item 20):
+    (the session, whether it was present)."""
+    broker = conn.broker
+    level = conn.level
     existing = broker.sessions.get(client_id)
     if existing is not None and existing.expired(broker.clock.monotonic()):
         # expired before the periodic tick noticed (right after a restart, say): it is gone
         log.info("session %s expired", client_id)
         broker.end_session(existing, REMOVED_EXPIRED)
         existing = None
-
     expiry_interval = broker.session_expiry_for(level, pkt.clean_start,
-                                                props.get("session_expiry_interval"))
+                                                pkt.properties.get("session_expiry_interval"))
     if existing is not None and pkt.clean_start:
         broker.end_session(existing, REMOVED_CLEAN_START)  # clean start discards the old session (item 20)
         existing = None
-    session_present = existing is not None
     if existing is not None:
         session = existing
         session.protocol_level = level
@@ -207,67 +261,72 @@ def connect_session(conn: Connection, pkt: p.Connect, client_id: str, assigned: 
         broker.sessions[client_id] = session
     session.connection = conn
     session.disconnected_at = None
-    conn.session = session
     # A full queue does what the listener the client came through says (issue 14)
     session.overflow = broker.backpressure.policy(conn.listener)
     if session.blocking is not None and session.overflow != BLOCK:
         unblock(broker, session)
     save_session(broker, session)
+    session_present = existing is not None
     if not session_present and session.persistent:
         for opener in broker.session_openers:
             opener(session)
+    return session, session_present
 
-    # -- connection parameters
-    conn.keep_alive = pkt.keep_alive
+
+def negotiate_v5(conn: Connection, pkt: p.Connect, session: Session, assigned: bool) -> dict:
+    """MQTT 5: take the client's limits (receive maximum, maximum packet size, topic alias
+    maximum) and the CONNACK properties that tell it the broker's (3.2.2.3)."""
+    broker = conn.broker
+    limits = broker.limits
+    props = pkt.properties
+    conn.send_quota = min(props.get("receive_maximum", MAX_UINT16), limits.max_inflight)
+    conn.client_max_packet = props.get("maximum_packet_size", 0)
+    conn.client_alias_max = props.get("topic_alias_maximum", 0)
+    ack_props = broker_limits_v5(limits)
+    if assigned:
+        ack_props["assigned_client_identifier"] = session.client_id
+    max_ka = broker.config.broker.max_keepalive
+    if pkt.keep_alive > max_ka or (pkt.keep_alive == 0 and max_ka < MAX_UINT16):
+        conn.keep_alive = max_ka
+        ack_props["server_keep_alive"] = max_ka
+    if session.expiry_interval != props.get("session_expiry_interval", 0):
+        ack_props["session_expiry_interval"] = session.expiry_interval
+    return ack_props
+
+
+def broker_limits_v5(limits: Any) -> dict:
+    """The CONNACK properties for the broker's limits where they differ from the defaults."""
     ack_props: dict = {}
-    if level == 5:
-        limits = broker.limits
-        conn.send_quota = min(props.get("receive_maximum", MAX_UINT16), limits.max_inflight)
-        conn.client_max_packet = props.get("maximum_packet_size", 0)
-        conn.client_alias_max = props.get("topic_alias_maximum", 0)
-        if limits.topic_alias_maximum:
-            ack_props["topic_alias_maximum"] = limits.topic_alias_maximum
-        if limits.max_inflight < MAX_UINT16:
-            ack_props["receive_maximum"] = limits.max_inflight
-        if limits.max_qos < 2:
-            ack_props["maximum_qos"] = limits.max_qos
-        if not limits.retain_available:
-            ack_props["retain_available"] = 0
-        if limits.max_packet_size < MAX_PACKET_SIZE:
-            ack_props["maximum_packet_size"] = limits.max_packet_size
-        if assigned:
-            ack_props["assigned_client_identifier"] = client_id
-        max_ka = broker.config.broker.max_keepalive
-        if pkt.keep_alive > max_ka or (pkt.keep_alive == 0 and max_ka < MAX_UINT16):
-            conn.keep_alive = max_ka
-            ack_props["server_keep_alive"] = max_ka
-        if expiry_interval != props.get("session_expiry_interval", 0):
-            ack_props["session_expiry_interval"] = expiry_interval
-    else:
-        conn.send_quota = broker.limits.max_inflight
-    conn.connected = True
-    n = sum(1 for c in broker.connections if c.connected)
-    broker.stats.clients_maximum = max(broker.stats.clients_maximum, n)
-    log.debug("client %s connected from %s (level %d, clean %s, keepalive %d)",
-              client_id, conn.peer, level, pkt.clean_start, pkt.keep_alive)
-    connack = encode(p.Connack(session_present and level >= 4, 0, ack_props), level)
+    if limits.topic_alias_maximum:
+        ack_props["topic_alias_maximum"] = limits.topic_alias_maximum
+    if limits.max_inflight < MAX_UINT16:
+        ack_props["receive_maximum"] = limits.max_inflight
+    if limits.max_qos < 2:
+        ack_props["maximum_qos"] = limits.max_qos
+    if not limits.retain_available:
+        ack_props["retain_available"] = 0
+    if limits.max_packet_size < MAX_PACKET_SIZE:
+        ack_props["maximum_packet_size"] = limits.max_packet_size
+    return ack_props
+
+
+def send_connack(conn: Connection, session_present: bool, ack_props: dict) -> bool:
+    """The accepting CONNACK; False (and closed) when it is larger than the client takes."""
+    connack = encode(p.Connack(session_present and conn.level >= 4, 0, ack_props), conn.level)
     if conn.client_max_packet and len(connack) > conn.client_max_packet:
         # MQTT 5 3.1.2.25: nothing larger than the client's maximum may be sent, CONNACK included
-        log.info("client %s: maximum packet size %d is smaller than the CONNACK", client_id,
+        log.info("client %s: maximum packet size %d is smaller than the CONNACK", conn.client_id,
                  conn.client_max_packet)
         conn.close(publish_will=False)
-        return
+        return False
     conn.write(connack)
-    if session_present:
-        resend_inflight(broker, session)  # 3.1.1 rule: retransmit on reconnect
-    pump(broker, session)
+    return True
 
 
-def handle_disconnect(conn: Connection, pkt: p.Disconnect) -> None:
+def handle_disconnect(conn: Connection, session: Session, pkt: p.Disconnect) -> None:
     """DISCONNECT: no will (mqtt.md item 25) unless MQTT 5 reason 0x04; MQTT 5 may change the
     session expiry interval, but not from 0 to non-zero (MQTT 5 3.14.2.2.2)."""
-    session = conn.session
-    if conn.level == 5 and session is not None:
+    if conn.level == 5:
         new_expiry = pkt.properties.get("session_expiry_interval")
         if new_expiry is not None:
             if session.expiry_interval == 0 and new_expiry != 0:
@@ -285,15 +344,16 @@ def session_disconnected(conn: Connection, publish_will: bool) -> None:
     session = conn.session
     will = conn.will
     conn.will = None
-    if not conn.connected:
-        # the CONNECT was never accepted (refused, or the client left during the password
-        # check): there is no will to publish (3.1.1 [MQTT-3.1.2-8]: stored "if the Connect
-        # request is accepted"); publishing it would publish as nobody, unauthenticated
+    if session is None:
+        # REFUSED (states.py): the CONNECT was never accepted (refused, or the client left
+        # during the password check): there is no will to publish (3.1.1 [MQTT-3.1.2-8]:
+        # stored "if the Connect request is accepted"); publishing it would publish as nobody,
+        # unauthenticated
         return
-    if session is None or session.connection is not conn:
+    if session.connection is not conn:
         # taken over (the new connection owns the session now)
         if will is not None and publish_will:
-            broker.publish_will(will, conn.username, conn.client_id)
+            broker.publish_will(will, conn.username, session.client_id)
         return
     session.connection = None
     session.disconnected_at = broker.clock.monotonic()
@@ -301,7 +361,7 @@ def session_disconnected(conn: Connection, publish_will: bool) -> None:
         if conn.level == 5 and conn.will_delay and session.persistent:
             broker.schedule_will(session, session.disconnected_at + conn.will_delay, will)
         else:
-            broker.publish_will(will, conn.username, conn.client_id)
+            broker.publish_will(will, conn.username, session.client_id)
     if not session.persistent:
         broker.end_session(session)
     else:

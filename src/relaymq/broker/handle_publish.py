@@ -27,6 +27,7 @@ from relaymq.store.base import RELEASED, SENT
 
 if TYPE_CHECKING:
     from relaymq.broker.connection import Connection
+    from relaymq.broker.session import Session
     from relaymq.store.base import StoredMessage
 
 log = logging.getLogger("relaymq.publish")
@@ -68,9 +69,11 @@ def resolve_topic(conn: Connection, pkt: p.Publish) -> str:
     return topic
 
 
-def handle_publish(conn: Connection, pkt: p.Publish) -> None:
+def handle_publish(conn: Connection, session: Session, pkt: p.Publish) -> None:
+    """PUBLISH: check it (topic, QoS, retain, the receive maximum, who may publish where),
+    make its message, then route it by QoS: 0 now, 1 then PUBACK (``publish_qos1``), 2 kept
+    until its PUBREL (``receive_qos2``)."""
     broker = conn.broker
-    session = conn.session
     qos = pkt.qos
     stats = broker.stats
     stats.received_by_qos[qos] += 1
@@ -82,72 +85,117 @@ def handle_publish(conn: Connection, pkt: p.Publish) -> None:
         raise ProtocolError(f"QoS {qos} above the maximum {limits.max_qos}", rc.QOS_NOT_SUPPORTED)
     if pkt.retain and not limits.retain_available:
         raise ProtocolError("retain is not available", rc.RETAIN_NOT_SUPPORTED)
-
-    if qos == 2:
-        pid = pkt.packet_id
-        if pid in session.inbound:
-            # a duplicate: acknowledge again, deliver nothing; like the first PUBREC, not before
-            # the message is durable (spec README decision 4)
-            conn.acknowledge_when_durable(p.Pubrec(pid), completes=False)
-            return
-        max_bytes = limits.max_queued_bytes
-        if max_bytes and session.inbound and session.inbound_bytes + len(pkt.payload) > max_bytes:
-            # QoS 2 messages held between PUBREC and PUBREL are bounded like a session's queue
-            # (docs/configuration.md, max_queued_bytes): past it the client is disconnected;
-            # this one was not acknowledged, so it comes again after the reconnect.
-            raise ProtocolError(f"QoS 2 messages awaiting PUBREL exceed max_queued_bytes ({max_bytes})",
-                                rc.QUOTA_EXCEEDED)
+    if qos == 2 and qos2_repeated(conn, session, pkt):
+        return
     if qos > 0 and conn.level == 5 and conn.inbound_unacked >= limits.max_inflight:
         raise ProtocolError("receive maximum exceeded", rc.RECEIVE_MAXIMUM_EXCEEDED)
 
-    allowed = broker.acl is None or broker.acl.can_publish(conn.username, conn.client_id, topic)
-    why = "the ACL refuses it"
+    acl = broker.acl
+    allowed = acl is None or acl.can_publish(conn.username, conn.client_id, topic)
     if topic[0] == "$" and reserved_for_broker(topic):
-        # $SYS and $ISYS are the broker's own (statistics); clients may only publish the
-        # listener control topics, and only administrators may (mqtt.md item 5). Stream topics
-        # ($SYS/STREAM/...) are left to the ACLs (pubsub.md items 6, 38).
-        if not topic.startswith(LISTENER_CONTROL_PREFIX):
-            allowed, why = False, "$SYS and $ISYS are reserved for the broker"
-        elif allowed:
-            allowed, why = handle_listener_control(conn, topic, pkt.payload), "not an administrator"
+        allowed = publish_reserved(conn, topic, pkt.payload, allowed)
+    elif not allowed:
+        refused_publication(conn, topic, "the ACL refuses it")
     message = None
     if allowed:
-        props = pkt.properties
-        fwd = {k: props[k] for k in FORWARDED if k in props} if props else {}
-        message = broker.new_message(topic, pkt.payload, qos, pkt.retain, fwd,
-                                     props.get("message_expiry_interval") if props else None)
-    else:
-        log.info("client %s (user %r) may not publish to %r: %s", conn.client_id, conn.username,
-                 topic, why)
-    refused = rc.NOT_AUTHORIZED if not allowed and conn.level == 5 else rc.SUCCESS
+        if pkt.properties:
+            message = message_with_properties(conn, pkt, topic)
+        else:
+            message = broker.new_message(topic, pkt.payload, qos, pkt.retain, {}, None)
 
     if qos == 0:
         if message is not None:
             process_publication(broker, message, session)
         return
     pid = pkt.packet_id
+    assert pid is not None  # the decoder reads one whenever qos > 0
     conn.inbound_unacked += 1
+    if message is None:
+        refuse_qos12(conn, session, qos, pid)
+    elif qos == 1:
+        publish_qos1(conn, session, message, pid)
+    else:
+        receive_qos2(conn, session, message, pid)
+
+
+def message_with_properties(conn: Connection, pkt: p.Publish, topic: str) -> StoredMessage:
+    """The message of an MQTT 5 PUBLISH with properties: those its subscribers get
+    (FORWARDED), and its expiry."""
+    props = pkt.properties
+    return conn.broker.new_message(topic, pkt.payload, pkt.qos, pkt.retain,
+                                   {k: props[k] for k in FORWARDED if k in props},
+                                   props.get("message_expiry_interval"))
+
+
+def qos2_repeated(conn: Connection, session: Session, pkt: p.Publish) -> bool:
+    """Checks of a QoS 2 PUBLISH before anything else: True for a duplicate of one received
+    and not yet released (acknowledged again, delivered no more); past ``max_queued_bytes``
+    of messages awaiting PUBREL the client is disconnected."""
+    pid = pkt.packet_id
+    assert pid is not None  # the decoder reads one whenever qos > 0
+    if pid in session.inbound:
+        # a duplicate: acknowledge again, deliver nothing; like the first PUBREC, not before
+        # the message is durable (spec README decision 4)
+        conn.acknowledge_when_durable(p.Pubrec(pid), completes=False)
+        return True
+    max_bytes = conn.broker.limits.max_queued_bytes
+    if max_bytes and session.inbound and session.inbound_bytes + len(pkt.payload) > max_bytes:
+        # QoS 2 messages held between PUBREC and PUBREL are bounded like a session's queue
+        # (docs/configuration.md, max_queued_bytes): past it the client is disconnected;
+        # this one was not acknowledged, so it comes again after the reconnect.
+        raise ProtocolError(f"QoS 2 messages awaiting PUBREL exceed max_queued_bytes ({max_bytes})",
+                            rc.QUOTA_EXCEEDED)
+    return False
+
+
+def publish_reserved(conn: Connection, topic: str, payload: bytes, allowed: bool) -> bool:
+    """A PUBLISH to ``$SYS`` or ``$ISYS``, the broker's own (statistics): clients may only
+    publish the listener control topics, and only administrators may (mqtt.md item 5).
+    Stream topics ($SYS/STREAM/...) are left to the ACLs (pubsub.md items 6, 38). Whether the
+    publication goes on to subscribers."""
+    if not topic.startswith(LISTENER_CONTROL_PREFIX):
+        refused_publication(conn, topic, "$SYS and $ISYS are reserved for the broker")
+        return False
+    if not allowed:
+        refused_publication(conn, topic, "the ACL refuses it")
+        return False
+    if not handle_listener_control(conn, topic, payload):
+        refused_publication(conn, topic, "not an administrator")
+        return False
+    return True
+
+
+def refused_publication(conn: Connection, topic: str, why: str) -> None:
+    log.info("client %s (user %r) may not publish to %r: %s", conn.client_id, conn.username, topic, why)
+
+
+def refuse_qos12(conn: Connection, session: Session, qos: int, pid: int) -> None:
+    """Answer a QoS 1/2 publication the client may not make: MQTT 5 says so (0x87), the
+    lower levels, which have no code for it, acknowledge it as if delivered."""
+    refused = rc.NOT_AUTHORIZED if conn.level == 5 else rc.SUCCESS
     if qos == 1:
-        if message is None:
-            conn.acknowledge(p.PUBACK, pid, refused, True, False)  # nothing stored: at once, in order
-            return
-        publish_qos1(conn, message, pid)
-        return
-    if refused:
+        conn.acknowledge(p.PUBACK, pid, refused, True, False)  # nothing stored: at once, in order
+    elif refused:
         # MQTT 5 4.3.3: a PUBREC with a failure code ends the exchange; no PUBREL follows, so
         # the packet id is not held: the client's next message with it is a new message.
         conn.acknowledge_when_durable(p.Pubrec(pid, refused), completes=True)
-        return
+    else:
+        receive_qos2(conn, session, None, pid)  # PUBREC as if taken; PUBREL releases nothing
+
+
+def receive_qos2(conn: Connection, session: Session, message: StoredMessage | None, pid: int) -> None:
+    """Keep a QoS 2 publication until its PUBREL (stored for a persistent session), PUBREC
+    once that is durable."""
     session.inbound[pid] = message
     if message is not None:
         session.inbound_bytes += len(message.payload)
     conn.inbound_qos2.add(pid)  # counts towards the receive maximum until its PUBCOMP
     if session.persistent:
-        persist_inbound(broker, session, pid, message)
+        persist_inbound(conn.broker, session, pid, message)
     conn.acknowledge_when_durable(p.Pubrec(pid), completes=False)
 
 
-def publish_qos1(conn: Connection, message: StoredMessage, pid: int) -> bool:
+def publish_qos1(conn: Connection, session: Session, message: StoredMessage, pid: int) -> bool:
     """Route a client's QoS 1 publication and acknowledge it; or, when a session it goes to is
     full, hold it back unacknowledged (backpressure.py) and return False: it comes here again
     once that session has room."""
@@ -155,9 +203,9 @@ def publish_qos1(conn: Connection, message: StoredMessage, pid: int) -> bool:
     store = broker.store
     submitted = store.submitted
     watch = AckWatch()
-    receivers = process_publication(broker, message, conn.session, True, watch)
+    receivers = process_publication(broker, message, session, True, watch)
     if receivers < 0:
-        hold(conn, partial(publish_qos1, conn, message, pid), broker.backpressure.held_on)
+        hold(conn, partial(publish_qos1, conn, session, message, pid))
         return False
     code = rc.NO_MATCHING_SUBSCRIBERS if receivers == 0 and conn.level == 5 else rc.SUCCESS
     # The PUBACK promises what routing stored (deliveries to persistent sessions, the
@@ -172,19 +220,18 @@ def publish_qos1(conn: Connection, message: StoredMessage, pid: int) -> bool:
     return True
 
 
-def handle_pubrel(conn: Connection, pkt: p.Pubrel) -> None:
-    release_qos2(conn, pkt.packet_id)
+def handle_pubrel(conn: Connection, session: Session, pkt: p.Pubrel) -> None:
+    release_qos2(conn, session, pkt.packet_id)
 
 
-def release_qos2(conn: Connection, pid: int) -> bool:
+def release_qos2(conn: Connection, session: Session, pid: int) -> bool:
     """PUBREL: route the QoS 2 message received with ``pid`` and complete the exchange; or,
     when a session it goes to is full, hold the release back (PUBREC was sent: the message is
     kept, in the store for a persistent session, until it has room) and return False."""
     broker = conn.broker
-    session = conn.session
     message = session.inbound.get(pid)
     if message is not None and process_publication(broker, message, session, True) < 0:
-        hold(conn, partial(release_qos2, conn, pid), broker.backpressure.held_on)
+        hold(conn, partial(release_qos2, conn, session, pid))
         return False
     # Only a message received on this connection was counted here; one received before a
     # reconnect (resumed session) is released without touching this connection's count.
@@ -201,26 +248,25 @@ def release_qos2(conn: Connection, pid: int) -> bool:
     return True
 
 
-def expect_inflight(conn: Connection, packet_id: int, qos: int, states: tuple[int, ...],
+def expect_inflight(session: Session, packet_id: int, qos: int, states: tuple[int, ...],
                     what: str) -> None:
     """An acknowledgement that does not fit the in-flight message it names is a protocol
     error (PUBREC for QoS 1, PUBACK for QoS 2, PUBCOMP before PUBREC); an id not in flight at
     all is ignored, since it may be a late duplicate."""
-    d = conn.session.inflight.get(packet_id)
+    d = session.inflight.get(packet_id)
     if d is not None and (d.qos != qos or d.state not in states):
         raise ProtocolError(f"{what} for packet {packet_id}, a QoS {d.qos} message in state {d.state}")
 
 
-def handle_puback(conn: Connection, pkt: p.Puback) -> None:
-    expect_inflight(conn, pkt.packet_id, 1, (SENT,), "PUBACK")
-    delivery.acknowledged(conn.broker, conn.session, pkt.packet_id, SENT, 1)
+def handle_puback(conn: Connection, session: Session, pkt: p.Puback) -> None:
+    expect_inflight(session, pkt.packet_id, 1, (SENT,), "PUBACK")
+    delivery.acknowledged(conn.broker, session, pkt.packet_id, SENT, 1)
 
 
-def handle_pubrec(conn: Connection, pkt: p.Pubrec) -> None:
+def handle_pubrec(conn: Connection, session: Session, pkt: p.Pubrec) -> None:
     broker = conn.broker
-    session = conn.session
     pid = pkt.packet_id
-    expect_inflight(conn, pid, 2, (SENT, RELEASED), "PUBREC")
+    expect_inflight(session, pid, 2, (SENT, RELEASED), "PUBREC")
     if conn.level == 5 and pkt.reason_code >= 0x80:
         # the subscriber refused it: the exchange ends here (MQTT 5 4.3.3)
         delivery.acknowledged(broker, session, pid, SENT, 2)
@@ -230,6 +276,6 @@ def handle_pubrec(conn: Connection, pkt: p.Pubrec) -> None:
     delivery.send_pubrel(broker, conn, pid, d is not None and d.persisted)
 
 
-def handle_pubcomp(conn: Connection, pkt: p.Pubcomp) -> None:
-    expect_inflight(conn, pkt.packet_id, 2, (RELEASED,), "PUBCOMP")
-    delivery.acknowledged(conn.broker, conn.session, pkt.packet_id, RELEASED, 2)
+def handle_pubcomp(conn: Connection, session: Session, pkt: p.Pubcomp) -> None:
+    expect_inflight(session, pkt.packet_id, 2, (RELEASED,), "PUBCOMP")
+    delivery.acknowledged(conn.broker, session, pkt.packet_id, RELEASED, 2)

@@ -87,9 +87,8 @@ def _remove_from_tree(broker: Broker, session: Session, full_filter: str) -> Non
                 broker.subscriptions.remove(topic_filter, ("$share", group))
 
 
-def handle_subscribe(conn: Connection, pkt: p.Subscribe) -> None:
+def handle_subscribe(conn: Connection, session: Session, pkt: p.Subscribe) -> None:
     broker = conn.broker
-    session = conn.session
     level = conn.level
     sub_id = pkt.properties.get("subscription_identifier") if level == 5 else None
     filter_text = filter_from_properties(pkt.properties) if level == 5 else None
@@ -97,48 +96,10 @@ def handle_subscribe(conn: Connection, pkt: p.Subscribe) -> None:
     refusals: list[str] = []  # why, for the MQTT 5 SUBACK's Reason String (issue 18)
     retained_to_send: list[tuple[SubscriptionRecord, str]] = []
     for req in pkt.subscriptions:
-        full = req.topic_filter
-        try:
-            group, topic_filter = parse_shared(full)
-        except TopicError as err:
-            raise ProtocolError(f"invalid shared subscription {full!r}: {err.reason}") from None
-        try:
-            validate_topic_filter(topic_filter, strict=True, max_length=broker.limits.max_topic_length,
-                                  mixed_literal=conn.level == 3)
-        except TopicError as err:
-            log.info("client %s: invalid topic filter %r: %s", conn.client_id, full, err.reason)
-            if level == 5:
-                codes.append(rc.TOPIC_FILTER_INVALID)
-                refusals.append(f"invalid topic filter {full!r}: {err.reason}")
-                continue
-            raise ProtocolError(f"invalid topic filter {full!r}: {err.reason}") from None
-        if group is not None and req.no_local and level == 5:
-            raise ProtocolError("no local on a shared subscription")  # MQTT 5 3.8.3.1
-        qos = min(req.qos, broker.limits.max_qos)
-        if broker.acl is not None and not broker.acl.can_subscribe(conn.username, conn.client_id, full):
-            log.info("client %s may not subscribe to %r", conn.client_id, full)
-            codes.append(req.qos if level == 3 else (rc.NOT_AUTHORIZED if level == 5 else 0x80))
-            continue
-        existed = full in session.subscriptions
-        sub = SubscriptionRecord(session.client_id, full, qos, req.no_local,
-                                 req.retain_as_published, req.retain_handling, sub_id)
-        try:
-            sub = with_filter(sub, filter_text)
-        except SelectorError as err:
-            log.info("client %s: invalid content filter %r: %s", conn.client_id, filter_text, err)
-            codes.append(rc.IMPLEMENTATION_SPECIFIC_ERROR)
-            refusals.append(f"invalid content filter {filter_text!r}: {err}")
-            continue
-        if existed:
-            remove_subscription(broker, session, full, persist=False, cause=REMOVED_REPLACED)
-        session.subscriptions[full] = sub
-        add_subscription_to_tree(broker, session, sub)
-        if session.persistent:
-            broker.store.put_subscription(sub)
-        codes.append(qos)
-        # retain handling: 0 always, 1 only for a new subscription, 2 never; none for shared
-        if group is None and (req.retain_handling == 0 or (req.retain_handling == 1 and not existed)):
-            retained_to_send.append((sub, topic_filter))
+        code, retained = subscribe(conn, session, req, sub_id, filter_text, refusals)
+        codes.append(code)
+        if retained is not None:
+            retained_to_send.append(retained)
     pid = pkt.packet_id
 
     def acknowledge() -> None:
@@ -153,9 +114,56 @@ def handle_subscribe(conn: Connection, pkt: p.Subscribe) -> None:
     broker.store.on_durable(acknowledge)
 
 
-def handle_unsubscribe(conn: Connection, pkt: p.Unsubscribe) -> None:
+def subscribe(conn: Connection, session: Session, req: p.Subscription, sub_id: int | None,
+              filter_text: str | None, refusals: list[str]) -> tuple[int, tuple[SubscriptionRecord, str] | None]:
+    """One topic filter of a SUBSCRIBE: its SUBACK code, and the subscription with its filter
+    when retained messages are to follow the SUBACK (None when not). Why a filter was refused
+    goes to ``refusals``."""
     broker = conn.broker
-    session = conn.session
+    level = conn.level
+    full = req.topic_filter
+    try:
+        group, topic_filter = parse_shared(full)
+    except TopicError as err:
+        raise ProtocolError(f"invalid shared subscription {full!r}: {err.reason}") from None
+    try:
+        validate_topic_filter(topic_filter, strict=True, max_length=broker.limits.max_topic_length,
+                              mixed_literal=level == 3)
+    except TopicError as err:
+        log.info("client %s: invalid topic filter %r: %s", conn.client_id, full, err.reason)
+        if level == 5:
+            refusals.append(f"invalid topic filter {full!r}: {err.reason}")
+            return rc.TOPIC_FILTER_INVALID, None
+        raise ProtocolError(f"invalid topic filter {full!r}: {err.reason}") from None
+    if group is not None and req.no_local and level == 5:
+        raise ProtocolError("no local on a shared subscription")  # MQTT 5 3.8.3.1
+    qos = min(req.qos, broker.limits.max_qos)
+    if broker.acl is not None and not broker.acl.can_subscribe(conn.username, conn.client_id, full):
+        log.info("client %s may not subscribe to %r", conn.client_id, full)
+        return (req.qos if level == 3 else (rc.NOT_AUTHORIZED if level == 5 else 0x80)), None
+    existed = full in session.subscriptions
+    sub = SubscriptionRecord(session.client_id, full, qos, req.no_local,
+                             req.retain_as_published, req.retain_handling, sub_id)
+    try:
+        sub = with_filter(sub, filter_text)
+    except SelectorError as err:
+        log.info("client %s: invalid content filter %r: %s", conn.client_id, filter_text, err)
+        refusals.append(f"invalid content filter {filter_text!r}: {err}")
+        return rc.IMPLEMENTATION_SPECIFIC_ERROR, None
+    if existed:
+        remove_subscription(broker, session, full, persist=False, cause=REMOVED_REPLACED)
+    session.subscriptions[full] = sub
+    add_subscription_to_tree(broker, session, sub)
+    if session.persistent:
+        broker.store.put_subscription(sub)
+    # retain handling: 0 always, 1 only for a new subscription, 2 never; none for shared
+    if group is None and (req.retain_handling == 0 or (req.retain_handling == 1 and not existed)):
+        return qos, (sub, topic_filter)
+    return qos, None
+
+
+def handle_unsubscribe(conn: Connection, session: Session, pkt: p.Unsubscribe) -> None:
+    broker = conn.broker
     codes = []
     for full in pkt.topic_filters:
         try:

@@ -14,7 +14,8 @@ filter needs is built lazily, once per publication, only when one is matched.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
 
 from relaymq.broker.backpressure import HELD
 from relaymq.broker.delivery import deliver
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from relaymq.broker.ack_watch import AckWatch
     from relaymq.broker.broker import Broker
     from relaymq.broker.session import Session
-    from relaymq.store.base import StoredMessage
+    from relaymq.store.base import StoredMessage, SubscriptionRecord
 
 
 def process_publication(broker: Broker, message: StoredMessage, origin: Session | None,
@@ -60,59 +61,85 @@ def route(broker: Broker, message: StoredMessage, origin: Session | None, hold: 
           watch: AckWatch | None = None) -> int:
     """Deliver ``message`` to every session with a matching subscription, once per client;
     ``watch``: the publisher's QoS 1 PUBACK that may leave before the commit (ack_watch.py),
-    told of each delivery stored on the way."""
-    topic = message.topic
-    sessions = broker.sessions
-    acl = broker.acl
-    origin_id = origin.client_id if origin is not None else None
-    matches = broker.subscriptions.match(topic)
+    told of each delivery stored on the way. A single match (the common case) is delivered
+    here; several go through ``route_merged``."""
+    matches = broker.subscriptions.match(message.topic)
     if not matches:
         return 0
-    # One delivery per client: with a single match there is nothing to merge.
-    targets: dict[str, RoutingTarget] | None = {} if len(matches) > 1 else None  # by client id
-    view: LazyView | None = None
-    for key, value in matches:
-        if isinstance(value, SharedGroup):
-            chosen = value.choose(sessions)
-            if chosen is None:
-                continue
-            client_id, sub = chosen
-        else:
-            client_id, sub = key, value
-        if sub.no_local and client_id == origin_id:
-            continue
-        session = sessions.get(client_id)
-        if session is None:
-            # A psc queue subscriber: the pub/sub engine keeps it in this tree under a
-            # (PSC_KEY, subscriber, filter) key, which is no session's, and delivers to it
-            # through its publication tap (pubsub/engine.py, README decision 2).
-            continue
-        if type(sub) is FilteredSubscription and sub.selector is not None:
-            if view is None:
-                view = LazyView(message)
-            if not view.selects(sub.selector):
-                continue
-        if acl is not None and not acl.can_receive(session.username, client_id, topic):
-            continue
-        qos = sub.qos if sub.qos < message.qos else message.qos  # mqtt.md item 12
-        # 3.1.1 sets RETAIN 0 on live messages; MQTT 5 keeps it with retain-as-published
-        retain = message.retain and sub.retain_as_published
-        if targets is None:
-            if hold and qos and session.blocking is not None:
-                broker.backpressure.held_on = session
-                return HELD
-            deliver(broker, session, message, qos, retain, [sub.subscription_id] if sub.subscription_id else None, watch)
-            return 1
-        t = targets.get(client_id)
-        if t is None:
-            targets[client_id] = RoutingTarget(session, qos, retain, [sub.subscription_id] if sub.subscription_id else [])
-        else:
-            t.qos = max(t.qos, qos)
-            t.retain = t.retain or retain
-            if sub.subscription_id:
-                t.subscription_ids.append(sub.subscription_id)
-    if not targets:
+    origin_id = origin.client_id if origin is not None else None
+    if len(matches) > 1:
+        return route_merged(broker, message, origin_id, hold, watch, matches)
+    key, value = matches[0]
+    found = receiver(broker, message, origin_id, key, value, None)
+    if found is None:
         return 0
+    session, sub = found
+    qos = sub.qos if sub.qos < message.qos else message.qos  # mqtt.md item 12
+    if hold and qos and session.blocking is not None:
+        broker.backpressure.held_on = session
+        return HELD
+    # 3.1.1 sets RETAIN 0 on live messages; MQTT 5 keeps it with retain-as-published
+    deliver(broker, session, message, qos, message.retain and sub.retain_as_published,
+            [sub.subscription_id] if sub.subscription_id else None, watch)
+    return 1
+
+
+def receiver(broker: Broker, message: StoredMessage, origin_id: str | None, key: Hashable, value: Any,
+             view: LazyView | None) -> tuple[Session, SubscriptionRecord] | None:
+    """The session one match of the tree delivers to and the subscription it delivers by;
+    None when it delivers to nobody: a shared group without a member, no-local, a queue
+    subscriber, a content filter that does not select it, the ACL. ``view``: the
+    publication's view for content filters, shared by the matches of one publication (made
+    here when None)."""
+    if isinstance(value, SharedGroup):
+        chosen = value.choose(broker.sessions)
+        if chosen is None:
+            return None
+        client_id, sub = chosen
+    elif isinstance(key, str):
+        client_id, sub = key, value
+    else:
+        # A psc queue subscriber: the pub/sub engine keeps it in this tree under a
+        # (PSC_KEY, subscriber, filter) key, which is no session's, and delivers to it
+        # through its publication tap (pubsub/engine.py, README decision 2).
+        return None
+    if sub.no_local and client_id == origin_id:
+        return None
+    session = broker.sessions.get(client_id)
+    if session is None:
+        return None
+    if type(sub) is FilteredSubscription and sub.selector is not None and not (
+            view or LazyView(message)).selects(sub.selector):
+        return None
+    acl = broker.acl
+    if acl is not None and not acl.can_receive(session.username, client_id, message.topic):
+        return None
+    return session, sub
+
+
+def route_merged(broker: Broker, message: StoredMessage, origin_id: str | None, hold: bool,
+                 watch: AckWatch | None, matches: tuple[tuple[Hashable, Any], ...]) -> int:
+    """Several subscriptions matched: one delivery per client, at the highest granted QoS,
+    RETAIN if any subscription keeps it, with every matching subscription identifier
+    (mqtt.md item 12; MQTT 5 3.3.4)."""
+    targets: dict[str, RoutingTarget] = {}  # by client id
+    view = LazyView(message)  # built on first use only
+    for key, value in matches:
+        found = receiver(broker, message, origin_id, key, value, view)
+        if found is None:
+            continue
+        session, sub = found
+        qos = sub.qos if sub.qos < message.qos else message.qos  # mqtt.md item 12
+        retain = message.retain and sub.retain_as_published
+        t = targets.get(session.client_id)
+        if t is None:
+            targets[session.client_id] = RoutingTarget(session, qos, retain,
+                                                       [sub.subscription_id] if sub.subscription_id else [])
+            continue
+        t.qos = max(t.qos, qos)
+        t.retain = t.retain or retain
+        if sub.subscription_id:
+            t.subscription_ids.append(sub.subscription_id)
     if hold and broker.backpressure.blocking:
         for target in targets.values():
             if target.qos and target.session.blocking is not None:

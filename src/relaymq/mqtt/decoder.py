@@ -155,12 +155,7 @@ def _decode_connect(flags: int, body: Buffer) -> Connect:
     has_password = connect_flags & 0x40
     has_username = connect_flags & 0x80
     if strict:
-        if connect_flags & 0x01:
-            raise MalformedPacket("reserved connect flag bit 0 is set")
-        if not will_flag and (will_qos or will_retain):
-            raise MalformedPacket("will QoS or will retain set without the will flag")
-        if level == MQTT_311 and has_password and not has_username:
-            raise MalformedPacket("password flag set without the user name flag")
+        _check_connect_flags(level, connect_flags)
     if will_flag and will_qos == 3:
         raise MalformedPacket("will QoS 3 is reserved")
     properties: dict[str, Any] = {}
@@ -169,16 +164,7 @@ def _decode_connect(flags: int, body: Buffer) -> Connect:
     client_id, pos = read_string(body, pos, end, strict)
     will = None
     if will_flag:
-        will_properties: dict[str, Any] = {}
-        if level == MQTT_5:
-            will_properties, pos = decode_properties(body, pos, WILL)
-        will_topic, pos = read_string(body, pos, end, strict)
-        if not will_topic:
-            raise MalformedPacket("empty will topic")
-        # The seed's v3 will message is a length-prefixed string published as raw bytes
-        # (l.1217); 3.1.1 and 5 call it binary data. Either way: length + bytes.
-        will_payload, pos = read_binary(body, pos, end)
-        will = Will(will_topic, will_payload, will_qos, will_retain, will_properties)
+        will, pos = _decode_will(body, pos, end, level, will_qos, will_retain)
     username = password = None
     if has_username:
         username, pos = read_string(body, pos, end, strict)
@@ -188,6 +174,33 @@ def _decode_connect(flags: int, body: Buffer) -> Connect:
         raise MalformedPacket("bytes left over after the CONNECT payload")
     return Connect(name, level, bool(connect_flags & 0x02), keep_alive, client_id, will,
                    username, password, properties)
+
+
+def _check_connect_flags(level: int, connect_flags: int) -> None:
+    """The Connect Flags' rules MQIsdp v3 does not have (3.1.1 and 5.0 §3.1.2.3-3.1.2.9): the
+    reserved bit, will QoS and retain only with the will flag, and in 3.1.1 no password
+    without a user name."""
+    if connect_flags & 0x01:
+        raise MalformedPacket("reserved connect flag bit 0 is set")
+    if not connect_flags & 0x04 and connect_flags & 0x38:
+        raise MalformedPacket("will QoS or will retain set without the will flag")
+    if level == MQTT_311 and connect_flags & 0x40 and not connect_flags & 0x80:
+        raise MalformedPacket("password flag set without the user name flag")
+
+
+def _decode_will(body: Buffer, pos: int, end: int, level: int, qos: int, retain: bool) -> tuple[Will, int]:
+    """The will in the CONNECT payload (5.0: its properties first, §3.1.3.2), and the position
+    after it."""
+    properties: dict[str, Any] = {}
+    if level == MQTT_5:
+        properties, pos = decode_properties(body, pos, WILL)
+    topic, pos = read_string(body, pos, end, level != MQISDP_3)
+    if not topic:
+        raise MalformedPacket("empty will topic")
+    # The seed's v3 will message is a length-prefixed string published as raw bytes
+    # (l.1217); 3.1.1 and 5 call it binary data. Either way: length + bytes.
+    payload, pos = read_binary(body, pos, end)
+    return Will(topic, payload, qos, retain, properties), pos
 
 
 # --- PUBLISH (seed 000 l.1420-1500; 3.1.1 §3.3; 5.0 §3.3) -----------------------------------

@@ -72,16 +72,7 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
     # Bind every listener first (without accepting): a port in use stops start-up before the
     # store is opened or anything is logged.
     listeners = Listeners(config.listeners, None, config.limits)
-    problems = busy_side_ports(config)  # the HTTP and channel ports too, all at once (issue 18)
-    try:
-        await listeners.open_all()
-    except ListenerError as err:
-        problems.insert(0, f"{err.key}: {err}")
-    if problems:
-        for problem in problems:
-            print(f"config error: {problem}", file=sys.stderr, flush=True)
-        for item in listeners.items:
-            item.close()
+    if not await bind_all(config, listeners):
         return 2
     store = open_store(b.store, b.data_dir, loop.call_soon_threadsafe,
                        synchronous=b.sqlite_synchronous, commit_delay=b.commit_delay_ms / 1000.0)
@@ -103,19 +94,7 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
         # The services (queue manager, pub/sub engine, flows, archive) start before the MQTT
         # listeners open, so a client that can connect finds the whole broker: nothing it
         # publishes misses a queue subscriber or an archive rule.
-        from relaymq.auth.authorities import open_authorities
-
-        context = ServiceContext(config, broker, authorities=open_authorities(config))
-        context.services["listeners"] = listeners  # their state for the metrics and the admin API
-        if context.authorities.current.enforced and not config.access.password_file and not all(
-                listener.require_certificate for listener in config.listeners):
-            log.warning("authorities are enforced, but without [access] password_file a user name is only a"
-                        " claim: anyone may act as any user that holds authorities (docs/security.md)")
-        context.reloaders.append(authorities_reloader(context.authorities))
-        if passwords is not None:
-            context.reloaders.append(password_reloader(config.access.password_file, passwords))
-        if acl is not None:
-            context.reloaders.append(acl_reloader(config.access.acl_file, broker))
+        context = service_context(config, broker, listeners, passwords, acl)
         loop.add_signal_handler(signal.SIGHUP, reload_all, context.reloaders)
         try:
             services = await start_services(context)
@@ -137,14 +116,7 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
             await stop_services(services)
             broker.shutdown()
             return 2
-        log.info("relaymq %s started (store: %s, data: %s)", __version__, b.store, b.data_dir)
-        notice = loopback_notice(config)
-        if notice is not None:
-            log.info("%s", notice)
-        for line in exposure_warnings(config):
-            log.warning("%s", line)
-        if ready is not None:
-            ready.set()
+        started(config, ready)
         while not stop.is_set():
             try:
                 await asyncio.wait_for(stop.wait(), TICK_SECONDS)
@@ -163,6 +135,54 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
             checker.close()
         store.close()
         log.info("store closed")
+
+
+async def bind_all(config: Any, listeners: Listeners) -> bool:
+    """Bind every MQTT listener and probe the HTTP and channel ports (issue 18: every busy
+    port in one go); False, with one line per problem and nothing left open, when any is."""
+    problems = busy_side_ports(config)
+    try:
+        await listeners.open_all()
+    except ListenerError as err:
+        problems.insert(0, f"{err.key}: {err}")
+    if not problems:
+        return True
+    for problem in problems:
+        print(f"config error: {problem}", file=sys.stderr, flush=True)
+    for item in listeners.items:
+        item.close()
+    return False
+
+
+def service_context(config: Any, broker: Broker, listeners: Listeners, passwords: Any, acl: Any) -> ServiceContext:
+    """What the services start with: the broker, the listeners' state, the authorities, and
+    what SIGHUP reloads (authorities, password file, ACL)."""
+    from relaymq.auth.authorities import open_authorities
+
+    context = ServiceContext(config, broker, authorities=open_authorities(config))
+    context.services["listeners"] = listeners  # their state for the metrics and the admin API
+    if context.authorities.current.enforced and not config.access.password_file and not all(
+            listener.require_certificate for listener in config.listeners):
+        log.warning("authorities are enforced, but without [access] password_file a user name is only a"
+                    " claim: anyone may act as any user that holds authorities (docs/security.md)")
+    context.reloaders.append(authorities_reloader(context.authorities))
+    if passwords is not None:
+        context.reloaders.append(password_reloader(config.access.password_file, passwords))
+    if acl is not None:
+        context.reloaders.append(acl_reloader(config.access.acl_file, broker))
+    return context
+
+
+def started(config: Any, ready: asyncio.Event | None) -> None:
+    """Everything runs: say so, and what can reach the broker."""
+    log.info("relaymq %s started (store: %s, data: %s)", __version__, config.broker.store, config.broker.data_dir)
+    notice = loopback_notice(config)
+    if notice is not None:
+        log.info("%s", notice)
+    for line in exposure_warnings(config):
+        log.warning("%s", line)
+    if ready is not None:
+        ready.set()
 
 
 def run(config: Any) -> int:

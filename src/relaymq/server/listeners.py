@@ -79,7 +79,7 @@ class Listener:
         return f"{scheme[self.config.protocol]}://{self.config.host}:{self.port}{path}"
 
     # -- the protocols report here
-    def attach(self, protocol: Any, transport: asyncio.BaseTransport) -> bool:
+    def attach(self, protocol: Any, transport: asyncio.Transport) -> bool:
         """Count a new connection; False (and the transport aborted, one rate-limited log
         line) when the listener's caps refuse it (issue 15 finding 8)."""
         address = peer_host(transport.get_extra_info("peername"))

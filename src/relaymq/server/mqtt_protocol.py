@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from relaymq.broker.connection import Connection
 from relaymq.server.link import TransportLink
@@ -22,6 +22,12 @@ def peer_name(transport: asyncio.BaseTransport) -> str:
     if isinstance(peer, tuple) and len(peer) >= 2:
         return f"{peer[0]}:{peer[1]}"
     return str(peer)
+
+
+def stream_transport(transport: asyncio.BaseTransport) -> asyncio.Transport:
+    """``connection_made``'s transport as what it is: asyncio types the argument as a
+    BaseTransport, a stream server hands a Transport (write, pause_reading, abort)."""
+    return cast(asyncio.Transport, transport)
 
 
 def certificate_user(transport: asyncio.BaseTransport) -> str | None:
@@ -46,13 +52,15 @@ class MQTTProtocol(asyncio.Protocol):
         self.connection: Connection | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        if not self.listener.attach(self, transport):
+        self.transport = stream = stream_transport(transport)
+        if not self.listener.attach(self, stream):
             return  # refused by the listener's caps: no Connection, nothing read
-        transport.set_write_buffer_limits(high=self.listener.high_water)  # type: ignore[attr-defined]
-        link = TransportLink(transport, asyncio.get_running_loop())  # type: ignore[arg-type]
-        self.connection = Connection(self.broker, link, peer_name(transport),
-                                     self.listener.config.name, certificate_user(transport))
+        stream.set_write_buffer_limits(high=self.listener.high_water)
+        link = TransportLink(stream, asyncio.get_running_loop())
+        broker = self.broker
+        assert broker is not None  # a listener accepts only once attach_broker gave it the broker
+        self.connection = Connection(broker, link, peer_name(stream),
+                                     self.listener.config.name, certificate_user(stream))
 
     def data_received(self, data: bytes) -> None:
         conn = self.connection
@@ -73,14 +81,18 @@ class MQTTProtocol(asyncio.Protocol):
                 log.exception("internal error while closing %s", self.connection.peer)
 
     def pause_writing(self) -> None:
-        self.connection.pause_writing()
+        if self.connection is not None:
+            self.connection.pause_writing()
 
     def resume_writing(self) -> None:
+        conn = self.connection
+        if conn is None:
+            return
         try:
-            self.connection.resume_writing()
+            conn.resume_writing()
         except Exception:
-            log.exception("internal error on connection %s; closing it", self.connection.peer)
-            self.connection.close(publish_will=False)
+            log.exception("internal error on connection %s; closing it", conn.peer)
+            conn.close(publish_will=False)
 
     # -- listener stop and broker shutdown
     def shutdown(self) -> None:

@@ -12,12 +12,12 @@ import logging
 from typing import TYPE_CHECKING
 
 from wsproto import ConnectionType, WSConnection
-from wsproto.events import (AcceptConnection, BytesMessage, CloseConnection, Ping, RejectConnection,
+from wsproto.events import (AcceptConnection, BytesMessage, CloseConnection, Event, Ping, RejectConnection,
                             Request, TextMessage)
 
 from relaymq.broker.connection import Connection
 from relaymq.server.link import TransportLink
-from relaymq.server.mqtt_protocol import certificate_user, peer_name
+from relaymq.server.mqtt_protocol import certificate_user, peer_name, stream_transport
 
 if TYPE_CHECKING:
     from relaymq.server.listeners import Listener
@@ -36,50 +36,53 @@ class WebSocketProtocol(asyncio.Protocol):
         self.accepted = False  # the WebSocket handshake completed
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        if not self.listener.attach(self, transport):
+        self.transport = stream = stream_transport(transport)
+        if not self.listener.attach(self, stream):
             return  # refused by the listener's caps: no Connection, nothing read
-        transport.set_write_buffer_limits(high=self.listener.high_water)  # type: ignore[attr-defined]
+        stream.set_write_buffer_limits(high=self.listener.high_water)
         # one binary message per loop turn: "a single WebSocket data frame can contain multiple
         # or partial MQTT Control Packets" (MQTT 5 6.0)
-        link = TransportLink(transport, asyncio.get_running_loop(),  # type: ignore[arg-type]
+        link = TransportLink(stream, asyncio.get_running_loop(),
                              frame=lambda data: self.ws.send(BytesMessage(data=data)))
-        self.connection = Connection(self.broker, link, peer_name(transport),
-                                     self.listener.config.name, certificate_user(transport))
+        broker = self.broker
+        assert broker is not None  # a listener accepts only once attach_broker gave it the broker
+        self.connection = Connection(broker, link, peer_name(stream),
+                                     self.listener.config.name, certificate_user(stream))
 
     def data_received(self, data: bytes) -> None:
-        if self.connection is None:
+        conn, transport = self.connection, self.transport
+        if conn is None or transport is None:
             return  # refused (connection_made)
         try:
             self.ws.receive_data(data)
             for event in self.ws.events():
-                self.handle(event)
+                self.handle(event, conn, transport)
         except Exception as err:  # a broken frame costs this connection only
-            log.info("closing websocket %s: %s", peer_name(self.transport), err)
+            log.info("closing websocket %s: %s", peer_name(transport), err)
             self.close()
 
-    def handle(self, event) -> None:
+    def handle(self, event: Event, conn: Connection, transport: asyncio.Transport) -> None:
         if isinstance(event, Request):
             if event.target.split("?")[0] != self.path:
-                self.transport.write(self.ws.send(RejectConnection(status_code=404)))
-                self.transport.close()
+                transport.write(self.ws.send(RejectConnection(status_code=404)))
+                transport.close()
                 return
             sub = "mqtt" if "mqtt" in event.subprotocols else None
-            self.transport.write(self.ws.send(AcceptConnection(subprotocol=sub)))
+            transport.write(self.ws.send(AcceptConnection(subprotocol=sub)))
             self.accepted = True
         elif isinstance(event, BytesMessage):
-            if self.accepted and not self.connection.closed:
-                self.connection.data_received(bytes(event.data))
+            if self.accepted and not conn.closed:
+                conn.data_received(bytes(event.data))
         elif isinstance(event, TextMessage):
             self.close()  # MQTT over WebSocket is binary only (MQTT 5 6.0)
         elif isinstance(event, Ping):
-            self.transport.write(self.ws.send(event.response()))
+            transport.write(self.ws.send(event.response()))
         elif isinstance(event, CloseConnection):
             try:
-                self.transport.write(self.ws.send(event.response()))
+                transport.write(self.ws.send(event.response()))
             except Exception:
                 pass
-            self.transport.close()
+            transport.close()
 
     def close(self) -> None:
         if self.transport is not None and not self.transport.is_closing():

@@ -75,7 +75,8 @@ from .sqlite_file import SYNCHRONOUS_MODES, DatabaseFileError, open_database
 
 log = logging.getLogger("relaymq.store")
 
-Notify = Callable[[Callable[[], None]], None]
+# What it returns is ignored (loop.call_soon_threadsafe returns a Handle).
+Notify = Callable[[Callable[[], None]], object]
 Op = tuple[str, tuple[Any, ...]]
 
 SCHEMA_VERSION = 4

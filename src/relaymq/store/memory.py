@@ -25,7 +25,8 @@ from .base import (
     SubscriptionRecord,
 )
 
-Notify = Callable[[Callable[[], None]], None]
+# What it returns is ignored (loop.call_soon_threadsafe returns a Handle).
+Notify = Callable[[Callable[[], None]], object]
 _Row = TypeVar("_Row", bound=tuple)
 
 

@@ -226,7 +226,7 @@ class SQLiteStore(Store):
         self.engine.append([(_DELETE_RETAINED, (topic,))])
 
     @property
-    def notify(self) -> Callable[[Callable[[], None]], None]:
+    def notify(self) -> Notify:
         """How durable-callbacks are handed back to the owner's thread."""
         return self._notify
 

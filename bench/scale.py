@@ -23,7 +23,9 @@ that point, then the measured stream:
   which a ``#`` subscriber receives them all (p99 does not apply).
 * **payload** 64 B to 1 MB: the stream with that payload (fewer messages as they grow).
 
-Each point also records the broker's RSS once the background work is in place. Results go to
+Each point also records the broker's RSS once the background work is in place, and the load
+average after it. The brokers take turns at each point (relaymq, then Mosquitto, then the next
+point), so the two figures of a point were measured within a minute of each other. Results go to
 ``scale-<time>.json`` in ``--out`` and, with matplotlib (``--plot-python``), one PNG per curve.
 Asserts nothing: the curves are read off the figures (bench/README.md).
 """
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -319,14 +322,16 @@ def main() -> int:
             xs = fitting(xs, limit)
         entry: dict[str, Any] = {"title": curve.title, "x_label": curve.x_label, "brokers": {}}
         doc["curves"][key] = entry
-        for kind in brokers:
-            points = []
-            for x in xs:
+        points: dict[str, list[dict[str, Any]]] = {kind: [] for kind in brokers}
+        for x in xs:   # the brokers take turns at each point, so a pair shares the machine's state
+            for kind in brokers:
                 print(f"  {key:13s} {kind:9s} {x:>9,} ...", end="", flush=True, file=sys.stderr)
                 figures = measure_point(kind, curve, x, workroot, args.quick)
+                figures["load_average"] = os.getloadavg()[0]
                 print(f" {_cell(figures)} ({figures['seconds']:.0f}s)", file=sys.stderr)
-                points.append({"x": x, "figures": figures})
-            entry["brokers"][kind] = {"points": points, "growth": growth(points)}
+                points[kind].append({"x": x, "figures": figures})
+        for kind, kept in points.items():
+            entry["brokers"][kind] = {"points": kept, "growth": growth(kept)}
         path = out / f"scale-{stamp}.json"
         path.write_text(json.dumps(doc, indent=1), encoding="utf-8")   # after every curve
     shutil.rmtree(workroot, ignore_errors=True)

@@ -61,7 +61,12 @@ def connect_packet(client_id: str, level: int, *, clean: bool = True, keep_alive
 
 def subscribe_packet(topic_filter: str, qos: int, level: int, packet_id: int = 1) -> bytes:
     """SUBSCRIBE to one filter."""
-    return encode(Subscribe(packet_id, [Subscription(topic_filter, qos)]), level)
+    return subscribe_many_packet([topic_filter], qos, level, packet_id)
+
+
+def subscribe_many_packet(topic_filters: list[str], qos: int, level: int, packet_id: int = 1) -> bytes:
+    """One SUBSCRIBE to several filters, each at ``qos``."""
+    return encode(Subscribe(packet_id, [Subscription(f, qos) for f in topic_filters]), level)
 
 
 def disconnect_packet(level: int, session_expiry: int | None = None) -> bytes:

@@ -50,7 +50,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from compare_brokers import (  # noqa: E402
-    RELAYMQ_PORTS, USERNAME, broker_pid, environment, make_broker, rss_bytes,
+    COMMON_CONFIG, RELAYMQ_PORTS, USERNAME, broker_pid, environment, make_broker, rss_bytes,
 )
 
 from relaymq.bench import BenchSpec, run as run_load, scenarios  # noqa: E402
@@ -62,9 +62,13 @@ STREAM_TOPIC = "scale/t"          # the publisher cycles over STREAM_TOPIC/0 (to
 FILTERS_PER_CLIENT = 100_000
 FILTERS_PER_PACKET = 100
 SUBACKS_IN_FLIGHT = 20
-#: The relaymq settings a scale point needs beyond bench/compare's: no cap on the listener's
-#: connections (its default, 20,000, stops the 50,000 point; Mosquitto has none by default).
-RELAYMQ_SCALE = {"listener": [{**RELAYMQ_PORTS["listener"][0], "max_connections": -1}]}
+#: The relaymq settings a scale point needs beyond bench/compare's, each to Mosquitto's default:
+#: no cap on the listener's connections (relaymq's default, 20,000, stops the 50,000 point) and
+#: no byte limit on a session's queue. With relaymq's default (64 MiB), the stream at 1 MB with
+#: 100 in flight fills the subscriber's session and its publisher is held back until it drains
+#: (62 msg/s against 212 without the limit, one run): that measures the limit, not the broker.
+RELAYMQ_SCALE = {"listener": [{**RELAYMQ_PORTS["listener"][0], "max_connections": -1}],
+                 "limits": {**COMMON_CONFIG["limits"], "max_queued_bytes": 0}}
 
 
 @dataclass(frozen=True)

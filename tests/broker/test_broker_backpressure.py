@@ -273,20 +273,44 @@ def test_a_held_publisher_that_goes_away_is_forgotten():
     assert got == [b"m000", b"m001", b"m002"]
 
 
-def test_a_held_client_that_floods_past_max_outbound_buffer_is_disconnected():
+def test_a_held_subscriber_that_floods_past_max_outbound_buffer_is_disconnected():
     """Issue 14, bounded memory: what a held client sends meanwhile waits only up to
-    max_outbound_buffer bytes; past it the client is disconnected (MQTT 5: 0x97), none of it
-    having been acknowledged."""
+    max_outbound_buffer bytes; past it a client that also subscribes (not reading it could
+    close a cycle of held connections) is disconnected (MQTT 5: 0x97), none of it having been
+    acknowledged."""
     broker = make_broker(max_queued_messages=1, max_inflight=1, max_outbound_buffer=1024)
     _stuck_subscriber(broker)
     pub = TestClient(broker, level=5)
     pub.connect("flood")
+    pub.subscribe("replies", qos=1)
     _publish(pub, 4)
     for i in range(4):
         pub.send(p.Publish("a", b"x" * 400, 1, False, False, 20 + i))
     packets = pub.received()
     assert isinstance(packets[-1], p.Disconnect) and packets[-1].reason_code == QUOTA_EXCEEDED
     assert pub.link.closed and not any(isinstance(x, p.Puback) and x.packet_id >= 4 for x in packets)
+
+
+def test_a_held_publisher_that_floods_past_max_outbound_buffer_is_read_no_further():
+    """Issue 14, "the publisher is slowed, not lied to": a held client that subscribes to
+    nothing is not disconnected past max_outbound_buffer (as a 1 MB stream with 100 in flight
+    reaches it); the broker stops reading it, TCP holds it back, and once the subscriber drains
+    it goes on: every publication delivered once, in order, every PUBACK given."""
+    broker = make_broker(max_queued_messages=1, max_inflight=1, max_outbound_buffer=1024)
+    s = _stuck_subscriber(broker)
+    pub = TestClient(broker, level=5)
+    pub.connect("big")
+    bodies = [b"%03d" % i + b"x" * 400 for i in range(12)]
+    for i, body in enumerate(bodies):
+        pub.send(p.Publish("a", body, 1, False, False, i + 1))
+    answered = pub.received()
+    assert not any(isinstance(x, p.Disconnect) for x in answered) and not pub.link.closed
+    assert "held" in pub.conn.read_paused_for and not pub.link.reading
+    got, later = _drain(s, len(bodies), also=pub)
+    assert got == bodies
+    assert _acked(answered + later) == list(range(1, 13))
+    assert not pub.conn.read_paused_for and pub.conn.held_back is None
+    assert broker.stats.publish_dropped == 0 and broker.stats.overflow_dropped == 0
 
 
 def test_publications_from_inside_the_broker_are_taken_up_to_twice_the_limit():

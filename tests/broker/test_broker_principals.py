@@ -200,7 +200,7 @@ def test_will_no_longer_allowed_when_it_fires_is_not_published(tmp_path, caplog)
         broker.tick()
         broker.clock.advance(10)  # the session of "ending" expires before its will delay
         broker.tick()
-    assert "ending" not in broker.sessions and broker.pending_wills == {}
+    assert "ending" not in broker.sessions and broker.wills.pending == {}
     assert w.publishes() == []
     refused = [r.getMessage() for r in caplog.records
                if r.name == "relaymq.broker" and "not published" in r.getMessage()]
@@ -220,11 +220,11 @@ def test_stored_will_checked_against_the_acl_after_a_restart(tmp_path):
     store.close()
     narrower = acl(tmp_path, ACL.replace("topic readwrite alice/#", "topic read alice/#"))
     broker2, store2 = sqlite_broker(path, passwords=passwords(), acl=narrower)
-    assert set(broker2.pending_wills) == {"dev"}
+    assert set(broker2.wills.pending) == {"dev"}
     w = watcher(broker2)
     broker2.clock.advance(6)
     broker2.tick()
-    assert w.publishes() == [] and broker2.pending_wills == {}
+    assert w.publishes() == [] and broker2.wills.pending == {}
     store2.flush()
     assert all(r.will_msg_id is None for r in store2.load().sessions.values())
     store2.close()

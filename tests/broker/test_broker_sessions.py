@@ -235,13 +235,13 @@ def test_delayed_will_survives_a_restart(tmp_path):
         c.connect(cid, clean=False, properties={"session_expiry_interval": 3600},
                   will=p.Will(f"will/{cid}", cid.encode(), 1, False, {"will_delay_interval": 30}))
         c.drop()
-    assert set(broker.pending_wills) == {"late", "back"}
+    assert set(broker.wills.pending) == {"late", "back"}
     broker.clock.advance(10)
     now = broker.clock.monotonic()
     store.close()
 
     broker2, store2 = _restart(path, now + 5)  # 15 s of the 30 s delay are gone
-    assert set(broker2.pending_wills) == {"late", "back"}
+    assert set(broker2.wills.pending) == {"late", "back"}
     watcher = TestClient(broker2)
     watcher.connect("watcher")
     watcher.subscribe("will/#", qos=1)

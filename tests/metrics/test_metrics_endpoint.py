@@ -165,14 +165,19 @@ def test_flow_and_node_counters(broker_factory) -> None:
         assert call(broker, "POST", "/ibmmq/rest/v3/messaging/qmgr/QM1/queue/NODES.IN/message", text,
                     headers={"Content-Type": "text/plain"})[0] == 201
 
+    flow = {"flow": "nodes", "group": "default"}
+
     def settled() -> dict | None:
+        # the flow counts a message once its unit of work is committed, a moment after the
+        # output queue shows it: wait for the three messages to be counted as finished too
         current = scrape(broker)
         done = value(current, "relaymq_queue_depth", qmgr="QM1", queue="NODES.OUT") == 2 and \
-            value(current, "relaymq_queue_depth", qmgr="QM1", queue="NODES.FAILED") == 1
+            value(current, "relaymq_queue_depth", qmgr="QM1", queue="NODES.FAILED") == 1 and \
+            value(current, "relaymq_flow_completed_total", **flow) + \
+            value(current, "relaymq_flow_backouts_total", **flow) >= 3
         return current if done else None
 
-    samples = wait_until(settled, "two orders on NODES.OUT and one on NODES.FAILED")
-    flow = {"flow": "nodes", "group": "default"}
+    samples = wait_until(settled, "two orders on NODES.OUT, one on NODES.FAILED, all three counted")
     assert value(samples, "relaymq_flow_received_total", **flow) == 3
     assert value(samples, "relaymq_flow_completed_total", **flow) == 2
     assert value(samples, "relaymq_flow_backouts_total", **flow) == 1  # the bad one, then the failure path

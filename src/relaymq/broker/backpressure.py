@@ -29,10 +29,13 @@ How, and why it cannot deadlock:
   blocking session, its own included, drains as fast as its subscriber reads: no cycle of
   held connections can wait for itself.
 * Memory: a held connection keeps the publication and what its client sends meanwhile within
-  its own window (MQTT 5: the Receive Maximum, ``max_inflight``; paho's default is 20). A client
-  with more than ``max_outbound_buffer`` bytes of packets waiting is disconnected (MQTT 5:
-  DISCONNECT 0x97): none of them was acknowledged, so nothing acknowledged is lost and a client
-  resends them after it reconnects.
+  its own window (MQTT 5: the Receive Maximum, ``max_inflight``; paho's default is 20), and
+  within ``max_outbound_buffer`` bytes (large messages reach it first: 100 in flight of 1 MB).
+  Past it, a client that subscribes to nothing is read no further until its publication is
+  routed: its reads free nobody's window, so TCP can hold it back. A client with
+  subscriptions is disconnected instead (MQTT 5: DISCONNECT 0x97), since not reading it could
+  close a cycle: none of what it sent was acknowledged, so nothing acknowledged is lost and a
+  client resends it after it reconnects.
 * When the session drains to its low-water mark (half of each limit: :func:`below_low_water`)
   it stops blocking, and each held connection retries on its own turn of the event loop
   (``Broker.defer``), never inside the subscriber's PUBACK: its publication is routed (or held
@@ -222,10 +225,22 @@ def must_wait(conn: Connection, held: Held, packet: Any) -> bool:
     held.bytes += size
     limit = conn.broker.limits.max_outbound_buffer
     if held.bytes > limit:
-        log.warning("client %s sent %d bytes of packets while held back, over max_outbound_buffer (%d); "
-                    "disconnecting it (none of them was acknowledged)", conn.client_id, held.bytes, limit)
-        conn.disconnect_with(QUOTA_EXCEEDED, "too much sent while held back")
+        if _frees_no_window(conn):
+            conn.pause_reading("held")
+        else:
+            log.warning("client %s sent %d bytes of packets while held back, over max_outbound_buffer (%d); "
+                        "disconnecting it (none of them was acknowledged)", conn.client_id, held.bytes, limit)
+            conn.disconnect_with(QUOTA_EXCEEDED, "too much sent while held back")
     return True
+
+
+def _frees_no_window(conn: Connection) -> bool:
+    """Nothing the client could send next frees a window: it subscribes to nothing, so no
+    delivery waits for its acknowledgement. Its socket can then simply stop being read until
+    its publication is routed (TCP holds the client back), without a cycle of held
+    connections waiting for each other."""
+    session = conn.session
+    return session is not None and not session.subscriptions and not session.inflight
 
 
 def forget(conn: Connection) -> None:

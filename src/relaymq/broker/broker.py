@@ -19,13 +19,12 @@ from relaymq.pubsub.model import REMOVED_EXPIRED, REMOVED_SESSION_ENDED
 from relaymq.clock import Clock
 from relaymq.broker.persist_read import restore_snapshot
 from relaymq.broker.persistence import MessageRefs, save_session
-from relaymq.broker.records import PendingWill
 from relaymq.broker.routing import process_publication
 from relaymq.broker.session import Session
 from relaymq.broker.shared import SharedGroup
 from relaymq.broker.stats import BrokerStats
+from relaymq.broker.wills import Wills
 from relaymq.pubsub.retained import RetainedTree
-from relaymq.pubsub.topics import reserved_for_broker
 from relaymq.pubsub.topictree import SubscriptionTree
 from relaymq.store.base import NEVER_EXPIRES, Snapshot, Store, StoredMessage, StoreUnavailable
 
@@ -61,10 +60,7 @@ class Broker:
         self._next_sys = 0.0
         # Set by the server: start/stop a listener ("1883" or "all", on/off).
         self.listener_control: Callable[[str, bool], bool] | None = None
-        # Wills waiting for their delay (MQTT 5 will delay interval): client id -> PendingWill
-        self.pending_wills: dict[str, PendingWill] = {}
-        # Client ids whose pending will is kept in the store with their session (persistent)
-        self.stored_wills: set[str] = set()
+        self.wills = Wills(self)  # wills.py: the delayed ones and publishing them
         # Set by the server: check a password off the event loop (bcrypt is slow on purpose):
         # fn(user, password, peer, done) and later done(ok). None: check here, synchronously.
         self.authenticator: Callable[[str, bytes | None, str, Callable[[bool], None]], None] | None = None
@@ -129,17 +125,6 @@ class Broker:
         listeners = getattr(self.config, "listeners", ())
         return bool(listeners) and all(listener.require_certificate for listener in listeners)
 
-    def will_refusal(self, username: str | None, client_id: str, topic: str) -> str | None:
-        """Why this client's will may not be published on ``topic``; None if it may. A will is
-        a publication by its client, so it passes the checks of a PUBLISH (handle_publish):
-        ``$SYS``/``$ISYS`` are the broker's, and the ACL must let the user write the topic.
-        Asked at CONNECT and again when the will is published (the ACL may have changed)."""
-        if topic.startswith("$") and reserved_for_broker(topic):
-            return "$SYS and $ISYS are reserved for the broker"
-        if self.acl is not None and not self.acl.can_publish(username, client_id, topic):
-            return "the ACL refuses it"
-        return None
-
     def defer(self, fn: Callable[[], None]) -> None:
         """Run ``fn()`` soon, outside the packet being handled (a held publisher resumes so):
         through ``backpressure.call_soon`` (the server's ``loop.call_soon``), else kept for
@@ -180,7 +165,7 @@ class Broker:
         if self.sessions.get(session.client_id) is session:
             del self.sessions[session.client_id]
         # a session that ends publishes its delayed will now (MQTT 5 3.1.3.2)
-        self.fire_will(session.client_id)
+        self.wills.fire(session.client_id)
 
     def publish(self, topic: str, payload: bytes, qos: int = 0, retain: bool = False,
                 properties: dict | None = None, expiry_interval: int | None = None) -> int:
@@ -190,46 +175,6 @@ class Broker:
         with self.store.unit():  # every copy commits together
             return process_publication(self, self.new_message(topic, payload, qos, retain, properties,
                                                               expiry_interval), origin=None)
-
-    def publish_will(self, message: StoredMessage, username: str | None, client_id: str) -> bool:
-        """Publish a client's will as that client, if it is still allowed: the ACL is asked
-        again now, since it may have changed since the CONNECT (issue 15, finding 5). A will
-        that is no longer allowed is dropped with a log line. True if it was published."""
-        why = self.will_refusal(username, client_id, message.topic)
-        if why is not None:
-            log.info("will of client %s (user %r) on %r not published: %s", client_id, username,
-                     message.topic, why)
-            return False
-        process_publication(self, message, origin=None)
-        return True
-
-    # ------------------------------------------------------------------ delayed wills
-    def schedule_will(self, session: Session, due: float, message: StoredMessage) -> None:
-        """Hold a will until ``due`` (monotonic; MQTT 5 Will Delay Interval). A persistent
-        session's will is stored with it, so a restart meanwhile does not lose it."""
-        self.cancel_will(session.client_id)
-        # the session's user is the will's: connect_session made it the connection's user
-        self.pending_wills[session.client_id] = PendingWill(due, message, session.username)
-        if session.persistent:
-            self.refs.acquire(message)
-            self.stored_wills.add(session.client_id)
-
-    def cancel_will(self, client_id: str) -> None:
-        """The client came back within the delay: its will is not sent."""
-        entry = self.pending_wills.pop(client_id, None)
-        if entry is not None and client_id in self.stored_wills:
-            self.stored_wills.discard(client_id)
-            self.refs.release(entry.message)
-
-    def fire_will(self, client_id: str) -> None:
-        """Publish a waiting will now (its delay passed or its session ended)."""
-        entry = self.pending_wills.pop(client_id, None)
-        if entry is None:
-            return
-        self.publish_will(entry.message, entry.username, client_id)
-        if client_id in self.stored_wills:
-            self.stored_wills.discard(client_id)
-            self.refs.release(entry.message)
 
     # ------------------------------------------------------------------ restore
     def restore(self, snap: Snapshot) -> None:
@@ -250,12 +195,10 @@ class Broker:
             stalled, self.refill_stalled = self.refill_stalled, set()
             for session in stalled:
                 delivery_mod.pump(self, session)
-        for cid, entry in list(self.pending_wills.items()):
-            if now >= entry.due:
-                self.fire_will(cid)
-                owner = self.sessions.get(cid)
-                if owner is not None and owner.persisted:
-                    save_session(self, owner)  # the stored will is gone
+        for cid in self.wills.fire_due(now):
+            owner = self.sessions.get(cid)
+            if owner is not None and owner.persisted:
+                save_session(self, owner)  # the stored will is gone
         for session in [s for s in self.sessions.values() if s.expired(now)]:
             log.info("session %s expired", session.client_id)
             self.end_session(session, REMOVED_EXPIRED)

@@ -249,7 +249,10 @@ class Connection:
                 self._dispatching = False
                 if self._acks_unregistered:
                     self._register_acks()
-        self.process_buffered()  # what arrived while reading was paused for another reason
+        if self.held_back is None and "held" in self.read_paused_for:
+            self.resume_reading("held")  # read no further while held (backpressure.must_wait)
+        else:
+            self.process_buffered()  # what arrived while reading was paused for another reason
 
     def pingreq(self, session: Session, packet: p.Pingreq) -> None:
         self.send(p.Pingresp())  # mqtt.md item 21; seed 000 l.1021

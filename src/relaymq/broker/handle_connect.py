@@ -207,7 +207,7 @@ def connect_refusal(broker: Broker, pkt: p.Connect, client_id: str, username: st
     why = owner_refusal(broker, broker.sessions.get(client_id), username)
     will = pkt.will
     if why is None and will is not None:
-        why = broker.will_refusal(username, client_id, will.topic)
+        why = broker.wills.refusal(username, client_id, will.topic)
         if why is not None:
             why = f"will on {will.topic!r} for user {username!r}: {why}"
     return why
@@ -255,7 +255,7 @@ def open_session(conn: Connection, pkt: p.Connect, client_id: str,
         session.protocol_level = level
         session.expiry_interval = expiry_interval
         session.username = username
-        broker.cancel_will(client_id)  # reconnected within the will delay
+        broker.wills.cancel(client_id)  # reconnected within the will delay
     else:
         session = Session(client_id, level, expiry_interval, username)
         broker.sessions[client_id] = session
@@ -353,15 +353,15 @@ def session_disconnected(conn: Connection, publish_will: bool) -> None:
     if session.connection is not conn:
         # taken over (the new connection owns the session now)
         if will is not None and publish_will:
-            broker.publish_will(will, conn.username, session.client_id)
+            broker.wills.publish(will, conn.username, session.client_id)
         return
     session.connection = None
     session.disconnected_at = broker.clock.monotonic()
     if will is not None and publish_will:
         if conn.level == 5 and conn.will_delay and session.persistent:
-            broker.schedule_will(session, session.disconnected_at + conn.will_delay, will)
+            broker.wills.schedule(session, session.disconnected_at + conn.will_delay, will)
         else:
-            broker.publish_will(will, conn.username, session.client_id)
+            broker.wills.publish(will, conn.username, session.client_id)
     if not session.persistent:
         broker.end_session(session)
     else:

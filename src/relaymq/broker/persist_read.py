@@ -66,8 +66,7 @@ def _restore_session(broker: Broker, record: SessionRecord, messages: dict[int, 
     will = messages.get(record.will_msg_id) if record.will_msg_id is not None else None
     if will is not None:
         due = now + max(0.0, (record.will_at or wall) - wall)
-        broker.pending_wills[record.client_id] = PendingWill(due, will, record.username)
-        broker.stored_wills.add(record.client_id)
+        broker.wills.restored(record.client_id, PendingWill(due, will, record.username))
         broker.refs.add(will.msg_id)
 
 

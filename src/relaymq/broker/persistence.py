@@ -60,8 +60,8 @@ def session_record(broker: Broker, session: Session) -> SessionRecord:
     if session.disconnected_at is not None:
         disconnected = now_wall - (now - session.disconnected_at)
     will_msg_id = will_at = None
-    will = broker.pending_wills.get(session.client_id)
-    if will is not None and session.client_id in broker.stored_wills:
+    will = broker.wills.pending.get(session.client_id)
+    if will is not None and session.client_id in broker.wills.stored:
         due, message, _ = will
         will_msg_id, will_at = message.msg_id, now_wall + (due - now)
     return SessionRecord(session.client_id, session.protocol_level, session.expiry_interval,

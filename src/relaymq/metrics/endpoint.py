@@ -4,6 +4,7 @@ Prometheus sends ``basic_auth``; docs/monitoring.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -13,9 +14,6 @@ from relaymq.broker.broker import Broker
 from relaymq.http.server import HttpRequest, HttpResponse
 from relaymq.metrics.mqtt import MqttCollector
 from relaymq.metrics.services import ServicesCollector
-
-PATH = "/metrics"
-
 
 def registry_for(broker: Broker, services: dict[str, Any]) -> CollectorRegistry:
     """A registry of its own (not prometheus_client's global one: several brokers may run in
@@ -27,13 +25,12 @@ def registry_for(broker: Broker, services: dict[str, Any]) -> CollectorRegistry:
     return registry
 
 
-def install(server: Any, broker: Broker, services: dict[str, Any]) -> None:
-    """Add ``GET /metrics`` to ``server``. The collectors run in the handler, on the event loop
-    that owns the broker's state."""
+def handler_for(broker: Broker, services: dict[str, Any]) -> Callable[[HttpRequest], Awaitable[HttpResponse]]:
+    """The handler of ``GET /metrics``. The collectors run in it, on the event loop that owns
+    the broker's state."""
     registry = registry_for(broker, services)
 
     async def metrics(request: HttpRequest) -> HttpResponse:
         return HttpResponse(200, [("content-type", CONTENT_TYPE_LATEST)], generate_latest(registry))
 
-    auth = getattr(server, "auth", None)
-    server.add_route("GET", PATH, auth.protect(metrics) if auth is not None else metrics)
+    return metrics

@@ -44,9 +44,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
 from relaymq.qmgr.definitions import QueueDefinition
 from relaymq.qmgr.errors import BadProperty, NotAuthenticated, QueueError, RuleVeto, SecurityError
 from relaymq.qmgr.resolution import SYNCHRONOUS_ROUTES
@@ -73,12 +70,22 @@ class Resolver(Protocol):
     def resolve(self, queue: str, qmgr: str | None = None) -> Any: ...
 
 
+def _ciphers(keys: Mapping[str, bytes]) -> dict[str, Any]:
+    """An AES-GCM cipher per key. ``cryptography`` (OpenSSL through cffi, some 9 MB of a
+    process) is imported only by a queue manager that has keys."""
+    if not keys:
+        return {}
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    return {name: AESGCM(key) for name, key in keys.items()}
+
+
 class QueueSecurity:
     """Seals and opens messages of queues with a cryptor or compressor, with the keys of the
     key file (name -> AES key bytes), and checks the hop requirements."""
 
     def __init__(self, keys: Mapping[str, bytes] | None = None) -> None:
-        self._keys = {name: AESGCM(key) for name, key in (keys or {}).items()}
+        self._keys = _ciphers(keys or {})
 
     @property
     def key_names(self) -> list[str]:
@@ -130,6 +137,8 @@ class QueueSecurity:
             if cipher is None:
                 raise SecurityError(f"message {uid}: encrypted under key {cryptor!r}, which this queue manager"
                                     " does not hold")
+            from cryptography.exceptions import InvalidTag  # loaded with the cipher already
+
             try:
                 payload = cipher.decrypt(data[at - _NONCE:at], data[at:], data[:at] + uid.encode())
             except (InvalidTag, ValueError):

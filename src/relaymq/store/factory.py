@@ -7,7 +7,8 @@ from typing import Any
 
 from .base import Store, StoreError
 from .memory import MemoryStore
-from .sqlite import Notify, SQLiteStore
+from .engine import Notify
+from .sqlite import SQLiteStore
 
 DATABASE_FILE = "relaymq.db"
 

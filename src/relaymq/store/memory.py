@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from collections.abc import Callable, Iterator
 
 from . import serialize as ser
+from .engine import Notify
 from .base import (
     DeliveryRecord,
     InboundRecord,
@@ -25,9 +26,7 @@ from .base import (
     SubscriptionRecord,
 )
 
-# What it returns is ignored (loop.call_soon_threadsafe returns a Handle).
-Notify = Callable[[Callable[[], None]], object]
-_Row = TypeVar("_Row", bound=tuple)
+_Row = TypeVar("_Row", bound=tuple[Any, ...])
 
 
 class MemoryStore(Store):

@@ -38,7 +38,7 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
             subscription_ids: list[int] | None = None, watch: AckWatch | None = None) -> None:
     conn = session.connection
     if qos == 0:
-        _deliver_qos0(broker, conn, message, retain, subscription_ids)
+        deliver_qos0(broker, conn, message, retain, subscription_ids)
         return
     limits = broker.limits
     size = len(message.payload)
@@ -67,16 +67,19 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
         pump(broker, session)
 
 
-def _deliver_qos0(broker: Broker, conn: Connection | None, message: StoredMessage, retain: bool,
-                  subscription_ids: list[int] | None) -> None:
+def deliver_qos0(broker: Broker, conn: Connection | None, message: StoredMessage, retain: bool,
+                 subscription_ids: list[int] | None) -> None:
     """QoS 0 is sent at once (cut through) or not at all: mqtt.md item 26, it is not kept for
-    a disconnected client, nor queued for a congested one (dropped and counted)."""
+    a disconnected client, nor queued for a congested one (dropped and counted). Routing calls
+    it directly for a QoS 0 delivery (one call less per delivery of a fan-out)."""
     if conn is None or not conn.connected or conn.outbound_congested():
         broker.stats.dropped_by_reason[DROP_QOS0_NOT_CONNECTED] += 1
         broker.stats.bytes_dropped += len(message.payload)
         return
     if conn.send_publish(message, 0, retain, None, False, subscription_ids):
-        _cut_through(broker, conn, len(message.payload))
+        size = len(message.payload)  # cut through (item 44), counted here: once per delivery
+        broker.stats.bytes_cut_through += size
+        conn.bytes_cut_through += size
 
 
 def overflow(broker: Broker, session: Session, message: StoredMessage, qos: int, retain: bool,

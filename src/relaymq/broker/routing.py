@@ -18,11 +18,12 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from relaymq.broker.backpressure import HELD
-from relaymq.broker.delivery import deliver
+from relaymq.broker.delivery import deliver, deliver_qos0
 from relaymq.broker.records import RoutingTarget
 from relaymq.broker.retain import store_retained
 from relaymq.broker.shared import SharedGroup
 from relaymq.pubsub.content_filter import FilteredSubscription, LazyView
+from relaymq.store.base import SubscriptionRecord
 
 log = logging.getLogger("relaymq.routing")
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from relaymq.broker.ack_watch import AckWatch
     from relaymq.broker.broker import Broker
     from relaymq.broker.session import Session
-    from relaymq.store.base import StoredMessage, SubscriptionRecord
+    from relaymq.store.base import StoredMessage
 
 
 def process_publication(broker: Broker, message: StoredMessage, origin: Session | None,
@@ -124,11 +125,21 @@ def route_merged(broker: Broker, message: StoredMessage, origin_id: str | None, 
     (mqtt.md item 12; MQTT 5 3.3.4)."""
     targets: dict[str, RoutingTarget] = {}  # by client id
     view = LazyView(message)  # built on first use only
+    sessions = broker.sessions
+    plain = broker.acl is None
     for key, value in matches:
-        found = receiver(broker, message, origin_id, key, value, view)
-        if found is None:
-            continue
-        session, sub = found
+        if plain and type(value) is SubscriptionRecord and type(key) is str and not value.no_local:
+            # the common match of a fan-out (a session's own unfiltered subscription, no ACL):
+            # what receiver() would find, without a call per match
+            session = sessions.get(key)
+            if session is None:
+                continue
+            sub = value
+        else:
+            found = receiver(broker, message, origin_id, key, value, view)
+            if found is None:
+                continue
+            session, sub = found
         qos = sub.qos if sub.qos < message.qos else message.qos  # mqtt.md item 12
         retain = message.retain and sub.retain_as_published
         t = targets.get(session.client_id)
@@ -140,11 +151,21 @@ def route_merged(broker: Broker, message: StoredMessage, origin_id: str | None, 
         t.retain = t.retain or retain
         if sub.subscription_id:
             t.subscription_ids.append(sub.subscription_id)
-    if hold and broker.backpressure.blocking:
-        for target in targets.values():
-            if target.qos and target.session.blocking is not None:
-                broker.backpressure.held_on = target.session
-                return HELD
+    if hold and broker.backpressure.blocking and _held(broker, targets):
+        return HELD
     for target in targets.values():
-        deliver(broker, target.session, message, target.qos, target.retain, target.subscription_ids, watch)
+        if target.qos:
+            deliver(broker, target.session, message, target.qos, target.retain, target.subscription_ids, watch)
+        else:
+            deliver_qos0(broker, target.session.connection, message, target.retain, target.subscription_ids)
     return len(targets)
+
+
+def _held(broker: Broker, targets: dict[str, RoutingTarget]) -> bool:
+    """A client's QoS 1/2 publication goes to a session that is full and blocking: it is held
+    back (``broker.backpressure.held_on`` says which session it waits for)."""
+    for target in targets.values():
+        if target.qos and target.session.blocking is not None:
+            broker.backpressure.held_on = target.session
+            return True
+    return False

@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
@@ -24,6 +25,8 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from harness import BrokerProcess
+
+T = TypeVar("T")
 
 WAIT = 15.0  # generous: 2 shared cores, several workers, a Python broker
 
@@ -70,6 +73,24 @@ class Inbox:
                 raise TimeoutError(f"expected {count} message(s) within {timeout:g}s, "
                                    f"got {len(self.messages)}: {self.messages!r}")
             return list(self.messages)
+
+    def first(self, pick: Callable[[Received], T | None], timeout: float = WAIT, what: str = "message") -> T:
+        """What ``pick`` makes of the first message (arrived, or arriving within ``timeout``)
+        it wants; ``pick`` returns None for the others. Raises AssertionError naming ``what``
+        when none comes."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            seen = 0
+            while True:
+                for message in self.messages[seen:]:
+                    found = pick(message)
+                    if found is not None:
+                        return found
+                seen = len(self.messages)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self._cond.wait_for(lambda: len(self.messages) > seen,  # noqa: B023 - called within this iteration
+                                                              remaining):
+                    raise AssertionError(f"no {what} within {timeout:g}s ({len(self.messages)} message(s) came)")
 
     def wait_while_progressing(self, done: Callable[[list[Received]], bool], idle: float,
                                limit: float) -> list[Received]:

@@ -13,7 +13,7 @@ import threading
 import time
 import xml.etree.ElementTree as ET
 
-from interop.clients import PahoClient, paho_client
+from interop.clients import PahoClient, Received, paho_client
 
 from psc_process import start
 
@@ -45,17 +45,13 @@ def _publish(pub: PahoClient, topic: str, count: int) -> None:
 
 def _report_after(watcher: PahoClient, moment: float) -> ET.Element:
     """The first statistics report stamped after ``moment`` (wall clock)."""
-    deadline = time.monotonic() + WAIT
-    seen = 0
-    while time.monotonic() < deadline:
-        messages = watcher.inbox.wait_for(seen + 1, max(0.1, deadline - time.monotonic()))
-        for message in messages[seen:]:
-            report = ET.fromstring(message.payload)
-            stamp = report.find("Broker").get("TimeStamp")
-            if calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) > moment:
-                return report
-        seen = len(messages)
-    raise AssertionError("no statistics report")
+
+    def after(message: Received) -> ET.Element | None:
+        report = ET.fromstring(message.payload)
+        stamp = report.find("Broker").get("TimeStamp")
+        return report if calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) > moment else None
+
+    return watcher.inbox.first(after, WAIT, "statistics report")
 
 
 def _connections(report: ET.Element) -> dict[str, dict[str, str]]:

@@ -7,9 +7,8 @@ that discards a session.
 from __future__ import annotations
 
 import json
-import time
 
-from interop.clients import PahoClient, paho_client
+from interop.clients import PahoClient, Received, paho_client
 
 from psc_process import http, start
 
@@ -19,16 +18,12 @@ EVENTS = "$SYS/Broker/B1/Subscriptions/#"
 
 def _removed(watcher, topic: str) -> dict:
     """The first Removed event for the subscription ``topic`` the watcher gets."""
-    deadline = time.monotonic() + WAIT
-    seen = 0
-    while time.monotonic() < deadline:
-        messages = watcher.inbox.wait_for(seen + 1, max(0.1, deadline - time.monotonic()))
-        for message in messages[seen:]:
-            event = json.loads(message.payload)
-            if message.topic.endswith("/Removed") and event["topic"] == topic:
-                return event
-        seen = len(messages)
-    raise AssertionError(f"no Removed event for {topic}")
+
+    def removed(message: Received) -> dict | None:
+        event = json.loads(message.payload)
+        return event if message.topic.endswith("/Removed") and event["topic"] == topic else None
+
+    return watcher.inbox.first(removed, WAIT, f"Removed event for {topic}")
 
 
 def _persistent(broker, client_id: str, topic: str, expiry: int = 3600) -> PahoClient:

@@ -8,12 +8,11 @@ subscription events are read by a paho MQTT client.
 from __future__ import annotations
 
 import json
-import time
 
 from proton.utils import BlockingConnection
 
 from harness import free_port
-from interop.clients import paho_client
+from interop.clients import Received, paho_client
 from relaymq.pubsub import reasons as r
 
 from psc_process import CONTROL, Rest, admin, start
@@ -39,16 +38,12 @@ def _temporary_queue(port: int) -> tuple[BlockingConnection, object, str]:
 
 def _removed(watcher, queue: str) -> dict:
     """The first Removed event for ``queue`` the watcher gets."""
-    deadline = time.monotonic() + WAIT
-    seen = 0
-    while time.monotonic() < deadline:
-        messages = watcher.inbox.wait_for(seen + 1, max(0.1, deadline - time.monotonic()))
-        for message in messages[seen:]:
-            event = json.loads(message.payload)
-            if message.topic.endswith("/Removed") and event.get("queue") == queue:
-                return event
-        seen = len(messages)
-    raise AssertionError(f"no Removed event for {queue}")
+
+    def removed(message: Received) -> dict | None:
+        event = json.loads(message.payload)
+        return event if message.topic.endswith("/Removed") and event.get("queue") == queue else None
+
+    return watcher.inbox.first(removed, WAIT, f"Removed event for {queue}")
 
 
 def _regsub(queue: str, options: str = "") -> str:

@@ -313,6 +313,30 @@ def test_a_held_publisher_that_floods_past_max_outbound_buffer_is_read_no_furthe
     assert broker.stats.publish_dropped == 0 and broker.stats.overflow_dropped == 0
 
 
+def test_keep_alive_does_not_expire_while_the_broker_is_not_reading_the_client():
+    """mqtt.md item 21 (1.5 x keep alive) with issue 14's held publisher: a client the broker
+    stopped reading cannot be heard, its PINGREQs wait in the socket; it is not disconnected
+    for that silence, and its keep-alive runs again from the moment reading resumes."""
+    broker = make_broker(max_queued_messages=1, max_inflight=1, max_outbound_buffer=1024)
+    s = _stuck_subscriber(broker)
+    pub = TestClient(broker, level=5)
+    pub.connect("quiet", keep_alive=10)
+    for i in range(12):
+        pub.send(p.Publish("a", b"%03d" % i + b"x" * 400, 1, False, False, i + 1))
+    assert "held" in pub.conn.read_paused_for
+    broker.clock.advance(60)
+    broker.tick()
+    assert not pub.link.closed  # six keep-alive periods unread, not expired
+    got, _ = _drain(s, 12, also=pub)
+    assert len(got) == 12 and not pub.conn.read_paused_for
+    broker.clock.advance(14)
+    broker.tick()
+    assert not pub.link.closed  # 14 s since reading resumed: within 1.5 x 10 s
+    broker.clock.advance(2)
+    broker.tick()
+    assert pub.link.closed  # silent for 16 s of reading: expired as before
+
+
 def test_publications_from_inside_the_broker_are_taken_up_to_twice_the_limit():
     """Issue 14: a publication no client waits for (a flow, the REST interface) cannot be held
     back; a full session takes it up to twice its limit, then drops and counts it."""

@@ -354,6 +354,8 @@ class Connection:
         if why not in self.read_paused_for:
             return
         self.read_paused_for.discard(why)
+        if why == "held":
+            self.last_received = self.broker.clock.monotonic()  # keep-alive runs again from now
         if not self.read_paused_for and not self.closed:
             self.link.resume_reading()
             self.process_buffered()
@@ -503,7 +505,10 @@ class Connection:
                 log.info("closing %s: no CONNECT within %d s", self.peer, self.broker.limits.connect_timeout)
                 self.close(publish_will=False)
             return
-        if self.keep_alive and now - self.last_received > 1.5 * self.keep_alive:
+        if self.keep_alive and "held" not in self.read_paused_for and now - self.last_received > 1.5 * self.keep_alive:
+            # (a publisher held back and not read: its PINGREQs wait unread, its silence is the
+            # broker's doing; its clock starts again when reading resumes. A client not read
+            # because it does not read either ("write") may be gone: keep-alive still applies)
             # mqtt.md item 21: disconnect after 1.5 x keep alive; the will is published (item 25)
             self.disconnect_with(rc.KEEP_ALIVE_TIMEOUT, "keep alive expired")
             return

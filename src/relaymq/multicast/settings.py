@@ -38,6 +38,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
+from relaymq.net.binding import MAX_PORT
 from relaymq.config import ConfigError, boolean, build_section, int_range, key_field, one_of, text
 
 #: The whole IPv4 multicast range (seed l.584, 594).
@@ -89,7 +90,7 @@ class MulticastSettings:
     protocol_type: str = key_field("PTL", one_of("PTL", "PGM/IP", "UDP encapsulated PGM"))
     address_range_min: str = key_field("239.255.0.0", ipv4_multicast)
     address_range_max: str = key_field("239.255.255.255", ipv4_multicast)
-    data_port: int = key_field(34343, int_range(1, 65535))
+    data_port: int = key_field(34343, int_range(1, MAX_PORT))
     packet_size: int = key_field(7000, int_range(500, 32000))
     heartbeat_timeout: int = key_field(20, int_range(1, 3600))
     control_interval_ms: int = key_field(1000, int_range(50, 10000))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from relaymq.net.binding import MAX_PORT
 from relaymq.config import boolean, build_section, int_range, key_field, non_empty_text, unlimited_or_at_least
 
 
@@ -26,7 +27,7 @@ class RealtimeSettings:
 
     enabled: bool = key_field(False, boolean)
     host: str = key_field("localhost", non_empty_text)
-    port: int = key_field(1506, int_range(0, 65535))
+    port: int = key_field(1506, int_range(0, MAX_PORT))
     max_broker_queue_size: int = key_field(1_000_000, int_range(0, 1 << 40))
     max_message_size: int = key_field(100_000, int_range(64, 1 << 30))
     broker_ping_interval: int = key_field(5000, int_range(0, 3_600_000))

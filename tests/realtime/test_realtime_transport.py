@@ -98,6 +98,34 @@ def test_item_46_realtime_and_mqtt_clients_see_each_others_publications(tmp_path
             writer.close()
 
 
+def test_item_46_realtime_clients_are_held_to_the_acl_as_anonymous_clients(tmp_path) -> None:
+    """Item 46 at the seam with the authorisation model (docs/security.md): the transport
+    authenticates nobody, so a real-time client is an anonymous client of the ACL. It may
+    publish only where anonymous clients may write, and receives only what they may read;
+    an MQTT subscriber sees exactly the allowed publication."""
+    acl = tmp_path / "acl"
+    acl.write_text("topic read public/#\ntopic write public/rt/#\ntopic read open/#\n")
+    port = free_port()
+    broker = BrokerProcess("relaymq", config={"realtime": {"enabled": True, "host": "127.0.0.1", "port": port},
+                                              "access": {"acl_file": str(acl)}}, workdir=tmp_path / "broker")
+    broker.realtime_port = port  # type: ignore[attr-defined]
+    with broker:
+        reader, writer = _rt(broker, "rt-reader"), _rt(broker, "rt-writer")
+        assert reader.subscribe("#").ok
+        subscriber = MqttSubscriber(broker, "public/#")  # what anonymous MQTT clients may read
+        try:
+            writer.publish("private/x", b"no")       # anonymous may not write here: dropped
+            writer.publish("public/rt/1", b"yes")
+            assert reader.wait_for(Publish) == Publish("public/rt/1", b"yes")
+            assert [(m.topic, m.payload) for m in subscriber.wait(1)] == [("public/rt/1", b"yes")]
+            writer.round_trip()
+            assert [m.topic for m in subscriber.messages] == ["public/rt/1"]
+        finally:
+            subscriber.close()
+            reader.close()
+            writer.close()
+
+
 def test_item_46_defaults_announced_and_checked() -> None:
     """Item 46, seed 003 l.2026-2058: maxBrokerQueueSize 1,000,000 bytes (0 = unlimited),
     maxMessageSize 100,000, brokerPingInterval 5,000 ms; the listener is off by default; a bad

@@ -61,10 +61,15 @@ class RealtimeConnection(asyncio.Protocol):
             return
         for frame in session.on_bytes(data, time.monotonic()):
             if isinstance(frame, Publish):
-                self.service.publish(frame)
+                self.service.publish(frame, self.client_id)
             elif isinstance(frame, Subscribe):
                 self.service.subscribe(self, frame)
         self.flush()
+
+    @property
+    def client_id(self) -> str:
+        """The id the client gave in its HELLO ("" before it)."""
+        return (self.session.client_id if self.session is not None else None) or ""
 
     def deliver(self, publish: Publish) -> None:
         if self.session is not None:

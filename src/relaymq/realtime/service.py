@@ -49,7 +49,14 @@ class RealtimeService:
         return self.servers.port if self.servers is not None else 0
 
     # ------------------------------------------------------------------ client -> broker
-    def publish(self, frame: Publish) -> None:
+    def publish(self, frame: Publish, client_id: str = "") -> None:
+        """A client's publication (its topic already checked by the session: valid, not
+        reserved), if the ACL lets an anonymous client write it: the transport authenticates
+        nobody. A refused one is dropped and logged, as MQTT 3.1.1 drops one."""
+        acl = self.context.broker.acl
+        if acl is not None and not acl.can_publish(None, client_id, frame.topic):
+            log.info("real-time client %s may not publish on %r: the ACL refuses it", client_id, frame.topic)
+            return
         properties: dict = {}
         if frame.priority != frames.DEFAULT_PRIORITY:
             properties["user_property"] = [(PRIORITY_PROPERTY, str(frame.priority))]
@@ -71,6 +78,10 @@ class RealtimeService:
         publish = Publish(message.topic, message.payload, _priority(message.properties),
                           bytes(message.properties.get("correlation_data") or b""))
         receivers = {id(match[1]): match[1] for match in matches}
+        acl = self.context.broker.acl
+        if acl is not None:
+            receivers = {key: c for key, c in receivers.items()
+                         if acl.can_receive(None, c.client_id, message.topic)}
         for connection in receivers.values():
             connection.deliver(publish)
         return len(receivers)

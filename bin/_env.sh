@@ -46,52 +46,57 @@ ensure_python_venv() {  # `python3 -m venv` needs ensurepip, which Debian ships 
   apt_install python3-venv
 }
 
-ensure_debian_packages() {  # the command-line MQTT clients the interoperability tests drive, and
-  # Mosquitto itself: the reference broker and the remote end of the bridge tests (tests/network);
-  # nftables: the packet loss of the multicast tests (tests/multicast; tc netem needs sch_netem,
-  # which not every kernel has)
-  local missing=()
-  command -v mosquitto_pub >/dev/null 2>&1 || missing+=(mosquitto-clients)
-  [ -x /usr/sbin/mosquitto ] || command -v mosquitto >/dev/null 2>&1 || missing+=(mosquitto)
-  command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing+=(nftables)
-  [ ${#missing[@]} -eq 0 ] && return 0
-  apt_install "${missing[@]}"
+# What bin/test needs from Debian, found missing in one pass and installed with one
+# `apt-get update` and one `apt-get install` (each update costs a fresh machine seconds):
+# - mosquitto-clients and mosquitto: the command-line MQTT clients the interoperability tests
+#   drive, and the reference broker, the remote end of the bridge tests (tests/network);
+# - nftables: the packet loss of the multicast tests (tests/multicast; tc netem needs sch_netem,
+#   which not every kernel has);
+# - nodejs and npm: to install rhea, the npm AMQP 1.0 client the AMQP listener tests drive;
+# - rabbitmq-server: an outside AMQP 1.0 JMS provider for the JMS flow node tests (they start
+#   their own node);
+# - openjdk-17-jre-headless: the Spark tests (the spark extra: PySpark 4) need Java 17 or newer;
+# - chromium: the web console's browser tests drive it through Playwright.
+missing_test_packages() {  # prints the missing package names (white-space separated)
+  command -v mosquitto_pub >/dev/null 2>&1 || echo mosquitto-clients
+  [ -x /usr/sbin/mosquitto ] || command -v mosquitto >/dev/null 2>&1 || echo mosquitto
+  command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || echo nftables
+  [ -d "$ROOT/tests/amqp/rhea/node_modules/rhea" ] || command -v npm >/dev/null 2>&1 || echo nodejs npm
+  [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || echo rabbitmq-server
+  java_at_least_17 || { echo "relaymq: Spark needs Java 17 or newer (found: $(java_major || echo none))" >&2
+                        echo openjdk-17-jre-headless; }
+  command -v chromium >/dev/null 2>&1 || echo chromium
 }
 
-ensure_chromium() {  # the web console's browser tests drive Debian's Chromium through Playwright
-  command -v chromium >/dev/null 2>&1 && return 0
-  apt_install chromium
+ensure_test_packages() {
+  local missing=()
+  mapfile -t missing < <(missing_test_packages | tr ' ' '\n')
+  [ ${#missing[@]} -eq 0 ] && return 0
+  # The RabbitMQ tests start their own node on loopback ports; Debian's service (every
+  # interface, 5672) must not start on install: a policy-rc.d that denies it, unless the
+  # machine has one.
+  local policy=/usr/sbin/policy-rc.d made=""
+  if [ ! -e "$policy" ] && [ "$(id -u)" -eq 0 ]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && made=1
+  fi
+  apt_install "${missing[@]}"
+  [ -n "$made" ] && rm -f "$policy"
+  return 0
 }
 
 java_major() {  # the major version of `java` on the PATH (8 for 1.8), or nothing
   java -version 2>&1 | sed -n 's/.*version "\(1\.\)\{0,1\}\([0-9]*\).*/\2/p' | head -n1
 }
 
-ensure_java() {  # the Spark tests (the spark extra: PySpark 4) need Java 17 or newer
+java_at_least_17() {
   local major
   major="$(java_major || true)"
-  [ -n "$major" ] && [ "$major" -ge 17 ] && return 0
-  echo "relaymq: Spark needs Java 17 or newer (found: ${major:-none})" >&2
-  apt_install openjdk-17-jre-headless
+  [ -n "$major" ] && [ "$major" -ge 17 ]
 }
 
-ensure_node_packages() {  # the npm AMQP 1.0 client (rhea) the AMQP listener tests drive
+ensure_node_packages() {  # rhea, from npm (npm itself comes with ensure_test_packages)
   local dir="$ROOT/tests/amqp/rhea"
   [ -d "$dir/node_modules/rhea" ] && return 0
-  command -v npm >/dev/null 2>&1 || apt_install nodejs npm
   echo "relaymq: installing the npm packages of $dir" >&2
   (cd "$dir" && npm ci --no-audit --no-fund --silent) >&2
-}
-
-ensure_rabbitmq() {  # an outside AMQP 1.0 JMS provider for the JMS flow node tests (started by them)
-  [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] && return 0
-  # The tests start their own node on loopback ports; Debian's service (every interface, 5672)
-  # must not start on install: a policy-rc.d that denies it, unless the machine has one.
-  local policy=/usr/sbin/policy-rc.d made=""
-  if [ ! -e "$policy" ] && [ "$(id -u)" -eq 0 ]; then
-    printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && made=1
-  fi
-  apt_install rabbitmq-server
-  [ -n "$made" ] && rm -f "$policy"
-  return 0
 }

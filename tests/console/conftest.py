@@ -1,4 +1,4 @@
-"""A real headless Chromium (Debian's ``chromium``, installed by bin/test's ensure_chromium)
+"""A real headless Chromium (Debian's ``chromium``, installed by bin/test's ensure_test_packages)
 driven by Playwright, for the web console's tests (issue 18: "Tested in a real browser").
 Playwright's own browser download cannot run here, so it is pointed at the system one."""
 
@@ -17,7 +17,7 @@ CHROMIUM = os.environ.get("RELAYMQ_CHROMIUM") or shutil.which("chromium") or "/u
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
     if not os.path.exists(CHROMIUM):
-        pytest.fail(f"no Chromium at {CHROMIUM}: bin/test installs Debian's chromium (ensure_chromium in bin/_env.sh)")
+        pytest.fail(f"no Chromium at {CHROMIUM}: bin/test installs Debian's chromium (ensure_test_packages in bin/_env.sh)")
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=15_000)  # every expectation waits for its condition up to this

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "amqp"))
 from rabbitmq import RabbitMQ, available  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not available(), reason="rabbitmq-server is not installed "
-                                                   "(bin/test installs it: ensure_rabbitmq)")]
+                                                   "(bin/test installs it: ensure_test_packages in bin/_env.sh)")]
 WAIT = 30.0
 
 

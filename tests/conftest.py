@@ -31,6 +31,35 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"broker under test: {default_kind()} (set RELAYMQ_TEST_BROKER to change)"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """bin/test runs the suite on two pytest-xdist workers (``--dist loadgroup``). Each test
+    module is one group, so a module's shared fixtures (a broker, a RabbitMQ node, a browser)
+    start once, on one worker. The modules that use the Spark session are one group between
+    them, so only one worker starts a JVM, and they go first: they are the longest group, and
+    started last they would leave the other worker idle at the end."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    spark_modules = {item.path for item in items if "spark" in getattr(item, "fixturenames", ())}
+    for item in items:
+        group = "spark" if item.path in spark_modules else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: item.path not in spark_modules)  # stable: the order within stays
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """On an xdist worker: hand the report lines to the controller, which prints them."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["relaymq_report"] = session.config.stash[REPORT_KEY]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """On the xdist controller: gather a finished worker's report lines."""
+    lines = getattr(node, "workeroutput", {}).get("relaymq_report", [])
+    node.config.stash[REPORT_KEY].extend(lines)
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """Print what tests asked to report (conformance counts, duplicate counts, ...)."""
     lines = config.stash.get(REPORT_KEY, [])

@@ -124,12 +124,14 @@ class Node:
                 self.proc.wait(10)
 
     def depths(self) -> dict[str, int]:
-        """Queue name -> current depth (GET /ibmmq/rest/v3/admin/qmgr/{qmgr}/queue), {} when down."""
+        """Queue name -> current depth (GET /ibmmq/rest/v3/admin/qmgr/{qmgr}/queue), {} when down.
+        The timeout is generous: on a loaded machine (CI's two cores, the tests run two at a
+        time) an answer can take seconds, and {} would read as "down"."""
         import urllib.request
 
         url = f"http://127.0.0.1:{self.http_port}/ibmmq/rest/v3/admin/qmgr/{self.name}/queue"
         try:
-            with urllib.request.urlopen(url, timeout=5) as response:
+            with urllib.request.urlopen(url, timeout=30) as response:
                 queues = json.loads(response.read())["queue"]
         except (OSError, ValueError, KeyError):
             return {}

@@ -265,7 +265,8 @@ def test_everyplace_item_26_encrypted_queue_across_a_channel_between_two_process
         assert status == 200 and got.decode() == SECRET
         _until(lambda: "does not meet the queue's requirements" in device.log.read_text(), 30,
                "DEVICE logs SERVER's refusal of LOCKED's message")
-        assert server.depths().get("LOCKED") == 0 and device.depths().get("LOCKED") == 1
+        on_server, on_device = server.depths(), device.depths()
+        assert (on_server.get("LOCKED"), on_device.get("LOCKED")) == (0, 1), (on_server, on_device)
     finally:
         device.stop()
         server.stop()

@@ -35,6 +35,8 @@ def _file(tmp_path: Path, text: str) -> str:
         (f"alice:{HASH[:-1]}\n", 1),                      # truncated hash
         (f" alice:{HASH}\n", 1),                          # user name with a leading space
     ],
+    # HASH has a random salt: ids from the text would differ between pytest-xdist's workers
+    ids=["no-colon", "empty-user", "not-bcrypt", "user-twice", "truncated-hash", "leading-space"],
 )
 def test_malformed_line_names_file_and_line(tmp_path: Path, text: str, line: int) -> None:
     """Brief: a malformed line gives a clear error naming the file and the line number."""

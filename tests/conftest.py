@@ -31,19 +31,38 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"broker under test: {default_kind()} (set RELAYMQ_TEST_BROKER to change)"
 
 
+#: The tests that share the one Spark session (tests/pipeline/conftest.py): one scope of the
+#: scheduler below, so one worker starts a JVM; and the first, since it runs longest.
+SPARK_TESTS = "tests/pipeline/"
+
+
+def test_scope(nodeid: str) -> str:
+    """What the scheduler keeps on one worker: a test module (its shared fixtures, a broker, a
+    RabbitMQ node, a browser, start once), or every Spark test."""
+    return SPARK_TESTS if nodeid.startswith(SPARK_TESTS) else nodeid.split("::")[0]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """bin/test runs the suite on pytest-xdist workers, scheduled by ``test_scope`` in the
+    order of collection (bin/test passes ``--no-loadscope-reorder``)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return test_scope(nodeid)
+
+    return ModuleScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """bin/test runs the suite on two pytest-xdist workers (``--dist loadgroup``). Each test
-    module is one group, so a module's shared fixtures (a broker, a RabbitMQ node, a browser)
-    start once, on one worker. The modules that use the Spark session are one group between
-    them, so only one worker starts a JVM, and they go first: they are the longest group, and
-    started last they would leave the other worker idle at the end."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    spark_modules = {item.path for item in items if "spark" in getattr(item, "fixturenames", ())}
-    for item in items:
-        group = "spark" if item.path in spark_modules else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: item.path not in spark_modules)  # stable: the order within stays
+    """The Spark tests first (a stable sort: the order within stays); and none outside
+    SPARK_TESTS, which would start a second session on another worker."""
+    strays = [item.nodeid for item in items
+              if "spark" in getattr(item, "fixturenames", ()) and not item.nodeid.startswith(SPARK_TESTS)]
+    if strays:
+        raise pytest.UsageError(f"tests that use the Spark session belong under {SPARK_TESTS}: {strays[:3]}")
+    items.sort(key=lambda item: not item.nodeid.startswith(SPARK_TESTS))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -10,7 +10,7 @@ from relaymq.message.message import Message
 from relaymq.message.mqmd import MQMD
 from relaymq.message.mqrfh2 import MQRFH2
 from relaymq.pipeline.arrowio import batches_from_ipc, records_from_batches, to_ipc
-from relaymq.pipeline.record import from_message, from_publication
+from relaymq.pipeline.record import LogRecord, from_message, from_publication
 
 
 def test_publication_properties_map_to_mqmd_columns_and_usr() -> None:
@@ -23,6 +23,17 @@ def test_publication_properties_map_to_mqmd_columns_and_usr() -> None:
     assert (record.topic, record.queue, record.qos, record.persistence) == ("LCUnit/1/Heartbeat", None, 1, 1)
     assert record.correl_id == b"abc" and record.domain == "XMLNSC" and record.format == "MQSTR"
     assert record.reply_to_q == "replies/1" and record.expiry == 100
+
+
+def test_publication_record_leaves_every_other_column_at_its_default() -> None:
+    """issue 7 "Columns": a publication fills only the columns MQTT has (from_publication builds
+    the record positionally, for speed: this holds it to the fields' order and defaults)."""
+    record = from_publication("a/b", b"body", 2, {"user_property": [("k", "v")], "correlation_data": b"c",
+                                                  "payload_format_indicator": 1, "response_topic": "r"})
+    assert record == LogRecord(topic="a/b", qos=2, body=b"body", usr={"k": "v"}, domain="BLOB", correl_id=b"c",
+                               persistence=1, expiry=-1, format="MQSTR", reply_to_q="r",
+                               put_appl_name="relaymq mqtt")
+    assert from_publication("t", b"", 0, None).persistence == 0
 
 
 def test_queue_message_takes_mqmd_rfh2_usr_and_domain() -> None:

@@ -211,30 +211,27 @@ class MessageLog:
 
     def _place(self, batch: Batch, records: list[LogRecord], stamp: float,
                placed: list[tuple[str, int]] | None) -> None:
-        """Number and stamp the records as they join the batch (the engine's lock is held)."""
+        """Number and stamp the records as they join the batch (the engine's lock is held).
+        Each partition's rows gather in the batch; its new ``next_seq`` is written with them
+        (``_pack``), once per commit rather than once per submission."""
         next_seq = self._next_seq
         last_us = self._last_us
-        # partition -> [its next seq, the rows it gathers in this batch]
-        open_rows: dict[str, list[Any]] = {}
+        gathered = batch.gathered
         for record in records:
             name = record.partition
-            slot = open_rows.get(name)
-            if slot is None:
-                seq = next_seq.get(name, 0)
-                slot = open_rows[name] = [seq, batch.gather(("log", name), _pack, name, seq)]
-            seq = slot[0]
-            slot[0] = seq + 1
+            seq = next_seq.get(name, 0)
+            key = ("log", name)
+            group = gathered.get(key)
+            rows = batch.gather(key, _pack, name, seq) if group is None else group[2]
+            next_seq[name] = seq + 1
             record.seq = seq
             stamp_us = round((record.timestamp or stamp) * 1_000_000)
             last_us = stamp_us if stamp_us > last_us else last_us + 1
             record.timestamp = last_us / 1_000_000
-            slot[1].append(_ROW(record))
+            rows.append(_ROW(record))
             if placed is not None:
                 placed.append((name, seq))
         self._last_us = last_us
-        for name, (nxt, _rows) in open_rows.items():
-            next_seq[name] = nxt
-            batch.put(("lp", name), (_EXTENT, (name, 0, nxt)))
         self.appended += len(records)
 
     def apply_retention(self, partition: str, *, max_age: float = 0, max_entries: int = 0,
@@ -361,5 +358,8 @@ def _last_stamp_us(db: sqlite3.Connection) -> int:
 
 
 def _pack(rows: list[tuple[Any, ...]], partition: str, first_seq: int) -> list[tuple[str, tuple[Any, ...]]]:
-    """The record batches of one commit's entries of a partition (Batch.gather's build)."""
-    return log_batch.batch_ops(partition, first_seq, rows, _TS)
+    """The record batches of one commit's entries of a partition (Batch.gather's build), and
+    the partition's extent that they move on."""
+    ops = log_batch.batch_ops(partition, first_seq, rows, _TS)
+    ops.append((_EXTENT, (partition, 0, first_seq + len(rows))))
+    return ops

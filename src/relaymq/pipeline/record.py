@@ -100,16 +100,21 @@ def from_publication(topic: str, payload: bytes, qos: int, properties: dict[str,
     Format MQSTR; QoS > 0 is persistent (mqtt.md: QoS 1/2 are stored by the broker).
     """
     props = properties or {}
-    usr = {str(k): _usr_text(v) for k, v in props.get("user_property", ()) or ()}
+    usr = {k if type(k) is str else str(k): v if type(v) is str else _usr_text(v)
+           for k, v in props.get("user_property", ()) or ()}
     domain = usr.pop("mcd.Msd", None) or _domain_for_content_type(props.get("content_type"))
-    now = time.time() if now is None else now
-    expiry = -1 if expiry_at is None else max(0, int((expiry_at - now) * 10))
+    if expiry_at is None:
+        expiry = -1
+    else:
+        expiry = max(0, int((expiry_at - (time.time() if now is None else now)) * 10))
     correl = props.get("correlation_data") or b""
+    # Positional, in COLUMNS order (the archive tap makes one per publication: keywords to a
+    # 26-field __init__ cost more than everything else here).
     return LogRecord(
-        topic=topic, qos=qos, body=bytes(payload), usr=usr, domain=domain,
-        correl_id=bytes(correl)[:24], persistence=1 if qos > 0 else 0, expiry=expiry,
-        format="MQSTR" if props.get("payload_format_indicator") == 1 else "",
-        reply_to_q=str(props.get("response_topic") or ""), put_appl_name="relaymq mqtt",
+        topic, None, "", -1, 0.0, qos, b"", bytes(correl)[:24], 8, 0, 1 if qos > 0 else 0, expiry,
+        "MQSTR" if props.get("payload_format_indicator") == 1 else "", 1208, 546,
+        str(props.get("response_topic") or ""), "", "", "relaymq mqtt", "", "", b"", 1, usr, domain,
+        payload if type(payload) is bytes else bytes(payload),
     )
 
 

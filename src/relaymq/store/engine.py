@@ -278,27 +278,42 @@ class Batch:
 
 class _UnitScope:
     """The context manager ``Engine.unit`` returns (one per engine, reused: the units are
-    per thread, kept in the engine's thread-local state)."""
+    per thread, kept in the engine's thread-local state). Entering and leaving do the work
+    themselves rather than call the engine: the broker opens a unit per publication."""
 
-    __slots__ = ("_engine",)
+    __slots__ = ("_engine", "_local")
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, local: threading.local) -> None:
         self._engine = engine
+        self._local = local
 
     def __enter__(self) -> None:
-        self._engine._enter()
+        local = self._local.__dict__
+        unit: _Unit | None = local.get("unit")
+        if unit is None:
+            unit = local["unit"] = _Unit()
+        unit.depth += 1
 
     def __exit__(self, *exc: object) -> None:
-        self._engine._exit()
+        local = self._local.__dict__
+        unit: _Unit = local["unit"]
+        unit.depth -= 1
+        if not unit.depth:
+            local["unit"] = None
+            self._engine._apply(unit)
 
 
 class _Unit:
-    """One thread's submissions while a unit of work is open (``Engine.unit``)."""
+    """One thread's submissions while a unit of work is open (``Engine.unit``): its changes in
+    order, and its ``on_durable`` callbacks, which join the batch after the changes (the same
+    commit covers all of them, so a callback registered before one of its unit's changes still
+    waits for it)."""
 
-    __slots__ = ("changes", "afterwards", "depth")
+    __slots__ = ("changes", "callbacks", "afterwards", "depth")
 
     def __init__(self) -> None:
         self.changes: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
+        self.callbacks: list[Callable[[], None]] = []
         self.afterwards: list[Callable[[], None]] = []
         self.depth = 0
 
@@ -347,7 +362,7 @@ class Engine:
         #: that must not wait through an outage (a shutdown) learns of it.
         self.outage_watchers: list[Callable[[BaseException], None]] = []
         self._local = threading.local()
-        self._scope = _UnitScope(self)
+        self._scope = _UnitScope(self, self._local)
         #: Called (lock held) when the writer takes a batch: may add ``batch.afterwards``.
         self.taking: list[Callable[[Batch], None]] = []
         #: Write submissions so far (each put/update/delete a part makes). The broker reads it
@@ -441,21 +456,10 @@ class Engine:
         (nestable; the outermost one applies it). The writer never commits part of a unit."""
         return self._scope
 
-    def _enter(self) -> None:
-        local = self._local.__dict__
-        unit: _Unit | None = local.get("unit")
-        if unit is None:
-            unit = local["unit"] = _Unit()
-        unit.depth += 1
-
-    def _exit(self) -> None:
-        local = self._local.__dict__
-        unit: _Unit = local["unit"]
-        unit.depth -= 1
-        if unit.depth:
-            return
-        local["unit"] = None
-        if unit.changes:
+    def _apply(self, unit: _Unit) -> None:
+        """A unit ended: its changes and callbacks join the batch together, then its
+        ``after_submit`` callbacks run (in this thread)."""
+        if unit.changes or unit.callbacks:
             with self._lock:
                 if self._failed is None and not self._closing:
                     batch = self._batch
@@ -463,6 +467,7 @@ class Engine:
                         self._work.notify()
                     for change, args in unit.changes:
                         change(batch, *args)
+                    batch.callbacks += unit.callbacks
         for callback in unit.afterwards:
             callback()
 
@@ -470,6 +475,10 @@ class Engine:
         """Queue ``callback`` behind everything submitted so far (inside a unit: behind the
         unit's operations); it goes to ``notify`` after the commit, never if the commit fails.
         Callbacks reach ``notify`` in the order they were registered."""
+        unit: _Unit | None = self._local.__dict__.get("unit")
+        if unit is not None and self._failed is None:
+            unit.callbacks.append(callback)
+            return
         self.submit(_add_callback, callback, writes=0)
 
     def on_commit(self, callback: Callable[[BaseException | None], None]) -> None:

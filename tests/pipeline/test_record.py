@@ -77,3 +77,30 @@ def test_publication_record_to_a_flow_message_carries_topic_and_usr() -> None:
     message = to_message(from_publication("LCUnit/1/batch", b"<events/>", 1, {"user_property": [("k", "v")]}))
     assert topic_of(message) == "LCUnit/1/batch" and usr_properties(message) == [("k", "v")]
     assert message.mq.md.Persistence == 1
+
+
+def test_arrow_read_of_stored_batches_equals_the_records_read(tmp_path) -> None:
+    """issue 16 (the pipeline reads stored record batches as Arrow without a Python loop per
+    value): a range starting and ending inside stored batches, across several of them, reads as
+    the same Arrow rows as the log's records converted one by one (timestamps to the µs, usr
+    maps, queue entries without a topic, binary fields)."""
+    from relaymq.pipeline.arrowio import to_batch
+    from relaymq.pipeline.fetch import LocalAccess
+    from relaymq.pipeline.log import MessageLog
+    from relaymq.pipeline.record import LogRecord
+
+    log = MessageLog(str(tmp_path))
+    for commit in range(4):
+        log.append([LogRecord(topic=None if i % 3 == 0 else f"t/{i}", queue="Q1" if i % 3 == 0 else None,
+                              partition="p-0", usr={"unit": str(i), "k": "v"} if i % 2 else {},
+                              correl_id=bytes([i % 256]) * 24, priority=i % 10, body=b"\x00" * i)
+                    for i in range(commit * 5, commit * 5 + 5)], now=1_700_000_000.123457 + commit)
+    access = LocalAccess(str(tmp_path))
+    try:
+        (got,) = access.read_batches("p-0", 3, 17)
+        assert got.equals(to_batch(log.read("p-0", 3, 17)))
+        assert got.column("seq").to_pylist() == list(range(3, 17))
+        assert access.read_batches("p-0", 20, 25) == []
+    finally:
+        access.close()
+        log.close()

@@ -57,16 +57,37 @@ def to_batch(records: Sequence[LogRecord]) -> Any:
     return _batch(columns)
 
 
-def stored_batch(partition: str, seqs: Sequence[int], rows: Sequence[tuple[Any, ...]]) -> Any:
-    """Entries as the log stores them (``MessageLog.read_stored``) as one RecordBatch: column by
-    column, without a record object per entry."""
-    if rows:
-        columns = dict(zip(STORED_COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
-    else:
-        columns = {name: [] for name in STORED_COLUMNS}
-    columns["partition"] = [partition] * len(seqs)
-    columns["seq"] = list(seqs)
-    return _batch(columns)
+def stored_batch(partition: str, runs: Iterable[tuple[int, list[tuple[Any, ...]]]]) -> Any:
+    """Entries as the log stores them (``MessageLog.read_runs``: runs of consecutive entries)
+    as one RecordBatch. Each run's rows become Arrow in one call (a struct array built in C++),
+    so there is no Python loop per entry or per value; the timestamp is scaled in Arrow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    stored = _stored_type()
+    parts: list[Any] = []
+    first = count = 0
+    for seq, rows in runs:
+        if not parts:
+            first = seq
+        parts.append(pa.array(rows, type=stored))
+        count += len(rows)
+    joined = pa.concat_arrays(parts) if parts else pa.array([], type=stored)
+    columns = dict(zip(STORED_COLUMNS, joined.flatten(), strict=True))
+    micros = pc.round(pc.multiply(columns["timestamp"], 1_000_000))  # exact: stamps are whole µs
+    schema = arrow_schema()
+    columns["timestamp"] = micros.cast(pa.int64()).cast(schema.field("timestamp").type)
+    columns["partition"] = pa.repeat(pa.scalar(partition, pa.string()), count)
+    columns["seq"] = pa.array(range(first, first + count), type=pa.int64())
+    return pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
+
+
+def _stored_type() -> Any:
+    """A stored row (``STORED_COLUMNS``) as an Arrow struct; the timestamp as stored (seconds)."""
+    import pyarrow as pa
+
+    return pa.struct([pa.field(f.name, pa.float64()) if f.name == "timestamp" else f
+                      for f in arrow_schema() if f.name in STORED_COLUMNS])
 
 
 def _batch(columns: dict[str, list[Any]]) -> Any:

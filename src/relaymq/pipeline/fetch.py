@@ -68,11 +68,11 @@ class LocalAccess:
     def read_batches(self, partition: str, start: int, end: int) -> list[Any]:
         batches = []
         while start < end:
-            seqs, rows = self._open().read_stored(partition, start, end, limit=MAX_FETCH)
-            if not seqs:
+            batch = stored_batch(partition, self._open().read_runs(partition, start, end, limit=MAX_FETCH))
+            if batch.num_rows == 0:
                 break
-            batches.append(stored_batch(partition, seqs, rows))
-            start = seqs[-1] + 1
+            batches.append(batch)
+            start += batch.num_rows
         return batches
 
     def timestamps(self, partition: str, start: int, end: int) -> list[float]:
@@ -224,17 +224,18 @@ class FetchEndpoint:
         except ValueError as error:
             return _json(400, {"error": str(error)})
         try:
-            seqs, rows = await asyncio.to_thread(self.log.read_stored, name, start, end, limit)
+            runs = await asyncio.to_thread(self.log.read_runs, name, start, end, limit)
         except RetentionError as error:
             return _json(410, {"error": str(error), "partition": name, "start": start, "first_seq": error.first_seq})
         except LogError as error:
             return _json(404, {"error": str(error)})
-        if seqs:
-            self.served[name] = max(self.served.get(name, 0), seqs[-1] + 1)
         try:
-            body = await asyncio.to_thread(lambda: batch_ipc(stored_batch(name, seqs, rows)))
+            batch = await asyncio.to_thread(stored_batch, name, runs)
         except ImportError:
             return _json(501, {"error": "pyarrow is not installed in the broker (pip install relaymq[spark])"})
+        if batch.num_rows:
+            self.served[name] = max(self.served.get(name, 0), start + batch.num_rows)
+        body = await asyncio.to_thread(batch_ipc, batch)
         return HttpResponse(200, [("content-type", ARROW_MEDIA_TYPE)], body)
 
     async def read_timestamps(self, request: Any) -> Any:

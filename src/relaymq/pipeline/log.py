@@ -296,7 +296,20 @@ class MessageLog:
     def read_stored(self, partition: str, start: int, end: int | None = None,
                     limit: int | None = None) -> tuple[list[int], list[tuple[Any, ...]]]:
         """What :meth:`read` reads, as stored: the sequence numbers and the rows
-        (``STORED_COLUMNS``), for a reader that wants columns (Arrow) rather than records."""
+        (``STORED_COLUMNS``)."""
+        seqs: list[int] = []
+        rows: list[tuple[Any, ...]] = []
+        for first, run in self.read_runs(partition, start, end, limit):
+            seqs.extend(range(first, first + len(run)))
+            rows.extend(run)
+        return seqs, rows
+
+    def read_runs(self, partition: str, start: int, end: int | None = None,
+                  limit: int | None = None) -> Iterator[tuple[int, list[tuple[Any, ...]]]]:
+        """What :meth:`read` reads, as runs of consecutive entries, one per stored batch:
+        (the seq of the run's first entry, its stored rows). The committed batches are read at
+        once (errors are raised here); each is decoded only as the runs are iterated, so a reader
+        turning them into columns (Arrow) holds one batch of Python rows at a time."""
         with self._lock:
             found = self._db.execute("SELECT first_seq, next_seq FROM partitions WHERE name=?", (partition,)).fetchone()
             if found is None:
@@ -307,24 +320,15 @@ class MessageLog:
             stop = nxt if end is None else min(end, nxt)
             if limit is not None:
                 stop = min(stop, start + limit)
-            seqs: list[int] = []
-            rows: list[tuple[Any, ...]] = []
-            for seq, row in self._rows(partition, start, stop):
-                seqs.append(seq)
-                rows.append(row)
-        return seqs, rows
+            blobs = self._blobs(partition, start, stop)
+        return _runs(blobs, start, stop)
 
-    def _rows(self, partition: str, start: int, stop: int) -> Iterator[tuple[int, tuple[Any, ...]]]:
-        """(seq, stored row) of the committed entries ``start <= seq < stop``, in order. Call
-        with the lock held."""
+    def _blobs(self, partition: str, start: int, stop: int) -> list[tuple[int, bytes]]:
+        """(first_seq, data) of the stored batches holding entries ``start <= seq < stop``, in
+        order. Call with the lock held."""
         if start >= stop:
-            return
-        for first_seq, data in self._db.execute(_BATCHES, (partition, partition, start, stop)).fetchall():
-            rows = log_batch.decode(data)
-            low = max(start - first_seq, 0)
-            high = min(stop - first_seq, len(rows))
-            for offset in range(low, high):
-                yield first_seq + offset, rows[offset]
+            return []
+        return self._db.execute(_BATCHES, (partition, partition, start, stop)).fetchall()
 
     def timestamps(self, partition: str, start: int, end: int) -> list[float]:
         """The archive timestamps of entries ``start <= seq < end`` of ``partition``, in seq
@@ -335,7 +339,8 @@ class MessageLog:
                 raise LogError(f"no partition {partition!r} in the log")
             if start < found[0]:
                 raise RetentionError(partition, start, found[0])
-            return [row[_TS] for _seq, row in self._rows(partition, start, end)]
+            blobs = self._blobs(partition, start, end)
+        return [row[_TS] for _first, run in _runs(blobs, start, end) for row in run]
 
     def flush(self) -> None:
         """Wait until every submitted entry is committed (tests, shutdown)."""
@@ -355,6 +360,16 @@ def _last_stamp_us(db: sqlite3.Connection) -> int:
     row = db.execute("SELECT MAX(b.last_ts) FROM partitions p JOIN log_batches b ON b.partition = p.name"
                      " AND b.first_seq = (SELECT MAX(first_seq) FROM log_batches WHERE partition = p.name)").fetchone()
     return -1 if row[0] is None else round(row[0] * 1_000_000)
+
+
+def _runs(blobs: list[tuple[int, bytes]], start: int, stop: int) -> Iterator[tuple[int, list[tuple[Any, ...]]]]:
+    """The entries ``start <= seq < stop`` of stored batches: (seq of the first, rows) each."""
+    for first_seq, data in blobs:
+        rows = log_batch.decode(data)
+        low = max(start - first_seq, 0)
+        high = min(stop - first_seq, len(rows))
+        if low < high:
+            yield first_seq + low, rows if (low, high) == (0, len(rows)) else rows[low:high]
 
 
 def _pack(rows: list[tuple[Any, ...]], partition: str, first_seq: int) -> list[tuple[str, tuple[Any, ...]]]:

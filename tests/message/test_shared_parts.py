@@ -65,3 +65,17 @@ def test_the_shared_bytes_follow_the_encoding_of_each_copy():
         message.md.Encoding = 0x111  # big-endian integers after the MQMD
     assert encode_message(copies[0]) == encode_message(plain[0])
     assert encode_message(copies[1]) == encode_message(plain[1])
+
+
+def test_the_copies_mqmds_are_encoded_once_and_each_keeps_its_own_fields():
+    """Issue 14: the MQMD of a copy is the first copy's bytes with its own MsgId and CorrelId;
+    any other field that differs (or changes after an encoding) is encoded as given."""
+    shared, copies, plain = _copies(4)
+    copies[1].md.MsgId = plain[1].md.MsgId = b"short"  # NUL-padded to 24, as the full encoding
+    copies[2].md.CorrelId = plain[2].md.CorrelId = b""
+    assert [encode_message(c) for c in copies] == [encode_message(p) for p in plain]
+    for message in (copies[3], plain[3]):
+        message.md.Priority = 7
+        message.md.ReplyToQ = "REPLY"
+    assert encode_message(copies[3]) == encode_message(plain[3])
+    assert [decode_message(encode_message(c)).md.MsgId for c in copies[:2]] == [b"\0" * 24, b"short".ljust(24, b"\0")]

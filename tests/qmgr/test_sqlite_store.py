@@ -196,3 +196,22 @@ def test_delete_queue_manager_removes_definitions_and_keeps_data(tmp_path) -> No
         again.define_queue("ORDERS")
     with QueueManager.open("QMDEL", str(tmp_path)) as later:
         assert [body(m) for m in later.browse("ORDERS")] == ["kept"]
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_put_all_makes_each_put_in_one_submission_and_reports_each_refusal(tmp_path, durable) -> None:
+    """issue 14: the copies of a publication for queue subscribers go to the queue manager in
+    one call (``put_all``): each is put as ``put(wait=False)`` puts it, a refused one (queue
+    full, unknown queue) is reported in its place and the others are still made, in order;
+    they are on disk once the store has committed (reopen)."""
+    with QueueManager.open("QMB", str(tmp_path) if durable else None, synchronous="NORMAL") as qm:
+        qm.define_queue("A")
+        qm.define_queue("B", max_depth=1)
+        results = qm.put_all([("A", text_message("a1")), ("B", text_message("b1")), ("B", text_message("b2")),
+                              ("NOPE", text_message("x")), ("A", text_message("a2"))])
+        assert [type(r).__name__ for r in results] == ["bytes", "bytes", "QueueFull", "UnknownQueue", "bytes"]
+        assert [body(m) for m in qm.browse("A")] == ["a1", "a2"] and [body(m) for m in qm.browse("B")] == ["b1"]
+    if durable:
+        with QueueManager.open("QMB", str(tmp_path), synchronous="NORMAL") as qm:
+            assert [e.msg_id for e in qm.browse_envelopes("A")] == [results[0], results[4]]
+            assert [body(qm.get("B"))] == ["b1"] and qm.depth("B") == 0

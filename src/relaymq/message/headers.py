@@ -26,7 +26,7 @@ from relaymq.message.constants import MQCCSI_EMBEDDED, MQCCSI_INHERIT, MQCCSI_Q_
 from relaymq.message.errors import FormatError, LengthError, TruncatedError
 from relaymq.message.layout import byte_order
 from relaymq.message.mqdlh import MQDLH, decode_dlh, encode_dlh
-from relaymq.message.mqmd import MD_CCSID_ASCII, MQMD, decode_mqmd, detect_md, encode_mqmd
+from relaymq.message.mqmd import MD_CCSID_ASCII, MQMD, MQMDTemplates, decode_mqmd, detect_md, encode_mqmd
 from relaymq.message.mqrfh import MQRFH, decode_rfh, encode_rfh
 from relaymq.message.mqrfh2 import MQRFH2, decode_rfh2, encode_rfh2
 
@@ -196,7 +196,7 @@ def encode_message(msg: MQMessage) -> bytes:
         # "encode once, write many": only the MQMD is this message's own
         shared = msg._shared
         tail = shared.encoded(md.Encoding, msg.resolve_ccsid(md.CodedCharSetId, msg.qmgr_ccsid), msg.qmgr_ccsid)
-        return encode_mqmd(md, msg.md_encoding, msg.md_ccsid, shared.first_format) + tail
+        return shared.mqmds.encode(md, msg.md_encoding, msg.md_ccsid, shared.first_format) + tail
     formats: list[str] = [h.FORMAT_NAME for h in msg.headers]
     parts = [encode_mqmd(md, msg.md_encoding, msg.md_ccsid, formats[0] if formats else None)]
     parts += _encode_headers(msg.headers, md.Encoding, msg.resolve_ccsid(md.CodedCharSetId, msg.qmgr_ccsid),
@@ -243,7 +243,7 @@ class SharedParts:
     once the parts are made.
     """
 
-    __slots__ = ("_encoded", "body", "first_format", "headers")
+    __slots__ = ("_encoded", "body", "first_format", "headers", "mqmds")
 
     def __init__(self, headers: list[Header], body: bytes) -> None:
         if not headers:
@@ -253,6 +253,8 @@ class SharedParts:
         self.first_format = headers[0].FORMAT_NAME
         #: ((encoding, ccsid, qmgr ccsid) in force before the first header, headers + body bytes)
         self._encoded: tuple[tuple[int, int, int], bytes] | None = None
+        #: the messages' MQMDs, which differ in their ids only, encoded once
+        self.mqmds = MQMDTemplates()
 
     def encoded(self, encoding: int, ccsid: int, qmgr_ccsid: int) -> bytes:
         """Headers + body as bytes after an MQMD declaring ``encoding`` and ``ccsid``."""

@@ -191,9 +191,48 @@ def encode_mqmd(md: MQMD, encoding: int = MQENC_NATIVE, ccsid: int = MD_CCSID_AS
     return layout.encode_values((MQMD_STRUC_ID, *values), byte_order(encoding), ccsid, encoding)
 
 
+class MQMDTemplates:
+    """MQMDs that differ only in MsgId and CorrelId (the copies of one publication for its
+    queue subscribers), encoded once: the first of each kind is encoded in full, the others
+    are its bytes with their own two ids put in (the rest of an MQMD costs far more to encode
+    than to compare). Ids that are not bytes of at most 24 take the full encoding."""
+
+    __slots__ = ("_known",)
+
+    #: Kinds kept (persistence and identity variants of one publication are few).
+    LIMIT = 8
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[object, ...], bytes] = {}
+
+    def encode(self, md: MQMD, encoding: int, ccsid: int, format_name: str | None) -> bytes:
+        """``encode_mqmd(md, encoding, ccsid, format_name)``."""
+        msg_id, correl_id = md.MsgId, md.CorrelId
+        if type(msg_id) is not bytes or type(correl_id) is not bytes or len(msg_id) > 24 or len(correl_id) > 24:
+            return encode_mqmd(md, encoding, ccsid, format_name)
+        values = _V2_VALUES(md)
+        key = (encoding, ccsid, format_name, *values[:_MSG_ID_AT], *values[_MSG_ID_AT + 2:])
+        try:
+            template = self._known.get(key)
+        except TypeError:  # a field of an unhashable type: it is checked by the full encoding
+            return encode_mqmd(md, encoding, ccsid, format_name)
+        if template is None:
+            template = encode_mqmd(md, encoding, ccsid, format_name)
+            if len(self._known) < self.LIMIT:
+                self._known[key] = template
+            return template
+        return b"".join((template[:_MSG_ID_OFFSET], msg_id.ljust(24, b"\0"), correl_id.ljust(24, b"\0"),
+                         template[_MSG_ID_OFFSET + 48:]))
+
+
 # The MQMD's fields in layout order (after StrucId), read in one call; where Format is in them.
 _V1_VALUES = attrgetter(*LAYOUT_V1.names[1:])
 _V2_VALUES = attrgetter(*LAYOUT_V2.names[1:])
 _FORMAT_AT = LAYOUT_V2.names.index("Format") - 1
 _STRUC_ID = MQMD_STRUC_ID.rstrip()
+# Where MsgId is in those values and in the bytes (CorrelId follows it; the same in version 1).
+_MSG_ID_AT = LAYOUT_V2.names.index("MsgId") - 1
+_MSG_ID_OFFSET = LAYOUT_V2.offsets[_MSG_ID_AT + 1]
+assert LAYOUT_V2.names[_MSG_ID_AT + 2] == "CorrelId" and LAYOUT_V2.offsets[_MSG_ID_AT + 2] == _MSG_ID_OFFSET + 24
+assert LAYOUT_V1.offsets[_MSG_ID_AT + 1] == _MSG_ID_OFFSET
 assert LAYOUT_V2.names[1:] == MQMD.field_names(), "MQMD(*values) needs the layout in the dataclass's order"

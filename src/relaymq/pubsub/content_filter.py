@@ -63,13 +63,21 @@ _WITHOUT_VIEW = frozenset({_PERSISTENCE})
 class LazyView:
     """The resolver of one publication for filters, built on first use only."""
 
-    __slots__ = ("message", "_resolve")
+    __slots__ = ("message", "_resolve", "_selected")
 
     def __init__(self, message: Any) -> None:
         self.message = message  # a broker StoredMessage
         self._resolve: Callable[[str], object] | None = None
+        #: filter text -> verdict: the subscriptions sharing a filter share its evaluation
+        self._selected: dict[str, bool] = {}
 
     def selects(self, selector: Selector) -> bool:
+        known = self._selected.get(selector.text)
+        if known is None:
+            known = self._selected[selector.text] = self._evaluate(selector)
+        return known
+
+    def _evaluate(self, selector: Selector) -> bool:
         if selector.identifiers <= _WITHOUT_VIEW:
             persistence = 1 if self.message.qos > 0 else 0
             return selector.matches(lambda name: persistence if name == _PERSISTENCE else None)

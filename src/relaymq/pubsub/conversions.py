@@ -21,6 +21,7 @@ from relaymq.message.mqrfh2 import MQRFH2
 from relaymq.message.tree import Element
 from relaymq.pubsub import psc as wire
 from relaymq.pubsub.model import DEFAULT_SUBPOINT, MqttPublish, Publication
+from relaymq.selector import Selector
 from relaymq.selector.resolvers import message_resolver
 from relaymq.selector.values import UntypedText
 
@@ -107,6 +108,19 @@ def filter_resolver(pub: Publication) -> Callable[[str], object]:
         return value
 
     return untyped
+
+
+def filter_selects(pub: Publication, selector: Selector) -> bool:
+    """Whether a content filter selects ``pub`` (item 17), evaluated once per publication and
+    filter text: the subscriptions sharing a filter share its verdict (the filter reads only
+    the publication, ``filter_resolver``)."""
+    results = pub._selected
+    if results is None:
+        results = pub._selected = {}
+    known = results.get(selector.text)
+    if known is None:
+        known = results[selector.text] = selector.matches(filter_resolver(pub))
+    return known
 
 
 def mqtt_publication(pub: Publication, now: float) -> MqttPublish:

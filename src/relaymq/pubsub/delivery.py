@@ -19,7 +19,7 @@ from relaymq.message.mqrfh import MQRFH
 from relaymq.message.mqrfh2 import MQRFH2
 from relaymq.pubsub import psc as wire
 from relaymq.pubsub.authority import RECEIVE, SenderAuthority
-from relaymq.pubsub.conversions import filter_resolver, publication_folders
+from relaymq.pubsub.conversions import filter_selects, publication_folders
 from relaymq.pubsub.model import NON_PERS, PERS, PERS_AS_QUEUE, Publication, Put, QueueSubscription, SubscriberId
 from relaymq.pubsub.topicacl import PERSISTENT, SUBSCRIBE, TopicAcl
 
@@ -70,7 +70,7 @@ class Delivery:
     def selected(self, sub: QueueSubscription, pub: Publication) -> bool:
         """Topic already matched; then the filter (item 17) and the subscriber's right to see
         this topic (a ``#`` subscription sees only permitted topics, item 38)."""
-        if sub.selector is not None and not sub.selector.matches(filter_resolver(pub)):
+        if sub.selector is not None and not filter_selects(pub, sub.selector):
             return False
         if self.acl is not None and not self.acl.allowed(sub.user_id or None, pub.topic, SUBSCRIBE):
             return False

@@ -135,6 +135,8 @@ class Publication:
     #: a content filter compares them as numbers with numbers (docs/pubsub.md "Content filters").
     untyped_usr: bool = False
     _view: Message | None = field(default=None, repr=False)
+    #: Content filter text -> whether it selects this publication (``conversions.filter_selects``).
+    _selected: dict[str, bool] | None = field(default=None, repr=False)
 
     def expired(self, now: float) -> bool:
         return self.expiry_at is not None and self.expiry_at <= now

@@ -355,11 +355,7 @@ class PubSubService:
                                                stored.expiry_at, now)
             if actions and from_neighbour(stored.properties):  # item 18: Local subscriptions see this broker's only
                 actions = not_for_local_subscriptions(actions)
-        copies = 0
-        for action in actions:
-            if isinstance(action, Put) and action.purpose == "publication":
-                copies += 1
-            self._perform(action)
+        copies = self._perform_all(actions)
         if self.engine.changed:
             self._save()
         return copies
@@ -378,8 +374,7 @@ class PubSubService:
         self._attempts = 0
         try:
             with self.unit():
-                for action in actions:
-                    self._perform(action)
+                self._perform_all(actions)
                 self._save()
         finally:
             self._errors = outer
@@ -387,6 +382,40 @@ class PubSubService:
         if errors:
             raise PutFailed(f"{len(errors)} of {self._attempts} put(s) to queue subscribers failed, "
                             f"the first: {errors[0]}") from errors[0]
+
+    def _perform_all(self, actions: Iterable[Any]) -> int:
+        """Perform ``actions`` in order; each run of puts to queues of this queue manager (a
+        publication's copies) goes to it in one call, one submission to the store (issue 14).
+        Returns how many copies of publications were put for."""
+        copies = 0
+        run: list[Put] = []
+        for action in actions:
+            if isinstance(action, Put):
+                copies += action.purpose == "publication"
+                if self.qm is not None and action.qmgr == self.qm.name:
+                    run.append(action)
+                    continue
+            if run:
+                self._put_all(run)
+                run = []
+            self._perform(action)
+        if run:
+            self._put_all(run)
+        return copies
+
+    def _put_all(self, puts: list[Put]) -> None:
+        """Puts to queues of this queue manager, as :meth:`_put` makes each."""
+        assert self.qm is not None
+        self._attempts += len(puts)
+        try:
+            results = self.qm.put_all([(put.queue, put.message) for put in puts])
+        except Exception as error:  # noqa: BLE001 - logged and counted, as each put's
+            for put in puts:
+                self._failed(error, put)
+            return
+        for put, result in zip(puts, results, strict=True):
+            if isinstance(result, QueueError):
+                self._refused(put, result)
 
     def _perform(self, action: Any) -> None:
         if isinstance(action, Put):
@@ -422,17 +451,21 @@ class PubSubService:
                 return
             self.qm.put(action.queue, action.message, qmgr=qmgr, wait=False)
         except QueueError as error:
-            # from a publisher inside the broker (perform: a flow) the refusal goes back to it,
-            # which backs its run out; from an MQTT publisher the copy goes to the dead-letter queue
-            if action.purpose == "publication" and self._errors is None and self._dead_letter(
-                    DeadLetter(action.message, getattr(error, "reason", MQRC_Q_FULL) or MQRC_Q_FULL,
-                               action.queue), quiet=True):
-                log.warning("pub/sub: %s/%s refused a publication (%s): it went to %s", action.qmgr, action.queue,
-                            error, SYSTEM_DEAD_LETTER_QUEUE)
-                return
-            self._failed(error, action)
+            self._refused(action, error)
         except Exception as error:  # noqa: BLE001 - logged and counted, the others are still made
             self._failed(error, action)
+
+    def _refused(self, action: Put, error: QueueError) -> None:
+        """A put its queue refused: from a publisher inside the broker (perform: a flow) the
+        refusal goes back to it, which backs its run out; from an MQTT publisher the copy goes
+        to the dead-letter queue."""
+        if action.purpose == "publication" and self._errors is None and self._dead_letter(
+                DeadLetter(action.message, getattr(error, "reason", MQRC_Q_FULL) or MQRC_Q_FULL,
+                           action.queue), quiet=True):
+            log.warning("pub/sub: %s/%s refused a publication (%s): it went to %s", action.qmgr, action.queue,
+                        error, SYSTEM_DEAD_LETTER_QUEUE)
+            return
+        self._failed(error, action)
 
     def _remote_put(self, action: Put, qmgr: str) -> None:
         """A put over a synchronous route, on a worker thread; ``durable`` waits for it too."""

@@ -566,18 +566,104 @@ class QueueManager:
             self._listeners.announce(index, [entry])
         return entry.msg_id
 
-    def _added(self, index: QueueIndex, entry: Entry) -> None:
-        """A put submitted with ``wait=False`` joins its queue (its operations are in the batch)."""
-        with self._lock:
-            index.pending -= 1
-            if self._queues.get(index.definition.key) is not index:
-                return  # the queue was deleted meanwhile: the store's row goes with the purge
+    def put_all(self, puts: Iterable[tuple[str, Message]]) -> list[bytes | QueueError]:
+        """``put(queue, message, wait=False)`` for each of ``puts`` (queues of this queue
+        manager), in one hold of the lock and one submission to the store: the copies of one
+        publication for its queue subscribers (issue 14). Returns, in order, each put's MsgId
+        or the QueueError that refused it; the others are still made. A queue reached over a
+        synchronous route is put to on its own afterwards, as ``put`` does."""
+        self._check_open()
+        results: list[bytes | QueueError] = []
+        made: list[tuple[QueueIndex, Entry]] = []
+        later: list[tuple[int, str, Message]] = []
+        ops: list[Op] = []
+        with self._lock, self.store.unit():
+            self._check_open()
+            try:
+                for queue, message in puts:
+                    self._place_one(queue, message, results, later, ops, made)
+            except BaseException:
+                if self.store.defers:  # nothing was submitted: no put of them counts
+                    for index, _entry in made:
+                        index.pending -= 1
+                raise
+            self._submit_placed(made, ops)
+        if not self.store.defers:
+            for index, entry in made:
+                if entry.state == UNLOCKED:
+                    self._listeners.announce(index, [entry])
+        for at, queue, message in later:
+            try:
+                results[at] = self.put(queue, message, wait=False)
+            except QueueError as error:
+                results[at] = error
+        return results
+
+    def _place_one(self, queue: str, message: Message, results: list[bytes | QueueError],
+                   later: list[tuple[int, str, Message]], ops: list[Op], made: list[tuple[QueueIndex, Entry]]) -> None:
+        """One put of ``put_all``: its result, or its place in ``later`` (a synchronous route)."""
+        try:
+            resolved = self.resolve(queue)
+            if resolved.kind in res.SYNCHRONOUS_ROUTES:
+                later.append((len(results), queue, message))
+                results.append(b"")
+                return
+            results.append(self._place(resolved, message, ops, made))
+        except QueueError as error:
+            results.append(error)
+
+    def _place(self, resolved: res.Resolution, message: Message, ops: list[Op],
+               made: list[tuple[QueueIndex, Entry]]) -> bytes:
+        """A local put of ``put_all``: its entry counts on its queue at once (the next put's depth
+        check sees it) and its operations join ``ops``."""
+        definition = resolved.definition
+        assert definition is not None
+        index = self._queues.get(definition.key)
+        if index is None:
+            raise UnknownQueue(f"queue {definition.name!r} was deleted")
+        entry, entry_ops = self._new_entry(index, resolved, message, 0, None, False, None)
+        ops += entry_ops
+        if self.store.defers:
+            index.pending += 1  # counts toward max_depth until it is added
+        else:
             index.add(entry)
             self._by_uid[entry.uid] = entry
-            if entry.state != UNLOCKED:
-                return
-            hearers = self._listeners.hearers(index)  # as announce, in the same hold of the lock
-        if hearers is not None:
+        made.append((index, entry))
+        return entry.msg_id
+
+    def _submit_placed(self, made: list[tuple[QueueIndex, Entry]], ops: list[Op]) -> None:
+        """Submit what ``put_all`` placed, in one go (with the lock held, inside the unit)."""
+        if not made:
+            return
+        if self.store.defers:
+            self.store.submit_nowait(ops)
+        else:
+            self.store.submit(ops)
+        for index, entry in made:
+            self._listeners.heard_put(index, entry)
+        if self.store.defers:
+            self.store.after_submit(partial(self._added_all, made))
+
+    def _added(self, index: QueueIndex, entry: Entry) -> None:
+        """A put submitted with ``wait=False`` joins its queue (its operations are in the batch)."""
+        self._added_all([(index, entry)])
+
+    def _added_all(self, made: list[tuple[QueueIndex, Entry]]) -> None:
+        """Puts submitted with ``wait=False`` join their queues (their operations are in the batch)."""
+        told: list[tuple[QueueIndex, Entry, Any]] = []
+        with self._lock:
+            for index, entry in made:
+                index.pending -= 1
+                if self._queues.get(index.definition.key) is not index:
+                    continue  # the queue was deleted meanwhile: the store's row goes with the purge
+                index.add(entry)
+                self._by_uid[entry.uid] = entry
+                if entry.state != UNLOCKED:
+                    continue
+                hearers = self._listeners.hearers(index)  # as announce, in the same hold of the lock
+                if hearers is not None:
+                    told.append((index, entry, hearers))
+        for index, entry, hearers in told:
             self._listeners.tell(index, [entry], hearers)
 
     def _sync_put(self, resolved: res.Resolution, message: Message, confirm_id: int, uid: str | None,

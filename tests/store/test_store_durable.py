@@ -316,28 +316,6 @@ def assert_paged_load_covers(paged: Snapshot, full: Snapshot) -> None:
         full.sessions, full.subscriptions, full.inbound, full.retained)
 
 
-def test_deleting_many_deliveries_in_one_batch_deletes_exactly_those(tmp_path: Path) -> None:
-    """Deletes by (client_id, seq) run combined per client (``seq IN (...)``, up to 64 a
-    statement: issue 16, row 8); interleaved clients and runs longer than a statement must
-    still delete exactly the rows named (spec README decision 4)."""
-    def client(seq: int) -> str:  # a run of 150 for "a", then the two alternating
-        return "a" if seq <= 150 or seq % 3 else "b"
-
-    path = str(tmp_path / "d.db")
-    store = SQLiteStore(path, run_now)
-    store.put_message(StoredMessage(1, "t", b"m", 1))
-    for seq in range(1, 301):
-        store.put_delivery(DeliveryRecord(client(seq), seq, 1, 1))
-    store.flush()
-    with writer_held(store):
-        for seq in range(1, 301):
-            if seq % 5:
-                store.delete_delivery(client(seq), seq)
-    store.close()
-    left = reload(path).deliveries
-    assert [(d.client_id, d.seq) for d in left] == [(client(s), s) for s in range(5, 301, 5)]
-
-
 def test_reading_back_committed_deliveries_does_not_wait_for_other_pending_work(tmp_path: Path) -> None:
     """A backlog whose rows are all committed (restored at start) is read without a flush:
     issue 16, row 9, where waiting for a commit per page stalled the broker's event loop.

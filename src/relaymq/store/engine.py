@@ -63,7 +63,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import partial
 from itertools import chain
 from typing import Any
@@ -665,8 +665,6 @@ class Engine:
 _COMBINE_MAX = 64
 _INSERT_RE = re.compile(r"^(INSERT(?: OR REPLACE)? INTO \w+(?: \([\w, ]*\))?) VALUES (\(\?(?:,\s*\?)*\))$")
 _DELETE_RE = re.compile(r"^(DELETE FROM \w+ WHERE \w+) = \?$")
-#: A delete by a two-column key, combined for rows that share the first column.
-_DELETE_PAIR_RE = re.compile(r"^(DELETE FROM \w+ WHERE \w+ = \? AND \w+) = \?$")
 _combined: dict[tuple[str, int], str | None] = {}
 
 
@@ -684,7 +682,7 @@ def _combine(sql: str, count: int) -> str | None:
     if match:
         combined = f"{match.group(1)} VALUES {','.join([match.group(2)] * count)}"
     else:
-        match = _DELETE_RE.match(sql) or _DELETE_PAIR_RE.match(sql)
+        match = _DELETE_RE.match(sql)
         if match:
             combined = f"{match.group(1)} IN ({','.join('?' * count)})"
     _combined[key] = combined
@@ -699,32 +697,12 @@ def _execute(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) ->
     if _combine(sql, 2) is None:
         conn.executemany(sql, rows)
         return
-    chunks = _same_first(rows) if _DELETE_PAIR_RE.match(sql) else _chunks(rows)
-    for chunk, params in chunks:
+    for start in range(0, len(rows), _COMBINE_MAX):
+        chunk = rows[start:start + _COMBINE_MAX]
         if len(chunk) == 1:
             conn.execute(sql, chunk[0])
         else:
-            conn.execute(_combine(sql, len(chunk)), params)  # type: ignore[arg-type]
-
-
-def _chunks(rows: list[tuple[Any, ...]]) -> Iterator[tuple[list[tuple[Any, ...]], list[Any]]]:
-    """Up to ``_COMBINE_MAX`` rows at a time, with the parameters of their combined statement."""
-    for start in range(0, len(rows), _COMBINE_MAX):
-        chunk = rows[start:start + _COMBINE_MAX]
-        yield chunk, [value for row in chunk for value in row]
-
-
-def _same_first(rows: list[tuple[Any, ...]]) -> Iterator[tuple[list[tuple[Any, ...]], list[Any]]]:
-    """Runs of consecutive (a, b) rows with the same ``a``, up to ``_COMBINE_MAX``, with the
-    parameters of ``... WHERE x = a AND y IN (b1, b2, ...)``: a session's acknowledged deliveries
-    (issue 16, row 8: draining 100,000 deleted them one step each)."""
-    chunk: list[tuple[Any, ...]] = []
-    for row in rows:
-        if chunk and (row[0] != chunk[0][0] or len(chunk) == _COMBINE_MAX):
-            yield chunk, [chunk[0][0], *(r[1] for r in chunk)]
-            chunk = []
-        chunk.append(row)
-    yield chunk, [chunk[0][0], *(r[1] for r in chunk)]
+            conn.execute(_combine(sql, len(chunk)), [value for row in chunk for value in row])  # type: ignore[arg-type]
 
 
 #: SQLite's primary result codes of a write error that a later try may not meet: the disk

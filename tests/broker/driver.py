@@ -101,12 +101,16 @@ def make_broker(store=None, acl=None, passwords=None, **settings) -> Broker:
                   passwords=passwords, acl=acl)
 
 
-def sqlite_broker(path: str, **settings) -> tuple[Broker, SQLiteStore]:
-    """A broker on the SQLite store at ``path`` with what the store holds restored: nothing
-    for a new file, what a restart finds otherwise. The caller closes the store."""
+def sqlite_broker(path: str, page: int | None = None, **settings) -> tuple[Broker, SQLiteStore]:
+    """A broker on the SQLite store at ``path`` with what the store holds restored as the
+    server does it (``Broker.restore_stored``; ``page``: how much of a long queue it reads):
+    nothing for a new file, what a restart finds otherwise. The caller closes the store."""
     store = SQLiteStore(path, notify=Callbacks())
     broker = make_broker(store=store, **settings)
-    broker.restore(store.load())
+    if page is None:
+        broker.restore_stored()
+    else:
+        broker.restore_stored(page)
     return broker, store
 
 

@@ -294,6 +294,44 @@ def test_batches_and_coalescing_match_the_plain_model(ops: list[tuple]) -> None:
         store.close()
         restarted = SQLiteStore(path, run_now, synchronous="NORMAL")
         try:
-            assert restarted.load() == model.load()
+            full = restarted.load()
+            assert full == model.load()
+            assert_paged_load_covers(restarted.load(1), full)
         finally:
             restarted.close()
+
+
+def assert_paged_load_covers(paged: Snapshot, full: Snapshot) -> None:
+    """``load(page)`` (issue 16, row 9) holds the same state: each delivery in full or as
+    (seq, msg_id) in ``stored_only``, and every message but those only the latter refer to."""
+    listed = sorted([(d.client_id, d.seq, d.msg_id) for d in paged.deliveries]
+                    + [(c, seq, m) for c, tail in paged.stored_only.items() for seq, m in tail])
+    assert listed == sorted((d.client_id, d.seq, d.msg_id) for d in full.deliveries)
+    assert [d for d in full.deliveries if d in paged.deliveries] == paged.deliveries
+    only_tail = {m for tail in paged.stored_only.values() for _, m in tail} - {
+        d.msg_id for d in paged.deliveries} - set(full.retained.values()) - {
+        i.msg_id for i in full.inbound} - {s.will_msg_id for s in full.sessions.values()}
+    assert paged.messages == {k: v for k, v in full.messages.items() if k not in only_tail}
+    assert (paged.sessions, paged.subscriptions, paged.inbound, paged.retained) == (
+        full.sessions, full.subscriptions, full.inbound, full.retained)
+
+
+def test_reading_back_committed_deliveries_does_not_wait_for_other_pending_work(tmp_path: Path) -> None:
+    """A backlog whose rows are all committed (restored at start) is read without a flush:
+    issue 16, row 9, where waiting for a commit per page stalled the broker's event loop.
+    Rows still pending are read after a flush (test_store_records: read_deliveries)."""
+    store = SQLiteStore(str(tmp_path / "r.db"), run_now)
+    for i in range(1, 4):
+        store.put_message(StoredMessage(i, "t", b"m", 1))
+        store.put_delivery(DeliveryRecord("c", i, i, 1))
+    store.flush()
+    fired: list[int] = []
+    with writer_held(store):
+        store.delete_message(99)  # pending work that does not touch the rows read
+        store.on_durable(lambda: fired.append(1))
+        page = store.read_deliveries("c", 0, 10)
+        assert fired == []  # read while the batch still waits for its commit
+    assert [rec.seq for rec, _ in page] == [1, 2, 3]
+    store.flush()
+    assert fired == [1]
+    store.close()

@@ -182,6 +182,11 @@ class Broker:
         (persist_read.py)."""
         restore_snapshot(self, snap)
 
+    def restore_stored(self, page: int = delivery_mod.BACKLOG_PAGE) -> None:
+        """Restore from this broker's store; a session's queue past ``page`` queued messages
+        waits there until the session drains that far (issue 16, row 9)."""
+        restore_snapshot(self, self.store.load(page))
+
     # ------------------------------------------------------------------ time
     def tick(self) -> None:
         """Called about once a second by the server: keep-alive, retries, wills, expiry, $SYS."""

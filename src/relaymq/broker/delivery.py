@@ -33,6 +33,12 @@ log = logging.getLogger("relaymq.delivery")
 #: full session meets (``overflow``).
 BLOCK, DROP_NEW, DROP_OLDEST = "block", "drop-new", "drop-oldest"
 
+#: Deliveries kept only in the store come back this many at a time (``refill``), and a restart
+#: reads a session's queue in full only this far (``Broker.restore_stored``): issue 16, row 9,
+#: where decoding a backlog of 100,000 at start delayed the broker by more than a second. Ten
+#: receive windows of the default ``max_inflight``, read in a few milliseconds.
+BACKLOG_PAGE = 1000
+
 
 def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, retain: bool,
             subscription_ids: list[int] | None = None, watch: AckWatch | None = None) -> None:
@@ -212,7 +218,7 @@ def refill(broker: Broker, session: Session) -> None:
     """Bring deliveries kept only in the store back into memory once the queue has room,
     in seq order, so the client receives them after everything queued before them."""
     limits = broker.limits
-    room = limits.max_queued_messages - len(session.queue)
+    room = min(limits.max_queued_messages - len(session.queue), BACKLOG_PAGE)
     if room <= 0 or not session.spilled:
         return
     max_bytes = limits.max_queued_bytes
@@ -395,5 +401,5 @@ def _pubrel_now_durable(conn: Connection, packet_id: int) -> None:
     conn.send(p.Pubrel(packet_id))  # nothing when the connection is closed: a reconnect resends
 
 
-__all__ = ["BLOCK", "DROP_NEW", "DROP_OLDEST", "deliver", "overflow", "refill", "pump", "start", "resend_inflight",
+__all__ = ["BACKLOG_PAGE", "BLOCK", "DROP_NEW", "DROP_OLDEST", "deliver", "overflow", "refill", "pump", "start", "resend_inflight",
            "retransmit_due", "release", "discard", "acknowledged", "received", "send_pubrel", "QUEUED"]

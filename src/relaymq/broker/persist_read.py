@@ -6,11 +6,12 @@ per record type, each with names of its own."""
 from __future__ import annotations
 
 import logging
+from collections import deque
 from typing import TYPE_CHECKING
 
 from relaymq.broker.handle_subscribe import add_subscription_to_tree
 from relaymq.broker.records import PendingWill
-from relaymq.broker.session import Delivery, Session
+from relaymq.broker.session import Delivery, Session, grown
 from relaymq.store.base import QUEUED, DeliveryRecord, InboundRecord, SessionRecord, Snapshot, StoredMessage
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ def restore_snapshot(broker: Broker, snap: Snapshot) -> None:
             add_subscription_to_tree(broker, session, subscription)
     for delivery in snap.deliveries:
         _restore_delivery(broker, delivery, snap.messages)
+    for client_id, tail in snap.stored_only.items():
+        _restore_stored_only(broker, client_id, tail)
     for inbound in snap.inbound:
         _restore_inbound(broker, inbound, snap.messages)
     for topic, msg_id in snap.retained.items():
@@ -47,9 +50,13 @@ def restore_snapshot(broker: Broker, snap: Snapshot) -> None:
         broker._next_msg_id = max(broker._next_msg_id, msg_id + 1)
     for delivery in snap.deliveries:
         broker._next_seq = max(broker._next_seq, delivery.seq + 1)
-    log.info("restored %d sessions, %d subscriptions, %d queued messages, %d inbound QoS 2 "
-             "awaiting PUBREL, %d retained", len(snap.sessions), len(snap.subscriptions),
-             len(snap.deliveries), len(snap.inbound), len(snap.retained))
+    for tail in snap.stored_only.values():
+        broker._next_seq = max(broker._next_seq, tail[-1][0] + 1)
+    log.info("restored %d sessions, %d subscriptions, %d queued messages (%d left in the store "
+             "until their sessions drain), %d inbound QoS 2 awaiting PUBREL, %d retained",
+             len(snap.sessions), len(snap.subscriptions),
+             len(snap.deliveries) + sum(map(len, snap.stored_only.values())),
+             sum(map(len, snap.stored_only.values())), len(snap.inbound), len(snap.retained))
 
 
 def _restore_session(broker: Broker, record: SessionRecord, messages: dict[int, StoredMessage],
@@ -93,6 +100,19 @@ def _restore_delivery(broker: Broker, record: DeliveryRecord, messages: dict[int
         delivery.state, delivery.packet_id = QUEUED, None
         session.enqueue(delivery)
     session.queued_bytes += len(message.payload)
+
+
+def _restore_stored_only(broker: Broker, client_id: str, tail: list[tuple[int, int]]) -> None:
+    """A session's queue past what the store read at start (``Snapshot.stored_only``): spilled,
+    in seq order after everything in memory, read back by ``delivery.refill`` as it drains."""
+    session = broker.sessions.get(client_id)
+    if session is None or not tail:
+        return
+    spilled = grown(session.spilled)
+    merge = bool(spilled)  # _restore_delivery spilled some already (past the queue limits)
+    spilled.extend(tail)
+    session.spilled = deque(sorted(spilled)) if merge else spilled
+    broker.refs.add_all(msg_id for _, msg_id in tail)
 
 
 def _restore_inbound(broker: Broker, record: InboundRecord, messages: dict[int, StoredMessage]) -> None:

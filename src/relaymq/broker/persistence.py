@@ -7,6 +7,7 @@ Only persistent sessions are written: a clean session does not outlive the proce
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from relaymq.store.base import QUEUED, DeliveryRecord, InboundRecord, SessionRecord, StoredMessage
@@ -49,6 +50,13 @@ class MessageRefs:
     def add(self, msg_id: int) -> None:
         """Count a reference to a message already in the store (at restore)."""
         self.counts[msg_id] = self.counts.get(msg_id, 0) + 1
+
+    def add_all(self, msg_ids: Iterable[int]) -> None:
+        """``add`` for each of ``msg_ids`` (a restored backlog: one call, not one per message)."""
+        counts = self.counts
+        get = counts.get
+        for msg_id in msg_ids:
+            counts[msg_id] = get(msg_id, 0) + 1
 
 
 def session_record(broker: Broker, session: Session) -> SessionRecord:

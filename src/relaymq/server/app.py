@@ -84,7 +84,7 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
         if passwords is not None:
             checker = PasswordChecker(passwords, loop)
             broker.authenticator = checker
-        broker.restore(store.load())
+        broker.restore_stored()
         listeners.attach_broker(broker)
         broker.listener_control = listeners.control
         # A signal during start-up is a graceful stop too: it is taken once everything started.

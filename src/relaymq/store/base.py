@@ -99,6 +99,11 @@ class Snapshot:
     deliveries: list[DeliveryRecord] = field(default_factory=list)  # in seq order
     inbound: list[InboundRecord] = field(default_factory=list)
     retained: dict[str, int] = field(default_factory=dict)  # topic -> msg_id
+    # A session's queue past its first ``page`` queued deliveries (``Store.load(page)``), left
+    # in the store: client_id -> [(seq, msg_id)] in seq order, all after that client's
+    # deliveries in ``deliveries``. Their messages are not in ``messages`` unless something else
+    # refers to them; they come back through ``read_deliveries`` as the session drains.
+    stored_only: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     # Numbering continues above every id ever stored (even ones since deleted), so an id is
     # never reused across a restart.
     next_msg_id: int = 1
@@ -125,7 +130,10 @@ class Store(ABC):
         return None
 
     @abstractmethod
-    def load(self) -> Snapshot: ...
+    def load(self, page: int | None = None) -> Snapshot:
+        """Everything stored; with ``page``, a session's queued deliveries past its first
+        ``page`` may be listed in ``Snapshot.stored_only`` instead of read in full (issue 16,
+        row 9: a restart with a long backlog reads only what the first drain needs)."""
 
     # -- messages
     @abstractmethod

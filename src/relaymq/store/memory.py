@@ -54,8 +54,9 @@ class MemoryStore(Store):
         self._check()
         self.submitted += 1
 
-    def load(self) -> Snapshot:
-        """Fresh records in the SQLite engine's order (subscriptions and inbound by key, deliveries by seq)."""
+    def load(self, page: int | None = None) -> Snapshot:
+        """Fresh records in the SQLite engine's order (subscriptions and inbound by key, deliveries by seq).
+        Everything is in memory already, so ``page`` leaves nothing in the store."""
         self._check()
         return Snapshot(
             messages={k: ser.message_from_row(r) for k, r in self._messages.items()},

@@ -45,6 +45,7 @@ from .base import (
 )
 from .engine import SCHEMA_VERSION as ENGINE_SCHEMA_VERSION
 from .engine import Batch, Engine, Notify
+from .sqlite_load import read_marks, read_snapshot
 
 # The broker's tables are versions 1 and 2 of the engine's schema (re-exported for callers).
 SCHEMA_VERSION = ENGINE_SCHEMA_VERSION
@@ -88,7 +89,7 @@ class SQLiteStore(Store):
         try:
             conn = engine.connect()
             try:
-                marks = _read_marks(conn)
+                marks = read_marks(conn)
             finally:
                 conn.close()
         except (sqlite3.Error, StoreError) as exc:
@@ -97,6 +98,8 @@ class SQLiteStore(Store):
             raise StoreError(f"cannot read store {self.path!r}: {exc}") from exc
         self._max_msg_id, self._max_seq = marks
         self._written_marks = marks
+        #: Every delivery put with a seq up to this is committed (read_deliveries need not flush).
+        self._committed_seq = marks[1]
         self._reader: sqlite3.Connection | None = None  # read_deliveries' own connection
         engine.taking.append(self._marks)
 
@@ -151,6 +154,13 @@ class SQLiteStore(Store):
             self._written_marks = marks
             batch.afterwards["broker.max_msg_id"] = (_PUT_META, ("max_msg_id", marks[0]))
             batch.afterwards["broker.max_seq"] = (_PUT_META, ("max_seq", marks[1]))
+        if marks[1] > self._committed_seq:
+            batch.commits.append(partial(self._now_committed, marks[1]))
+
+    def _now_committed(self, seq: int, error: BaseException | None) -> None:
+        """The writer committed a batch taken when deliveries up to ``seq`` were submitted."""
+        if error is None:
+            self._committed_seq = seq
 
     # -- submission (the broker's thread)
 
@@ -198,9 +208,12 @@ class SQLiteStore(Store):
 
     def read_deliveries(self, client_id: str, after_seq: int,
                         limit: int) -> list[tuple[DeliveryRecord, StoredMessage]]:
-        """Flushes first (the rows may still be in a pending batch), then reads on a connection of
-        the caller's own, kept open: called only when a session's in-memory queue runs low."""
-        self.engine.flush()
+        """Flushes first when a delivery put may still be in a pending batch (not when the rows
+        were all committed, as a backlog restored at start: issue 16, row 9, where a flush per
+        page stalled the event loop for a commit each time), then reads on a connection of the
+        caller's own, kept open: called only when a session's in-memory queue runs low."""
+        if self._max_seq > self._committed_seq:
+            self.engine.flush()
         if self._reader is None:
             self._reader = self.engine.connect()
         try:
@@ -260,13 +273,14 @@ class SQLiteStore(Store):
             except StoreError:
                 pass  # the engine failed or closed: nothing after it was acknowledged either
 
-    def load(self) -> Snapshot:
-        """Everything committed, read through a connection of its own after a flush."""
+    def load(self, page: int | None = None) -> Snapshot:
+        """Everything committed, read through a connection of its own after a flush; a long
+        queue past ``page`` as ids only (sqlite_load.py)."""
         self.engine.flush()
         conn = self.engine.connect()
         try:
             conn.execute("BEGIN")
-            return _read_snapshot(conn)
+            return read_snapshot(conn, page)
         except (sqlite3.Error, ValueError, TypeError) as exc:
             raise StoreError(f"cannot read store {self.path!r}: {exc}") from exc
         finally:
@@ -278,39 +292,3 @@ _PUT_META = "INSERT OR REPLACE INTO meta VALUES (?,?)"
 
 def _fold_delivery(packet_id: int | None, state: int, row: tuple[Any, ...]) -> tuple[Any, ...]:
     return ser.updated_delivery_row(row, packet_id, state)
-
-
-def _read_marks(conn: sqlite3.Connection) -> tuple[int, int]:
-    """The highest msg_id and seq ever submitted (meta is written with the rows, so it covers them)."""
-    meta = dict(conn.execute("SELECT name, value FROM meta").fetchall())
-    return int(meta.get("max_msg_id", 0)), int(meta.get("max_seq", 0))
-
-
-def _read_snapshot(conn: sqlite3.Connection) -> Snapshot:
-    """Every table, in the order the memory engine reports it too."""
-    max_msg_id, max_seq = _read_marks(conn)
-    return Snapshot(
-        messages={
-            row[0]: ser.message_from_row(row)
-            for row in conn.execute("SELECT * FROM messages ORDER BY msg_id")
-        },
-        sessions={
-            row[0]: ser.session_from_row(row)
-            for row in conn.execute("SELECT * FROM sessions ORDER BY client_id")
-        },
-        subscriptions=[
-            ser.subscription_from_row(row)
-            for row in conn.execute("SELECT * FROM subscriptions ORDER BY client_id, topic_filter")
-        ],
-        deliveries=[
-            ser.delivery_from_row(row)
-            for row in conn.execute("SELECT * FROM deliveries ORDER BY seq, client_id")
-        ],
-        inbound=[
-            ser.inbound_from_row(row)
-            for row in conn.execute("SELECT * FROM inbound ORDER BY client_id, packet_id")
-        ],
-        retained=dict(conn.execute("SELECT topic, msg_id FROM retained ORDER BY topic")),
-        next_msg_id=max_msg_id + 1,
-        next_seq=max_seq + 1,
-    )

@@ -39,7 +39,7 @@ SPARK_TESTS = "tests/pipeline/"
 def test_scope(nodeid: str) -> str:
     """What the scheduler keeps on one worker: a test module (its shared fixtures, a broker, a
     RabbitMQ node, a browser, start once), or every Spark test."""
-    return SPARK_TESTS if nodeid.startswith(SPARK_TESTS) else nodeid.split("::")[0]
+    return SPARK_TESTS if nodeid.startswith(SPARK_TESTS) else nodeid.split("::", maxsplit=1)[0]
 
 
 @pytest.hookimpl(optionalhook=True)

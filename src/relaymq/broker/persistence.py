@@ -33,19 +33,34 @@ class MessageRefs:
         else:
             self.counts[message.msg_id] = count + 1
 
+    def take(self, message: StoredMessage) -> bool:
+        """Count one more reference without writing: True when it is the first, and the
+        caller writes the message with the row that refers to it (one store call)."""
+        counts = self.counts
+        count = counts.get(message.msg_id)
+        counts[message.msg_id] = 1 if count is None else count + 1
+        return count is None
+
     def release(self, message: StoredMessage) -> None:
         self.release_id(message.msg_id)
 
     def release_id(self, msg_id: int) -> None:
         """Drop one reference to a stored message (the message object may not be in memory)."""
-        count = self.counts.get(msg_id)
-        if count is None:
-            return
-        if count <= 1:
-            del self.counts[msg_id]
+        if self.drop(msg_id):
             self.store.delete_message(msg_id)
-        else:
-            self.counts[msg_id] = count - 1
+
+    def drop(self, msg_id: int) -> bool:
+        """Uncount one reference without writing: True when it was the last, and the caller
+        deletes the message with the row that referred to it (one store call)."""
+        counts = self.counts
+        count = counts.get(msg_id)
+        if count is None:
+            return False
+        if count <= 1:
+            del counts[msg_id]
+            return True
+        counts[msg_id] = count - 1
+        return False
 
     def add(self, msg_id: int) -> None:
         """Count a reference to a message already in the store (at restore)."""
@@ -87,19 +102,25 @@ def save_session(broker: Broker, session: Session) -> None:
 
 
 def persist_delivery(broker: Broker, session: Session, delivery: Delivery, watch: AckWatch | None = None) -> None:
-    store = broker.store
-    before = store.submitted
-    broker.refs.acquire(delivery.message)
-    store.put_delivery(DeliveryRecord(
-        session.client_id, delivery.seq, delivery.message.msg_id, delivery.qos, delivery.retain,
-        delivery.packet_id, delivery.state, list(delivery.subscription_ids)))
+    """Store a delivery; with its message when it is the message's first reference: one
+    store call either way."""
+    message = delivery.message
+    # the record is serialised at once by the store: the delivery's list is not copied
+    record = DeliveryRecord(session.client_id, delivery.seq, message.msg_id, delivery.qos, delivery.retain,
+                            delivery.packet_id, delivery.state, delivery.subscription_ids)
+    if broker.refs.take(message):
+        broker.store.put_message_and_delivery(message, record)
+        writes = 2
+    else:
+        broker.store.put_delivery(record)
+        writes = 1
     delivery.persisted = True
     if watch is not None and delivery.state != QUEUED:
         # routing a QoS 1 publication whose PUBACK may go early (ack_watch.py); only a delivery
         # going straight into flight is watched, so a watch (and the publisher's connection it
         # names) is held by at most a window of in-flight deliveries per session, never by a
         # queued backlog. A queued one's writes are not counted: that PUBACK waits for the commit.
-        watch.watch(store.submitted - before)
+        watch.watch(writes)
         delivery.watch = watch
 
 
@@ -111,17 +132,21 @@ def update_delivery(broker: Broker, session: Session, delivery: Delivery) -> Non
 
 def forget_delivery(broker: Broker, session: Session, delivery: Delivery) -> None:
     if delivery.persisted:
-        broker.store.delete_delivery(session.client_id, delivery.seq)
-        broker.refs.release(delivery.message)
+        msg_id = delivery.message.msg_id
+        if broker.refs.drop(msg_id):  # the last reference: the message goes in the same call
+            broker.store.delete_delivery_and_message(session.client_id, delivery.seq, msg_id)
+        else:
+            broker.store.delete_delivery(session.client_id, delivery.seq)
         delivery.persisted = False
 
 
 def persist_inbound(broker: Broker, session: Session, packet_id: int,
                     message: StoredMessage | None) -> None:
-    if message is not None:
-        broker.refs.acquire(message)
-    broker.store.put_inbound(InboundRecord(session.client_id, packet_id,
-                                           message.msg_id if message else None))
+    record = InboundRecord(session.client_id, packet_id, message.msg_id if message else None)
+    if message is not None and broker.refs.take(message):
+        broker.store.put_message_and_inbound(message, record)  # one store call for both
+    else:
+        broker.store.put_inbound(record)
 
 
 def forget_inbound(broker: Broker, session: Session, packet_id: int,

@@ -127,6 +127,12 @@ class _GatedStore:
     def delete_message(self, msg_id: int) -> None:
         self._gate.after(lambda: self._inner.delete_message(msg_id))
 
+    def delete_delivery_and_message(self, client_id: str, seq: int, msg_id: int) -> None:
+        """The delivery's row goes at once, its message behind the gate (as ``delete_message``):
+        the inner store's one-call form would delete the message past the gate."""
+        self._inner.delete_delivery(client_id, seq)
+        self.delete_message(msg_id)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 

@@ -166,6 +166,19 @@ class Store(ABC):
     @abstractmethod
     def delete_delivery(self, client_id: str, seq: int) -> None: ...
 
+    def put_message_and_delivery(self, message: StoredMessage, record: DeliveryRecord) -> None:
+        """``put_message`` then ``put_delivery`` (two writes): a delivery with the first
+        reference to its message. An engine may submit both in one call (issue 16: one store
+        call per delivery on the QoS 1/2 path)."""
+        self.put_message(message)
+        self.put_delivery(record)
+
+    def delete_delivery_and_message(self, client_id: str, seq: int, msg_id: int) -> None:
+        """``delete_delivery`` then ``delete_message`` (two writes): a delivery with the last
+        reference to its message (as ``put_message_and_delivery``)."""
+        self.delete_delivery(client_id, seq)
+        self.delete_message(msg_id)
+
     @abstractmethod
     def read_deliveries(self, client_id: str, after_seq: int,
                         limit: int) -> list[tuple[DeliveryRecord, StoredMessage]]:
@@ -178,6 +191,12 @@ class Store(ABC):
 
     @abstractmethod
     def delete_inbound(self, client_id: str, packet_id: int) -> None: ...
+
+    def put_message_and_inbound(self, message: StoredMessage, record: InboundRecord) -> None:
+        """``put_message`` then ``put_inbound`` (two writes): a QoS 2 publication's first
+        reference to its message, submitted in one call by an engine that can."""
+        self.put_message(message)
+        self.put_inbound(record)
 
     # -- retained publications (topic -> message)
     @abstractmethod

@@ -44,7 +44,7 @@ from .base import (
     SubscriptionRecord,
 )
 from .engine import SCHEMA_VERSION as ENGINE_SCHEMA_VERSION
-from .engine import Batch, Engine, Notify
+from .engine import Batch, Engine, Notify, Op
 from .sqlite_load import read_marks, read_snapshot
 
 # The broker's tables are versions 1 and 2 of the engine's schema (re-exported for callers).
@@ -164,12 +164,24 @@ class SQLiteStore(Store):
 
     # -- submission (the broker's thread)
 
+    def _fresh_message(self, msg_id: int) -> bool:
+        """Is ``msg_id`` above every id submitted so far (its row cannot exist yet)? It is the
+        high-water mark from now on."""
+        if msg_id > self._max_msg_id:
+            self._max_msg_id = msg_id
+            return True
+        return False
+
+    def _fresh_delivery(self, seq: int) -> bool:
+        """As ``_fresh_message``, for a delivery's seq."""
+        if seq > self._max_seq:
+            self._max_seq = seq
+            return True
+        return False
+
     def put_message(self, message: StoredMessage) -> None:
-        row = ser.message_row(message)
-        fresh = message.msg_id > self._max_msg_id
-        if fresh:
-            self._max_msg_id = message.msg_id
-        self.engine.submit(Batch.put, ("m", message.msg_id), (_PUT_MESSAGE, row), fresh)
+        self.engine.submit(Batch.put, ("m", message.msg_id), (_PUT_MESSAGE, ser.message_row(message)),
+                           self._fresh_message(message.msg_id))
 
     def delete_message(self, msg_id: int) -> None:
         self.engine.submit(Batch.delete, ("m", msg_id), (_DELETE_MESSAGE, (msg_id,)))
@@ -193,11 +205,20 @@ class SQLiteStore(Store):
         self.engine.append([(_DELETE_SUBSCRIPTION, (client_id, topic_filter))])
 
     def put_delivery(self, record: DeliveryRecord) -> None:
-        row = ser.delivery_row(record)
-        fresh = record.seq > self._max_seq
-        if fresh:
-            self._max_seq = record.seq
-        self.engine.submit(Batch.put, ("d", record.client_id, record.seq), (_PUT_DELIVERY, row), fresh)
+        self.engine.submit(Batch.put, ("d", record.client_id, record.seq), (_PUT_DELIVERY, ser.delivery_row(record)),
+                           self._fresh_delivery(record.seq))
+
+    def put_message_and_delivery(self, message: StoredMessage, record: DeliveryRecord) -> None:
+        """Both rows in one submission (the engine's lock and unit taken once, not twice)."""
+        msg_id, seq = message.msg_id, record.seq
+        self.engine.submit(_put_both, ("m", msg_id), (_PUT_MESSAGE, ser.message_row(message)), self._fresh_message(msg_id),
+                           ("d", record.client_id, seq), (_PUT_DELIVERY, ser.delivery_row(record)),
+                           self._fresh_delivery(seq), writes=2)
+
+    def delete_delivery_and_message(self, client_id: str, seq: int, msg_id: int) -> None:
+        """Both deletes in one submission (as ``put_message_and_delivery``)."""
+        self.engine.submit(_delete_both, ("d", client_id, seq), (_DELETE_DELIVERY, (client_id, seq)),
+                           ("m", msg_id), (_DELETE_MESSAGE, (msg_id,)), writes=2)
 
     def update_delivery(self, client_id: str, seq: int, packet_id: int | None, state: int) -> None:
         self.engine.submit(Batch.update, ("d", client_id, seq), (_UPDATE_DELIVERY, (packet_id, state, client_id, seq)),
@@ -228,6 +249,11 @@ class SQLiteStore(Store):
 
     def put_inbound(self, record: InboundRecord) -> None:
         self.engine.append([(_PUT_INBOUND, ser.inbound_row(record))])
+
+    def put_message_and_inbound(self, message: StoredMessage, record: InboundRecord) -> None:
+        """Both rows in one submission (as ``put_message_and_delivery``)."""
+        self.engine.submit(_put_and_append, ("m", message.msg_id), (_PUT_MESSAGE, ser.message_row(message)),
+                           self._fresh_message(message.msg_id), (_PUT_INBOUND, ser.inbound_row(record)), writes=2)
 
     def delete_inbound(self, client_id: str, packet_id: int) -> None:
         self.engine.append([(_DELETE_INBOUND, (client_id, packet_id))])
@@ -292,3 +318,23 @@ _PUT_META = "INSERT OR REPLACE INTO meta VALUES (?,?)"
 
 def _fold_delivery(packet_id: int | None, state: int, row: tuple[Any, ...]) -> tuple[Any, ...]:
     return ser.updated_delivery_row(row, packet_id, state)
+
+
+def _put_both(batch: Batch, first_key: tuple[Any, ...], first: Op, first_fresh: bool,
+              second_key: tuple[Any, ...], second: Op, second_fresh: bool) -> None:
+    """Two puts of one submission, in order (``put_message_and_delivery``)."""
+    batch.put(first_key, first, first_fresh)
+    batch.put(second_key, second, second_fresh)
+
+
+def _delete_both(batch: Batch, first_key: tuple[Any, ...], first: Op, second_key: tuple[Any, ...],
+                 second: Op) -> None:
+    """Two deletes of one submission, in order (``delete_delivery_and_message``)."""
+    batch.delete(first_key, first)
+    batch.delete(second_key, second)
+
+
+def _put_and_append(batch: Batch, key: tuple[Any, ...], op: Op, fresh: bool, then: Op) -> None:
+    """A put and an operation with nothing to coalesce, in order (``put_message_and_inbound``)."""
+    batch.put(key, op, fresh)
+    batch.append(then)

@@ -69,7 +69,7 @@ def test_queue_puts_are_archived(tmp_path) -> None:
     from relaymq.message.message import Message
     from relaymq.message.mqmd import MQMD
     from relaymq.message.mqrfh2 import MQRFH2
-    from relaymq.pipeline.service import ArchiveService
+    from relaymq.pipeline.archive_service import ArchiveService
     from relaymq.pipeline.settings import build
     from relaymq.qmgr import QueueManager
 
@@ -101,7 +101,7 @@ def test_a_message_taken_at_once_is_still_archived(tmp_path) -> None:
 
     from relaymq.message.headers import MQMessage
     from relaymq.message.message import Message
-    from relaymq.pipeline.service import ArchiveService
+    from relaymq.pipeline.archive_service import ArchiveService
     from relaymq.pipeline.settings import build
     from relaymq.qmgr import QueueManager
 

@@ -56,6 +56,10 @@ REFUSALS = RefusalLog(log)
 #: store-bound replies count: they go out without the client's help, so this never deadlocks.
 MAX_PENDING_ACKS = 1000
 
+#: ``read_paused_for`` while nothing pauses reading: one shared empty set. An empty ``set()``
+#: costs 216 bytes, and an idle connection is never paused (issue 8, scenario 6).
+NOT_PAUSED: frozenset[str] = frozenset()
+
 #: What the CONNECTED state reads (states.py): packet type -> handler(connection, session,
 #: packet), given the session the state guarantees; filled in below the class (Connection.pingreq
 #: is one). AWAITING_CONNECT reads CONNECT only (Connection.dispatch).
@@ -116,7 +120,8 @@ class Connection:
         # Receive maximum (MQTT 5 4.9): QoS 1 until its PUBACK, QoS 2 until its PUBCOMP (or a
         # failing PUBREC), on this connection; inbound_qos2 holds the QoS 2 ids counted here.
         self.inbound_unacked = 0
-        self.inbound_qos2: set[int] = set()
+        # None until the first one: most clients never publish at QoS 2 (an empty set is 216 bytes)
+        self.inbound_qos2: set[int] | None = None
         # Acknowledgements not sent yet, in the order their packets arrived: [bytes, completes,
         # ready]; the first ones go out as soon as they are ready (acknowledge_*).
         self.acks: deque[PendingAck] = NOTHING_QUEUED  # type: ignore[assignment]  # a deque once used
@@ -126,7 +131,7 @@ class Connection:
         # Why reading is paused: "write" (the link is congested), "auth" (CONNECT waits for its
         # password check), "acks" (too many acknowledgements wait for the store). While any
         # reason holds, received packets wait in the reader too.
-        self.read_paused_for: set[str] = set()
+        self.read_paused_for = NOT_PAUSED
         self._dispatching = False
         # PUBRELs waiting for the store's commit (delivery.send_pubrel): later ones queue behind
         self.pubrels_waiting = 0
@@ -347,18 +352,33 @@ class Connection:
     def pause_reading(self, why: str) -> None:
         if not self.read_paused_for and not self.closed:
             self.link.pause_reading()
-        self.read_paused_for.add(why)
+        self.read_paused_for |= {why}
 
     def resume_reading(self, why: str) -> None:
         """Drop one reason to pause; when none is left, read again and handle what waited."""
         if why not in self.read_paused_for:
             return
-        self.read_paused_for.discard(why)
+        self.read_paused_for = (self.read_paused_for - {why}) or NOT_PAUSED
         if why == "held":
             self.last_received = self.broker.clock.monotonic()  # keep-alive runs again from now
         if not self.read_paused_for and not self.closed:
             self.link.resume_reading()
             self.process_buffered()
+
+    # ------------------------------------------------------------------ QoS 2 received
+    def count_inbound_qos2(self, packet_id: int) -> None:
+        """A QoS 2 PUBLISH received here counts towards the receive maximum until its PUBCOMP."""
+        if self.inbound_qos2 is None:
+            self.inbound_qos2 = set()
+        self.inbound_qos2.add(packet_id)
+
+    def uncount_inbound_qos2(self, packet_id: int) -> bool:
+        """Stop counting ``packet_id``; False when it was not received on this connection."""
+        received = self.inbound_qos2
+        if received is None or packet_id not in received:
+            return False
+        received.discard(packet_id)
+        return True
 
     # ------------------------------------------------------------------ acknowledgements
     # PUBACK, PUBREC and PUBCOMP leave in the order of the packets they answer (3.1.1 4.6),

@@ -189,7 +189,7 @@ def receive_qos2(conn: Connection, session: Session, message: StoredMessage | No
     session.inbound[pid] = message
     if message is not None:
         session.inbound_bytes += len(message.payload)
-    conn.inbound_qos2.add(pid)  # counts towards the receive maximum until its PUBCOMP
+    conn.count_inbound_qos2(pid)  # counts towards the receive maximum until its PUBCOMP
     if session.persistent:
         persist_inbound(conn.broker, session, pid, message)
     conn.acknowledge_when_durable(p.Pubrec(pid), completes=False)
@@ -235,8 +235,7 @@ def release_qos2(conn: Connection, session: Session, pid: int) -> bool:
         return False
     # Only a message received on this connection was counted here; one received before a
     # reconnect (resumed session) is released without touching this connection's count.
-    counted = pid in conn.inbound_qos2
-    conn.inbound_qos2.discard(pid)
+    counted = conn.uncount_inbound_qos2(pid)
     if pid in session.inbound:
         message = session.inbound.pop(pid)
         if message is not None:

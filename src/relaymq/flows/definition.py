@@ -28,8 +28,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
 from relaymq.flows.errors import FlowDefinitionError
 from relaymq.flows.flow import Connection, Flow, FlowSettings
 from relaymq.flows.registry import NODE_TYPES
@@ -40,35 +38,15 @@ _TOP_KEYS = {"flow", "description", "additional_instances", "order_mode", "backo
              "backout_queue", "nodes", "connections"}
 
 
-class DuplicateKeyError(yaml.MarkedYAMLError):
-    """A mapping names the same key twice: YAML says keys are unique, and PyYAML would
-    silently keep the last one (two nodes of one name, the first one lost)."""
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader (no tags, no objects) that refuses duplicate mapping keys."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, yaml.Node] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            try:
-                first = seen.get(key)
-            except TypeError:  # an unhashable key: the base class reports it
-                break
-            if first is not None:
-                raise DuplicateKeyError(
-                    None, None, f"duplicate key {key!r} (first at line {first.start_mark.line + 1})",
-                    key_node.start_mark)
-            seen[key] = key_node
-        return super().construct_mapping(node, deep)
-
-
 def parse_yaml(text: str, source: str) -> dict[str, Any]:
     """The YAML document as a mapping (safe loader: no tags, no objects; a key given twice in
     one mapping - two nodes of the same name - is an error with its line)."""
+    import yaml
+
+    from relaymq.flows.yaml_loader import UniqueKeyLoader
+
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader
+        data = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
@@ -189,4 +167,6 @@ def build_flow(data: Mapping[str, Any], source: str = "<flow>") -> Flow:
 
 def dump_definition(data: Mapping[str, Any]) -> str:
     """A definition as YAML text (what is stored under the data directory)."""
+    import yaml
+
     return yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True)

@@ -30,7 +30,6 @@ import ssl
 import urllib.parse
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from email.utils import formatdate
 from http import HTTPStatus
 from typing import Any
 
@@ -464,6 +463,8 @@ class _Connection:
         headers = [(k, v) for k, v in response.headers if k.lower() not in ("content-length", "transfer-encoding")]
         headers.append(("content-length", str(len(response.body))))
         if not any(k.lower() == "date" for k, _ in headers):
+            from email.utils import formatdate  # by the first response: 0.2 MB an unused HTTP port does not need
+
             headers.append(("date", formatdate(usegmt=True)))
         headers.append(("server", SERVER_NAME.decode()))
         try:

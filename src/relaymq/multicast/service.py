@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 import socket
+from typing import TYPE_CHECKING
 
-from relaymq.multicast.sender import Sender
 from relaymq.multicast.settings import MulticastSettings
-from relaymq.multicast.topics import TopicPlan
-from relaymq.multicast.transport import SenderTransport, open_socket
 from relaymq.services.contract import ServiceContext, ServiceError
 from relaymq.store.base import StoredMessage
+
+if TYPE_CHECKING:
+    from relaymq.multicast.transport import SenderTransport
 
 log = logging.getLogger("relaymq.multicast")
 
@@ -46,6 +47,11 @@ async def start(context: ServiceContext) -> MulticastService:
     settings: MulticastSettings = context.config.section("multicast")
     if not settings.enabled:
         return MulticastService(None, None)
+    # imported once enabled: 0.3 MB a broker without multicast does not carry (issue 8, scenario 6)
+    from relaymq.multicast.sender import Sender
+    from relaymq.multicast.topics import TopicPlan
+    from relaymq.multicast.transport import SenderTransport, open_socket
+
     interface = ""
     if settings.interface:
         try:

@@ -26,7 +26,6 @@ import json
 import os
 import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any, Protocol
 
 from relaymq.auth.authorities import request_principal
@@ -107,6 +106,10 @@ class HttpAccess:
             self._headers["Authorization"] = f"Basic {token}"
 
     def _get(self, path: str) -> bytes:
+        # the client's alone: urllib.request (http.client, email) is 0.7 MB the broker's side
+        # of this module does not need (issue 8, scenario 6)
+        import urllib.request
+
         try:
             request = urllib.request.Request(self.base_url + path, headers=self._headers)
             with urllib.request.urlopen(request, timeout=self.timeout) as response:

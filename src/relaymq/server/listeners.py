@@ -27,7 +27,6 @@ from relaymq.net.binding import Servers, create_servers
 from relaymq.server.preflight import port_reason
 from relaymq.server.mqtt_protocol import MQTTProtocol
 from relaymq.net.tls import server_context
-from relaymq.server.websocket import WebSocketProtocol
 
 log = logging.getLogger("relaymq.listeners")
 
@@ -99,6 +98,10 @@ class Listener:
 
     def _factory(self) -> Any:
         if self.config.protocol == "websocket":
+            # imported by the first WebSocket connection: wsproto costs a broker without a
+            # WebSocket listener 0.5 MB (issue 8, scenario 6)
+            from relaymq.server.websocket import WebSocketProtocol
+
             return WebSocketProtocol(self)
         return MQTTProtocol(self)
 

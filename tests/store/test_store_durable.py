@@ -237,6 +237,8 @@ COALESCED = st.one_of(
     st.tuples(st.just("put_delivery"), CLIENTS, IDS, IDS),
     st.tuples(st.just("update_delivery"), CLIENTS, IDS, st.none() | IDS, st.integers(0, 2)),
     st.tuples(st.just("delete_delivery"), CLIENTS, IDS),
+    st.tuples(st.just("put_message_and_delivery"), IDS, st.binary(max_size=3), CLIENTS, IDS),
+    st.tuples(st.just("delete_delivery_and_message"), CLIENTS, IDS, IDS),
 )
 OTHERS = st.one_of(
     st.tuples(st.just("put_session"), CLIENTS),
@@ -263,6 +265,9 @@ def apply(store: Store, op: tuple) -> None:  # type: ignore[type-arg]
         store.put_delivery(DeliveryRecord(args[0], args[1], args[2], 1))
     elif name == "put_inbound":
         store.put_inbound(InboundRecord(*args))
+    elif name == "put_message_and_delivery":
+        msg_id, payload, client_id, seq = args
+        store.put_message_and_delivery(StoredMessage(msg_id, "t", payload, 1), DeliveryRecord(client_id, seq, msg_id, 1))
     else:
         getattr(store, name)(*args)
 
@@ -272,6 +277,10 @@ def apply(store: Store, op: tuple) -> None:  # type: ignore[type-arg]
 @example([("put_message", 1, b""), ("cut",), ("put_message", 1, b""), ("delete_message", 1)])
 @example([("put_delivery", "a", 1, 1), ("cut",), ("put_delivery", "a", 1, 2), ("update_delivery", "a", 1, 3, 1),
           ("delete_delivery", "a", 1)])
+@example([("put_message", 1, b"a"), ("cut",), ("put_message", 2, b""), ("delete_message", 1),
+          ("put_message", 1, b"b")])  # a delete, then a put of the same key: their order decides
+@example([("put_message", 1, b"a"), ("put_delivery", "a", 1, 1), ("cut",), ("delete_session", "a"),
+          ("put_delivery", "a", 2, 1), ("delete_message", 1)])  # a session's removal between row operations
 def test_batches_and_coalescing_match_the_plain_model(ops: list[tuple]) -> None:  # type: ignore[type-arg]
     """Whatever the operations and wherever the batches are cut, a restarted SQLite store holds
     exactly what the memory engine holds after the same operations (spec README decision 4;

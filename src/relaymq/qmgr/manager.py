@@ -551,10 +551,8 @@ class QueueManager:
             entry, ops = self._new_entry(index, resolved, message, confirm_id, uid, resend, expire_time)
             with self.store.unit():  # the put listeners' submissions (the archive) commit with it
                 if not wait and self.store.defers:
-                    self.store.submit_nowait(ops)
-                    self._listeners.heard_put(index, entry)
+                    self._submit_placed([(index, entry)], ops)
                     index.pending += 1  # counts toward max_depth until it is added
-                    self.store.after_submit(partial(self._added, index, entry))
                     return entry.msg_id
                 index.add(entry)
                 self._by_uid[entry.uid] = entry
@@ -632,7 +630,9 @@ class QueueManager:
         return entry.msg_id
 
     def _submit_placed(self, made: list[tuple[QueueIndex, Entry]], ops: list[Op]) -> None:
-        """Submit what ``put_all`` placed, in one go (with the lock held, inside the unit)."""
+        """Submit what ``put_all`` (or a ``put`` with ``wait=False``) placed, in one go (with the
+        lock held, inside the unit); with a deferring store they join their queues once their
+        operations are in the batch (``_added_all``)."""
         if not made:
             return
         if self.store.defers:
@@ -643,10 +643,6 @@ class QueueManager:
             self._listeners.heard_put(index, entry)
         if self.store.defers:
             self.store.after_submit(partial(self._added_all, made))
-
-    def _added(self, index: QueueIndex, entry: Entry) -> None:
-        """A put submitted with ``wait=False`` joins its queue (its operations are in the batch)."""
-        self._added_all([(index, entry)])
 
     def _added_all(self, made: list[tuple[QueueIndex, Entry]]) -> None:
         """Puts submitted with ``wait=False`` join their queues (their operations are in the batch)."""

@@ -26,12 +26,9 @@ class MessageRefs:
         self.counts: dict[int, int] = {}
 
     def acquire(self, message: StoredMessage) -> None:
-        count = self.counts.get(message.msg_id)
-        if count is None:
+        """Count one more reference; the first writes the message."""
+        if self.take(message):
             self.store.put_message(message)
-            self.counts[message.msg_id] = 1
-        else:
-            self.counts[message.msg_id] = count + 1
 
     def take(self, message: StoredMessage) -> bool:
         """Count one more reference without writing: True when it is the first, and the

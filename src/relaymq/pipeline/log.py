@@ -290,19 +290,8 @@ class MessageLog:
 
         Raises RetentionError when ``start`` is below what retention kept (the caller asked
         for entries that are gone) and LogError for an unknown partition."""
-        seqs, rows = self.read_stored(partition, start, end, limit)
-        return [LogRecord(row[0], row[1], partition, seq, *row[2:]) for seq, row in zip(seqs, rows, strict=True)]
-
-    def read_stored(self, partition: str, start: int, end: int | None = None,
-                    limit: int | None = None) -> tuple[list[int], list[tuple[Any, ...]]]:
-        """What :meth:`read` reads, as stored: the sequence numbers and the rows
-        (``STORED_COLUMNS``)."""
-        seqs: list[int] = []
-        rows: list[tuple[Any, ...]] = []
-        for first, run in self.read_runs(partition, start, end, limit):
-            seqs.extend(range(first, first + len(run)))
-            rows.extend(run)
-        return seqs, rows
+        return [LogRecord(row[0], row[1], partition, seq, *row[2:])
+                for first, run in self.read_runs(partition, start, end, limit) for seq, row in enumerate(run, first)]
 
     def read_runs(self, partition: str, start: int, end: int | None = None,
                   limit: int | None = None) -> Iterator[tuple[int, list[tuple[Any, ...]]]]:

@@ -52,10 +52,11 @@ class RealtimeService:
     def publish(self, frame: Publish, client_id: str = "") -> None:
         """A client's publication (its topic already checked by the session: valid, not
         reserved), if the ACL lets an anonymous client write it: the transport authenticates
-        nobody. A refused one is dropped and logged, as MQTT 3.1.1 drops one."""
+        nobody. A refused one is dropped, as MQTT 3.1.1 drops one, and logged (rate-limited:
+        any client on the network can cause it)."""
         acl = self.context.broker.acl
         if acl is not None and not acl.can_publish(None, client_id, frame.topic):
-            log.info("real-time client %s may not publish on %r: the ACL refuses it", client_id, frame.topic)
+            REFUSALS.refused("real-time client %s may not publish on %r: the ACL refuses it", client_id, frame.topic)
             return
         properties: dict = {}
         if frame.priority != frames.DEFAULT_PRIORITY:

@@ -129,13 +129,14 @@ def alert_latency(spark, units: int, silent: int, workdir: Path) -> list[float]:
                        and not any(m.topic == f"alerts/LCUnit/{u}" for m in sub.messages)]
                 for unit in due:
                     topic = f"alerts/LCUnit/{unit}"
-                    if not wait_until(lambda: any(m.topic == topic for m in sub.messages), 60):
+                    if not wait_until(lambda topic=topic: any(m.topic == topic for m in sub.messages), 60):
                         failure.append(f"no alert for unit {unit} after round {batch}")
                         return
                     index = next(i for i, m in enumerate(sub.messages) if m.topic == topic)
                     latencies.append(sub.arrived[index] - published)
                     print(f"  round {batch}: alert {topic} after {latencies[-1]:.2f} s", file=sys.stderr)
-                if not wait_until(lambda: all(progress_total(q) >= published_entries for q in spark.streams.active), 120):
+                if not wait_until(lambda entries=published_entries: all(progress_total(q) >= entries
+                                                                    for q in spark.streams.active), 120):
                     failure.append(f"the job did not catch up with round {batch}")
                     return
         finally:

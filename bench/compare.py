@@ -59,7 +59,7 @@ class Sizes:
     c_clients: int           # messages in the generator check
     repeats: int             # alternations in the generator check
 
-    def scaled(self, factor: float) -> "Sizes":
+    def scaled(self, factor: float) -> Sizes:
         """Smaller counts of scenarios 7-9 for a slow broker (amqtt); the table labels the
         cells with the count used. The load scenarios (1-5) keep their counts: amqtt's rates
         there are the same at either size except scenario 4, where a small count understates

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 COLOURS = {"relaymq": "#1f77b4", "mosquitto": "#2ca02c", "amqtt": "#d62728"}
 
@@ -21,7 +22,7 @@ def main(json_path: str, png_path: str) -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    doc = json.loads(open(json_path, encoding="utf-8").read())
+    doc = json.loads(Path(json_path).read_text(encoding="utf-8"))
     results = doc["results"]
     brokers = list(results)
     # only the rows that were run (--scenarios)
@@ -29,13 +30,13 @@ def main(json_path: str, png_path: str) -> int:
     cols = min(3, max(1, len(rows)))
     lines = -(-len(rows) // cols)
     fig, axes = plt.subplots(lines, cols, figsize=(4.2 * cols, 3.2 * lines), squeeze=False)
-    for ax, row in zip(axes.flat, rows):
+    for ax, row in zip(axes.flat, rows, strict=False):  # the grid may have a spare cell
         figures = [results[b].get(row["key"]) or {} for b in brokers]
         values = [f.get("value") for f in figures]
         full = max((f.get("count") or 0 for f in figures), default=0)
         heights = [v or 0 for v in values]
         bars = ax.bar(brokers, heights, color=[COLOURS.get(b, "grey") for b in brokers])
-        for bar, value, fig_ in zip(bars, values, figures):
+        for bar, value, fig_ in zip(bars, values, figures, strict=True):
             label = "n/a" if value is None else (f"{value:,.0f}" if value >= 100 else f"{value:.2f}")
             if value is not None and fig_.get("count") and fig_["count"] < full:
                 label += f"\n(n={fig_['count']:,})"   # a scaled run: not the same count

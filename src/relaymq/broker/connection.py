@@ -155,7 +155,7 @@ class Connection:
             self.move(CLOSE)
             link.close()
             return
-        broker.connections.add(self)
+        broker.connections[self] = None
 
     # ------------------------------------------------------------------ state
     def move(self, event: Event) -> None:
@@ -522,7 +522,7 @@ class Connection:
         self.close(publish_will=False)
 
     def detach(self, publish_will: bool) -> None:
-        self.broker.connections.discard(self)
+        self.broker.connections.pop(self, None)
         if self.held_back is not None:
             forget_held(self)
         session_disconnected(self, publish_will)

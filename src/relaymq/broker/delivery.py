@@ -250,7 +250,8 @@ def pump(broker: Broker, session: Session) -> None:
     queue = session.queue
     if not queue and not session.spilled:
         return
-    session.inflight = inflight = made(session.inflight)  # ``start`` adds to it
+    session.inflight = made(session.inflight)  # ``start`` adds to the dict read below
+    inflight = session.inflight
     wall = broker.clock.wall()
     while len(inflight) < conn.send_quota and not conn.outbound_congested():
         if not queue:

@@ -426,3 +426,37 @@ def test_idle_sessions_and_connections_hold_no_empty_queues():
     back.send(p.Disconnect())
     assert TestClient(broker).connect("idle", clean=True).session_present is False
     assert "idle" not in broker.sessions or broker.sessions["idle"].queue is NOTHING_QUEUED
+
+
+def test_idle_connections_hold_no_empty_dicts_or_buffers():
+    """Issue 8 scenario 6, as above: a session's subscriptions, in-flight window and inbound
+    QoS 2 ids and a connection's topic aliases are the shared NO_ENTRIES until their first
+    entry, and the byte buffers (reader, held while paused) shared empty bytes while empty.
+    Each is made on first use, and the shared one stays empty: adding to it raises."""
+    import pytest
+
+    from relaymq.broker.connection import NOTHING_HELD
+    from relaymq.broker.session import NO_ENTRIES
+    from relaymq.mqtt.reader import NOTHING_BUFFERED
+
+    broker = make_broker(topic_alias_maximum=5)
+    sub, pub = TestClient(broker, level=5), TestClient(broker, level=5)
+    sub.connect("sub", properties={"topic_alias_maximum": 5})
+    pub.connect("pub")
+    for client in (sub, pub):
+        session = broker.sessions[client.conn.client_id or ""]
+        assert session.subscriptions is session.inflight is session.inbound is NO_ENTRIES
+        assert client.conn.aliases_in is client.conn.aliases_out is NO_ENTRIES
+        assert client.conn.held is NOTHING_HELD and client.conn.reader._buf is NOTHING_BUFFERED
+    sub.subscribe("t", qos=2)
+    pub.publish("t", b"one", qos=1, properties={"topic_alias": 1})
+    pub.publish("t", b"two", qos=2, packet_id=2)  # kept in pub's session until its PUBREL
+    got = sub.publishes()
+    assert [m.payload for m in got] == [b"one"] and got[0].properties["topic_alias"] == 1
+    assert list(broker.sessions["sub"].subscriptions) == ["t"] and len(broker.sessions["sub"].inflight) == 1
+    assert list(broker.sessions["pub"].inbound) == [2] and pub.conn.aliases_in == {1: "t"}
+    assert sub.conn.aliases_out == {"t": 1}
+    assert len(NO_ENTRIES) == 0
+    with pytest.raises(TypeError):
+        NO_ENTRIES["x"] = 1
+    assert NO_ENTRIES.pop("x", None) is None  # reading and removing work as on any empty dict

@@ -47,7 +47,9 @@ class Broker:
         #: handle_subscribe.remove_subscription; read by the tree's observers: item 45).
         self.removal_cause: str | None = None
         self.sessions: dict[str, Session] = {}
-        self.connections: set[Connection] = set()
+        # The open connections, as the keys of a dict (a set of 10,000 takes 52 to 105 bytes a
+        # connection, a dict 30: issue 8, scenario 6)
+        self.connections: dict[Connection, None] = {}
         self.subscriptions: SubscriptionTree = SubscriptionTree()
         self.retained: RetainedTree[StoredMessage] = RetainedTree()
         self.shared_groups: dict[tuple[str, str], SharedGroup] = {}  # (group, filter) -> group

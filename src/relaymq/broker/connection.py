@@ -36,7 +36,7 @@ from relaymq.broker.handle_publish import (
 )
 from relaymq.broker.handle_subscribe import handle_subscribe, handle_unsubscribe
 from relaymq.broker.records import PendingAck
-from relaymq.broker.session import NOTHING_QUEUED, grown
+from relaymq.broker.session import NO_ENTRIES, NOTHING_QUEUED, grown, made
 from relaymq.broker.states import ACCEPT, AWAITING_CONNECT, CHECK_PASSWORD, CLOSE, FLAGS, Event, State, next_state
 from relaymq.broker.stats import DROP_TOO_LARGE
 from relaymq.ratelog import RefusalLog
@@ -59,6 +59,10 @@ MAX_PENDING_ACKS = 1000
 #: ``read_paused_for`` while nothing pauses reading: one shared empty set. An empty ``set()``
 #: costs 216 bytes, and an idle connection is never paused (issue 8, scenario 6).
 NOT_PAUSED: frozenset[str] = frozenset()
+
+#: ``held`` while nothing is held: shared empty bytes, made a bytearray by the first write
+#: while paused (an empty bytearray costs 56 bytes on every idle connection, issue 8).
+NOTHING_HELD = b""
 
 #: What the CONNECTED state reads (states.py): packet type -> handler(connection, session,
 #: packet), given the session the state guarantees; filled in below the class (Connection.pingreq
@@ -114,9 +118,11 @@ class Connection:
         self.send_quota = broker.limits.max_inflight  # outbound in-flight window
         self.client_max_packet = 0  # 0: no limit announced by the client
         self.client_alias_max = 0  # topic aliases the client accepts from us
-        self.aliases_in: dict[int, str] = {}  # topic aliases the client set up
+        # Topic aliases the client set up, and ours towards it: the shared NO_ENTRIES until
+        # the first one (``made``), as most clients use none (an empty dict costs 64 bytes)
+        self.aliases_in: dict[int, str] = NO_ENTRIES
         self.last_topic = ""  # the topic name of the last PUBLISH, valid (levels 3 and 4)
-        self.aliases_out: dict[str, int] = {}
+        self.aliases_out: dict[str, int] = NO_ENTRIES
         # Receive maximum (MQTT 5 4.9): QoS 1 until its PUBACK, QoS 2 until its PUBCOMP (or a
         # failing PUBREC), on this connection; inbound_qos2 holds the QoS 2 ids counted here.
         self.inbound_unacked = 0
@@ -125,9 +131,10 @@ class Connection:
         # Acknowledgements not sent yet, in the order their packets arrived: [bytes, completes,
         # ready]; the first ones go out as soon as they are ready (acknowledge_*).
         self.acks: deque[PendingAck] = NOTHING_QUEUED  # type: ignore[assignment]  # a deque once used
-        self._acks_unregistered: list[PendingAck] = []  # queued in this read, not yet given to the store
+        # queued in this read, not yet given to the store (a list once one is: ``acknowledge``)
+        self._acks_unregistered: list[PendingAck] = NOTHING_QUEUED  # type: ignore[assignment]
         self.paused = False  # the link's buffer is over its high-water mark
-        self.held = bytearray()  # written while paused, handed to the link on resume
+        self.held: bytes | bytearray = NOTHING_HELD  # written while paused, handed to the link on resume
         # Why reading is paused: "write" (the link is congested), "auth" (CONNECT waits for its
         # password check), "acks" (too many acknowledgements wait for the store). While any
         # reason holds, received packets wait in the reader too.
@@ -148,7 +155,7 @@ class Connection:
             self.move(CLOSE)
             link.close()
             return
-        broker.connections.add(self)
+        broker.connections[self] = None
 
     # ------------------------------------------------------------------ state
     def move(self, event: Event) -> None:
@@ -275,6 +282,8 @@ class Connection:
         self.bytes_sent += len(data)
         if self.paused:
             held = self.held
+            if held is NOTHING_HELD:
+                self.held = held = bytearray()
             held += data
             hard_limit = 4 * self.broker.limits.max_outbound_buffer
             if len(held) + self.link.get_write_buffer_size() > hard_limit:
@@ -323,7 +332,8 @@ class Connection:
             stats.bytes_dropped += len(message.payload)
             return False
         if new_alias:
-            self.aliases_out[topic] = new_alias  # only once the client is told it
+            self.aliases_out = aliases = made(self.aliases_out)
+            aliases[topic] = new_alias  # only once the client is told it
         stats.sent_by_qos[qos] += 1
         stats.payload_sent_by_qos[qos] += len(message.payload)
         self.messages_sent += 1
@@ -343,7 +353,7 @@ class Connection:
             return
         self.paused = False
         if self.held:
-            data, self.held = bytes(self.held), bytearray()
+            data, self.held = bytes(self.held), NOTHING_HELD
             self.link.write(data)
         self.resume_reading("write")
         if self.session is not None and self.connected and not self.paused and not self.closed:
@@ -407,7 +417,10 @@ class Connection:
         self.acks = grown(self.acks)
         self.acks.append(entry)
         if durable:
-            self._acks_unregistered.append(entry)
+            unregistered = self._acks_unregistered
+            if unregistered is NOTHING_QUEUED:
+                self._acks_unregistered = unregistered = []
+            unregistered.append(entry)
             if not self._dispatching:
                 self._register_acks()
         if len(self.acks) >= MAX_PENDING_ACKS:
@@ -422,7 +435,7 @@ class Connection:
     def _register_acks(self) -> None:
         """One store callback for the durable acknowledgements queued while handling a read:
         it is registered after all their writes, so it covers them."""
-        entries, self._acks_unregistered = self._acks_unregistered, []
+        entries, self._acks_unregistered = self._acks_unregistered, NOTHING_QUEUED  # type: ignore[assignment]
 
         def durable() -> None:
             for entry in entries:
@@ -451,7 +464,7 @@ class Connection:
         log.warning("disconnecting %s (client %s): %d bytes waiting to be sent, over the hard limit "
                     "of %d (4 x max_outbound_buffer)", self.peer, self.client_id,
                     len(self.held) + self.link.get_write_buffer_size(), hard_limit)
-        self.held = bytearray()
+        self.held = NOTHING_HELD
         self.move(CLOSE)
         self.link.abort()
         self.detach(publish_will=True)
@@ -490,7 +503,7 @@ class Connection:
             return
         self.move(CLOSE)
         if self.held:  # the last words (a DISCONNECT, acknowledgements) go before the close
-            data, self.held = bytes(self.held), bytearray()
+            data, self.held = bytes(self.held), NOTHING_HELD
             self.link.write(data)
         self.link.close()
         self.detach(publish_will)
@@ -509,7 +522,7 @@ class Connection:
         self.close(publish_will=False)
 
     def detach(self, publish_will: bool) -> None:
-        self.broker.connections.discard(self)
+        self.broker.connections.pop(self, None)
         if self.held_back is not None:
             forget_held(self)
         session_disconnected(self, publish_will)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from relaymq.broker import backpressure
 from relaymq.broker.persistence import forget_delivery, persist_delivery, update_delivery
-from relaymq.broker.session import Delivery
+from relaymq.broker.session import Delivery, made
 from relaymq.broker.states import CONNECTED
 from relaymq.broker.stats import DROP_QOS0_NOT_CONNECTED, DROP_QUEUE_FULL
 from relaymq.mqtt import packets as p
@@ -250,6 +250,7 @@ def pump(broker: Broker, session: Session) -> None:
     queue = session.queue
     if not queue and not session.spilled:
         return
+    session.inflight = made(session.inflight)  # ``start`` adds to the dict read below
     inflight = session.inflight
     wall = broker.clock.wall()
     while len(inflight) < conn.send_quota and not conn.outbound_congested():
@@ -276,7 +277,8 @@ def start(broker: Broker, session: Session, conn: Connection, d: Delivery,
     d.packet_id = pid = session.next_packet_id()
     d.state = SENT
     d.sent_at = broker.clock.monotonic()
-    session.inflight[pid] = d
+    session.inflight = inflight = made(session.inflight)
+    inflight[pid] = d
     if d.persisted:
         update_delivery(broker, session, d)
     elif session.persistent:

@@ -18,6 +18,7 @@ from relaymq.broker.backpressure import hold
 from relaymq.broker.listener_control import LISTENER_CONTROL_PREFIX, handle_listener_control
 from relaymq.broker.persistence import forget_inbound, persist_inbound
 from relaymq.broker.routing import process_publication
+from relaymq.broker.session import made
 from relaymq.mqtt import packets as p
 from relaymq.mqtt import reason_codes as rc
 from relaymq.mqtt.errors import MalformedPacket, ProtocolError
@@ -48,7 +49,8 @@ def resolve_topic(conn: Connection, pkt: p.Publish) -> str:
             if alias == 0 or alias > conn.broker.limits.topic_alias_maximum:
                 raise ProtocolError(f"topic alias {alias} out of range", rc.TOPIC_ALIAS_INVALID)
             if topic:
-                conn.aliases_in[alias] = topic
+                conn.aliases_in = aliases = made(conn.aliases_in)
+                aliases[alias] = topic
             else:
                 topic = conn.aliases_in.get(alias, "")
                 if not topic:
@@ -186,6 +188,7 @@ def refuse_qos12(conn: Connection, session: Session, qos: int, pid: int) -> None
 def receive_qos2(conn: Connection, session: Session, message: StoredMessage | None, pid: int) -> None:
     """Keep a QoS 2 publication until its PUBREL (stored for a persistent session), PUBREC
     once that is durable."""
+    session.inbound = made(session.inbound)
     session.inbound[pid] = message
     if message is not None:
         session.inbound_bytes += len(message.payload)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from relaymq.broker.backpressure import wake
 from relaymq.broker.retain import send_retained
+from relaymq.broker.session import made
 from relaymq.broker.shared import SharedGroup
 from relaymq.mqtt import packets as p
 from relaymq.mqtt import reason_codes as rc
@@ -41,6 +42,7 @@ def add_subscription_to_tree(broker: Broker, session: Session, sub: Subscription
     if stored_filter and not isinstance(sub, FilteredSubscription):
         try:
             sub = with_filter(sub, stored_filter)
+            session.subscriptions = made(session.subscriptions)
             session.subscriptions[sub.topic_filter] = sub
         except SelectorError:
             log.warning("client %s: stored filter %r no longer compiles", session.client_id, stored_filter)
@@ -152,6 +154,7 @@ def subscribe(conn: Connection, session: Session, req: p.Subscription, sub_id: i
         return rc.IMPLEMENTATION_SPECIFIC_ERROR, None
     if existed:
         remove_subscription(broker, session, full, persist=False, cause=REMOVED_REPLACED)
+    session.subscriptions = made(session.subscriptions)
     session.subscriptions[full] = sub
     add_subscription_to_tree(broker, session, sub)
     if session.persistent:

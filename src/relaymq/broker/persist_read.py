@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from relaymq.broker.handle_subscribe import add_subscription_to_tree
 from relaymq.broker.records import PendingWill
-from relaymq.broker.session import Delivery, Session, grown
+from relaymq.broker.session import Delivery, Session, grown, made
 from relaymq.store.base import QUEUED, DeliveryRecord, InboundRecord, SessionRecord, Snapshot, StoredMessage
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ def restore_snapshot(broker: Broker, snap: Snapshot) -> None:
     for subscription in snap.subscriptions:
         session = broker.sessions.get(subscription.client_id)
         if session is not None:
+            session.subscriptions = made(session.subscriptions)
             session.subscriptions[subscription.topic_filter] = subscription
             add_subscription_to_tree(broker, session, subscription)
     for delivery in snap.deliveries:
@@ -95,6 +96,7 @@ def _restore_delivery(broker: Broker, record: DeliveryRecord, messages: dict[int
     delivery = Delivery(record.seq, message, record.qos, record.retain, list(record.subscription_ids),
                         record.packet_id, record.state, persisted=True)
     if inflight and record.packet_id is not None:  # (inflight says it is not None)
+        session.inflight = made(session.inflight)
         session.inflight[record.packet_id] = delivery
     else:
         delivery.state, delivery.packet_id = QUEUED, None
@@ -121,6 +123,7 @@ def _restore_inbound(broker: Broker, record: InboundRecord, messages: dict[int, 
     if session is None:
         return
     message = messages.get(record.msg_id) if record.msg_id is not None else None
+    session.inbound = made(session.inbound)
     session.inbound[record.packet_id] = message
     if message is not None:
         broker.refs.add(message.msg_id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from relaymq.mqtt.wire import MAX_UINT16
 from relaymq.store.base import NEVER_EXPIRES, QUEUED, StoredMessage, SubscriptionRecord
@@ -28,6 +28,29 @@ NOTHING_QUEUED: tuple = ()
 def grown(queue: deque | tuple) -> deque:
     """``queue`` as a deque that can be appended to (a new one for :data:`NOTHING_QUEUED`)."""
     return deque() if queue is NOTHING_QUEUED else queue  # type: ignore[return-value]
+
+
+class _NoEntries(dict):
+    """An empty dict nothing can be added to: reading, ``pop``, ``clear`` and ``del`` work as
+    on any empty dict, adding raises (the caller forgot ``made``)."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("NO_ENTRIES is shared: made() gives the dict to add to")
+
+    __setitem__ = setdefault = update = __ior__ = _refuse
+
+
+#: What a per-connection or per-session dict holds until its first entry (an empty dict costs
+#: 64 bytes, and an idle client's stay empty: issue 8, scenario 6); ``made`` makes the dict
+#: before the first addition.
+NO_ENTRIES: dict = _NoEntries()
+
+
+def made(entries: dict) -> dict:
+    """``entries`` as a dict that can be added to (a new one for :data:`NO_ENTRIES`)."""
+    return {} if entries is NO_ENTRIES else entries
 
 
 @dataclass(slots=True)
@@ -60,7 +83,8 @@ class Session:
         self.expiry_interval = expiry_interval
         self.username = username
         # full topic filter as subscribed (incl. $share/...) -> options
-        self.subscriptions: dict[str, SubscriptionRecord] = {}
+        # (these three: the shared NO_ENTRIES until their first entry, ``made``)
+        self.subscriptions: dict[str, SubscriptionRecord] = NO_ENTRIES
         # QoS 1/2 waiting for an in-flight slot (a deque once something waited: ``enqueue``)
         self.queue: deque[Delivery] = NOTHING_QUEUED  # type: ignore[assignment]
         # Deliveries past the in-memory queue limit, kept only in the store: (seq, msg_id) in
@@ -68,8 +92,8 @@ class Session:
         self.spilled: deque[tuple[int, int]] = NOTHING_QUEUED  # type: ignore[assignment]
         # packet id -> delivery, in the order sent (a dict keeps it: an OrderedDict costs twice
         # the memory of an empty dict on every connection, issue 8 scenario 6)
-        self.inflight: dict[int, Delivery] = {}
-        self.inbound: dict[int, StoredMessage | None] = {}  # QoS 2 received, awaiting PUBREL
+        self.inflight: dict[int, Delivery] = NO_ENTRIES
+        self.inbound: dict[int, StoredMessage | None] = NO_ENTRIES  # QoS 2 received, awaiting PUBREL
         self.inbound_bytes = 0  # payload bytes of the messages in ``inbound``
         self.connection: Connection | None = None
         self.disconnected_at: float | None = None  # monotonic time

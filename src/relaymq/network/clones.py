@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from relaymq.broker.handle_subscribe import add_subscription_to_tree
+from relaymq.broker.session import made
 from relaymq.network.clone_list import Clones
 from relaymq.pubsub.content_filter import with_filter
 from relaymq.selector import SelectorError
@@ -191,6 +192,7 @@ class CloneReplication:
         clone, replica = max(found.items(), key=lambda item: item[1].since)
         records = table_records(session.client_id, replica.table)
         for record in records:
+            session.subscriptions = made(session.subscriptions)
             session.subscriptions[record.topic_filter] = record
             add_subscription_to_tree(self.broker, session, record)
             self.broker.store.put_subscription(record)

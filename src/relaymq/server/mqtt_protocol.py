@@ -1,6 +1,8 @@
 """asyncio.Protocol for MQTT over TCP/TLS: the hot path moves bytes and nothing else
 (design guide: asyncio.Protocol, data_received, transport.write). The Connection writes to a
-TransportLink (relaymq.server.link), which hands the transport one write per loop turn."""
+TransportLink (relaymq.server.link), which hands the transport one write per loop turn: the
+protocol is that link itself, one object less on every connection (80 bytes: issue 8,
+scenario 6)."""
 
 from __future__ import annotations
 
@@ -42,24 +44,25 @@ def certificate_user(transport: asyncio.BaseTransport) -> str | None:
     return None
 
 
-class MQTTProtocol(asyncio.Protocol):
-    __slots__ = ("listener", "broker", "transport", "connection")  # one per connection
+class MQTTProtocol(TransportLink, asyncio.Protocol):
+    """One per connection, and the link its Connection writes to (the TransportLink's part is
+    set up by ``connection_made``, the first thing asyncio calls)."""
+
+    __slots__ = ("listener", "connection")
 
     def __init__(self, listener: Listener) -> None:
         self.listener = listener
-        self.broker = listener.broker
-        self.transport: asyncio.Transport | None = None
         self.connection: Connection | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = stream = stream_transport(transport)
+        stream = stream_transport(transport)
+        TransportLink.__init__(self, stream, asyncio.get_running_loop())
         if not self.listener.attach(self, stream):
             return  # refused by the listener's caps: no Connection, nothing read
         stream.set_write_buffer_limits(high=self.listener.high_water)
-        link = TransportLink(stream, asyncio.get_running_loop())
-        broker = self.broker
+        broker = self.listener.broker
         assert broker is not None  # a listener accepts only once attach_broker gave it the broker
-        self.connection = Connection(broker, link, peer_name(stream),
+        self.connection = Connection(broker, self, peer_name(stream),
                                      self.listener.config.name, certificate_user(stream))
 
     def data_received(self, data: bytes) -> None:
@@ -94,15 +97,12 @@ class MQTTProtocol(asyncio.Protocol):
             log.exception("internal error on connection %s; closing it", conn.peer)
             conn.close(publish_will=False)
 
-    # -- listener stop and broker shutdown
+    # -- listener stop and broker shutdown (the listener knows only protocols it attached,
+    # whose transport connection_made set); ``abort`` is the link's: drop the socket now,
+    # whatever is still unsent (a client that does not read)
     def shutdown(self) -> None:
         """Close gracefully: MQTT 5 clients get DISCONNECT 0x8B; no will is published."""
         if self.connection is not None and not self.connection.closed:
             self.connection.shutdown()
-        elif self.transport is not None:
+        else:
             self.transport.close()
-
-    def abort(self) -> None:
-        """Drop the socket now, whatever is still unsent (a client that does not read)."""
-        if self.transport is not None:
-            self.transport.abort()

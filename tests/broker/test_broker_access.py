@@ -242,3 +242,32 @@ def test_a_client_gone_during_the_password_check_is_forgotten():
     c.drop()
     pending[0](True)
     assert "gone" not in broker.sessions and c.link.data == b""
+
+
+def test_clients_connected_and_maximum_follow_connects_take_overs_and_drops():
+    """$SYS clients/connected and clients/maximum (issue 2): counted as CONNECTs are accepted
+    and connections go, whatever way they go (DISCONNECT, a dropped socket, a session take-over,
+    a refused CONNECT that never counted), so the figure needs no pass over every connection."""
+    broker = make_broker()
+
+    def figures() -> tuple[str, str]:
+        values = stats_values(broker)  # what $SYS/broker/clients/... publish
+        return values["clients/connected"], values["clients/maximum"]
+
+    watcher = TestClient(broker)
+    watcher.connect("watcher")
+    a, b, c = TestClient(broker), TestClient(broker), TestClient(broker)
+    for client, name in ((a, "a"), (b, "b"), (c, "c")):
+        client.connect(name)
+    assert figures() == ("4", "4")
+    a.send(p.Disconnect())
+    b.drop()
+    assert figures() == ("2", "4")
+    again = TestClient(broker)
+    again.connect("c")  # takes the session over: c's connection goes
+    assert figures() == ("2", "4")
+    refused = TestClient(broker)
+    refused.send(p.Connect("MQTT", 4, False, 60, ""))  # 3.1.1: an empty id needs a clean session
+    assert isinstance(ack := refused.take_first(), p.Connack) and ack.reason_code == 2
+    assert figures() == ("2", "4")
+    assert broker.stats.clients_connected == sum(1 for x in broker.connections if x.connected)

@@ -172,6 +172,9 @@ class Connection:
         """The CONNECT is accepted: the connection has ``session`` from now on."""
         self.session = session
         self.move(ACCEPT)
+        stats = self.broker.stats
+        stats.clients_connected += 1  # counted here and in detach: a count per CONNECT was O(clients)
+        stats.clients_maximum = max(stats.clients_maximum, stats.clients_connected)
 
     # ------------------------------------------------------------------ input
     def data_received(self, data: bytes) -> None:
@@ -522,7 +525,11 @@ class Connection:
         self.close(publish_will=False)
 
     def detach(self, publish_will: bool) -> None:
-        self.broker.connections.pop(self, None)
+        connections = self.broker.connections
+        if self in connections:  # (detach runs once a connection; be sure it counts once)
+            del connections[self]
+            if self.connected:
+                self.broker.stats.clients_connected -= 1
         if self.held_back is not None:
             forget_held(self)
         session_disconnected(self, publish_will)

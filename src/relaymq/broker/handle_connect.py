@@ -190,8 +190,6 @@ def connect_session(conn: Connection, pkt: p.Connect, client_id: str, assigned: 
         ack_props = {}
         conn.send_quota = broker.limits.max_inflight
     conn.accept(session)
-    n = sum(1 for c in broker.connections if c.connected)
-    broker.stats.clients_maximum = max(broker.stats.clients_maximum, n)
     log.debug("client %s connected from %s (level %d, clean %s, keepalive %d)",
               client_id, conn.peer, conn.level, pkt.clean_start, pkt.keep_alive)
     if not send_connack(conn, session_present, ack_props):

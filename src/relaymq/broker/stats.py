@@ -39,6 +39,7 @@ class BrokerStats:
     publications_held: int = 0  # client publications held back by a full session (backpressure)
     stalls: int = 0  # times a full session held publishers back for longer than STALLED_AFTER
     connections_total: int = 0  # connections accepted since start
+    clients_connected: int = 0  # clients whose CONNECT was accepted and that have not gone
     clients_maximum: int = 0  # most clients connected at once
 
     @property

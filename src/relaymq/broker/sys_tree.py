@@ -35,7 +35,7 @@ def store_state(broker: Broker) -> str:
 
 def stats_values(broker: Broker) -> dict[str, str]:
     s = broker.stats
-    connected = sum(1 for c in broker.connections if c.connected)
+    connected = s.clients_connected
     store = {name: str(getattr(broker.store, attr)) for name, attr in STORE_COUNTERS
              if hasattr(broker.store, attr)}
     return {

@@ -6,6 +6,8 @@ comes back as the session drains. Nothing stored may be lost on the way (spec RE
 from __future__ import annotations
 
 from relaymq.mqtt import packets as p
+from relaymq.mqtt.codec import encode
+from relaymq.store.base import QUEUED, SENT
 from relaymq.store.sqlite import SQLiteStore
 
 from .driver import Callbacks, TestClient, make_broker, sqlite_broker
@@ -92,4 +94,39 @@ def test_sessions_sharing_messages_all_receive_them_after_a_paged_restart(tmp_pa
     second = TestClient(broker)
     assert second.connect("two", clean=False).session_present
     assert _drain(second, 12) == expected
+    store.close()
+
+
+def test_a_reads_pubacks_are_settled_at_its_end_even_when_it_breaks_off(tmp_path):
+    """Row 8: the PUBACKs of one read release their deliveries in one store call and refill the
+    window once, at the read's end, inside its unit of work (``delivery.settle_acknowledged``);
+    a read that ends in a protocol error still settles what it acknowledged (and refills
+    nothing: its connection closed before the end, so m004 stays queued). After a restart
+    the acknowledged are gone from the store, and the one in flight unacknowledged comes back
+    first, with DUP=1 and its packet id."""
+    path = str(tmp_path / "r.db")
+    _offline_backlog(path, 6, "sub")
+    broker, store = sqlite_broker(path, max_inflight=2)
+    sub = TestClient(broker)
+    sub.connect("sub", clean=False)
+    first = sub.publishes()
+    assert [m.payload for m in first] == [b"m000", b"m001"]
+    sub.send_bytes(b"".join(encode(p.Puback(m.packet_id), 4) for m in first))  # one read
+    second = sub.publishes()
+    assert [m.payload for m in second] == [b"m002", b"m003"]
+    # a PUBACK, then a CONNACK (a client may not send one) in the same read
+    sub.send_bytes(encode(p.Puback(second[0].packet_id), 4) + encode(p.Connack(False, 0), 4))
+    assert sub.conn.closed
+    store.flush()
+    snap = store.load()
+    left = {snap.messages[d.msg_id].payload: (d.packet_id, d.state) for d in snap.deliveries}
+    assert left == {b"m003": (second[1].packet_id, SENT), b"m004": (None, QUEUED), b"m005": (None, QUEUED)}
+    store.close()
+
+    broker, store = sqlite_broker(path, max_inflight=2)
+    back = TestClient(broker)
+    assert back.connect("sub", clean=False).session_present
+    again = back.publishes()
+    assert [(m.payload, m.dup) for m in again] == [(b"m003", True), (b"m004", False)]
+    assert again[0].packet_id == second[1].packet_id
     store.close()

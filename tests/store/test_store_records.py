@@ -200,3 +200,27 @@ def test_read_deliveries_pages_a_clients_backlog_in_seq_order(engine: Engine) ->
         (20, b"p2", [2]), (40, b"p4", [4]), (50, b"p5", [5])]
     assert [rec.seq for rec, _ in store.read_deliveries("c", 50, 10)] == [60, 70]
     assert store.read_deliveries("nobody", 0, 10) == []
+
+
+def test_a_windows_states_and_a_reads_acknowledgements_go_in_one_call_each(engine: Engine) -> None:
+    """Row 8 (a backlog drained): a refilled window's SENT states (``update_deliveries``) and a
+    read's acknowledged deliveries (``delete_deliveries``, each with its message when it held
+    the last reference) survive a restart as one call each; more rows than one combined
+    statement carries, two clients' rows in one batch, and nothing but the named rows goes."""
+    store = engine.open()
+    for seq in range(1, 151):
+        store.put_message(StoredMessage(seq, "t/c", b"c", 1))
+        store.put_delivery(DeliveryRecord("c", seq, seq, 1))
+        store.put_message(StoredMessage(1000 + seq, "t/d", b"d", 1))
+        store.put_delivery(DeliveryRecord("d", 1000 + seq, 1000 + seq, 1))
+    store.flush()  # committed: the deletes below reach the database, none cancels a put
+    with store.unit():
+        store.delete_deliveries("c", [(seq, seq if seq % 2 else None) for seq in range(1, 101)])
+        store.delete_deliveries("d", [(1000 + seq, None) for seq in range(1, 81)])
+        store.update_deliveries("c", [(seq, seq - 100, SENT) for seq in range(101, 151)])
+    snap = engine.restart(store)
+    kept = {(d.client_id, d.seq): (d.packet_id, d.state) for d in snap.deliveries}
+    assert kept == {**{("c", seq): (seq - 100, SENT) for seq in range(101, 151)},
+                    **{("d", 1000 + seq): (None, 0) for seq in range(81, 151)}}
+    assert set(snap.messages) == ({seq for seq in range(1, 151) if seq > 100 or not seq % 2}
+                                  | set(range(1001, 1151)))

@@ -20,7 +20,7 @@ from relaymq.clock import Clock
 from relaymq.broker.persist_read import restore_snapshot
 from relaymq.broker.persistence import MessageRefs, save_session
 from relaymq.broker.routing import process_publication
-from relaymq.broker.session import Session
+from relaymq.broker.session import Delivery, Session
 from relaymq.broker.shared import SharedGroup
 from relaymq.broker.stats import BrokerStats
 from relaymq.broker.wills import Wills
@@ -80,6 +80,9 @@ class Broker:
         # Sessions whose refill from the store waits for it to write again (a full disk:
         # delivery.refill); tick() pumps them once it does.
         self.refill_stalled: set[Session] = set()
+        # QoS 1 deliveries acknowledged during the read being handled, by session: their rows
+        # go and their windows refill once, at the end of the read (delivery.settle_acknowledged).
+        self.acknowledged: dict[Session, list[Delivery]] = {}
 
     # ------------------------------------------------------------------ identifiers
     def new_msg_id(self) -> int:

@@ -29,7 +29,7 @@ from relaymq.mqtt.errors import MQTTError, ProtocolError
 from relaymq.mqtt.reader import PacketReader
 from relaymq.broker.backpressure import Held, must_wait
 from relaymq.broker.backpressure import forget as forget_held
-from relaymq.broker.delivery import pump, retransmit_due
+from relaymq.broker.delivery import pump, retransmit_due, settle_acknowledged
 from relaymq.broker.handle_connect import handle_connect, handle_disconnect, session_disconnected
 from relaymq.broker.handle_publish import (
     handle_puback, handle_pubcomp, handle_publish, handle_pubrec, handle_pubrel,
@@ -206,8 +206,7 @@ class Connection:
                 self.protocol_violation(err)
             finally:
                 self._dispatching = False
-                if self._acks_unregistered:
-                    self._register_acks()
+                self._end_read()
 
     def dispatch(self, packet: p.Packet) -> None:
         """Hand ``packet`` to the handler its state reads it with (states.py): called in
@@ -262,8 +261,7 @@ class Connection:
                 return
             finally:
                 self._dispatching = False
-                if self._acks_unregistered:
-                    self._register_acks()
+                self._end_read()
         if self.held_back is None and "held" in self.read_paused_for:
             self.resume_reading("held")  # read no further while held (backpressure.must_wait)
         else:
@@ -434,6 +432,15 @@ class Connection:
         """Send ``packet`` (PUBACK, PUBREC, PUBCOMP without properties) once everything stored
         so far is durable, in order with the connection's other acknowledgements."""
         self.acknowledge(packet.packet_type, packet.packet_id, packet.reason_code, completes, True)
+
+    def _end_read(self) -> None:
+        """What the handlers of a read left to its end, inside its unit of work: the deliveries
+        it acknowledged released and their windows refilled once (delivery.settle_acknowledged),
+        then one store callback for its durable acknowledgements."""
+        if self.broker.acknowledged:
+            settle_acknowledged(self.broker)
+        if self._acks_unregistered:
+            self._register_acks()
 
     def _register_acks(self) -> None:
         """One store callback for the durable acknowledgements queued while handling a read:

@@ -13,7 +13,9 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from relaymq.broker import backpressure
-from relaymq.broker.persistence import forget_delivery, persist_delivery, update_delivery
+from relaymq.broker.persistence import (
+    forget_deliveries, forget_delivery, persist_delivery, update_deliveries, update_delivery,
+)
 from relaymq.broker.session import Delivery, made
 from relaymq.broker.states import CONNECTED
 from relaymq.broker.stats import DROP_QOS0_NOT_CONNECTED, DROP_QUEUE_FULL
@@ -252,7 +254,8 @@ def pump(broker: Broker, session: Session) -> None:
         return
     session.inflight = made(session.inflight)  # ``start`` adds to the dict read below
     inflight = session.inflight
-    wall = broker.clock.wall()
+    wall = None
+    sent: list[Delivery] = []  # stored QoS 1 deliveries put in flight: SENT in one store call
     while len(inflight) < conn.send_quota and not conn.outbound_congested():
         if not queue:
             if not session.spilled:
@@ -262,25 +265,34 @@ def pump(broker: Broker, session: Session) -> None:
             if not queue:
                 break
         d = queue.popleft()
-        msg = d.message
-        if msg.expiry_at is not None and msg.expiry_at <= wall:
-            release(broker, session, d)  # MQTT 5 message expiry: never delivered late
-            continue
-        start(broker, session, conn, d)
+        expiry_at = d.message.expiry_at
+        if expiry_at is not None:
+            if wall is None:
+                wall = broker.clock.wall()
+            if expiry_at <= wall:
+                release(broker, session, d)  # MQTT 5 message expiry: never delivered late
+                continue
+        start(broker, session, conn, d, None, sent)
+    if sent:
+        update_deliveries(broker, session, sent)
 
 
 def start(broker: Broker, session: Session, conn: Connection, d: Delivery,
-          watch: AckWatch | None = None) -> None:
+          watch: AckWatch | None = None, sent: list[Delivery] | None = None) -> None:
     """Put a delivery in flight: a packet id, SENT, stored so (a persistent session's first
     write of it when it comes straight from routing, told to ``watch``), then the first
-    transmission."""
+    transmission. A stored QoS 1 delivery is only added to ``sent`` when it is given: the
+    caller (``pump``) stores the SENT state of all it started in one call."""
     d.packet_id = pid = session.next_packet_id()
     d.state = SENT
     d.sent_at = broker.clock.monotonic()
     session.inflight = inflight = made(session.inflight)
     inflight[pid] = d
     if d.persisted:
-        update_delivery(broker, session, d)
+        if sent is not None and d.qos == 1:
+            sent.append(d)
+        else:
+            update_delivery(broker, session, d)
     elif session.persistent:
         persist_delivery(broker, session, d, watch)
     if d.qos == 2 and d.persisted:
@@ -343,6 +355,12 @@ def release(broker: Broker, session: Session, d: Delivery) -> None:
     forget_delivery(broker, session, d)
 
 
+def release_all(broker: Broker, session: Session, deliveries: list[Delivery]) -> None:
+    """``release`` for each of ``deliveries``, in one store call."""
+    session.queued_bytes -= sum([len(d.message.payload) for d in deliveries])
+    forget_deliveries(broker, session, deliveries)
+
+
 def discard(broker: Broker, session: Session, d: Delivery, persist: bool) -> None:
     """Drop a delivery when its session ends; the session's store rows go with the session."""
     session.queued_bytes -= len(d.message.payload)
@@ -355,21 +373,53 @@ def discard(broker: Broker, session: Session, d: Delivery, persist: bool) -> Non
 
 
 def acknowledged(broker: Broker, session: Session, packet_id: int, expected_state: int,
-                 qos: int) -> Delivery | None:
-    """Remove an in-flight delivery acknowledged by PUBACK (QoS 1) or PUBCOMP (QoS 2)."""
+                 qos: int, later: bool = False) -> Delivery | None:
+    """Remove an in-flight delivery acknowledged by PUBACK (QoS 1) or PUBCOMP (QoS 2).
+
+    ``later``: called while its connection handles a read, which ends with
+    ``settle_acknowledged``: the delivery is released and the window refilled there, once for
+    all the acknowledgements of the read (one store call and one refill per read, not per
+    message: bench/compare row 8, a backlog drained)."""
     d = session.inflight.get(packet_id)
     if d is None or d.qos != qos or d.state != expected_state:
         return None
     del session.inflight[packet_id]
-    release(broker, session, d)
+    if later:
+        acked = broker.acknowledged
+        waiting = acked.get(session)
+        if waiting is None:
+            acked[session] = [d]
+        else:
+            waiting.append(d)
+    else:
+        release(broker, session, d)
     watch = d.watch
     if watch is not None:
         d.watch = None
         watch.delivered()
+    if not later:
+        refilled(broker, session)
+    return d
+
+
+def settle_acknowledged(broker: Broker) -> None:
+    """The end of a read: release what it acknowledged (``acknowledged(later=True)``) and
+    refill those sessions' windows."""
+    acked = broker.acknowledged
+    if not acked:
+        return
+    broker.acknowledged = {}
+    for session, deliveries in acked.items():
+        release_all(broker, session, deliveries)
+        refilled(broker, session)
+
+
+def refilled(broker: Broker, session: Session) -> None:
+    """Acknowledgements made room in ``session``'s window: refill it, and release the
+    publishers a blocking session holds back once it drained enough."""
     pump(broker, session)
     if session.blocking is not None:
         backpressure.relieve(broker, session)  # publishers wait for room in this session
-    return d
 
 
 def received(broker: Broker, session: Session, packet_id: int) -> Delivery | None:
@@ -404,4 +454,5 @@ def _pubrel_now_durable(conn: Connection, packet_id: int) -> None:
 
 
 __all__ = ["BACKLOG_PAGE", "BLOCK", "DROP_NEW", "DROP_OLDEST", "deliver", "overflow", "refill", "pump", "start", "resend_inflight",
-           "retransmit_due", "release", "discard", "acknowledged", "received", "send_pubrel", "QUEUED"]
+           "retransmit_due", "release", "release_all", "discard", "acknowledged", "settle_acknowledged", "refilled",
+           "received", "send_pubrel", "QUEUED"]

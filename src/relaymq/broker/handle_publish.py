@@ -261,8 +261,10 @@ def expect_inflight(session: Session, packet_id: int, qos: int, states: tuple[in
 
 
 def handle_puback(conn: Connection, session: Session, pkt: p.Puback) -> None:
-    expect_inflight(session, pkt.packet_id, 1, (SENT,), "PUBACK")
-    delivery.acknowledged(conn.broker, session, pkt.packet_id, SENT, 1)
+    # handlers run inside a read (Connection.process_buffered, resume_held), which settles it;
+    # only a PUBACK that acknowledged nothing is checked (the common one needs no second look)
+    if delivery.acknowledged(conn.broker, session, pkt.packet_id, SENT, 1, later=True) is None:
+        expect_inflight(session, pkt.packet_id, 1, (SENT,), "PUBACK")
 
 
 def handle_pubrec(conn: Connection, session: Session, pkt: p.Pubrec) -> None:

@@ -127,14 +127,27 @@ def update_delivery(broker: Broker, session: Session, delivery: Delivery) -> Non
                                      delivery.state)
 
 
+def update_deliveries(broker: Broker, session: Session, deliveries: list[Delivery]) -> None:
+    """``update_delivery`` for each of a session's stored ``deliveries``, in one store call."""
+    broker.store.update_deliveries(session.client_id, [(d.seq, d.packet_id, d.state) for d in deliveries])
+
+
 def forget_delivery(broker: Broker, session: Session, delivery: Delivery) -> None:
-    if delivery.persisted:
-        msg_id = delivery.message.msg_id
-        if broker.refs.drop(msg_id):  # the last reference: the message goes in the same call
-            broker.store.delete_delivery_and_message(session.client_id, delivery.seq, msg_id)
-        else:
-            broker.store.delete_delivery(session.client_id, delivery.seq)
-        delivery.persisted = False
+    forget_deliveries(broker, session, (delivery,))
+
+
+def forget_deliveries(broker: Broker, session: Session, deliveries: Iterable[Delivery]) -> None:
+    """Delete the stored ones of a session's ``deliveries``, each with its message when it held
+    the last reference: one store call for all of them (a read's acknowledgements)."""
+    drop = broker.refs.drop
+    rows: list[tuple[int, int | None]] = []
+    for delivery in deliveries:
+        if delivery.persisted:
+            msg_id = delivery.message.msg_id
+            rows.append((delivery.seq, msg_id if drop(msg_id) else None))
+            delivery.persisted = False
+    if rows:
+        broker.store.delete_deliveries(session.client_id, rows)
 
 
 def persist_inbound(broker: Broker, session: Session, packet_id: int,

@@ -46,25 +46,31 @@ def encode_publish(topic: str, payload: bytes, qos: int, retain: bool, dup: bool
 
     DUP is cleared at QoS 0, where 3.1.1 §3.3.1.1 and 5.0 forbid it; ``properties`` are sent
     only at level 5."""
-    if qos not in (0, 1, 2):
-        raise ValueError(f"invalid QoS {qos}")
     topic_bytes = topic.encode("utf-8")
-    if len(topic_bytes) > MAX_UINT16:
+    size = len(topic_bytes)
+    if size > MAX_UINT16:
         raise ValueError("topic longer than 65535 bytes")
-    if qos:
+    # the parts are joined once (row 8: a drained backlog encodes one PUBLISH per message)
+    if qos in (1, 2):
         if not packet_id:
             raise ValueError("a QoS 1 or 2 PUBLISH needs a packet id")
-        variable = pack_uint16(len(topic_bytes)) + topic_bytes + pack_uint16(packet_id)
-        flags = (8 if dup else 0) | qos << 1 | (1 if retain else 0)
+        first = _PUBLISH_FIRST_BYTES[(8 if dup else 0) | qos << 1 | (1 if retain else 0)]
+        packet_id_bytes = pack_uint16(packet_id)
+        remaining = size + 4 + len(payload)
+    elif qos == 0:
+        first = _PUBLISH_FIRST_BYTES[1 if retain else 0]
+        packet_id_bytes = b""
+        remaining = size + 2 + len(payload)
     else:
-        variable = pack_uint16(len(topic_bytes)) + topic_bytes
-        flags = 1 if retain else 0
+        raise ValueError(f"invalid QoS {qos}")
+    props = b""
     if protocol_level == MQTT_5:
-        variable += encode_properties(properties, PUBLISH) if properties else _NO_PROPERTIES
-    remaining = len(variable) + len(payload)
+        props = encode_properties(properties, PUBLISH) if properties else _NO_PROPERTIES
+        remaining += len(props)
     if remaining > MAX_VARINT:
         raise ValueError(f"PUBLISH of {remaining} bytes exceeds the MQTT maximum")
-    return b"".join((_PUBLISH_FIRST_BYTES[flags], encode_varint(remaining), variable, payload))
+    return b"".join((first, encode_varint(remaining), pack_uint16(size), topic_bytes, packet_id_bytes,
+                     props, payload))
 
 
 def patch_publish(encoded: bytes, packet_id: int, dup: bool | None = None) -> bytes:

@@ -74,11 +74,15 @@ class PacketReader:
             return None
         first_byte = buf[pos]
         self.last_first_byte = first_byte
-        header = decode_remaining_length(buf, pos + 1)
-        if header is None:
-            self._compact()
-            return None
-        length, body_start = header
+        length = buf[pos + 1]
+        if length < 0x80:  # a body under 128 bytes (acknowledgements, small publications)
+            body_start = pos + 2
+        else:
+            header = decode_remaining_length(buf, pos + 1)
+            if header is None:
+                self._compact()
+                return None
+            length, body_start = header
         limit = self.max_packet_size if self.protocol_level else self.max_connect_size
         if body_start - pos + length > limit:
             raise PacketTooLarge(

@@ -179,6 +179,21 @@ class Store(ABC):
         self.delete_delivery(client_id, seq)
         self.delete_message(msg_id)
 
+    def update_deliveries(self, client_id: str, rows: list[tuple[int, int | None, int]]) -> None:
+        """``update_delivery`` for each (seq, packet_id, state) of one session: a window refilled
+        at once. An engine may submit them in one call (row 8: a backlog drained)."""
+        for seq, packet_id, state in rows:
+            self.update_delivery(client_id, seq, packet_id, state)
+
+    def delete_deliveries(self, client_id: str, rows: list[tuple[int, int | None]]) -> None:
+        """For each (seq, msg_id) of one session: ``delete_delivery``, and ``delete_message``
+        when ``msg_id`` is not None (the last reference went); as ``update_deliveries``."""
+        for seq, msg_id in rows:
+            if msg_id is None:
+                self.delete_delivery(client_id, seq)
+            else:
+                self.delete_delivery_and_message(client_id, seq, msg_id)
+
     @abstractmethod
     def read_deliveries(self, client_id: str, after_seq: int,
                         limit: int) -> list[tuple[DeliveryRecord, StoredMessage]]:

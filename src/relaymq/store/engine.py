@@ -674,6 +674,9 @@ class Engine:
 _COMBINE_MAX = 64
 _INSERT_RE = re.compile(r"^(INSERT(?: OR REPLACE)? INTO \w+(?: \([\w, ]*\))?) VALUES (\(\?(?:,\s*\?)*\))$")
 _DELETE_RE = re.compile(r"^(DELETE FROM \w+ WHERE \w+) = \?$")
+#: A delete by a two-column key (a session's delivery, its inbound QoS 2 id): the rows that
+#: share the first column become ``... AND second IN (...)``.
+_DELETE_PAIR_RE = re.compile(r"^(DELETE FROM \w+ WHERE \w+ = \? AND \w+) = \?$")
 _combined: dict[tuple[str, int], str | None] = {}
 
 
@@ -704,7 +707,10 @@ def _execute(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) ->
         conn.execute(sql, rows[0])
         return
     if _combine(sql, 2) is None:
-        conn.executemany(sql, rows)
+        if _DELETE_PAIR_RE.match(sql):
+            _execute_pairs(conn, sql, rows)
+        else:
+            conn.executemany(sql, rows)
         return
     for start in range(0, len(rows), _COMBINE_MAX):
         chunk = rows[start:start + _COMBINE_MAX]
@@ -712,6 +718,37 @@ def _execute(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) ->
             conn.execute(sql, chunk[0])
         else:
             conn.execute(_combine(sql, len(chunk)), [value for row in chunk for value in row])  # type: ignore[arg-type]
+
+
+def _execute_pairs(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
+    """A delete by a two-column key for each row: each run of rows with the same first column
+    (one session's deliveries acknowledged in a batch) as few ``second IN (...)`` statements
+    as possible (deletes of distinct keys commute, so runs need not be consecutive)."""
+    runs: dict[Any, list[Any]] = {}
+    for first, second in rows:
+        run = runs.get(first)
+        if run is None:
+            runs[first] = [second]
+        else:
+            run.append(second)
+    for first, seconds in runs.items():
+        for start in range(0, len(seconds), _COMBINE_MAX):
+            chunk = seconds[start:start + _COMBINE_MAX]
+            if len(chunk) == 1:
+                conn.execute(sql, (first, chunk[0]))
+            else:
+                conn.execute(_combine_pairs(sql, len(chunk)), (first, *chunk))
+
+
+def _combine_pairs(sql: str, count: int) -> str:
+    """``sql`` (``_DELETE_PAIR_RE``) for one first-column value and ``count`` second ones."""
+    key = (sql, -count)  # negative: not one of ``_combine``'s keys
+    found = _combined.get(key)
+    if found is None:
+        match = _DELETE_PAIR_RE.match(sql)
+        assert match is not None
+        found = _combined[key] = f"{match.group(1)} IN ({','.join('?' * count)})"
+    return found
 
 
 #: SQLite's primary result codes of a write error that a later try may not meet: the disk

@@ -227,6 +227,15 @@ class SQLiteStore(Store):
     def delete_delivery(self, client_id: str, seq: int) -> None:
         self.engine.submit(Batch.delete, ("d", client_id, seq), (_DELETE_DELIVERY, (client_id, seq)))
 
+    def update_deliveries(self, client_id: str, rows: list[tuple[int, int | None, int]]) -> None:
+        """One submission for a window of updates (base.Store.update_deliveries)."""
+        self.engine.submit(_update_rows, client_id, rows, writes=len(rows))
+
+    def delete_deliveries(self, client_id: str, rows: list[tuple[int, int | None]]) -> None:
+        """One submission for a read's acknowledged deliveries (base.Store.delete_deliveries)."""
+        self.engine.submit(_delete_rows, client_id, rows,
+                           writes=len(rows) + sum(msg_id is not None for _, msg_id in rows))
+
     def read_deliveries(self, client_id: str, after_seq: int,
                         limit: int) -> list[tuple[DeliveryRecord, StoredMessage]]:
         """Flushes first when a delivery put may still be in a pending batch (not when the rows
@@ -318,6 +327,23 @@ _PUT_META = "INSERT OR REPLACE INTO meta VALUES (?,?)"
 
 def _fold_delivery(packet_id: int | None, state: int, row: tuple[Any, ...]) -> tuple[Any, ...]:
     return ser.updated_delivery_row(row, packet_id, state)
+
+
+def _update_rows(batch: Batch, client_id: str, rows: list[tuple[int, int | None, int]]) -> None:
+    """``update_delivery`` of each row, in order (``update_deliveries``)."""
+    update = batch.update
+    for seq, packet_id, state in rows:
+        update(("d", client_id, seq), (_UPDATE_DELIVERY, (packet_id, state, client_id, seq)),
+               partial(_fold_delivery, packet_id, state))
+
+
+def _delete_rows(batch: Batch, client_id: str, rows: list[tuple[int, int | None]]) -> None:
+    """``delete_delivery`` of each row, with its message when it names one (``delete_deliveries``)."""
+    delete = batch.delete
+    for seq, msg_id in rows:
+        delete(("d", client_id, seq), (_DELETE_DELIVERY, (client_id, seq)))
+        if msg_id is not None:
+            delete(("m", msg_id), (_DELETE_MESSAGE, (msg_id,)))
 
 
 def _put_both(batch: Batch, first_key: tuple[Any, ...], first: Op, first_fresh: bool,

@@ -22,7 +22,6 @@ are relative to the current directory, as a user typing them expects.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import importlib
 import ipaddress
 import json
@@ -288,6 +287,8 @@ OVERRIDES: dict[str, str] = {
 
 def _unknown(key: str, known: list[str]) -> ConfigError:
     """An unknown-key error, with a suggestion when the key looks like a typo of a known one."""
+    import difflib  # only a configuration with a mistake needs it
+
     close = difflib.get_close_matches(key.rsplit(".", 1)[-1], known, n=1)
     prefix = key.rsplit(".", 1)[0] + "." if "." in key else ""
     hint = f" (did you mean {prefix}{close[0]}?)" if close else ""

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from relaymq.bridge.bridge import Bridge
+if TYPE_CHECKING:
+    from relaymq.bridge.bridge import Bridge
 
 log = logging.getLogger("relaymq.bridge")
 
@@ -55,7 +56,12 @@ class BridgeService:
 
 
 async def start(context: Any) -> BridgeService:
-    bridges = [Bridge(settings, context.broker) for settings in context.config.section("bridge")]
+    configured = context.config.section("bridge")
+    bridges: list[Bridge] = []
+    if configured:  # the bridge client is imported only by a broker that has a [[bridge]] (issue 16)
+        from relaymq.bridge.bridge import Bridge
+
+        bridges = [Bridge(settings, context.broker) for settings in configured]
     for bridge in bridges:
         bridge.start()
         log.info("bridge %s: to %s:%d, %d topic rule(s)", bridge.name, bridge.settings.host, bridge.settings.port,

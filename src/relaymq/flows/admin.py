@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from relaymq.flows.definition import parse_yaml
 from relaymq.flows.errors import FlowDefinitionError
 from relaymq.flows.manager import DeployError, FlowManager
 from relaymq.http import admin_guard
@@ -66,6 +65,8 @@ class FlowAdmin:
             return json_response(400, {"error": "the flow definition is not UTF-8"})
         try:
             redeploy = False
+            from relaymq.flows.definition import parse_yaml
+
             definition = parse_yaml(text, source)
             redeploy = definition.get("flow") in self.manager.flows
             deployed = await self.manager.deploy(definition, group, source)

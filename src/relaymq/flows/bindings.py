@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 
 from relaymq.flows import http_headers, qmgr_port
 from relaymq.flows.errors import FlowException
+from relaymq.flows.pending import PendingReplies
 from relaymq.message.mqtt_mapping import from_mqtt, user_identifier
 from relaymq.flows.nodes.http_reply import REQUEST_ID_PATH
 from relaymq.flows.runtime import Delivery, FlowRuntime
@@ -122,20 +123,6 @@ class ScadaBinding(Binding):
         await self.endpoint.stop()
         if self._drainer is not None:
             await self._drainer
-
-
-class PendingReplies:
-    """HTTP requests waiting for an HTTPReply, by RequestIdentifier (any flow may answer)."""
-
-    def __init__(self) -> None:
-        self.waiting: dict[str, asyncio.Future[tuple[int, list[tuple[str, str]], bytes]]] = {}
-
-    def reply(self, request_id: str, status: int, headers: list[tuple[str, str]], body: bytes) -> bool:
-        future = self.waiting.get(request_id)
-        if future is None or future.done():
-            return False
-        future.set_result((status, headers, body))
-        return True
 
 
 def error_reply(status: int, text: str) -> tuple[int, list[tuple[str, str]], bytes]:

@@ -30,9 +30,9 @@ from typing import Any
 
 from relaymq.flows.errors import FlowDefinitionError
 from relaymq.flows.flow import Connection, Flow, FlowSettings
+from relaymq.flows.names import NAME
 from relaymq.flows.registry import NODE_TYPES
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ARROW = re.compile(r"^\s*([^.\s]+)\.([A-Za-z0-9_:-]+)\s*->\s*(\S+)\s*$")
 _TOP_KEYS = {"flow", "description", "additional_instances", "order_mode", "backout_threshold",
              "backout_queue", "nodes", "connections"}

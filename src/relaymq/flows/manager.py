@@ -15,22 +15,25 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from relaymq.flows.bindings import Binding, HttpBinding, PendingReplies, QueueBinding, ScadaBinding, Target
-from relaymq.flows.context import Ports
-from relaymq.flows.definition import NAME, build_flow, dump_definition, parse_yaml
 from relaymq.flows.files import read_text, write_atomically
 from relaymq.flows.qmgr_port import BackoutCounts
-from relaymq.flows.flow import Flow
 from relaymq.flows.group import ExecutionGroup
-from relaymq.flows.node import Node
-from relaymq.flows.nodes.http_input import HTTPInput
-from relaymq.flows.nodes.jms_input import JMSInput
-from relaymq.flows.nodes.mq_input import MQInput
-from relaymq.flows.nodes.scada_input import SCADAInput
-from relaymq.flows.runtime import FlowRuntime
+from relaymq.flows.names import NAME
 from relaymq.server.listeners import ListenerError
+
+if TYPE_CHECKING:
+    from relaymq.flows.bindings import Binding, Target
+    from relaymq.flows.context import Ports
+    from relaymq.flows.flow import Flow
+    from relaymq.flows.node import Node
+    from relaymq.flows.pending import PendingReplies
+    from relaymq.flows.runtime import FlowRuntime
+
+# The node library, the definitions and the runtime are imported by the first flow deployed
+# (restored or deployed through the admin API), not with the manager: flows are on by default
+# and a broker without any need not carry them (issue 16, a smaller base process).
 
 log = logging.getLogger("relaymq.flows")
 
@@ -85,6 +88,11 @@ class FlowManager:
 
     # -- bindings --------------------------------------------------------------------------
     def binding_key(self, node: Node) -> str:
+        from relaymq.flows.nodes.http_input import HTTPInput
+        from relaymq.flows.nodes.jms_input import JMSInput
+        from relaymq.flows.nodes.mq_input import MQInput
+        from relaymq.flows.nodes.scada_input import SCADAInput
+
         if isinstance(node, SCADAInput):
             return f"port:{node.props['port']}"
         if isinstance(node, HTTPInput):
@@ -96,6 +104,12 @@ class FlowManager:
         raise DeployError(f"node {node.name}: no transport for a {node.KIND} input")
 
     def _new_binding(self, node: Node) -> Binding:
+        from relaymq.flows.bindings import HttpBinding, QueueBinding, ScadaBinding
+        from relaymq.flows.nodes.http_input import HTTPInput
+        from relaymq.flows.nodes.jms_input import JMSInput
+        from relaymq.flows.nodes.mq_input import MQInput
+        from relaymq.flows.nodes.scada_input import SCADAInput
+
         if isinstance(node, SCADAInput):
             return ScadaBinding(self.config, node.props["host"], node.props["port"], self.broker)
         if isinstance(node, HTTPInput):
@@ -116,6 +130,10 @@ class FlowManager:
     async def deploy(self, definition: Mapping[str, Any], group: str, source: str = "<flow>",
                      *, persist: bool = True) -> DeployedFlow:
         """Validate, start and bind a flow (replacing one of the same name)."""
+        from relaymq.flows.bindings import Target
+        from relaymq.flows.definition import build_flow
+        from relaymq.flows.runtime import FlowRuntime
+
         if not NAME.match(group):
             raise DeployError(f"bad execution group name {group!r}")
         flow = build_flow(definition, source)
@@ -217,6 +235,8 @@ class FlowManager:
         path = self._path(deployed.group, deployed.flow.name)
         if path is None:
             return
+        from relaymq.flows.definition import dump_definition
+
         write_atomically(path, dump_definition(deployed.flow.definition))
         if old_group is not None and old_group != deployed.group:
             self._remove(old_group, deployed.flow.name)
@@ -241,6 +261,8 @@ class FlowManager:
         """Deploy every stored flow; one that no longer deploys is logged and skipped."""
         count = 0
         for group, path in self.stored():
+            from relaymq.flows.definition import parse_yaml
+
             try:
                 text = await asyncio.to_thread(read_text, path)
                 await self.deploy(parse_yaml(text, path), group, path, persist=False)

@@ -20,7 +20,7 @@ import logging
 import threading
 from typing import Any
 
-from relaymq.flows.bindings import PendingReplies
+from relaymq.flows.pending import PendingReplies
 from relaymq.message.mqtt_mapping import mqtt_publication
 from relaymq.flows.publishing import engine_publication
 from relaymq.message.message import Message

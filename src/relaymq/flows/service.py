@@ -14,10 +14,9 @@ import os
 from typing import Any
 
 from relaymq.flows.admin import FlowAdmin
-from relaymq.flows.bindings import PendingReplies
-from relaymq.flows.definition import load_definition
 from relaymq.flows.errors import FlowDefinitionError
 from relaymq.flows.manager import DeployError, FlowManager
+from relaymq.flows.pending import PendingReplies
 from relaymq.flows.ports import BrokerPorts
 from relaymq.flows.settings import FlowsSettings
 from relaymq.services.contract import ServiceError
@@ -57,6 +56,8 @@ async def start(context: Any) -> FlowsService:
     context.services["flows"] = manager
     restored = await manager.restore()
     for path in settings.deploy:
+        from relaymq.flows.definition import load_definition
+
         try:
             await manager.deploy(load_definition(path), settings.default_group, path)
         except (FlowDefinitionError, DeployError) as err:

@@ -30,7 +30,7 @@ class FlowsSettings:
 def build(raw: object, key: str, base_dir: str | None) -> FlowsSettings:
     import os
 
-    from relaymq.flows.definition import NAME
+    from relaymq.flows.names import NAME
 
     settings: FlowsSettings = build_section(FlowsSettings, raw, key, base_dir)
     if not NAME.match(settings.default_group):

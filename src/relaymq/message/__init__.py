@@ -13,33 +13,56 @@
 Every decoder raises a :class:`FormatError` subclass that names the field and byte offset.
 """
 
-from relaymq.message.errors import (
-    CCSIDError,
-    DataTypeError,
-    DomainError,
-    FolderError,
-    FormatError,
-    LengthError,
-    MappingError,
-    MQeFieldsError,
-    StrucIdError,
-    TruncatedError,
-    XMLSecurityError,
-)
-from relaymq.message.headers import MQMessage, RawHeader, decode_message, encode_message
-from relaymq.message.jms import JMSMessage, TypedProperties
-from relaymq.message.jms_mq import jms_to_mq, mq_to_jms
-from relaymq.message.jms_mqe import jms_to_mqe, mqe_to_jms
-from relaymq.message.jms_mqtt import MQTT5Publish, jms_to_mqtt5, mqtt5_to_jms
-from relaymq.message.message import Message
-from relaymq.message.mqdlh import MQDLH
-from relaymq.message.mqe_dump import dump, restore
-from relaymq.message.mqe_fields import MQeFields
-from relaymq.message.mqe_text import dump_to_string, restore_from_string
-from relaymq.message.mqmd import MQMD, decode_mqmd, encode_mqmd
-from relaymq.message.mqrfh import MQRFH
-from relaymq.message.mqrfh2 import MQRFH2
-from relaymq.message.tree import Element
+from typing import TYPE_CHECKING
+
+from relaymq.lazy import exports
+
+if TYPE_CHECKING:
+    from relaymq.message.errors import (
+        CCSIDError,
+        DataTypeError,
+        DomainError,
+        FolderError,
+        FormatError,
+        LengthError,
+        MappingError,
+        MQeFieldsError,
+        StrucIdError,
+        TruncatedError,
+        XMLSecurityError,
+    )
+    from relaymq.message.headers import MQMessage, RawHeader, decode_message, encode_message
+    from relaymq.message.jms import JMSMessage, TypedProperties
+    from relaymq.message.jms_mq import jms_to_mq, mq_to_jms
+    from relaymq.message.jms_mqe import jms_to_mqe, mqe_to_jms
+    from relaymq.message.jms_mqtt import MQTT5Publish, jms_to_mqtt5, mqtt5_to_jms
+    from relaymq.message.message import Message
+    from relaymq.message.mqdlh import MQDLH
+    from relaymq.message.mqe_dump import dump, restore
+    from relaymq.message.mqe_fields import MQeFields
+    from relaymq.message.mqe_text import dump_to_string, restore_from_string
+    from relaymq.message.mqmd import MQMD, decode_mqmd, encode_mqmd
+    from relaymq.message.mqrfh import MQRFH
+    from relaymq.message.mqrfh2 import MQRFH2
+    from relaymq.message.tree import Element
+
+__getattr__ = exports(__name__, {
+    "errors": ("CCSIDError", "DataTypeError", "DomainError", "FolderError", "FormatError", "LengthError", "MappingError", "MQeFieldsError", "StrucIdError", "TruncatedError", "XMLSecurityError",),
+    "headers": ("MQMessage", "RawHeader", "decode_message", "encode_message",),
+    "jms": ("JMSMessage", "TypedProperties",),
+    "jms_mq": ("jms_to_mq", "mq_to_jms",),
+    "jms_mqe": ("jms_to_mqe", "mqe_to_jms",),
+    "jms_mqtt": ("MQTT5Publish", "jms_to_mqtt5", "mqtt5_to_jms",),
+    "message": ("Message",),
+    "mqdlh": ("MQDLH",),
+    "mqe_dump": ("dump", "restore",),
+    "mqe_fields": ("MQeFields",),
+    "mqe_text": ("dump_to_string", "restore_from_string",),
+    "mqmd": ("MQMD", "decode_mqmd", "encode_mqmd",),
+    "mqrfh": ("MQRFH",),
+    "mqrfh2": ("MQRFH2",),
+    "tree": ("Element",),
+})
 
 __all__ = [
     "CCSIDError", "DataTypeError", "DomainError", "Element", "FolderError", "FormatError",

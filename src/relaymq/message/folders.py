@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import cache
 
 from relaymq.message.errors import DataTypeError, FolderError
 from relaymq.message.tree import Element
@@ -23,11 +24,18 @@ from relaymq.message.typed import STRING, canonical_dt, format_value, infer_dt, 
 
 MAX_DEPTH = 64
 
-_NAME = re.compile(r"[A-Za-z_:\u00c0-\uffff][-A-Za-z0-9_.:\u00b7\u00c0-\uffff]*")
 _ATTR = re.compile(r"\s*([A-Za-z_:][-A-Za-z0-9_.:]*)\s*=\s*(?:'([^'<]*)'|\"([^\"<]*)\")")
 _ENTITY = re.compile(r"&(#[0-9]+|#x[0-9a-fA-F]+|lt|gt|amp|quot|apos);")
 _PREDEFINED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
 NIL_ATTR = "xsi:nil"
+
+
+@cache
+def _name() -> re.Pattern[str]:
+    """An element or attribute name, compiled by the first folder read or checked: its classes
+    up to U+FFFF cost some 13 ms of CPU to compile (sre maps every code point), which every
+    ``relaymq serve`` paid at start though a broker may never see an MQRFH2 (issue 16)."""
+    return re.compile(r"[A-Za-z_:\u00c0-\uffff][-A-Za-z0-9_.:\u00b7\u00c0-\uffff]*")
 
 
 def unescape(text: str, pos: int, where: Callable[[int], int], field: str) -> str:
@@ -123,7 +131,7 @@ def _end_tag(text: str, i: int, stack: list[Element], texts: list[list[str]], wh
              field: str) -> tuple[int, Element | None]:
     """The end tag at ``i`` closes the innermost open element: the index after it, and the
     folder when that element was the folder."""
-    m = _NAME.match(text, i + 2)
+    m = _name().match(text, i + 2)
     if not m or not stack:
         raise FolderError(field, where(i), "unexpected closing tag")
     node = stack.pop()
@@ -143,7 +151,7 @@ def _start_tag(text: str, i: int, stack: list[Element], texts: list[list[str]], 
                field: str) -> tuple[int, Element | None]:
     """The start tag (or empty-element tag) at ``i``: the index after it, and the folder when
     the tag was an empty folder."""
-    m = _NAME.match(text, i + 1)
+    m = _name().match(text, i + 1)
     if not m:
         raise FolderError(field, where(i + 1), "expected an element name after '<'")
     node = Element(m.group(0), offset=where(i))
@@ -205,7 +213,7 @@ def _finish(node: Element, parts: list[str], index: int, where: Callable[[int], 
 
 def is_usr_name(name: str) -> bool:
     """``name`` can be an element of the ``usr`` folder: an XML name without a colon."""
-    return bool(_NAME.fullmatch(name)) and ":" not in name
+    return bool(_name().fullmatch(name)) and ":" not in name
 
 
 def check_folder_rules(folder: Element, offset: int | None = None, field: str = "NameValueData") -> None:

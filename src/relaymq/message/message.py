@@ -9,14 +9,15 @@ domain checked against its class, else a JMSType ``mcd://`` URI, else by class.
 
 from __future__ import annotations
 
-from relaymq.message.domains.choice import BY_CLASS, domain_for_jms, domain_for_mq, parse_mcd_uri
-from relaymq.message.domains.registry import canonical_domain, parse_body, serialize_body
+from typing import TYPE_CHECKING
+
 from relaymq.message.errors import DomainError
 from relaymq.message.headers import MQMessage, decode_message, encode_message
-from relaymq.message.jms import JMSMessage
-from relaymq.message.jms_mq import jms_to_mq, mq_to_jms
 from relaymq.message.mqrfh2 import MQRFH2
 from relaymq.message.tree import Element, split_path
+
+if TYPE_CHECKING:
+    from relaymq.message.jms import JMSMessage
 
 #: Names under which each header appears in the tree (``Root.MQMD``, ``Root.MQRFH2``...).
 TREE_NAMES = {"MQRFH2": "MQRFH2", "MQRFH": "MQRFH", "MQDLH": "MQDLH"}
@@ -49,6 +50,8 @@ class Message:
 
     @classmethod
     def from_jms(cls, jms: JMSMessage, *, with_rfh2: bool = True) -> Message:
+        from relaymq.message.jms_mq import jms_to_mq
+
         msg = cls(jms_to_mq(jms, with_rfh2=with_rfh2))
         msg._jms = jms
         return msg
@@ -56,6 +59,8 @@ class Message:
     def to_bytes(self) -> bytes:
         """The MQ-format bytes; a body tree that was parsed (and maybe changed) is written back."""
         if self._body is not None:
+            from relaymq.message.domains.registry import serialize_body
+
             self.mq.body = serialize_body(self._body, self.mq.body_ccsid, self.mq.body_encoding)
         return encode_message(self.mq)
 
@@ -67,6 +72,9 @@ class Message:
         JMSType (``mcd.Type``) ``mcd://DOMAIN/...`` URI, else the class; a class the chosen
         domain cannot read raises :class:`DomainMismatch` (the input backs the message out).
         Any other message: ``mcd.Msd``, else the configured domain, else BLOB."""
+        from relaymq.message.domains.choice import BY_CLASS, domain_for_jms, domain_for_mq
+        from relaymq.message.domains.registry import canonical_domain
+
         configured = canonical_domain(self.configured_domain) if self.configured_domain else None
         last = self.mq.last_rfh2()
         mcd = last.folder("mcd") if last is not None else None
@@ -89,6 +97,8 @@ class Message:
         """The body folder (parsed on first use). Raises a FormatError if the body does not
         parse in its domain."""
         if self._body is None:
+            from relaymq.message.domains.registry import parse_body
+
             self._body = parse_body(self.domain, self.mq.body, self.mq.body_ccsid, self.mq.body_encoding)
         return self._body
 
@@ -99,11 +109,15 @@ class Message:
     def jms(self) -> JMSMessage:
         """The JMS view (computed once)."""
         if self._jms is None:
+            from relaymq.message.jms_mq import mq_to_jms
+
             self._jms = mq_to_jms(self.mq)
         return self._jms
 
     def properties(self) -> Element:
         """The ``Properties`` folder: domain, set, type, format, encoding, CCSID, topic."""
+        from relaymq.message.domains.choice import BY_CLASS, parse_mcd_uri
+
         props = Element("Properties")
         last, first = self.mq.last_rfh2(), self.mq.first_rfh2()
         try:

@@ -9,13 +9,12 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relaymq.network import clone_list
 from relaymq.network.admin import NetworkAdmin
 from relaymq.network.assured import AssuredPath
 from relaymq.network.clones import CLONE_PREFIX, CloneReplication, clone_filter
-from relaymq.network.link import NeighborLink
 from relaymq.network.proxy import ProxyTable
 from relaymq.network.settings import NeighborSettings, NetworkSettings, clone_problem
 from relaymq.network.topology import (
@@ -27,6 +26,9 @@ from relaymq.network.topology import (
 from relaymq.pubsub.model import DEFAULT_SUBPOINT
 from relaymq.qmgr.channel_settings import ConnectionSettings, route_of
 from relaymq.pubsub.topics import parse_shared
+
+if TYPE_CHECKING:
+    from relaymq.network.link import NeighborLink
 
 log = logging.getLogger("relaymq.network")
 
@@ -49,7 +51,11 @@ class NetworkService:
         self.broker = broker
         me = settings.broker
         collective = frozenset(n.name for n in settings.neighbor if n.in_collective)
-        self.links = {n.name: NeighborLink(me, n, collective, broker) for n in settings.neighbor}
+        self.links: dict[str, NeighborLink] = {}
+        if settings.neighbor:  # the links (MQTT bridges) are imported by a broker that has neighbours (issue 16)
+            from relaymq.network.link import NeighborLink
+
+            self.links = {n.name: NeighborLink(me, n, collective, broker) for n in settings.neighbor}
         self.proxies = ProxyTable(settings.neighbor)
         self.clones = CloneReplication(me, settings.clones, broker)
         #: Persistent publications over the queue managers' channels (with a queue manager).
@@ -157,6 +163,8 @@ class NetworkService:
         collective = frozenset(n.name for n in self.settings.neighbor if n.in_collective)
         for link in self.links.values():
             link.rule.collective = collective
+        from relaymq.network.link import NeighborLink
+
         link = NeighborLink(me, neighbor, collective, self.broker)
         self.links[neighbor.name] = link
         if self.assured is not None:

@@ -21,7 +21,6 @@ from relaymq.pubsub.topics import (
     validate_topic_filter,
     validate_topic_name,
 )
-from relaymq.selector import SelectorError, compile_selector
 
 #: Option names per command (items 28-30). Anything else: 3083/3084/3087.
 #: MQ pub/sub (MQRFH v1) options of seed 3773-3822 that have no effect here are accepted.
@@ -104,6 +103,8 @@ class CommandChecks:
     def filter_text(text: str) -> str:
         """A Filter value, checked: an invalid expression is 3150 (item 17)."""
         if text:
+            from relaymq.selector import SelectorError, compile_selector
+
             try:
                 compile_selector(text)
             except SelectorError as err:

@@ -16,7 +16,6 @@ from collections.abc import Callable
 
 from relaymq.message.constants import MQMT_REPLY, MQMT_REPORT, MQPER_PERSISTENT
 from relaymq.message.headers import MQMessage
-from relaymq.message.jms_mq import put_date_time
 from relaymq.message.message import Message
 from relaymq.message.mqdlh import MQDLH
 from relaymq.message.mqrfh import MQRFH
@@ -176,6 +175,8 @@ def loose_command(message: Message) -> wire.Command | None:
 def dead_letter_message(action: DeadLetter, qmgr_name: str, now: float) -> Message:
     """``action.message`` as it goes to the dead-letter queue: an MQDLH (reason, the queue it
     was taken from, the broker as putter) in front of its headers and body, as MQ does."""
+    from relaymq.message.jms_mq import put_date_time  # the JMS mapping: only for a dead letter
+
     original = action.message.mq
     put_date, put_time = put_date_time(int(now * 1000))
     dlh = MQDLH(Reason=action.reason, DestQName=action.queue, DestQMgrName=qmgr_name,

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from relaymq.selector import Selector, compile_selector
 from relaymq.store.base import SubscriptionRecord
+
+if TYPE_CHECKING:
+    from relaymq.selector.compiled import Selector
 
 #: The SUBSCRIBE user property that carries a content filter.
 FILTER_PROPERTY = "relaymq-filter"
@@ -46,6 +48,8 @@ def with_filter(record: SubscriptionRecord, filter_text: str | None) -> Subscrip
     ``relaymq.selector.SelectorError`` for an invalid filter."""
     if not filter_text:
         return record
+    from relaymq.selector.compiled import compile_selector
+
     selector = compile_selector(filter_text)
     base = {f.name: getattr(record, f.name) for f in fields(SubscriptionRecord)}
     if "content_filter" in base:  # a store that persists the filter keeps its text in the record

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relaymq.message.folders import is_usr_name
 from relaymq.message.headers import MQMessage
@@ -21,9 +21,9 @@ from relaymq.message.mqrfh2 import MQRFH2
 from relaymq.message.tree import Element
 from relaymq.pubsub import psc as wire
 from relaymq.pubsub.model import DEFAULT_SUBPOINT, MqttPublish, Publication
-from relaymq.selector import Selector
-from relaymq.selector.resolvers import message_resolver
-from relaymq.selector.values import UntypedText
+
+if TYPE_CHECKING:
+    from relaymq.selector.compiled import Selector
 
 
 def guess_domain(content_type: str | None, payload: bytes) -> str | None:
@@ -97,6 +97,9 @@ def filter_resolver(pub: Publication) -> Callable[[str], object]:
     ``usr`` values of a publication whose usr folder has no types (MQTT user properties,
     MQRFH v1 name/values) are untyped text, so ``usr.level > 5`` compares a "7" as a number
     and ``usr.level = '7'`` as a string (selector ``UntypedText``; docs/pubsub.md)."""
+    from relaymq.selector.resolvers import message_resolver
+    from relaymq.selector.values import UntypedText
+
     resolve = message_resolver(filter_view(pub))
     if not pub.untyped_usr:
         return resolve

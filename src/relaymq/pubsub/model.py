@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relaymq.message.message import Message
-from relaymq.selector import Selector
+
+if TYPE_CHECKING:
+    from relaymq.selector.compiled import Selector
 
 #: The default (unnamed) subscription point: what MQTT clients publish and subscribe at
 #: (item 16, seed 1907-1962).

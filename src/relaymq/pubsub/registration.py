@@ -28,7 +28,6 @@ from relaymq.pubsub.model import (
 from relaymq.pubsub.registry import SubKey, SubscriptionRegistry
 from relaymq.pubsub.retained_store import RetainedPublications
 from relaymq.pubsub.topicacl import SUBSCRIBE
-from relaymq.selector import compile_selector
 
 #: RegOpt flags that a subscription keeps (the persistence option is kept apart).
 _KEPT_FLAGS = frozenset({"CorrelAsId", "InformIfRet", "Local", "NewPubsOnly", "PubOnReqOnly", "VariableUserId"})
@@ -153,7 +152,11 @@ class Registration:
                 if command.options("RegOpt"):
                     _apply_options(sub, options)
                 sub.user_id = request.user
-        sub.selector = compile_selector(request.filter_text) if request.filter_text else None
+        sub.selector = None
+        if request.filter_text:
+            from relaymq.selector.compiled import compile_selector
+
+            sub.selector = compile_selector(request.filter_text)
         if altering or existing is None:
             sub.expiry_at = request.expiry_at
             if command.one("SubUserData") is not None:

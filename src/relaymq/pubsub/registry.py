@@ -21,7 +21,6 @@ from relaymq.pubsub.model import (
     SubscriberId,
 )
 from relaymq.pubsub.topictree import SubscriptionTree
-from relaymq.selector import compile_selector
 
 #: A subscription's key: (topic, subscription point, filter, subscriber).
 SubKey = tuple[str, str, str, SubscriberId]
@@ -140,10 +139,15 @@ class SubscriptionRegistry:
 
     def restore(self, records: Any) -> None:
         for rec in records:
+            selector = None
+            if rec["filter"]:
+                from relaymq.selector.compiled import compile_selector
+
+                selector = compile_selector(rec["filter"])
             sub = QueueSubscription(
                 rec["topic"], rec["sub_point"], rec["filter"],
                 SubscriberId(rec["qmgr"], rec["queue"], bytes.fromhex(rec["correl_id"])), rec["user_id"],
-                compile_selector(rec["filter"]) if rec["filter"] else None, set(rec["flags"]), rec["persistence"],
+                selector, set(rec["flags"]), rec["persistence"],
                 rec["expiry_at"], rec["sub_name"], rec["sub_user_data"], dict(rec["identities"]),
                 bytes.fromhex(rec["broker_correl_id"]), rec.get("rfh1", False))
             self.index(sub)

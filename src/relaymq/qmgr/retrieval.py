@@ -25,8 +25,6 @@ from relaymq.qmgr.queue_index import QueueIndex
 from relaymq.qmgr.rules import call_veto
 from relaymq.qmgr.states import GET_UNCONFIRMED, LOCKED, PUT_UNCONFIRMED, UNLOCKED, Entry, Envelope
 from relaymq.qmgr.store import Op
-from relaymq.selector import SelectorError, compile_selector
-from relaymq.selector.resolvers import message_resolver
 
 
 def _pad24(value: bytes | None) -> bytes | None:
@@ -115,10 +113,15 @@ class Retrieval:
     def _matcher(self, msg_id: bytes | None, correl_id: bytes | None, selector: str | None,
                  fields: dict[str, Any] | None) -> Callable[[Entry], bool]:
         msg_id, correl_id = _pad24(msg_id), _pad24(correl_id)
-        try:
-            compiled = compile_selector(selector) if selector else None
-        except SelectorError as exc:
-            raise BadSelector(f"selector {selector!r}: {exc}") from exc
+        compiled = None
+        if selector or fields:  # the selector language is imported by the first get that needs it
+            from relaymq.selector import SelectorError, compile_selector
+            from relaymq.selector.resolvers import message_resolver
+
+            try:
+                compiled = compile_selector(selector) if selector else None
+            except SelectorError as exc:
+                raise BadSelector(f"selector {selector!r}: {exc}") from exc
 
         def match(entry: Entry) -> bool:
             if msg_id is not None and entry.msg_id != msg_id:

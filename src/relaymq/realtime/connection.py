@@ -20,7 +20,7 @@ from relaymq.realtime.frames import Publish, Subscribe
 from relaymq.realtime.session import Session
 
 if TYPE_CHECKING:
-    from relaymq.realtime.service import RealtimeService
+    from relaymq.realtime.server import RealtimeService
 
 #: The transport's write buffer past which writing pauses (and the OutQueue holds the rest).
 WRITE_HIGH = 64 * 1024

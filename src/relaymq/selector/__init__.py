@@ -11,10 +11,22 @@ The grammar is JMS 1.1's plus dotted references into the message tree (``Body.a.
 callable, so the language knows nothing about how a message is stored.
 """
 
-from relaymq.selector.compiled import Selector, compile_selector
-from relaymq.selector.compose import compose_selector
-from relaymq.selector.errors import FILTER_ERROR_REASON, SelectorError
-from relaymq.selector.values import UntypedText
+from typing import TYPE_CHECKING
+
+from relaymq.lazy import exports
+
+if TYPE_CHECKING:
+    from relaymq.selector.compiled import Selector, compile_selector
+    from relaymq.selector.compose import compose_selector
+    from relaymq.selector.errors import FILTER_ERROR_REASON, SelectorError
+    from relaymq.selector.values import UntypedText
+
+__getattr__ = exports(__name__, {
+    "compiled": ("Selector", "compile_selector",),
+    "compose": ("compose_selector",),
+    "errors": ("FILTER_ERROR_REASON", "SelectorError",),
+    "values": ("UntypedText",),
+})
 
 __all__ = [
     "FILTER_ERROR_REASON",

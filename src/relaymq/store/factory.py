@@ -6,7 +6,6 @@ import os
 from typing import Any
 
 from .base import Store, StoreError
-from .memory import MemoryStore
 from .engine import Notify
 from .sqlite import SQLiteStore
 
@@ -33,5 +32,7 @@ def open_store(kind: str, data_dir: str, notify: Notify, **options: Any) -> Stor
         unknown = set(options) - SQLITE_OPTIONS
         if unknown:
             raise TypeError(f"unknown store option(s): {', '.join(sorted(unknown))}")
+        from .memory import MemoryStore  # only the engine asked for is imported (issue 16)
+
         return MemoryStore(notify)
     raise ValueError(f"unknown store kind {kind!r} (expected 'sqlite' or 'memory')")

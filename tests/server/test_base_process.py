@@ -1,0 +1,43 @@
+"""What a default ``relaymq serve`` imports (issue 16, bench/compare rows 9 and 6: a smaller,
+faster-starting base process): the modules of features it does not run are not among them.
+Each is imported when its feature is configured or first used (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+#: Modules of features a default start does not use: the selector language (no selector yet),
+#: the JMS mapping and message domains (no body looked into), the flow node library and
+#: definitions (no flow deployed), the bridge client and the network's links (no [[bridge]], no
+#: neighbour), the real-time listener ([realtime] off), the memory store (--store sqlite).
+NOT_AT_START = (
+    "relaymq.selector.compiled", "relaymq.message.jms_mq", "relaymq.message.domains.registry",
+    "relaymq.flows.definition", "relaymq.flows.registry", "relaymq.bridge.bridge", "relaymq.network.link",
+    "relaymq.realtime.server", "relaymq.store.memory", "difflib", "uuid",
+)
+
+SCRIPT = """
+import asyncio, os, signal, sys
+from relaymq.config import load_config
+from relaymq.server.app import serve
+
+config = load_config(None, {"port": 0, "data_dir": sys.argv[1], "http_port": 0, "channel_port": 0})
+
+async def main():
+    ready = asyncio.Event()
+    task = asyncio.create_task(serve(config, ready))
+    await ready.wait()
+    print(sorted(name for name in sys.argv[2:] if name in sys.modules))
+    os.kill(os.getpid(), signal.SIGTERM)
+    return await task
+
+sys.exit(asyncio.run(main()))
+"""
+
+
+def test_a_default_start_does_not_import_unused_features(tmp_path):
+    result = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "data"), *NOT_AT_START],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[]", result.stdout

@@ -78,7 +78,7 @@ class Connection:
         "bytes_cut_through", "bytes_received", "bytes_sent", "certificate_user", "client_alias_max", "client_id",
         "client_max_packet", "closed", "connected", "created_at", "held", "held_back", "inbound_qos2",
         "inbound_unacked", "keep_alive", "last_received", "last_topic", "level", "link",
-        "listener", "messages_received", "messages_sent", "paused", "peer", "problem_information", "pubrels_waiting",
+        "listener", "messages_received", "messages_sent", "paused", "peer", "problem_information",
         "read_paused_for", "reader", "send_quota", "session", "state", "username", "will", "will_delay",
     )
 
@@ -140,8 +140,6 @@ class Connection:
         # reason holds, received packets wait in the reader too.
         self.read_paused_for = NOT_PAUSED
         self._dispatching = False
-        # PUBRELs waiting for the store's commit (delivery.send_pubrel): later ones queue behind
-        self.pubrels_waiting = 0
         # A publication held back by a full session, and the packets behind it (backpressure.py)
         self.held_back: Held | None = None
         self.created_at = broker.clock.monotonic()
@@ -427,11 +425,6 @@ class Connection:
         if len(self.acks) >= MAX_PENDING_ACKS:
             self.pause_reading("acks")
         return entry
-
-    def acknowledge_when_durable(self, packet: p.Puback | p.Pubrec | p.Pubcomp, completes: bool) -> None:
-        """Send ``packet`` (PUBACK, PUBREC, PUBCOMP without properties) once everything stored
-        so far is durable, in order with the connection's other acknowledgements."""
-        self.acknowledge(packet.packet_type, packet.packet_id, packet.reason_code, completes, True)
 
     def _end_read(self) -> None:
         """What the handlers of a read left to its end, inside its unit of work: the deliveries

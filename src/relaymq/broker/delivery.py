@@ -20,7 +20,7 @@ from relaymq.broker.session import Delivery, made
 from relaymq.broker.states import CONNECTED
 from relaymq.broker.stats import DROP_QOS0_NOT_CONNECTED, DROP_QUEUE_FULL
 from relaymq.mqtt import packets as p
-from relaymq.mqtt.reason_codes import QUOTA_EXCEEDED
+from relaymq.mqtt.reason_codes import QUOTA_EXCEEDED, SUCCESS
 from relaymq.store.base import QUEUED, RELEASED, SENT, StoredMessage, StoreUnavailable
 
 if TYPE_CHECKING:
@@ -439,18 +439,11 @@ def send_pubrel(broker: Broker, conn: Connection, packet_id: int, stored: bool) 
     Once a PUBREL has gone, the PUBLISH must never be sent again (MQTT 3.1.1 4.3.3; a receiver
     that has completed the exchange would take it as a new message). A broker restarted after
     a crash resends what its store says, so a stored delivery's PUBREL waits until RELEASED is
-    durable. PUBRELs leave in the order of their PUBRECs (4.6): while one waits, the
-    connection's later ones wait behind it."""
-    if stored or conn.pubrels_waiting:
-        conn.pubrels_waiting += 1
-        broker.store.on_durable(partial(_pubrel_now_durable, conn, packet_id))
-        return
-    conn.send(p.Pubrel(packet_id))
-
-
-def _pubrel_now_durable(conn: Connection, packet_id: int) -> None:
-    conn.pubrels_waiting -= 1
-    conn.send(p.Pubrel(packet_id))  # nothing when the connection is closed: a reconnect resends
+    durable. PUBRELs leave in the order of their PUBRECs (4.6): they queue with the
+    connection's acknowledgements (``Connection.acknowledge``), so one that waits holds the
+    later ones behind it, and the PUBRELs of one read wait for one store callback, not one
+    each. Nothing is sent on a closed connection: a reconnect resends."""
+    conn.acknowledge(p.PUBREL, packet_id, SUCCESS, False, stored)
 
 
 __all__ = ["BACKLOG_PAGE", "BLOCK", "DROP_NEW", "DROP_OLDEST", "deliver", "overflow", "refill", "pump", "start", "resend_inflight",

@@ -138,7 +138,7 @@ def qos2_repeated(conn: Connection, session: Session, pkt: p.Publish) -> bool:
     if pid in session.inbound:
         # a duplicate: acknowledge again, deliver nothing; like the first PUBREC, not before
         # the message is durable (spec README decision 4)
-        conn.acknowledge_when_durable(p.Pubrec(pid), completes=False)
+        conn.acknowledge(p.PUBREC, pid, rc.SUCCESS, False, True)
         return True
     max_bytes = conn.broker.limits.max_queued_bytes
     if max_bytes and session.inbound and session.inbound_bytes + len(pkt.payload) > max_bytes:
@@ -180,7 +180,7 @@ def refuse_qos12(conn: Connection, session: Session, qos: int, pid: int) -> None
     elif refused:
         # MQTT 5 4.3.3: a PUBREC with a failure code ends the exchange; no PUBREL follows, so
         # the packet id is not held: the client's next message with it is a new message.
-        conn.acknowledge_when_durable(p.Pubrec(pid, refused), completes=True)
+        conn.acknowledge(p.PUBREC, pid, refused, True, True)
     else:
         receive_qos2(conn, session, None, pid)  # PUBREC as if taken; PUBREL releases nothing
 
@@ -195,7 +195,7 @@ def receive_qos2(conn: Connection, session: Session, message: StoredMessage | No
     conn.count_inbound_qos2(pid)  # counts towards the receive maximum until its PUBCOMP
     if session.persistent:
         persist_inbound(conn.broker, session, pid, message)
-    conn.acknowledge_when_durable(p.Pubrec(pid), completes=False)
+    conn.acknowledge(p.PUBREC, pid, rc.SUCCESS, False, True)
 
 
 def publish_qos1(conn: Connection, session: Session, message: StoredMessage, pid: int) -> bool:
@@ -246,7 +246,7 @@ def release_qos2(conn: Connection, session: Session, pid: int) -> bool:
         if session.persistent:
             forget_inbound(broker, session, pid, message)
     # (an id already released is completed again) PUBCOMP once the release is durable
-    conn.acknowledge_when_durable(p.Pubcomp(pid), completes=counted)
+    conn.acknowledge(p.PUBCOMP, pid, rc.SUCCESS, counted, True)
     return True
 
 

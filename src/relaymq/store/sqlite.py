@@ -257,7 +257,7 @@ class SQLiteStore(Store):
         return [(ser.delivery_from_row(row[:8]), ser.message_from_row(row[8:])) for row in rows]
 
     def put_inbound(self, record: InboundRecord) -> None:
-        self.engine.append([(_PUT_INBOUND, ser.inbound_row(record))])
+        self.engine.submit(Batch.append, (_PUT_INBOUND, ser.inbound_row(record)))  # one row: no list
 
     def put_message_and_inbound(self, message: StoredMessage, record: InboundRecord) -> None:
         """Both rows in one submission (as ``put_message_and_delivery``)."""
@@ -265,7 +265,7 @@ class SQLiteStore(Store):
                            self._fresh_message(message.msg_id), (_PUT_INBOUND, ser.inbound_row(record)), writes=2)
 
     def delete_inbound(self, client_id: str, packet_id: int) -> None:
-        self.engine.append([(_DELETE_INBOUND, (client_id, packet_id))])
+        self.engine.submit(Batch.append, (_DELETE_INBOUND, (client_id, packet_id)))  # each QoS 2 release
 
     def put_retained(self, topic: str, msg_id: int) -> None:
         self.engine.append([(_PUT_RETAINED, (topic, msg_id))])

@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from relaymq.flows.scada import AckGate, _GatedStore
-from relaymq.store.base import SENT, DeliveryRecord, StoredMessage
+from relaymq.store.base import SENT, DeliveryRecord, Store, StoredMessage
 from relaymq.store.sqlite import SQLiteStore
 
 
@@ -38,3 +38,36 @@ def test_message_deleted_with_its_last_delivery_waits_for_the_flow(tmp_path: Pat
         assert rows(path, "messages") == 0
     finally:
         inner.close()
+
+
+def test_acknowledged_deliveries_deleted_in_one_call_leave_their_messages_to_the_gate(tmp_path: Path):
+    """``delete_deliveries`` (a read's PUBACKs released at once, issue 16 row 8) through the
+    endpoint's store: the rows go, a message whose last reference went waits for the flow."""
+    path = tmp_path / "endpoint.db"
+    inner = SQLiteStore(str(path))
+    gate = AckGate()
+    store = _GatedStore(inner, gate)
+    try:
+        for seq in (1, 2):
+            store.put_message_and_delivery(StoredMessage(seq, "dev/t", b"reading", 1),
+                                           DeliveryRecord("sub", seq, seq, 1, state=SENT))
+        store.flush()
+        ticket = gate.ticket()
+        store.delete_deliveries("sub", [(1, 1), (2, None)])  # message 2 is still referenced elsewhere
+        store.flush()
+        assert (rows(path, "messages"), rows(path, "deliveries")) == (2, 0)
+        gate.done(ticket)
+        store.flush()
+        assert rows(path, "messages") == 1
+    finally:
+        inner.close()
+
+
+def test_every_delete_of_the_store_interface_is_gated_or_named_as_safe():
+    """A delete the Store interface gains (a new combined form) would reach the inner store
+    through ``_GatedStore.__getattr__`` and remove a message before the flow's run committed:
+    each one must be defined on _GatedStore or listed in its PASSED_THROUGH."""
+    deletes = {name for name in dir(Store) if name.startswith("delete")}
+    gated = {name for name in vars(_GatedStore) if name.startswith("delete")}
+    assert deletes - gated - _GatedStore.PASSED_THROUGH == set()
+    assert not gated & _GatedStore.PASSED_THROUGH

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from relaymq.store.engine import _execute, _runs
+from relaymq.store.engine import _COMBINE_BYTES, _COMBINE_MAX, _chunks, _execute, _runs
 from relaymq.store.sqlite import _DELETE_INBOUND, _DELETE_MESSAGE, _PUT_INBOUND, _PUT_MESSAGE
 
 SELECTING = "INSERT OR REPLACE INTO inbound SELECT 'c', msg_id, msg_id FROM messages WHERE msg_id = ?"
@@ -44,3 +44,16 @@ def test_a_statement_that_reads_another_table_is_never_crossed() -> None:
         _execute(conn, sql, rows)
     assert conn.execute("SELECT * FROM inbound").fetchall() == [("c", 1, 1)]
     assert conn.execute("SELECT msg_id FROM messages").fetchall() == [(3,)]
+
+
+def test_combined_statements_bind_at_most_a_megabyte_of_payloads() -> None:
+    """A run of 1 MB messages (a stuck subscriber's backlog, tests/interop/test_memory_bounds.py)
+    goes one row a statement: SQLite copies what a statement binds, and 64 rows at once held
+    64 MB. Small rows still go 64 a statement; one row larger than the budget goes alone."""
+    big = [(i, "t", b"x" * (600 * 1024), 1, 0, None, None, 0.0) for i in range(5)]
+    assert [len(chunk) for chunk in _chunks(big)] == [1, 1, 1, 1, 1]
+    small = [message(i) for i in range(150)]
+    assert [len(chunk) for chunk in _chunks(small)] == [_COMBINE_MAX, _COMBINE_MAX, 150 - 2 * _COMBINE_MAX]
+    mixed = [(1, "t", b"x" * (_COMBINE_BYTES + 1), 1, 0, None, None, 0.0), message(2), message(3)]
+    assert [len(chunk) for chunk in _chunks(mixed)] == [1, 2]
+    assert [row for chunk in _chunks(big + small) for row in chunk] == big + small

@@ -63,7 +63,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from itertools import chain
 from typing import Any
@@ -712,6 +712,10 @@ def _runs(ops: Iterable[Op | None]) -> list[tuple[str, list[tuple[Any, ...]]]]:
 
 #: Most rows one combined statement carries (and the sizes its statements are prepared for).
 _COMBINE_MAX = 64
+#: Most bytes of blob values one combined statement binds. SQLite copies every bound value
+#: until the statement is reset, so 64 rows of 1 MB payloads would hold 64 MB at once where one
+#: row at a time holds 1 MB (tests/interop/test_memory_bounds.py: a stuck subscriber's backlog).
+_COMBINE_BYTES = 1 << 20
 _INSERT_RE = re.compile(r"^(INSERT(?: OR REPLACE)? INTO \w+(?: \([\w, ]*\))?) VALUES (\(\?(?:,\s*\?)*\))$")
 _DELETE_RE = re.compile(r"^(DELETE FROM \w+ WHERE \w+) = \?$")
 #: A delete by a two-column key (a session's delivery, its inbound QoS 2 id): the rows that
@@ -752,12 +756,34 @@ def _execute(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) ->
         else:
             conn.executemany(sql, rows)
         return
-    for start in range(0, len(rows), _COMBINE_MAX):
-        chunk = rows[start:start + _COMBINE_MAX]
+    for chunk in _chunks(rows):
         if len(chunk) == 1:
             conn.execute(sql, chunk[0])
         else:
             conn.execute(_combine(sql, len(chunk)), [value for row in chunk for value in row])  # type: ignore[arg-type]
+
+
+def _chunks(rows: list[tuple[Any, ...]]) -> Iterator[list[tuple[Any, ...]]]:
+    """``rows`` in runs of at most ``_COMBINE_MAX`` rows and ``_COMBINE_BYTES`` of bytes values
+    (a run's first row always goes in, whatever its size). The bytes are counted in the columns
+    that hold bytes in the first row: every row of one statement has the same columns."""
+    sized = [i for i, value in enumerate(rows[0]) if value.__class__ is bytes]
+    if not sized:
+        for start in range(0, len(rows), _COMBINE_MAX):
+            yield rows[start:start + _COMBINE_MAX]
+        return
+    start = size = 0
+    for i, row in enumerate(rows):
+        n = 0
+        for column in sized:
+            value = row[column]
+            if value.__class__ is bytes:
+                n += len(value)
+        if i > start and (i - start == _COMBINE_MAX or size + n > _COMBINE_BYTES):
+            yield rows[start:i]
+            start, size = i, 0
+        size += n
+    yield rows[start:]
 
 
 def _execute_pairs(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:

@@ -238,7 +238,10 @@ COALESCED = st.one_of(
     st.tuples(st.just("update_delivery"), CLIENTS, IDS, st.none() | IDS, st.integers(0, 2)),
     st.tuples(st.just("delete_delivery"), CLIENTS, IDS),
     st.tuples(st.just("put_message_and_delivery"), IDS, st.binary(max_size=3), CLIENTS, IDS),
-    st.tuples(st.just("delete_delivery_and_message"), CLIENTS, IDS, IDS),
+    st.tuples(st.just("delete_deliveries"), CLIENTS, st.lists(st.tuples(IDS, st.none() | IDS), max_size=3)),
+    st.tuples(st.just("update_deliveries"), CLIENTS,
+              st.lists(st.tuples(IDS, st.none() | IDS, st.integers(0, 2)), max_size=3)),
+    st.tuples(st.just("put_message_and_inbound"), IDS, st.binary(max_size=3), CLIENTS, IDS),
 )
 OTHERS = st.one_of(
     st.tuples(st.just("put_session"), CLIENTS),
@@ -268,6 +271,9 @@ def apply(store: Store, op: tuple) -> None:  # type: ignore[type-arg]
     elif name == "put_message_and_delivery":
         msg_id, payload, client_id, seq = args
         store.put_message_and_delivery(StoredMessage(msg_id, "t", payload, 1), DeliveryRecord(client_id, seq, msg_id, 1))
+    elif name == "put_message_and_inbound":
+        msg_id, payload, client_id, packet_id = args
+        store.put_message_and_inbound(StoredMessage(msg_id, "t", payload, 1), InboundRecord(client_id, packet_id, msg_id))
     else:
         getattr(store, name)(*args)
 

@@ -127,12 +127,6 @@ class _GatedStore:
     def delete_message(self, msg_id: int) -> None:
         self._gate.after(lambda: self._inner.delete_message(msg_id))
 
-    def delete_delivery_and_message(self, client_id: str, seq: int, msg_id: int) -> None:
-        """The delivery's row goes at once, its message behind the gate (as ``delete_message``):
-        the inner store's one-call form would delete the message past the gate."""
-        self._inner.delete_delivery(client_id, seq)
-        self.delete_message(msg_id)
-
     def delete_deliveries(self, client_id: str, rows: list[tuple[int, int | None]]) -> None:
         """A read's acknowledged deliveries: their rows at once, the messages whose last
         reference went behind the gate (the inner store's one call would not wait)."""

@@ -173,12 +173,6 @@ class Store(ABC):
         self.put_message(message)
         self.put_delivery(record)
 
-    def delete_delivery_and_message(self, client_id: str, seq: int, msg_id: int) -> None:
-        """``delete_delivery`` then ``delete_message`` (two writes): a delivery with the last
-        reference to its message (as ``put_message_and_delivery``)."""
-        self.delete_delivery(client_id, seq)
-        self.delete_message(msg_id)
-
     def update_deliveries(self, client_id: str, rows: list[tuple[int, int | None, int]]) -> None:
         """``update_delivery`` for each (seq, packet_id, state) of one session: a window refilled
         at once. An engine may submit them in one call (row 8: a backlog drained)."""
@@ -189,10 +183,9 @@ class Store(ABC):
         """For each (seq, msg_id) of one session: ``delete_delivery``, and ``delete_message``
         when ``msg_id`` is not None (the last reference went); as ``update_deliveries``."""
         for seq, msg_id in rows:
-            if msg_id is None:
-                self.delete_delivery(client_id, seq)
-            else:
-                self.delete_delivery_and_message(client_id, seq, msg_id)
+            self.delete_delivery(client_id, seq)
+            if msg_id is not None:
+                self.delete_message(msg_id)
 
     @abstractmethod
     def read_deliveries(self, client_id: str, after_seq: int,

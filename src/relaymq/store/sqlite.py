@@ -215,11 +215,6 @@ class SQLiteStore(Store):
                            ("d", record.client_id, seq), (_PUT_DELIVERY, ser.delivery_row(record)),
                            self._fresh_delivery(seq), writes=2)
 
-    def delete_delivery_and_message(self, client_id: str, seq: int, msg_id: int) -> None:
-        """Both deletes in one submission (as ``put_message_and_delivery``)."""
-        self.engine.submit(_delete_both, ("d", client_id, seq), (_DELETE_DELIVERY, (client_id, seq)),
-                           ("m", msg_id), (_DELETE_MESSAGE, (msg_id,)), writes=2)
-
     def update_delivery(self, client_id: str, seq: int, packet_id: int | None, state: int) -> None:
         self.engine.submit(Batch.update, ("d", client_id, seq), (_UPDATE_DELIVERY, (packet_id, state, client_id, seq)),
                            partial(_fold_delivery, packet_id, state))
@@ -351,13 +346,6 @@ def _put_both(batch: Batch, first_key: tuple[Any, ...], first: Op, first_fresh: 
     """Two puts of one submission, in order (``put_message_and_delivery``)."""
     batch.put(first_key, first, first_fresh)
     batch.put(second_key, second, second_fresh)
-
-
-def _delete_both(batch: Batch, first_key: tuple[Any, ...], first: Op, second_key: tuple[Any, ...],
-                 second: Op) -> None:
-    """Two deletes of one submission, in order (``delete_delivery_and_message``)."""
-    batch.delete(first_key, first)
-    batch.delete(second_key, second)
 
 
 def _put_and_append(batch: Batch, key: tuple[Any, ...], op: Op, fresh: bool, then: Op) -> None:

@@ -66,6 +66,11 @@ class Inbox:
             self.messages.append(message)
             self._cond.notify_all()
 
+    def clear(self) -> None:
+        """Forget what arrived so far."""
+        with self._cond:
+            self.messages.clear()
+
     def wait_for(self, count: int, timeout: float = WAIT) -> list[Received]:
         """Wait until ``count`` messages arrived; raise with what did arrive on time-out."""
         with self._cond:

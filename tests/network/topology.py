@@ -4,7 +4,7 @@ ports before any of them starts."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -74,18 +74,25 @@ def wait_until(condition: Callable[[], bool], what: str, timeout: float = WAIT) 
         time.sleep(0.02)
 
 
-def wait_routed(publisher: PahoClient, subscriber: PahoClient, topic: str, qos: int = 0) -> None:
-    """Publish probes on ``topic`` until the subscriber has one: the proxy subscriptions are in
-    place along the way (no fixed sleep). The probes are then forgotten."""
+def wait_routed(publisher: PahoClient, subscribers: PahoClient | Sequence[PahoClient], topic: str,
+                qos: int = 0) -> None:
+    """Publish probes on ``topic`` until each subscriber has one: the proxy subscriptions are
+    in place along the way (no fixed sleep). Then the probes are forgotten, and so is anything
+    the subscribers had before. Only a probe counts: a message left from an earlier step made
+    this return before any link was up (the clone test's failure in CI). Name every subscriber
+    the probes reach, so none keeps a late one."""
+    listening = [subscribers] if isinstance(subscribers, PahoClient) else list(subscribers)
     deadline = time.monotonic() + WAIT
-    while not subscriber.inbox.messages:
+    for subscriber in listening:
+        subscriber.inbox.clear()
+    while waiting := [s for s in listening if not any(m.topic == topic for m in s.inbox.messages)]:
         if time.monotonic() > deadline:
-            raise TimeoutError(f"no probe on {topic} reached {subscriber.client_id}")
+            raise TimeoutError(f"no probe on {topic} reached {', '.join(s.client_id for s in waiting)}")
         publisher.publish(topic, b"probe", qos)
-        subscriber.inbox.wait_quiet(0.1)
-    subscriber.inbox.wait_quiet(0.5)  # probes still on their way arrive now
-    with subscriber.inbox._cond:
-        subscriber.inbox.messages.clear()
+        waiting[0].inbox.wait_quiet(0.1)
+    for subscriber in listening:
+        subscriber.inbox.wait_quiet(0.5)  # probes still on their way arrive now
+        subscriber.inbox.clear()
 
 
 def stream_through_a_kill(pub: PahoClient, sub: PahoClient, victim: BrokerProcess, topic: str, count: int = 300,
@@ -116,8 +123,8 @@ def both_ways_once(x: BrokerProcess, y: BrokerProcess, prefix: str, count: int, 
     for sub in subscribers:
         sub.subscribe(f"{prefix}/#", 1)
     pub_x, pub_y = paho_client(x, "v5"), paho_client(y, "v5")
-    wait_routed(pub_y, subscribers[0], f"{prefix}/probe")
-    wait_routed(pub_x, subscribers[1], f"{prefix}/probe")
+    wait_routed(pub_y, subscribers, f"{prefix}/probe")
+    wait_routed(pub_x, subscribers, f"{prefix}/probe")
     for i in range(count):
         pub_x.publish(f"{prefix}/x", f"x{i}".encode(), 1)
         pub_y.publish(f"{prefix}/y", f"y{i}".encode(), 1)

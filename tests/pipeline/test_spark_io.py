@@ -11,6 +11,9 @@ too"; "Flows on Spark ... with the same node code as in the broker".
 from __future__ import annotations
 
 import json
+import os
+import socket
+from pathlib import Path
 
 import pytest
 
@@ -222,3 +225,37 @@ def test_flow_nodes_run_over_a_dataframe(spark, tmp_path) -> None:
     ports = load_flow(EXAMPLE_FLOW).run_sync(from_mqtt("LCUnit/12345/batch", SEED_BATCH, 0, domain="XMLNS"))
     assert [(t, dict(usr_properties(m)), m.mq.body) for t, m, *_ in ports.publications] == [
         (e.topic, dict(e.usr), bytes(e.body)) for e in events]
+
+
+def _listening(pid: int) -> list[tuple[str, int]]:
+    """The TCP addresses process ``pid`` listens on (its sockets' inodes in /proc/net/tcp*)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    found = []
+    for name, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        for line in Path(f"/proc/{pid}/net/{name}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] != "0A" or fields[9] not in inodes:  # 0A: LISTEN
+                continue
+            address, port = fields[1].split(":")
+            raw = bytes.fromhex(address)
+            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))  # host-order words
+            found.append((socket.inet_ntop(family, raw), int(port, 16)))
+    return found
+
+
+def test_a_local_session_listens_on_the_loopback_interface_only(spark) -> None:
+    """docs/pipeline.md: a local master binds Spark's driver to 127.0.0.1. Without it Spark 4
+    bound its RPC and block manager ports to the machine's network address whenever the host
+    name resolves to 127.0.0.1 (seen: '::ffff:192.0.2.2'), opening a local job to the network."""
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.driver.host") == conf.get("spark.driver.bindAddress") == "127.0.0.1"
+    addresses = _listening(spark.sparkContext._gateway.proc.pid)
+    assert len(addresses) >= 2, addresses  # the driver's RPC and block manager at least
+    assert all(ip in ("127.0.0.1", "::ffff:127.0.0.1", "::1") for ip, _ in addresses), addresses

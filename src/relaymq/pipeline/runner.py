@@ -32,6 +32,18 @@ _DEFAULT_CONF = {
         "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
 }
 
+#: A local session (``local``, ``local[N]``, ``local[*]``) binds its driver to the loopback
+#: interface: nothing of a local run is reachable from, or sent over, the network. Spark would
+#: otherwise pick the first non-loopback address when the host name resolves to 127.0.0.1
+#: ("Your hostname ... resolves to a loopback address ... using <eth0 address> instead").
+#: Settings given by the job, the command line or SPARK_LOCAL_IP still win.
+LOOPBACK = "127.0.0.1"
+_LOCAL_CONF = {"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK}
+
+
+def is_local_master(master: str | None) -> bool:
+    return master is not None and (master == "local" or master.startswith("local["))
+
 
 #: PySpark 4 runs on Java 17 or newer.
 JAVA_MINIMUM = 17
@@ -74,8 +86,13 @@ def check_java() -> None:
 def build_session(master: str | None = None, app_name: str = "relaymq-pipeline",
                   conf: dict[str, str] | None = None) -> Any:
     """A SparkSession (``master`` None: whatever spark-submit configured) with the ``relaymq``
-    format registered. The executors use this interpreter unless PYSPARK_PYTHON says otherwise."""
+    format registered. The executors use this interpreter unless PYSPARK_PYTHON says otherwise;
+    a local master binds to the loopback interface unless SPARK_LOCAL_IP names another."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    local = _LOCAL_CONF if is_local_master(master) else {}
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)  # read by the JVM as it starts
+        local = {key: os.environ["SPARK_LOCAL_IP"] for key in local}
     from pyspark.sql import SparkSession
 
     from relaymq.pipeline.source import register
@@ -83,7 +100,7 @@ def build_session(master: str | None = None, app_name: str = "relaymq-pipeline",
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    for key, value in {**_DEFAULT_CONF, **(conf or {})}.items():
+    for key, value in {**_DEFAULT_CONF, **local, **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

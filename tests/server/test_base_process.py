@@ -10,11 +10,13 @@ import sys
 #: Modules of features a default start does not use: the selector language (no selector yet),
 #: the JMS mapping and message domains (no body looked into), the flow node library and
 #: definitions (no flow deployed), the bridge client and the network's links (no [[bridge]], no
-#: neighbour), the real-time listener ([realtime] off), the memory store (--store sqlite).
+#: neighbour), the real-time listener ([realtime] off), the memory store (--store sqlite);
+#: importlib.resources and zipfile (the console's files are read from their directory).
 NOT_AT_START = (
     "relaymq.selector.compiled", "relaymq.message.jms_mq", "relaymq.message.domains.registry",
     "relaymq.flows.definition", "relaymq.flows.registry", "relaymq.bridge.bridge", "relaymq.network.link",
     "relaymq.realtime.server", "relaymq.store.memory", "difflib", "uuid",
+    "importlib.resources", "zipfile",
 )
 
 SCRIPT = """

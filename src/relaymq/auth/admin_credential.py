@@ -46,6 +46,8 @@ class AdminCredentialError(Exception):
 
 @dataclass(frozen=True)
 class AdminCredential:
+    """The broker's first administrator: user, password, the file they are in."""
+
     user: str
     password: str
     path: str

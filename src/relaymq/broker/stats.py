@@ -21,6 +21,8 @@ def _by_qos() -> list[int]:
 
 @dataclass(slots=True)
 class BrokerStats:
+    """The broker's counters, each event counted once (for $SYS and the metrics)."""
+
     received_by_qos: list[int] = field(default_factory=_by_qos)  # PUBLISH packets received, index = QoS
     sent_by_qos: list[int] = field(default_factory=_by_qos)  # PUBLISH packets sent, index = QoS
     payload_received_by_qos: list[int] = field(default_factory=_by_qos)  # their payload bytes

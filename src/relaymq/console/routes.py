@@ -3,11 +3,13 @@
 The files hold no data: the page asks the admin API (relaymq.http.admin_mqtt), the REST
 interface (queues), the psc, flow and archive routes for everything, with the credentials the
 operator typed into its login form, so every datum is behind the same authentication and
-admin guard as those routes. The files are package data, read once at start-up."""
+admin guard as those routes. The files are package data, read once at start-up: from the
+directory beside this module, or through importlib.resources when the package is not a
+directory (a zip), which a default start then need not import (issue 16, row 9)."""
 
 from __future__ import annotations
 
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from relaymq.http.server import HttpRequest, HttpResponse, text_response
@@ -28,7 +30,12 @@ SECURITY_HEADERS = [
 def load_assets() -> dict[str, tuple[str, bytes]]:
     """name -> (media type, bytes) of every file in ``static/``."""
     assets: dict[str, tuple[str, bytes]] = {}
-    for entry in resources.files(__package__).joinpath("static").iterdir():
+    static: Any = Path(__file__).with_name("static")
+    if not static.is_dir():
+        from importlib import resources
+
+        static = resources.files(__package__).joinpath("static")
+    for entry in static.iterdir():
         suffix = entry.name[entry.name.rfind("."):]
         if entry.is_file() and suffix in MEDIA_TYPES:
             assets[entry.name] = (MEDIA_TYPES[suffix], entry.read_bytes())

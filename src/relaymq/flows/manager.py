@@ -48,6 +48,8 @@ class DeployError(ValueError):
 
 @dataclass
 class DeployedFlow:
+    """A flow running in the broker: its definition, group, runtime and bindings."""
+
     flow: Flow
     group: str
     runtime: FlowRuntime

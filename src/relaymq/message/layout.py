@@ -33,6 +33,8 @@ def byte_order(encoding: int) -> str:
 
 @dataclass(frozen=True)
 class Field:
+    """One field of a fixed-layout structure: its name, kind and size in bytes."""
+
     name: str
     kind: str  # LONG, CHAR or BYTE
     size: int = 4

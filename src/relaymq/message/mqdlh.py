@@ -33,6 +33,8 @@ assert LAYOUT.size == 172
 
 @dataclass
 class MQDLH:
+    """The dead-letter header, its fields under their MQ names."""
+
     Reason: int = 0
     DestQName: str = ""
     DestQMgrName: str = ""

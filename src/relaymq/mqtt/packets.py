@@ -38,6 +38,8 @@ Properties = dict[str, Any]
 
 @dataclass(slots=True)
 class Will:
+    """The will of a CONNECT: published for the client when it goes without DISCONNECT."""
+
     topic: str
     payload: bytes
     qos: int = 0
@@ -47,6 +49,8 @@ class Will:
 
 @dataclass(slots=True)
 class Connect:
+    """CONNECT (3.1): the first packet of a connection."""
+
     protocol_name: str = "MQTT"
     protocol_level: int = MQTT_311
     clean_start: bool = True
@@ -61,6 +65,8 @@ class Connect:
 
 @dataclass(slots=True)
 class Connack:
+    """CONNACK (3.2): the answer to CONNECT."""
+
     session_present: bool = False
     reason_code: int = 0  # levels 3/4: the return code 0-5; level 5: the reason code
     properties: Properties = field(default_factory=dict)
@@ -69,6 +75,8 @@ class Connack:
 
 @dataclass(slots=True)
 class Publish:
+    """PUBLISH (3.3): an application message, either way."""
+
     topic: str
     payload: bytes = b""
     qos: int = 0
@@ -81,6 +89,8 @@ class Publish:
 
 @dataclass(slots=True)
 class Puback:
+    """PUBACK (3.4): QoS 1 acknowledgement."""
+
     packet_id: int
     reason_code: int = 0
     properties: Properties = field(default_factory=dict)
@@ -89,6 +99,8 @@ class Puback:
 
 @dataclass(slots=True)
 class Pubrec:
+    """PUBREC (3.5): QoS 2, part 1 of the handshake."""
+
     packet_id: int
     reason_code: int = 0
     properties: Properties = field(default_factory=dict)
@@ -97,6 +109,8 @@ class Pubrec:
 
 @dataclass(slots=True)
 class Pubrel:
+    """PUBREL (3.6): QoS 2, part 2 of the handshake."""
+
     packet_id: int
     reason_code: int = 0
     properties: Properties = field(default_factory=dict)
@@ -105,6 +119,8 @@ class Pubrel:
 
 @dataclass(slots=True)
 class Pubcomp:
+    """PUBCOMP (3.7): QoS 2, part 3 of the handshake."""
+
     packet_id: int
     reason_code: int = 0
     properties: Properties = field(default_factory=dict)
@@ -124,6 +140,8 @@ class Subscription:
 
 @dataclass(slots=True)
 class Subscribe:
+    """SUBSCRIBE (3.8)."""
+
     packet_id: int
     subscriptions: list[Subscription]
     properties: Properties = field(default_factory=dict)
@@ -132,6 +150,8 @@ class Subscribe:
 
 @dataclass(slots=True)
 class Suback:
+    """SUBACK (3.9): one reason code per topic filter subscribed."""
+
     packet_id: int
     reason_codes: list[int]  # granted QoS 0/1/2 or a failure code (0x80, ...)
     properties: Properties = field(default_factory=dict)
@@ -140,6 +160,8 @@ class Suback:
 
 @dataclass(slots=True)
 class Unsubscribe:
+    """UNSUBSCRIBE (3.10)."""
+
     packet_id: int
     topic_filters: list[str]
     properties: Properties = field(default_factory=dict)
@@ -148,6 +170,8 @@ class Unsubscribe:
 
 @dataclass(slots=True)
 class Unsuback:
+    """UNSUBACK (3.11)."""
+
     packet_id: int
     reason_codes: list[int] = field(default_factory=list)  # level 5 only
     properties: Properties = field(default_factory=dict)
@@ -156,16 +180,22 @@ class Unsuback:
 
 @dataclass(slots=True)
 class Pingreq:
+    """PINGREQ (3.12)."""
+
     packet_type = PINGREQ
 
 
 @dataclass(slots=True)
 class Pingresp:
+    """PINGRESP (3.13)."""
+
     packet_type = PINGRESP
 
 
 @dataclass(slots=True)
 class Disconnect:
+    """DISCONNECT (3.14)."""
+
     reason_code: int = 0  # level 5 only
     properties: Properties = field(default_factory=dict)
     packet_type = DISCONNECT
@@ -173,6 +203,8 @@ class Disconnect:
 
 @dataclass(slots=True)
 class Auth:
+    """AUTH (3.15, MQTT 5 only): enhanced authentication."""
+
     reason_code: int = 0
     properties: Properties = field(default_factory=dict)
     packet_type = AUTH

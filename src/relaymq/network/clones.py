@@ -85,6 +85,8 @@ def table_records(client_id: str, table: list[dict[str, Any]]) -> list[Subscript
 
 @dataclass
 class Replica:
+    """A cloned broker's subscription table as last learnt, and since when."""
+
     since: float
     table: list[dict[str, Any]]
 

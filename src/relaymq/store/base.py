@@ -43,6 +43,8 @@ class StoredMessage:
 
 @dataclass(slots=True)
 class SessionRecord:
+    """A persistent session as stored (times in wall-clock seconds)."""
+
     client_id: str
     protocol_level: int
     expiry_interval: int  # seconds after disconnect; NEVER_EXPIRES for 3.1.1 clean_session=0
@@ -56,6 +58,8 @@ class SessionRecord:
 
 @dataclass(slots=True)
 class SubscriptionRecord:
+    """One subscription of a persistent session as stored."""
+
     client_id: str
     topic_filter: str  # as subscribed, including any "$share/<group>/" prefix
     qos: int

@@ -53,7 +53,7 @@ def read_snapshot(conn: sqlite3.Connection, page: int | None = None) -> Snapshot
         deliveries, stored_only = _read_deliveries_paged(conn, sessions, max(1, page))
     skip = _unread_messages(stored_only, deliveries, inbound, retained, sessions)
     return Snapshot(
-        messages=_read_messages(conn, skip),
+        messages=_read_messages(conn, skip, deliveries, inbound, retained, sessions),
         sessions=sessions,
         subscriptions=[
             ser.subscription_from_row(row)
@@ -101,13 +101,33 @@ def _unread_messages(stored_only: dict[str, list[tuple[int, int]]], deliveries: 
     return skip
 
 
-def _read_messages(conn: sqlite3.Connection, skip: set[int]) -> dict[int, StoredMessage]:
-    """Every message but those in ``skip``, by msg_id."""
+def _read_messages(conn: sqlite3.Connection, skip: set[int], deliveries: list[DeliveryRecord],
+                   inbound: list[InboundRecord], retained: dict[str, int],
+                   sessions: dict[str, SessionRecord]) -> dict[int, StoredMessage]:
+    """Every message but those in ``skip``, by msg_id. With a backlog left in the store, the
+    messages the records read refer to are read by id, and the rest of the table (the
+    orphans a crash left, which restore deletes) only when ``COUNT(*)`` says there are
+    any: listing every msg_id of a 100,000-message backlog to find none cost ~40 ms of the
+    restart (issue 16, row 9)."""
     if not skip:
         return {row[0]: ser.message_from_row(row)
                 for row in conn.execute("SELECT * FROM messages ORDER BY msg_id")}
-    wanted = [msg_id for (msg_id,) in conn.execute("SELECT msg_id FROM messages ORDER BY msg_id")
-              if msg_id not in skip]
+    referenced = {d.msg_id for d in deliveries}
+    referenced.update(i.msg_id for i in inbound if i.msg_id is not None)
+    referenced.update(retained.values())
+    referenced.update(s.will_msg_id for s in sessions.values() if s.will_msg_id is not None)
+    messages = _read_by_id(conn, sorted(referenced - skip))
+    (total,) = conn.execute("SELECT COUNT(*) FROM messages").fetchone()
+    if total != len(messages) + len(skip):  # orphans (or rows a delivery lost): read them too
+        orphans = [msg_id for (msg_id,) in conn.execute("SELECT msg_id FROM messages ORDER BY msg_id")
+                   if msg_id not in skip and msg_id not in messages]
+        messages.update(_read_by_id(conn, orphans))
+        messages = dict(sorted(messages.items()))
+    return messages
+
+
+def _read_by_id(conn: sqlite3.Connection, wanted: list[int]) -> dict[int, StoredMessage]:
+    """The messages of ``wanted`` (ascending) that are in the table, by msg_id, in order."""
     messages: dict[int, StoredMessage] = {}
     for start in range(0, len(wanted), _CHUNK):
         chunk = wanted[start:start + _CHUNK]

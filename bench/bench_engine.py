@@ -87,7 +87,9 @@ def put_get(directory: str, seconds: float, threads: int) -> tuple[float, int]:
     return pairs / elapsed, commits
 
 
-def put_get_async(directory: str, seconds: float, clients: int) -> tuple[float, int]:
+def put_get_async(directory: str, seconds: float, clients: int) -> tuple[float, int, float]:
+    """Pairs per second, commits, and the process's CPU microseconds per pair (every thread:
+    the loop's and the writer's; on a shared machine a steadier figure than the rate)."""
     import asyncio
 
     from relaymq.qmgr.aio import AsyncQueueManager
@@ -99,7 +101,7 @@ def put_get_async(directory: str, seconds: float, clients: int) -> tuple[float, 
     aio = AsyncQueueManager(qm)
     commits0 = qm.store.commits
 
-    async def run() -> float:
+    async def run() -> tuple[float, int]:
         stop = time.perf_counter() + seconds
         counts = [0] * clients
 
@@ -114,13 +116,15 @@ def put_get_async(directory: str, seconds: float, clients: int) -> tuple[float, 
 
         started = time.perf_counter()
         await asyncio.gather(*(client(n) for n in range(clients)))
-        return sum(counts) / (time.perf_counter() - started)
+        return sum(counts) / (time.perf_counter() - started), sum(counts)
 
-    rate = asyncio.run(run())
+    cpu = time.process_time()
+    rate, pairs = asyncio.run(run())
+    cpu = time.process_time() - cpu
     assert qm.depth("Q") == 0
     commits = qm.store.commits - commits0
     qm.close()
-    return rate, commits
+    return rate, commits, cpu / max(pairs, 1) * 1e6
 
 
 def main() -> None:
@@ -135,9 +139,9 @@ def main() -> None:
               f"{figures['per publication (msg/s)']:,.0f} msg/s durable ({figures['commits']:,.0f} commits); "
               f"bulk MessageLog.append in chunks of 5,000: {figures['bulk append (msg/s)']:,.0f} msg/s")
         for clients in (1, 8, 64, 256):
-            rate, commits = put_get_async(directory, args.seconds, clients)
+            rate, commits, cpu_us = put_get_async(directory, args.seconds, clients)
             print(f"persistent put+get on one queue, SQLite FULL, {clients} asyncio client(s): {rate:,.0f} pairs/s "
-                  f"({commits:,} commits)")
+                  f"({commits:,} commits, {cpu_us:,.0f} CPU us per pair)")
         for threads in (1, 8, 32):
             rate, commits = put_get(directory, args.seconds, threads)
             print(f"persistent put+get on one queue, SQLite FULL, {threads} thread(s): {rate:,.0f} pairs/s "

@@ -49,6 +49,13 @@ class Message:
         return cls(decode_message(data), configured_domain=configured_domain)
 
     @classmethod
+    def from_stored(cls, data: bytes) -> Message:
+        """The message of bytes this product encoded itself (``to_bytes``: a message on a
+        queue), decoded on the first look at it; until then ``to_bytes`` is ``data`` as it is.
+        Untrusted input takes :meth:`from_bytes`, which reports a malformed message at once."""
+        return StoredMessage(data)
+
+    @classmethod
     def from_jms(cls, jms: JMSMessage, *, with_rfh2: bool = True) -> Message:
         from relaymq.message.jms_mq import jms_to_mq
 
@@ -203,6 +210,36 @@ class Message:
         if node is None or node.value is None:
             return default
         return node.value
+
+
+class StoredMessage(Message):
+    """:meth:`Message.from_stored`: ``mq`` is decoded from the stored bytes when first read
+    (a getter that passes the message on, or only counts it, never pays for the decoding)."""
+
+    def __init__(self, data: bytes) -> None:  # noqa: D107 - Message's attributes, mq left undecoded
+        self._data: bytes | None = data
+        self._mq: MQMessage | None = None
+        self.configured_domain = None
+        self.transport = []
+        self._body = None
+        self._jms = None
+
+    @property
+    def mq(self) -> MQMessage:
+        mq = self._mq
+        if mq is None:
+            assert self._data is not None
+            mq = self._mq = decode_message(self._data)
+        return mq
+
+    @mq.setter
+    def mq(self, value: MQMessage) -> None:
+        self._mq = value
+
+    def to_bytes(self) -> bytes:
+        if self._mq is None and self._data is not None:  # never looked at: the bytes it came from
+            return self._data
+        return super().to_bytes()
 
 
 def body_bytes(message: Message) -> bytes:

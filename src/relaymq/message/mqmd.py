@@ -14,7 +14,7 @@ or in EBCDIC). Encoding and CodedCharSetId *inside* the MQMD describe what follo
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 from relaymq.message.constants import (
     MQACT_NONE,
@@ -193,17 +193,20 @@ def encode_mqmd(md: MQMD, encoding: int = MQENC_NATIVE, ccsid: int = MD_CCSID_AS
 
 class MQMDTemplates:
     """MQMDs that differ only in MsgId and CorrelId (the copies of one publication for its
-    queue subscribers), encoded once: the first of each kind is encoded in full, the others
-    are its bytes with their own two ids put in (the rest of an MQMD costs far more to encode
-    than to compare). Ids that are not bytes of at most 24 take the full encoding."""
+    queue subscribers; the messages one application puts), encoded once: the first of each
+    kind is encoded in full, the others are its bytes with their own two ids put in (the rest
+    of an MQMD costs far more to encode than to compare). Ids that are not bytes of at most 24,
+    and integer fields that are not ints (a float equal to one is refused by the full
+    encoding), take the full encoding. Past ``limit`` kinds the oldest is forgotten."""
 
-    __slots__ = ("_known",)
+    __slots__ = ("_known", "limit")
 
-    #: Kinds kept (persistence and identity variants of one publication are few).
+    #: Kinds kept by default (persistence and identity variants of one publication are few).
     LIMIT = 8
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = LIMIT) -> None:
         self._known: dict[tuple[object, ...], bytes] = {}
+        self.limit = limit
 
     def encode(self, md: MQMD, encoding: int, ccsid: int, format_name: str | None) -> bytes:
         """``encode_mqmd(md, encoding, ccsid, format_name)``."""
@@ -218,9 +221,13 @@ class MQMDTemplates:
             return encode_mqmd(md, encoding, ccsid, format_name)
         if template is None:
             template = encode_mqmd(md, encoding, ccsid, format_name)
-            if len(self._known) < self.LIMIT:
-                self._known[key] = template
+            known = self._known
+            if len(known) >= self.limit:
+                known.pop(next(iter(known)), None)  # the oldest kind (None: another thread took it)
+            known[key] = template
             return template
+        if set(map(type, _LONGS(values))) != _INT_ONLY:  # equal to the template's, not of its type
+            return encode_mqmd(md, encoding, ccsid, format_name)
         return b"".join((template[:_MSG_ID_OFFSET], msg_id.ljust(24, b"\0"), correl_id.ljust(24, b"\0"),
                          template[_MSG_ID_OFFSET + 48:]))
 
@@ -229,6 +236,9 @@ class MQMDTemplates:
 _V1_VALUES = attrgetter(*LAYOUT_V1.names[1:])
 _V2_VALUES = attrgetter(*LAYOUT_V2.names[1:])
 _FORMAT_AT = LAYOUT_V2.names.index("Format") - 1
+# The integer fields among those values (a template is used only when they are all ints).
+_LONGS = itemgetter(*(i - 1 for i, f in enumerate(LAYOUT_V2.fields) if f.kind == LONG))
+_INT_ONLY = {int}
 _STRUC_ID = MQMD_STRUC_ID.rstrip()
 # Where MsgId is in those values and in the bytes (CorrelId follows it; the same in version 1).
 _MSG_ID_AT = LAYOUT_V2.names.index("MsgId") - 1

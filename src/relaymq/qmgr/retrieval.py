@@ -33,7 +33,7 @@ def _pad24(value: bytes | None) -> bytes | None:
 
 def envelope_of(entry: Entry, private: bool = False) -> Envelope:
     """What a getter (or a rule) sees of ``entry``; ``private``: a copy of the message of its own."""
-    message = Message.from_bytes(entry.data) if private else entry.message()
+    message = Message.from_stored(entry.data) if private else entry.message()
     return Envelope(entry.uid, entry.queue, entry.priority, entry.msg_id, entry.correl_id, message,
                     entry.lock_id, entry.target_qmgr, entry.target_queue)
 

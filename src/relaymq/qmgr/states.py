@@ -57,10 +57,10 @@ class Entry:
         return (-self.priority, self.seq)
 
     def message(self) -> Message:
-        """The message, decoded once (each caller gets the same object: treat it as read-only
-        or use ``Message.from_bytes(entry.data)`` for a private copy)."""
+        """The message, decoded once, when first looked at (each caller gets the same object:
+        treat it as read-only or use ``Message.from_stored(entry.data)`` for a private copy)."""
         if self._message is None:
-            self._message = Message.from_bytes(self.data)
+            self._message = Message.from_stored(self.data)
         return self._message
 
 

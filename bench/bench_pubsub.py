@@ -8,7 +8,9 @@ and the pub/sub service started as ``relaymq serve`` starts them: with ``--store
 default) the broker's SQLite store and the queue manager share one storage engine, so the
 copies for queue subscribers commit with the publication (``synchronous=FULL``, an fsync per
 commit), as in the broker; ``--store memory`` keeps everything in memory. The queue
-subscribers share the broker's subscription tree. A publication counts once it has been
+subscribers share the broker's subscription tree. Once the subscriptions are in place the
+garbage collector is set as ``relaymq serve`` sets it once started (``app.settle_heap``: what
+start-up built frozen, the serving thresholds), as in a broker restarted with them. A publication counts once it has been
 matched against all 10,000 subscriptions, filtered, written to every matching MQTT client and
 put on every matching subscriber queue, and that put is committed.
 
@@ -47,6 +49,7 @@ from relaymq.pubsub.engine import CONTROL_QUEUE
 from relaymq.pubsub.settings import build
 from relaymq.qmgr import QueueManager
 from relaymq.qmgr.aio import AsyncQueueManager
+from relaymq.server.app import settle_heap
 from relaymq.services.contract import ServiceContext
 from relaymq.store.memory import MemoryStore
 from relaymq.store.sqlite import SQLiteStore
@@ -151,6 +154,7 @@ class Setup:
             engine.handle_message(message, CONTROL_QUEUE, 0.0)
         self.mqtt_subscriptions = sum(len(s.subscriptions) for s in self.broker.sessions.values())
         self.queue_subscriptions = len(engine.subscriptions)
+        settle_heap()  # as serve does once started (a broker restarted with these subscriptions)
         return self
 
     def depth(self) -> int:

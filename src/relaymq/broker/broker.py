@@ -30,6 +30,7 @@ from relaymq.store.base import NEVER_EXPIRES, Snapshot, Store, StoredMessage, St
 
 if TYPE_CHECKING:
     from relaymq.broker.connection import Connection
+    from relaymq.pubsub.content_filter import LazyView
 
 log = logging.getLogger("relaymq.broker")
 
@@ -69,6 +70,10 @@ class Broker:
         # Called with every publication once it is routed (the message log, flows that listen
         # to topics): fn(message). A tap must not block; one that raises is logged and skipped.
         self.publication_taps: list[Callable[[StoredMessage], int | None]] = []
+        # While the taps are called: the publication's view for content filters that routing
+        # used, so a tap filtering it (the pub/sub engine's queue subscribers) evaluates each
+        # filter text once with the sessions' filters (routing.process_publication).
+        self.tapped_view: LazyView | None = None
         # Called with every new persistent session, saved, before its CONNACK (a cloned
         # broker's subscriptions replicated here are installed in it: relaymq.network.clones).
         self.session_openers: list[Callable[[Session], None]] = []

@@ -64,6 +64,31 @@ NOT_PAUSED: frozenset[str] = frozenset()
 #: while paused (an empty bytearray costs 56 bytes on every idle connection, issue 8).
 NOTHING_HELD = b""
 
+
+class LastQoS0:
+    """The PUBLISH bytes of the publication being fanned out at QoS 0, by RETAIN and protocol
+    level: what ``send_publish`` writes to every client that gets it without a subscription
+    identifier, an expiry or a topic alias (each client's copy is the same bytes). Keyed by the
+    message object, so a new publication encodes anew; it holds that one message only."""
+
+    __slots__ = ("message", "encodings")
+
+    def __init__(self) -> None:
+        self.message: StoredMessage | None = None
+        self.encodings: dict[tuple[bool, int], bytes] = {}
+
+    def encoded(self, message: StoredMessage, retain: bool, level: int) -> bytes:
+        if self.message is not message:
+            self.message, self.encodings = message, {}
+        data = self.encodings.get((retain, level))
+        if data is None:
+            data = self.encodings[(retain, level)] = encode_publish(
+                message.topic, message.payload, 0, retain, False, None, message.properties or None, level)
+        return data
+
+
+_QOS0 = LastQoS0()
+
 #: What the CONNECTED state reads (states.py): packet type -> handler(connection, session,
 #: packet), given the session the state guarantees; filled in below the class (Connection.pingreq
 #: is one). AWAITING_CONNECT reads CONNECT only (Connection.dispatch).
@@ -297,15 +322,14 @@ class Connection:
                      dup: bool = False, subscription_ids: list[int] | None = None) -> bool:
         """Encode and write one PUBLISH; False when it cannot be sent (too large for the client)."""
         stats = self.broker.stats
-        if self.level != 5:  # no properties, no aliases, no maximum packet size below MQTT 5
-            stats.sent_by_qos[qos] += 1
-            stats.payload_sent_by_qos[qos] += len(message.payload)
-            self.messages_sent += 1
-            self.write(encode_publish(message.topic, message.payload, qos, retain, dup, packet_id,
-                                      None, self.level))
-            return True
-        props: dict = {}
-        if self.level == 5:
+        new_alias = 0
+        if qos == 0 and not subscription_ids and message.expiry_at is None and not self.client_alias_max:
+            # nothing of this client's own in it: the bytes every such client gets, encoded once
+            data = _QOS0.encoded(message, retain, self.level)
+        elif self.level != 5:  # no properties, no aliases, no maximum packet size below MQTT 5
+            data = encode_publish(message.topic, message.payload, qos, retain, dup, packet_id, None, self.level)
+        else:
+            props: dict = {}
             if message.properties:
                 props.update(message.properties)
             if message.expiry_at is not None:
@@ -313,26 +337,25 @@ class Connection:
                 props["message_expiry_interval"] = max(1, math.ceil(message.expiry_at - self.broker.clock.wall()))
             if subscription_ids:
                 props["subscription_identifier"] = list(subscription_ids)
-        topic = message.topic
-        new_alias = 0
-        if self.client_alias_max:
-            # MQTT 5 3.3.2.3.4: topic aliases towards the client, up to its Topic Alias Maximum;
-            # the first PUBLISH of a topic carries the name and the alias, later ones the alias
-            # and an empty name. Aliases live as long as this connection.
-            alias = self.aliases_out.get(topic)
-            if alias is not None:
-                props["topic_alias"] = alias
-                topic = ""
-            elif len(self.aliases_out) < self.client_alias_max:
-                new_alias = props["topic_alias"] = len(self.aliases_out) + 1
-        data = encode_publish(topic, message.payload, qos, retain, dup, packet_id, props, self.level)
+            topic = message.topic
+            if self.client_alias_max:
+                # MQTT 5 3.3.2.3.4: topic aliases towards the client, up to its Topic Alias Maximum;
+                # the first PUBLISH of a topic carries the name and the alias, later ones the alias
+                # and an empty name. Aliases live as long as this connection.
+                alias = self.aliases_out.get(topic)
+                if alias is not None:
+                    props["topic_alias"] = alias
+                    topic = ""
+                elif len(self.aliases_out) < self.client_alias_max:
+                    new_alias = props["topic_alias"] = len(self.aliases_out) + 1
+            data = encode_publish(topic, message.payload, qos, retain, dup, packet_id, props, self.level)
         if self.client_max_packet and len(data) > self.client_max_packet:
             stats.dropped_by_reason[DROP_TOO_LARGE] += 1  # MQTT 5 3.1.2.25: not sent, as if delivered
             stats.bytes_dropped += len(message.payload)
             return False
         if new_alias:
             self.aliases_out = aliases = made(self.aliases_out)
-            aliases[topic] = new_alias  # only once the client is told it
+            aliases[message.topic] = new_alias  # only once the client is told it
         stats.sent_by_qos[qos] += 1
         stats.payload_sent_by_qos[qos] += len(message.payload)
         self.messages_sent += 1

@@ -42,36 +42,42 @@ def process_publication(broker: Broker, message: StoredMessage, origin: Session 
     publication, whose acknowledgement can wait) and a session it goes to at QoS 1/2 is full
     and blocking (``broker.backpressure.held_on``): then nothing was delivered nor retained
     (backpressure.py)."""
-    receivers = route(broker, message, origin, hold, watch)
+    view = LazyView(message)  # built on first use only; the taps share it (Broker.tapped_view)
+    receivers = route(broker, message, origin, hold, watch, view)
     if receivers < 0:
         return receivers
     if message.retain:
         store_retained(broker, message)
-    for tap in broker.publication_taps:
-        try:
-            taken = tap(message)  # the copies it made (queue subscribers), or None
-        except Exception:  # a faulty tap must not stop delivery to the others
-            log.exception("publication tap %r failed on %s", tap, message.topic)
-            continue
-        if taken:
-            receivers += taken
+    outer, broker.tapped_view = broker.tapped_view, view
+    try:
+        for tap in broker.publication_taps:
+            try:
+                taken = tap(message)  # the copies it made (queue subscribers), or None
+            except Exception:  # a faulty tap must not stop delivery to the others
+                log.exception("publication tap %r failed on %s", tap, message.topic)
+                continue
+            if taken:
+                receivers += taken
+    finally:
+        broker.tapped_view = outer  # a tap may publish (psc), which routes another publication
     return receivers
 
 
 def route(broker: Broker, message: StoredMessage, origin: Session | None, hold: bool = False,
-          watch: AckWatch | None = None) -> int:
+          watch: AckWatch | None = None, view: LazyView | None = None) -> int:
     """Deliver ``message`` to every session with a matching subscription, once per client;
     ``watch``: the publisher's QoS 1 PUBACK that may leave before the commit (ack_watch.py),
-    told of each delivery stored on the way. A single match (the common case) is delivered
-    here; several go through ``route_merged``."""
+    told of each delivery stored on the way; ``view``: the publication's view for content
+    filters (made here when None). A single match (the common case) is delivered here;
+    several go through ``route_merged``."""
     matches = broker.subscriptions.match(message.topic)
     if not matches:
         return 0
     origin_id = origin.client_id if origin is not None else None
     if len(matches) > 1:
-        return route_merged(broker, message, origin_id, hold, watch, matches)
+        return route_merged(broker, message, origin_id, hold, watch, matches, view)
     key, value = matches[0]
-    found = receiver(broker, message, origin_id, key, value, None)
+    found = receiver(broker, message, origin_id, key, value, view)
     if found is None:
         return 0
     session, sub = found
@@ -119,12 +125,14 @@ def receiver(broker: Broker, message: StoredMessage, origin_id: str | None, key:
 
 
 def route_merged(broker: Broker, message: StoredMessage, origin_id: str | None, hold: bool,
-                 watch: AckWatch | None, matches: tuple[tuple[Hashable, Any], ...]) -> int:
+                 watch: AckWatch | None, matches: tuple[tuple[Hashable, Any], ...],
+                 view: LazyView | None = None) -> int:
     """Several subscriptions matched: one delivery per client, at the highest granted QoS,
     RETAIN if any subscription keeps it, with every matching subscription identifier
     (mqtt.md item 12; MQTT 5 3.3.4)."""
     targets: dict[str, RoutingTarget] = {}  # by client id
-    view = LazyView(message)  # built on first use only
+    if view is None:
+        view = LazyView(message)  # built on first use only
     sessions = broker.sessions
     plain = broker.acl is None
     for key, value in matches:

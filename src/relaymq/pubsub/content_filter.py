@@ -13,13 +13,13 @@ lazily, the first time a matching subscription has a filter (``LazyView``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from relaymq.store.base import SubscriptionRecord
 
 if TYPE_CHECKING:
+    from relaymq.pubsub.model import Publication
     from relaymq.selector.compiled import Selector
 
 #: The SUBSCRIBE user property that carries a content filter.
@@ -65,29 +65,30 @@ _WITHOUT_VIEW = frozenset({_PERSISTENCE})
 
 
 class LazyView:
-    """The resolver of one publication for filters, built on first use only."""
+    """One publication for filters: its ``Publication`` (the engine's form, which keeps each
+    filter text's verdict: ``conversions.filter_selects``) built on first use only. The broker's
+    routing and the pub/sub engine's tap share it (``Broker.tapped_view``), so a filter text
+    that MQTT sessions and queue subscribers both use is evaluated once per publication."""
 
-    __slots__ = ("message", "_resolve", "_selected")
+    __slots__ = ("message", "_publication")
 
     def __init__(self, message: Any) -> None:
         self.message = message  # a broker StoredMessage
-        self._resolve: Callable[[str], object] | None = None
-        #: filter text -> verdict: the subscriptions sharing a filter share its evaluation
-        self._selected: dict[str, bool] = {}
+        self._publication: Publication | None = None
+
+    def publication(self) -> Publication:
+        """The publication as the engine sees it (``conversions.publication_from_mqtt``), made once."""
+        if self._publication is None:
+            from relaymq.pubsub.conversions import publication_from_mqtt
+
+            m = self.message
+            self._publication = publication_from_mqtt(m.topic, m.payload, m.qos, m.properties, m.expiry_at)
+        return self._publication
 
     def selects(self, selector: Selector) -> bool:
-        known = self._selected.get(selector.text)
-        if known is None:
-            known = self._selected[selector.text] = self._evaluate(selector)
-        return known
-
-    def _evaluate(self, selector: Selector) -> bool:
         if selector.identifiers <= _WITHOUT_VIEW:
             persistence = 1 if self.message.qos > 0 else 0
             return selector.matches(lambda name: persistence if name == _PERSISTENCE else None)
-        if self._resolve is None:
-            from relaymq.pubsub.conversions import filter_resolver, publication_from_mqtt
+        from relaymq.pubsub.conversions import filter_selects
 
-            m = self.message
-            self._resolve = filter_resolver(publication_from_mqtt(m.topic, m.payload, m.qos, m.properties, m.expiry_at))
-        return selector.matches(self._resolve)
+        return filter_selects(self.publication(), selector)

@@ -180,17 +180,22 @@ class PubSubEngine:
 
     def deliver_mqtt(self, topic: str, payload: bytes, qos: int, properties: dict[str, Any],
                      expiry_at: float | None, now: float,
-                     matches: Iterable[tuple[Hashable, Any]] | None = None) -> list[Action]:
+                     matches: Iterable[tuple[Hashable, Any]] | None = None,
+                     publication: Callable[[], Publication] | None = None) -> list[Action]:
         """An MQTT publication (default point) -> queue subscribers as MQ messages (item 35).
         Called for every MQTT publication, so it returns at once when no queue subscriber
-        matches (the match itself is a cache hit of the broker's own lookup)."""
+        matches (the match itself is a cache hit of the broker's own lookup). ``publication``
+        makes it as ``publication_from_mqtt`` would: the broker's routing view's, whose filter
+        verdicts the sessions' filters already found (``content_filter.LazyView``)."""
         if not self.registry.subscriptions:
             return []
         if matches is None:
             matches = self.registry.trees[DEFAULT_SUBPOINT].match(topic)
         for _key, value in matches:
             if type(value) is QueueSubscription:
-                return self.route(publication_from_mqtt(topic, payload, qos, properties, expiry_at), now, matches)
+                pub = (publication() if publication is not None
+                       else publication_from_mqtt(topic, payload, qos, properties, expiry_at))
+                return self.route(pub, now, matches)
         return []
 
     # ---------------------------------------------------------------- retained (items 21-25)

@@ -351,8 +351,11 @@ class PubSubService:
                 self.engine.note_retained(stored.topic, stored.msg_id, bridging)
             actions = self.engine.route(bridging, now)
         else:
+            view = self.broker.tapped_view  # the filters' verdicts of the sessions' routing, shared
             actions = self.engine.deliver_mqtt(stored.topic, stored.payload, stored.qos, stored.properties,
-                                               stored.expiry_at, now)
+                                               stored.expiry_at, now, publication=(
+                                                   view.publication if view is not None and view.message is stored
+                                                   else None))
             if actions and from_neighbour(stored.properties):  # item 18: Local subscriptions see this broker's only
                 actions = not_for_local_subscriptions(actions)
         copies = self._perform_all(actions)

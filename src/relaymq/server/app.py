@@ -39,6 +39,17 @@ TICK_SECONDS = 0.5
 GC_THRESHOLDS = (100_000, 50, 100)
 
 
+def settle_heap() -> None:
+    """Once started: what start-up built (restored sessions and queues, the services' state)
+    lives as long as the process, so it is frozen out of every later collection, and the
+    serving thresholds apply. The young generations are collected first; the oldest, where the
+    imported modules are, held 0 to 5 unreachable objects at this point and cost 25-32 ms of
+    CPU to scan, as much as a tenth of a start (issue 16, bench/compare row 9)."""
+    gc.collect(1)
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 def setup_logging(level: str) -> None:
     logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
@@ -103,14 +114,7 @@ async def serve(config: Any, ready: asyncio.Event | None = None) -> int:
             await listeners.stop_all()
             broker.shutdown()
             return 1
-        # What start-up built (restored sessions and queues, the services' state) lives as
-        # long as the process: freeze it out of every later collection. The young generations
-        # are collected first; the oldest, where the imported modules are, held 0 to 5
-        # unreachable objects at this point and cost 25-32 ms of CPU to scan, as much as a
-        # tenth of a start (issue 16, bench/compare row 9).
-        gc.collect(1)
-        gc.freeze()
-        gc.set_threshold(*GC_THRESHOLDS)
+        settle_heap()
         try:
             await listeners.start_all()
         except ListenerError as err:

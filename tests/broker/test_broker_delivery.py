@@ -469,3 +469,39 @@ def test_qos1_puback_goes_when_the_stored_copy_is_acknowledged_before_the_commit
     # received() settles (the commit): the second PUBACK follows the first, already written
     assert [(type(x), x.packet_id) for x in pub.received()] == [(p.Puback, 1), (p.Puback, 2)]
     store.close()
+
+
+def test_qos0_fan_out_gives_each_client_the_publish_of_its_level_and_options():
+    """A QoS 0 publication's PUBLISH is encoded once per level and RETAIN and the bytes shared
+    (connection.LastQoS0, issue 16): each client must still get what its own level and
+    subscription ask for - no properties below MQTT 5 (seed 000's v3), the publisher's
+    properties at 5, its subscription identifier (MQTT 5 3.3.4), RETAIN as published only when
+    asked (3.3.1.3) - and the next publication its own payload."""
+    broker = make_broker()
+    v3 = TestClient(broker, level=3)
+    v3.connect("v3")
+    v4 = TestClient(broker)
+    v4.connect("v4")
+    v5 = TestClient(broker, level=5)
+    v5.connect("v5")
+    rap = TestClient(broker, level=5)
+    rap.connect("rap")
+    ident = TestClient(broker, level=5)
+    ident.connect("ident")
+    for client in (v3, v4, v5):
+        client.subscribe("f/#")
+    rap.subscribe("f/#", retain_as_published=True)
+    ident.subscribe("f/#", subscription_identifier=7)
+    pub = TestClient(broker, level=5)
+    pub.connect("pub")
+    user = {"user_property": [("k", "v")]}
+    for payload in (b"one", b"two"):
+        pub.publish("f/x", payload, retain=True, properties=user)
+        got = {name: client.publishes() for name, client in
+               (("v3", v3), ("v4", v4), ("v5", v5), ("rap", rap), ("ident", ident))}
+        assert {name: [(m.topic, m.payload, m.qos) for m in ms] for name, ms in got.items()} == {
+            name: [("f/x", payload, 0)] for name in got}
+        assert [m.retain for name in ("v3", "v4", "v5", "rap", "ident") for m in got[name]] == [
+            False, False, False, True, False]
+        assert got["v5"][0].properties == user and got["rap"][0].properties == user
+        assert got["ident"][0].properties == {**user, "subscription_identifier": [7]}

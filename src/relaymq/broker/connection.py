@@ -69,20 +69,23 @@ class LastQoS0:
     """The PUBLISH bytes of the publication being fanned out at QoS 0, by RETAIN and protocol
     level: what ``send_publish`` writes to every client that gets it without a subscription
     identifier, an expiry or a topic alias (each client's copy is the same bytes). Keyed by the
-    message object, so a new publication encodes anew; it holds that one message only."""
+    message object, so a new publication encodes anew; it holds that one message only. The
+    message and its encodings are one tuple, read once per call: brokers on other threads of
+    one process (tests, embedding) can never get another message's bytes."""
 
-    __slots__ = ("message", "encodings")
+    __slots__ = ("last",)
 
     def __init__(self) -> None:
-        self.message: StoredMessage | None = None
-        self.encodings: dict[tuple[bool, int], bytes] = {}
+        self.last: tuple[StoredMessage | None, dict[tuple[bool, int], bytes]] = (None, {})
 
     def encoded(self, message: StoredMessage, retain: bool, level: int) -> bytes:
-        if self.message is not message:
-            self.message, self.encodings = message, {}
-        data = self.encodings.get((retain, level))
+        last = self.last
+        if last[0] is not message:
+            last = self.last = (message, {})
+        encodings = last[1]
+        data = encodings.get((retain, level))
         if data is None:
-            data = self.encodings[(retain, level)] = encode_publish(
+            data = encodings[(retain, level)] = encode_publish(
                 message.topic, message.payload, 0, retain, False, None, message.properties or None, level)
         return data
 

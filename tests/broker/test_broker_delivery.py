@@ -469,3 +469,64 @@ def test_qos1_puback_goes_when_the_stored_copy_is_acknowledged_before_the_commit
     # received() settles (the commit): the second PUBACK follows the first, already written
     assert [(type(x), x.packet_id) for x in pub.received()] == [(p.Puback, 1), (p.Puback, 2)]
     store.close()
+
+
+def test_a_reads_qos2_releases_and_acknowledgements_are_stored_at_its_end(tmp_path):
+    """Issue 16 row 3: the inbound QoS 2 records a read's PUBRELs release, the RELEASED states
+    its PUBRECs make and the deliveries its PUBCOMPs finish go to the store in one call each,
+    at the read's end, inside its unit: what a restart finds is what was acknowledged."""
+    path = str(tmp_path / "q2.db")
+    broker, store = sqlite_broker(path)
+    sub = TestClient(broker)
+    sub.connect("sub", clean=False)
+    sub.subscribe("a", qos=2)
+    pub = TestClient(broker)
+    pub.connect("pub", clean=False)
+    pub.send_bytes(b"".join(encode(p.Publish("a", bytes([i]), 2, False, False, i), 4) for i in (1, 2, 3)))
+    assert [type(x) for x in pub.received()] == [p.Pubrec] * 3
+    pub.send_bytes(b"".join(encode(p.Pubrel(i), 4) for i in (1, 2, 3)))  # one read
+    assert [(type(x), x.packet_id) for x in pub.received()] == [(p.Pubcomp, i) for i in (1, 2, 3)]
+    store.flush()
+    assert store.load().inbound == []
+    sent = sub.publishes()
+    assert [m.payload for m in sent] == [b"\x01", b"\x02", b"\x03"]
+    sub.send_bytes(b"".join(encode(p.Pubrec(m.packet_id), 4) for m in sent))  # one read
+    assert [type(x) for x in sub.received()] == [p.Pubrel] * 3
+    sub.send_bytes(encode(p.Pubcomp(sent[0].packet_id), 4))  # the first exchange completes
+    sub.received()
+    store.close()
+
+    broker2, store2 = sqlite_broker(path)
+    try:
+        again = TestClient(broker2)
+        again.connect("sub", clean=False)
+        # the two left are RELEASED in the store: PUBREL again, never the PUBLISH (4.3.3)
+        assert [(type(x), x.packet_id) for x in again.received()] == [(p.Pubrel, m.packet_id) for m in sent[1:]]
+    finally:
+        store2.close()
+
+
+def test_a_qos2_packet_id_reused_in_the_read_that_released_it_keeps_its_new_record(tmp_path):
+    """A PUBREL's inbound record is deleted at the end of its read; a client that sends a new
+    QoS 2 PUBLISH with the same packet id in that read (before its PUBCOMP) must still find the
+    new record after a restart: the pending delete goes to the store before the new put."""
+    path = str(tmp_path / "reuse.db")
+    broker, store = sqlite_broker(path)
+    pub = TestClient(broker)
+    pub.connect("pub", clean=False)
+    assert isinstance(pub.publish("a", b"first", qos=2, packet_id=7)[0], p.Pubrec)
+    pub.send_bytes(encode(p.Pubrel(7), 4) + encode(p.Publish("a", b"second", 2, False, False, 7), 4))
+    assert [type(x) for x in pub.received()] == [p.Pubcomp, p.Pubrec]
+    store.close()
+
+    broker2, store2 = sqlite_broker(path)
+    try:
+        sub = TestClient(broker2)
+        sub.connect("sub")
+        sub.subscribe("a", qos=1)
+        again = TestClient(broker2)
+        again.connect("pub", clean=False)
+        again.send(p.Pubrel(7))
+        assert [m.payload for m in sub.publishes()] == [b"second"]
+    finally:
+        store2.close()

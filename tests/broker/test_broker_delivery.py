@@ -530,3 +530,38 @@ def test_a_qos2_packet_id_reused_in_the_read_that_released_it_keeps_its_new_reco
         assert [m.payload for m in sub.publishes()] == [b"second"]
     finally:
         store2.close()
+
+
+def test_queued_qos2_deliveries_go_out_once_their_packet_ids_are_durable(tmp_path):
+    """A persistent session's QoS 2 deliveries put in flight from its queue (``pump``: their
+    SENT states in one store call, one callback for all) reach the client only after that
+    commit, and a restart resends each under the packet id it was sent with."""
+    path = str(tmp_path / "pump.db")
+    broker, store = sqlite_broker(path, max_inflight=1)
+    sub = TestClient(broker)
+    sub.connect("sub", clean=False)
+    sub.subscribe("a", qos=2)
+    pub = TestClient(broker)
+    pub.connect("pub")
+    for i in (1, 2):
+        pub.publish("a", bytes([i]), qos=2, packet_id=i)
+        pub.send(p.Pubrel(i))
+    first = sub.publishes()
+    assert [m.payload for m in first] == [b"\x01"]
+    sub.send(p.Pubrec(first[0].packet_id))
+    sub.received()
+    before = len(sub.link.data)
+    sub.send(p.Pubcomp(first[0].packet_id))  # room in the window: the queued one starts
+    assert len(sub.link.data) == before  # not before its packet id is committed
+    second = sub.publishes()
+    assert [m.payload for m in second] == [b"\x02"]
+    store.close()
+
+    broker2, store2 = sqlite_broker(path, max_inflight=1)
+    try:
+        again = TestClient(broker2)
+        again.connect("sub", clean=False)
+        resent = again.publishes()
+        assert [(m.payload, m.packet_id, m.dup) for m in resent] == [(b"\x02", second[0].packet_id, True)]
+    finally:
+        store2.close()

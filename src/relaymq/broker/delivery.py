@@ -256,7 +256,7 @@ def pump(broker: Broker, session: Session) -> None:
     session.inflight = made(session.inflight)  # ``start`` adds to the dict read below
     inflight = session.inflight
     wall = None
-    sent: list[Delivery] = []  # stored QoS 1 deliveries put in flight: SENT in one store call
+    sent: list[Delivery] = []  # stored deliveries put in flight: SENT in one store call
     while len(inflight) < conn.send_quota and not conn.outbound_congested():
         if not queue:
             if not session.spilled:
@@ -276,22 +276,30 @@ def pump(broker: Broker, session: Session) -> None:
         start(broker, session, conn, d, None, sent)
     if sent:
         update_deliveries(broker, session, sent)
+        exactly_once = [d for d in sent if d.qos == 2]
+        if exactly_once:
+            # their packet ids are in the store before the client sees them (``start``): one
+            # callback for the pump's QoS 2 deliveries, behind the call that stores them
+            broker.store.on_durable(partial(send_all_when_durable, broker, session, conn, exactly_once))
 
 
 def start(broker: Broker, session: Session, conn: Connection, d: Delivery,
           watch: AckWatch | None = None, sent: list[Delivery] | None = None) -> None:
     """Put a delivery in flight: a packet id, SENT, stored so (a persistent session's first
     write of it when it comes straight from routing, told to ``watch``), then the first
-    transmission. A stored QoS 1 delivery is only added to ``sent`` when it is given: the
-    caller (``pump``) stores the SENT state of all it started in one call."""
+    transmission. A stored delivery is only added to ``sent`` when it is given: the caller
+    (``pump``) stores the SENT state of all it started in one call, and sends the QoS 2 ones
+    once that is durable."""
     d.packet_id = pid = session.next_packet_id()
     d.state = SENT
     d.sent_at = broker.clock.monotonic()
     session.inflight = inflight = made(session.inflight)
     inflight[pid] = d
     if d.persisted:
-        if sent is not None and d.qos == 1:
+        if sent is not None:
             sent.append(d)
+            if d.qos == 2:
+                return  # sent by ``pump`` once its SENT state is durable
         else:
             update_delivery(broker, session, d)
     elif session.persistent:
@@ -319,6 +327,12 @@ def send_when_durable(broker: Broker, session: Session, conn: Connection, d: Del
     if (session.connection is conn and conn.state is CONNECTED and d.state == SENT
             and session.inflight.get(d.packet_id) is d):  # type: ignore[arg-type]
         send_first(broker, session, conn, d)
+
+
+def send_all_when_durable(broker: Broker, session: Session, conn: Connection, deliveries: list[Delivery]) -> None:
+    """``send_when_durable`` for each of ``deliveries``, in order (what one ``pump`` started)."""
+    for d in deliveries:
+        send_when_durable(broker, session, conn, d)
 
 
 def resend_inflight(broker: Broker, session: Session) -> None:

@@ -505,3 +505,99 @@ def test_qos0_fan_out_gives_each_client_the_publish_of_its_level_and_options():
             False, False, False, True, False]
         assert got["v5"][0].properties == user and got["rap"][0].properties == user
         assert got["ident"][0].properties == {**user, "subscription_identifier": [7]}
+
+
+def test_a_reads_qos2_releases_and_acknowledgements_are_stored_at_its_end(tmp_path):
+    """Issue 16 row 3: the inbound QoS 2 records a read's PUBRELs release, the RELEASED states
+    its PUBRECs make and the deliveries its PUBCOMPs finish go to the store in one call each,
+    at the read's end, inside its unit: what a restart finds is what was acknowledged."""
+    path = str(tmp_path / "q2.db")
+    broker, store = sqlite_broker(path)
+    sub = TestClient(broker)
+    sub.connect("sub", clean=False)
+    sub.subscribe("a", qos=2)
+    pub = TestClient(broker)
+    pub.connect("pub", clean=False)
+    pub.send_bytes(b"".join(encode(p.Publish("a", bytes([i]), 2, False, False, i), 4) for i in (1, 2, 3)))
+    assert [type(x) for x in pub.received()] == [p.Pubrec] * 3
+    pub.send_bytes(b"".join(encode(p.Pubrel(i), 4) for i in (1, 2, 3)))  # one read
+    assert [(type(x), x.packet_id) for x in pub.received()] == [(p.Pubcomp, i) for i in (1, 2, 3)]
+    store.flush()
+    assert store.load().inbound == []
+    sent = sub.publishes()
+    assert [m.payload for m in sent] == [b"\x01", b"\x02", b"\x03"]
+    sub.send_bytes(b"".join(encode(p.Pubrec(m.packet_id), 4) for m in sent))  # one read
+    assert [type(x) for x in sub.received()] == [p.Pubrel] * 3
+    sub.send_bytes(encode(p.Pubcomp(sent[0].packet_id), 4))  # the first exchange completes
+    sub.received()
+    store.close()
+
+    broker2, store2 = sqlite_broker(path)
+    try:
+        again = TestClient(broker2)
+        again.connect("sub", clean=False)
+        # the two left are RELEASED in the store: PUBREL again, never the PUBLISH (4.3.3)
+        assert [(type(x), x.packet_id) for x in again.received()] == [(p.Pubrel, m.packet_id) for m in sent[1:]]
+    finally:
+        store2.close()
+
+
+def test_a_qos2_packet_id_reused_in_the_read_that_released_it_keeps_its_new_record(tmp_path):
+    """A PUBREL's inbound record is deleted at the end of its read; a client that sends a new
+    QoS 2 PUBLISH with the same packet id in that read (before its PUBCOMP) must still find the
+    new record after a restart: the pending delete goes to the store before the new put."""
+    path = str(tmp_path / "reuse.db")
+    broker, store = sqlite_broker(path)
+    pub = TestClient(broker)
+    pub.connect("pub", clean=False)
+    assert isinstance(pub.publish("a", b"first", qos=2, packet_id=7)[0], p.Pubrec)
+    pub.send_bytes(encode(p.Pubrel(7), 4) + encode(p.Publish("a", b"second", 2, False, False, 7), 4))
+    assert [type(x) for x in pub.received()] == [p.Pubcomp, p.Pubrec]
+    store.close()
+
+    broker2, store2 = sqlite_broker(path)
+    try:
+        sub = TestClient(broker2)
+        sub.connect("sub")
+        sub.subscribe("a", qos=1)
+        again = TestClient(broker2)
+        again.connect("pub", clean=False)
+        again.send(p.Pubrel(7))
+        assert [m.payload for m in sub.publishes()] == [b"second"]
+    finally:
+        store2.close()
+
+
+def test_queued_qos2_deliveries_go_out_once_their_packet_ids_are_durable(tmp_path):
+    """A persistent session's QoS 2 deliveries put in flight from its queue (``pump``: their
+    SENT states in one store call, one callback for all) reach the client only after that
+    commit, and a restart resends each under the packet id it was sent with."""
+    path = str(tmp_path / "pump.db")
+    broker, store = sqlite_broker(path, max_inflight=1)
+    sub = TestClient(broker)
+    sub.connect("sub", clean=False)
+    sub.subscribe("a", qos=2)
+    pub = TestClient(broker)
+    pub.connect("pub")
+    for i in (1, 2):
+        pub.publish("a", bytes([i]), qos=2, packet_id=i)
+        pub.send(p.Pubrel(i))
+    first = sub.publishes()
+    assert [m.payload for m in first] == [b"\x01"]
+    sub.send(p.Pubrec(first[0].packet_id))
+    sub.received()
+    before = len(sub.link.data)
+    sub.send(p.Pubcomp(first[0].packet_id))  # room in the window: the queued one starts
+    assert len(sub.link.data) == before  # not before its packet id is committed
+    second = sub.publishes()
+    assert [m.payload for m in second] == [b"\x02"]
+    store.close()
+
+    broker2, store2 = sqlite_broker(path, max_inflight=1)
+    try:
+        again = TestClient(broker2)
+        again.connect("sub", clean=False)
+        resent = again.publishes()
+        assert [(m.payload, m.packet_id, m.dup) for m in resent] == [(b"\x02", second[0].packet_id, True)]
+    finally:
+        store2.close()

@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from relaymq.flows.scada import AckGate, _GatedStore
-from relaymq.store.base import SENT, DeliveryRecord, Store, StoredMessage
+from relaymq.store.base import SENT, DeliveryRecord, InboundRecord, Store, StoredMessage
 from relaymq.store.sqlite import SQLiteStore
 
 
@@ -49,3 +49,25 @@ def test_every_delete_of_the_store_interface_is_gated_or_named_as_safe():
     gated = {name for name in vars(_GatedStore) if name.startswith("delete")}
     assert deletes - gated - _GatedStore.PASSED_THROUGH == set()
     assert not gated & _GatedStore.PASSED_THROUGH
+
+
+def test_released_inbound_records_deleted_in_one_call_wait_for_the_gate(tmp_path: Path):
+    """``delete_inbounds`` (a read's QoS 2 releases, issue 16 row 3) through the endpoint's
+    store: each inbound record and the message whose last reference went wait for the flow."""
+    path = tmp_path / "endpoint.db"
+    inner = SQLiteStore(str(path))
+    gate = AckGate()
+    store = _GatedStore(inner, gate)
+    try:
+        for pid in (1, 2):
+            store.put_message_and_inbound(StoredMessage(pid, "dev/t", b"reading", 2), InboundRecord("dev", pid, pid))
+        store.flush()
+        ticket = gate.ticket()
+        store.delete_inbounds("dev", [(1, 1), (2, None)])  # message 2 is still referenced elsewhere
+        store.flush()
+        assert (rows(path, "messages"), rows(path, "inbound")) == (2, 2)
+        gate.done(ticket)
+        store.flush()
+        assert (rows(path, "messages"), rows(path, "inbound")) == (1, 0)
+    finally:
+        inner.close()

@@ -242,6 +242,7 @@ COALESCED = st.one_of(
     st.tuples(st.just("update_deliveries"), CLIENTS,
               st.lists(st.tuples(IDS, st.none() | IDS, st.integers(0, 2)), max_size=3)),
     st.tuples(st.just("put_message_and_inbound"), IDS, st.binary(max_size=3), CLIENTS, IDS),
+    st.tuples(st.just("delete_inbounds"), CLIENTS, st.lists(st.tuples(IDS, st.none() | IDS), max_size=3)),
 )
 OTHERS = st.one_of(
     st.tuples(st.just("put_session"), CLIENTS),
@@ -287,6 +288,8 @@ def apply(store: Store, op: tuple) -> None:  # type: ignore[type-arg]
           ("put_message", 1, b"b")])  # a delete, then a put of the same key: their order decides
 @example([("put_message", 1, b"a"), ("put_delivery", "a", 1, 1), ("cut",), ("delete_session", "a"),
           ("put_delivery", "a", 2, 1), ("delete_message", 1)])  # a session's removal between row operations
+@example([("put_message_and_inbound", 1, b"", "a", 1), ("put_message_and_inbound", 2, b"", "a", 2), ("cut",),
+          ("delete_inbounds", "a", [(1, 1), (2, None)])])  # a read's QoS 2 releases, one with its message
 def test_batches_and_coalescing_match_the_plain_model(ops: list[tuple]) -> None:  # type: ignore[type-arg]
     """Whatever the operations and wherever the batches are cut, a restarted SQLite store holds
     exactly what the memory engine holds after the same operations (spec README decision 4;

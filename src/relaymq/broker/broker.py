@@ -20,7 +20,7 @@ from relaymq.clock import Clock
 from relaymq.broker.persist_read import restore_snapshot
 from relaymq.broker.persistence import MessageRefs, save_session
 from relaymq.broker.routing import process_publication
-from relaymq.broker.session import Delivery, Session
+from relaymq.broker.session import Session
 from relaymq.broker.shared import SharedGroup
 from relaymq.broker.stats import BrokerStats
 from relaymq.broker.wills import Wills
@@ -30,6 +30,7 @@ from relaymq.store.base import NEVER_EXPIRES, Snapshot, Store, StoredMessage, St
 
 if TYPE_CHECKING:
     from relaymq.broker.connection import Connection
+    from relaymq.broker.records import ReadEnd
     from relaymq.pubsub.content_filter import LazyView
 
 log = logging.getLogger("relaymq.broker")
@@ -85,9 +86,10 @@ class Broker:
         # Sessions whose refill from the store waits for it to write again (a full disk:
         # delivery.refill); tick() pumps them once it does.
         self.refill_stalled: set[Session] = set()
-        # QoS 1 deliveries acknowledged during the read being handled, by session: their rows
-        # go and their windows refill once, at the end of the read (delivery.settle_acknowledged).
-        self.acknowledged: dict[Session, list[Delivery]] = {}
+        # What the read being handled acknowledged, by session (records.ReadEnd): the rows of
+        # deliveries acknowledged and of inbound QoS 2 records released go, the RELEASED states
+        # are stored and the windows refill once, at the end of the read (delivery.settle_acknowledged).
+        self.acknowledged: dict[Session, ReadEnd] = {}
 
     # ------------------------------------------------------------------ identifiers
     def new_msg_id(self) -> int:

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 
 from relaymq.broker import backpressure
 from relaymq.broker.persistence import (
-    forget_deliveries, forget_delivery, persist_delivery, update_deliveries, update_delivery,
+    forget_deliveries, forget_delivery, persist_delivery, settle_inbound, update_deliveries, update_delivery,
 )
+from relaymq.broker.records import ReadEnd
 from relaymq.broker.session import Delivery, made
 from relaymq.broker.states import CONNECTED
 from relaymq.broker.stats import DROP_QOS0_NOT_CONNECTED, DROP_QUEUE_FULL
@@ -255,7 +256,7 @@ def pump(broker: Broker, session: Session) -> None:
     session.inflight = made(session.inflight)  # ``start`` adds to the dict read below
     inflight = session.inflight
     wall = None
-    sent: list[Delivery] = []  # stored QoS 1 deliveries put in flight: SENT in one store call
+    sent: list[Delivery] = []  # stored deliveries put in flight: SENT in one store call
     while len(inflight) < conn.send_quota and not conn.outbound_congested():
         if not queue:
             if not session.spilled:
@@ -275,22 +276,30 @@ def pump(broker: Broker, session: Session) -> None:
         start(broker, session, conn, d, None, sent)
     if sent:
         update_deliveries(broker, session, sent)
+        exactly_once = [d for d in sent if d.qos == 2]
+        if exactly_once:
+            # their packet ids are in the store before the client sees them (``start``): one
+            # callback for the pump's QoS 2 deliveries, behind the call that stores them
+            broker.store.on_durable(partial(send_all_when_durable, broker, session, conn, exactly_once))
 
 
 def start(broker: Broker, session: Session, conn: Connection, d: Delivery,
           watch: AckWatch | None = None, sent: list[Delivery] | None = None) -> None:
     """Put a delivery in flight: a packet id, SENT, stored so (a persistent session's first
     write of it when it comes straight from routing, told to ``watch``), then the first
-    transmission. A stored QoS 1 delivery is only added to ``sent`` when it is given: the
-    caller (``pump``) stores the SENT state of all it started in one call."""
+    transmission. A stored delivery is only added to ``sent`` when it is given: the caller
+    (``pump``) stores the SENT state of all it started in one call, and sends the QoS 2 ones
+    once that is durable."""
     d.packet_id = pid = session.next_packet_id()
     d.state = SENT
     d.sent_at = broker.clock.monotonic()
     session.inflight = inflight = made(session.inflight)
     inflight[pid] = d
     if d.persisted:
-        if sent is not None and d.qos == 1:
+        if sent is not None:
             sent.append(d)
+            if d.qos == 2:
+                return  # sent by ``pump`` once its SENT state is durable
         else:
             update_delivery(broker, session, d)
     elif session.persistent:
@@ -318,6 +327,12 @@ def send_when_durable(broker: Broker, session: Session, conn: Connection, d: Del
     if (session.connection is conn and conn.state is CONNECTED and d.state == SENT
             and session.inflight.get(d.packet_id) is d):  # type: ignore[arg-type]
         send_first(broker, session, conn, d)
+
+
+def send_all_when_durable(broker: Broker, session: Session, conn: Connection, deliveries: list[Delivery]) -> None:
+    """``send_when_durable`` for each of ``deliveries``, in order (what one ``pump`` started)."""
+    for d in deliveries:
+        send_when_durable(broker, session, conn, d)
 
 
 def resend_inflight(broker: Broker, session: Session) -> None:
@@ -379,18 +394,13 @@ def acknowledged(broker: Broker, session: Session, packet_id: int, expected_stat
     ``later``: called while its connection handles a read, which ends with
     ``settle_acknowledged``: the delivery is released and the window refilled there, once for
     all the acknowledgements of the read (one store call and one refill per read, not per
-    message: bench/compare row 8, a backlog drained)."""
+    message: bench/compare row 8, a backlog drained; rows 3 and 5)."""
     d = session.inflight.get(packet_id)
     if d is None or d.qos != qos or d.state != expected_state:
         return None
     del session.inflight[packet_id]
     if later:
-        acked = broker.acknowledged
-        waiting = acked.get(session)
-        if waiting is None:
-            acked[session] = [d]
-        else:
-            waiting.append(d)
+        ReadEnd.of(broker.acknowledged, session).acked.append(d)
     else:
         release(broker, session, d)
     watch = d.watch
@@ -403,15 +413,22 @@ def acknowledged(broker: Broker, session: Session, packet_id: int, expected_stat
 
 
 def settle_acknowledged(broker: Broker) -> None:
-    """The end of a read: release what it acknowledged (``acknowledged(later=True)``) and
-    refill those sessions' windows."""
+    """The end of a read, for each session it touched (records.ReadEnd), one store call each:
+    the RELEASED states of what it received (``received(later=True)``), the inbound QoS 2
+    records it released (``persistence.forget_inbound``), then what it acknowledged
+    (``acknowledged(later=True)``) released and the window refilled."""
     acked = broker.acknowledged
     if not acked:
         return
     broker.acknowledged = {}
-    for session, deliveries in acked.items():
-        release_all(broker, session, deliveries)
-        refilled(broker, session)
+    for session, end in acked.items():
+        if end.released:
+            update_deliveries(broker, session, end.released)
+        if end.inbound:
+            settle_inbound(broker, session, end)
+        if end.acked:
+            release_all(broker, session, end.acked)
+            refilled(broker, session)
 
 
 def refilled(broker: Broker, session: Session) -> None:
@@ -422,14 +439,19 @@ def refilled(broker: Broker, session: Session) -> None:
         backpressure.relieve(broker, session)  # publishers wait for room in this session
 
 
-def received(broker: Broker, session: Session, packet_id: int) -> Delivery | None:
-    """PUBREC for an outbound QoS 2 message: it now waits for PUBCOMP."""
+def received(broker: Broker, session: Session, packet_id: int, later: bool = False) -> Delivery | None:
+    """PUBREC for an outbound QoS 2 message: it now waits for PUBCOMP. ``later`` (inside a
+    read, as ``acknowledged``): the RELEASED states of the read are stored in one call at its
+    end, ahead of the PUBRELs' durable acknowledgement (the read's unit holds both)."""
     d = session.inflight.get(packet_id)
     if d is None or d.qos != 2:
         return None
     if d.state == SENT:
         d.state = RELEASED
-        update_delivery(broker, session, d)
+        if later and d.persisted:
+            ReadEnd.of(broker.acknowledged, session).released.append(d)
+        else:
+            update_delivery(broker, session, d)  # (nothing for one not stored)
     return d
 
 

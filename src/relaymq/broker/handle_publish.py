@@ -276,10 +276,10 @@ def handle_pubrec(conn: Connection, session: Session, pkt: p.Pubrec) -> None:
         delivery.acknowledged(broker, session, pid, SENT, 2)
         return
     # unknown ids get a plain PUBREL too (as Mosquitto answers; the conformance cases expect it)
-    d = delivery.received(broker, session, pid)
+    d = delivery.received(broker, session, pid, later=True)
     delivery.send_pubrel(broker, conn, pid, d is not None and d.persisted)
 
 
 def handle_pubcomp(conn: Connection, session: Session, pkt: p.Pubcomp) -> None:
     expect_inflight(session, pkt.packet_id, 2, (RELEASED,), "PUBCOMP")
-    delivery.acknowledged(conn.broker, session, pkt.packet_id, RELEASED, 2)
+    delivery.acknowledged(conn.broker, session, pkt.packet_id, RELEASED, 2, later=True)

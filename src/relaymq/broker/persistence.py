@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from relaymq.broker.records import ReadEnd
 from relaymq.store.base import QUEUED, DeliveryRecord, InboundRecord, SessionRecord, StoredMessage
 
 if TYPE_CHECKING:
@@ -152,6 +153,12 @@ def forget_deliveries(broker: Broker, session: Session, deliveries: Iterable[Del
 
 def persist_inbound(broker: Broker, session: Session, packet_id: int,
                     message: StoredMessage | None) -> None:
+    if broker.acknowledged:
+        # a release earlier in this read still to be deleted goes first: its DELETE must not
+        # come after (and remove) this record, should the client reuse the packet id at once
+        end = broker.acknowledged.get(session)
+        if end is not None and end.inbound:
+            settle_inbound(broker, session, end)
     record = InboundRecord(session.client_id, packet_id, message.msg_id if message else None)
     if message is not None and broker.refs.take(message):
         broker.store.put_message_and_inbound(message, record)  # one store call for both
@@ -161,6 +168,16 @@ def persist_inbound(broker: Broker, session: Session, packet_id: int,
 
 def forget_inbound(broker: Broker, session: Session, packet_id: int,
                    message: StoredMessage | None) -> None:
-    broker.store.delete_inbound(session.client_id, packet_id)
-    if message is not None:
-        broker.refs.release(message)
+    """Delete a released inbound QoS 2 record, with its message when it held the last
+    reference, at the end of the read (a PUBREL is only handled inside one: ``settle_inbound``,
+    one store call for the read's releases, inside its unit with their routing)."""
+    msg_id = None
+    if message is not None and broker.refs.drop(message.msg_id):
+        msg_id = message.msg_id
+    ReadEnd.of(broker.acknowledged, session).inbound.append((packet_id, msg_id))
+
+
+def settle_inbound(broker: Broker, session: Session, end: ReadEnd) -> None:
+    """Delete the inbound QoS 2 records ``forget_inbound`` left to ``end``, in one store call."""
+    rows, end.inbound = end.inbound, []
+    broker.store.delete_inbounds(session.client_id, rows)

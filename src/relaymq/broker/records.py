@@ -3,13 +3,13 @@ instead of lists changed by index (issue 19 "Hidden channels on the publish path
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from relaymq.store.base import StoredMessage
 
 if TYPE_CHECKING:
-    from relaymq.broker.session import Session
+    from relaymq.broker.session import Delivery, Session
 
 
 @dataclass(slots=True)
@@ -34,6 +34,28 @@ class RoutingTarget:
     qos: int
     retain: bool
     subscription_ids: list[int]
+
+
+@dataclass(slots=True)
+class ReadEnd:
+    """What the read being handled left for its end, for one session (``Broker.acknowledged``,
+    settled by ``delivery.settle_acknowledged``: one store call each, not one per packet):
+    ``acked``, in-flight deliveries acknowledged (PUBACK, PUBCOMP), to release; ``released``,
+    stored QoS 2 deliveries PUBREC moved to RELEASED, their states to store; ``inbound``, the
+    (packet id, msg id or None) of inbound QoS 2 records PUBREL released, to delete, each with
+    its message when it held the last reference."""
+
+    acked: list[Delivery] = field(default_factory=list)
+    released: list[Delivery] = field(default_factory=list)
+    inbound: list[tuple[int, int | None]] = field(default_factory=list)
+
+    @staticmethod
+    def of(ends: dict[Session, ReadEnd], session: Session) -> ReadEnd:
+        """``session``'s entry in ``ends``, made when it has none."""
+        end = ends.get(session)
+        if end is None:
+            ends[session] = end = ReadEnd()
+        return end
 
 
 class PendingWill(NamedTuple):

@@ -127,6 +127,13 @@ class _GatedStore:
     def delete_message(self, msg_id: int) -> None:
         self._gate.after(lambda: self._inner.delete_message(msg_id))
 
+    def delete_inbounds(self, client_id: str, rows: list[tuple[int, int | None]]) -> None:
+        """A read's QoS 2 releases: each record and message behind the gate (as above)."""
+        for packet_id, msg_id in rows:
+            self.delete_inbound(client_id, packet_id)
+            if msg_id is not None:
+                self.delete_message(msg_id)
+
     def delete_deliveries(self, client_id: str, rows: list[tuple[int, int | None]]) -> None:
         """A read's acknowledged deliveries: their rows at once, the messages whose last
         reference went behind the gate (the inner store's one call would not wait)."""

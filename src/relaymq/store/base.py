@@ -204,6 +204,15 @@ class Store(ABC):
     @abstractmethod
     def delete_inbound(self, client_id: str, packet_id: int) -> None: ...
 
+    def delete_inbounds(self, client_id: str, rows: list[tuple[int, int | None]]) -> None:
+        """For each (packet_id, msg_id) of one session: ``delete_inbound``, and
+        ``delete_message`` when ``msg_id`` is not None (the last reference went); as
+        ``delete_deliveries`` (the QoS 2 releases of one read)."""
+        for packet_id, msg_id in rows:
+            self.delete_inbound(client_id, packet_id)
+            if msg_id is not None:
+                self.delete_message(msg_id)
+
     def put_message_and_inbound(self, message: StoredMessage, record: InboundRecord) -> None:
         """``put_message`` then ``put_inbound`` (two writes): a QoS 2 publication's first
         reference to its message, submitted in one call by an engine that can."""

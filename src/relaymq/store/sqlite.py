@@ -260,7 +260,12 @@ class SQLiteStore(Store):
                            self._fresh_message(message.msg_id), (_PUT_INBOUND, ser.inbound_row(record)), writes=2)
 
     def delete_inbound(self, client_id: str, packet_id: int) -> None:
-        self.engine.submit(Batch.append, (_DELETE_INBOUND, (client_id, packet_id)))  # each QoS 2 release
+        self.engine.submit(Batch.append, (_DELETE_INBOUND, (client_id, packet_id)))
+
+    def delete_inbounds(self, client_id: str, rows: list[tuple[int, int | None]]) -> None:
+        """One submission for a read's QoS 2 releases (base.Store.delete_inbounds)."""
+        self.engine.submit(_delete_inbound_rows, client_id, rows,
+                           writes=len(rows) + sum(msg_id is not None for _, msg_id in rows))
 
     def put_retained(self, topic: str, msg_id: int) -> None:
         self.engine.append([(_PUT_RETAINED, (topic, msg_id))])
@@ -339,6 +344,14 @@ def _delete_rows(batch: Batch, client_id: str, rows: list[tuple[int, int | None]
         delete(("d", client_id, seq), (_DELETE_DELIVERY, (client_id, seq)))
         if msg_id is not None:
             delete(("m", msg_id), (_DELETE_MESSAGE, (msg_id,)))
+
+
+def _delete_inbound_rows(batch: Batch, client_id: str, rows: list[tuple[int, int | None]]) -> None:
+    """``delete_inbound`` of each row, with its message when it names one (``delete_inbounds``)."""
+    for packet_id, msg_id in rows:
+        batch.append((_DELETE_INBOUND, (client_id, packet_id)))
+        if msg_id is not None:
+            batch.delete(("m", msg_id), (_DELETE_MESSAGE, (msg_id,)))
 
 
 def _put_both(batch: Batch, first_key: tuple[Any, ...], first: Op, first_fresh: bool,

@@ -66,27 +66,26 @@ NOTHING_HELD = b""
 
 
 class LastQoS0:
-    """The PUBLISH bytes of the publication being fanned out at QoS 0, by RETAIN and protocol
-    level: what ``send_publish`` writes to every client that gets it without a subscription
-    identifier, an expiry or a topic alias (each client's copy is the same bytes). Keyed by the
-    message object, so a new publication encodes anew; it holds that one message only. The
-    message and its encodings are one tuple, read once per call: brokers on other threads of
-    one process (tests, embedding) can never get another message's bytes."""
+    """The PUBLISH bytes last encoded for a QoS 0 fan-out: what ``send_publish`` writes to
+    every client that gets the publication without a subscription identifier, an expiry or a
+    topic alias (each such client's copy is the same bytes). One entry, keyed by the message
+    object, RETAIN and protocol level: a new publication, or a client of another level, encodes
+    anew; a one-subscriber publication pays one tuple and no dictionary. The entry is one tuple
+    read once per call, so brokers on other threads of one process (tests, embedding) can never
+    get another message's bytes."""
 
     __slots__ = ("last",)
 
     def __init__(self) -> None:
-        self.last: tuple[StoredMessage | None, dict[tuple[bool, int], bytes]] = (None, {})
+        self.last: tuple[StoredMessage | None, bool, int, bytes] = (None, False, 0, b"")
 
     def encoded(self, message: StoredMessage, retain: bool, level: int) -> bytes:
         last = self.last
-        if last[0] is not message:
-            last = self.last = (message, {})
-        encodings = last[1]
-        data = encodings.get((retain, level))
-        if data is None:
-            data = encodings[(retain, level)] = encode_publish(
-                message.topic, message.payload, 0, retain, False, None, message.properties or None, level)
+        if last[0] is message and last[1] == retain and last[2] == level:
+            return last[3]
+        data = encode_publish(message.topic, message.payload, 0, retain, False, None, message.properties or None,
+                              level)
+        self.last = (message, retain, level, data)
         return data
 
 

@@ -75,10 +75,8 @@ def statements_written(broker: BrokerProcess, http_port: int) -> float | None:
     return None
 
 
-def measure(messages: int, profile: str | None, drain: bool) -> dict[str, object]:
-    workdir = Path(tempfile.mkdtemp(prefix="bench-drain-"))
-    http_port = free_port(HOST)
-    broker = make_broker("relaymq", workdir, config={"http": {"host": HOST, "port": http_port}})
+def start_broker(broker: BrokerProcess, profile: str | None) -> None:
+    """Start ``broker``, under cProfile writing ``profile`` when one is given."""
     if profile:
         command = broker.command
 
@@ -88,6 +86,13 @@ def measure(messages: int, profile: str | None, drain: bool) -> dict[str, object
 
         broker.command = profiled  # type: ignore[method-assign]
     broker.start()
+
+
+def measure(messages: int, profile: str | None, drain: bool) -> dict[str, object]:
+    workdir = Path(tempfile.mkdtemp(prefix="bench-drain-"))
+    http_port = free_port(HOST)
+    broker = make_broker("relaymq", workdir, config={"http": {"host": HOST, "port": http_port}})
+    start_broker(broker, profile)
     try:
         assert broker.proc is not None
         pid = broker.proc.pid

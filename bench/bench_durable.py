@@ -30,7 +30,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_drain import thread_cpu  # noqa: E402
+from bench_drain import start_broker, thread_cpu  # noqa: E402
 from compare_brokers import USERNAME, make_broker  # noqa: E402
 
 from relaymq.bench import BenchSpec  # noqa: E402
@@ -60,15 +60,7 @@ def load_spec(row: str, count: int) -> dict[str, object]:
 def measure(row: str, count: int, profile: str | None) -> dict[str, object]:
     workdir = Path(tempfile.mkdtemp(prefix="bench-durable-"))
     broker = make_broker("relaymq", workdir)
-    if profile:
-        command = broker.command
-
-        def profiled() -> list[str]:
-            python, *rest = command()
-            return [python, "-m", "cProfile", "-o", profile, *rest]
-
-        broker.command = profiled  # type: ignore[method-assign]
-    broker.start()
+    start_broker(broker, profile)
     try:
         assert broker.proc is not None
         pid = broker.proc.pid

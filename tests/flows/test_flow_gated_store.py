@@ -6,7 +6,10 @@ the message together with the delivery that held its last reference in one store
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from relaymq.flows.scada import AckGate, _GatedStore
 from relaymq.store.base import SENT, DeliveryRecord, InboundRecord, Store, StoredMessage
@@ -18,27 +21,33 @@ def rows(path: Path, table: str) -> int:
         return conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
 
 
-def test_acknowledged_deliveries_deleted_in_one_call_leave_their_messages_to_the_gate(tmp_path: Path):
-    """``delete_deliveries`` (a read's PUBACKs released at once, issue 16 row 8) through the
-    endpoint's store: the rows go, a message whose last reference went waits for the flow."""
+@pytest.fixture
+def gated(tmp_path: Path) -> Iterator[tuple[Path, _GatedStore, AckGate]]:
+    """The endpoint's store over a real SQLite file: (its path, the gated store, the gate)."""
     path = tmp_path / "endpoint.db"
     inner = SQLiteStore(str(path))
     gate = AckGate()
-    store = _GatedStore(inner, gate)
     try:
-        for seq in (1, 2):
-            store.put_message_and_delivery(StoredMessage(seq, "dev/t", b"reading", 1),
-                                           DeliveryRecord("sub", seq, seq, 1, state=SENT))
-        store.flush()
-        ticket = gate.ticket()
-        store.delete_deliveries("sub", [(1, 1), (2, None)])  # message 2 is still referenced elsewhere
-        store.flush()
-        assert (rows(path, "messages"), rows(path, "deliveries")) == (2, 0)
-        gate.done(ticket)
-        store.flush()
-        assert rows(path, "messages") == 1
+        yield path, _GatedStore(inner, gate), gate
     finally:
         inner.close()
+
+
+def test_acknowledged_deliveries_deleted_in_one_call_leave_their_messages_to_the_gate(gated):
+    """``delete_deliveries`` (a read's PUBACKs released at once, issue 16 row 8) through the
+    endpoint's store: the rows go, a message whose last reference went waits for the flow."""
+    path, store, gate = gated
+    for seq in (1, 2):
+        store.put_message_and_delivery(StoredMessage(seq, "dev/t", b"reading", 1),
+                                       DeliveryRecord("sub", seq, seq, 1, state=SENT))
+    store.flush()
+    ticket = gate.ticket()
+    store.delete_deliveries("sub", [(1, 1), (2, None)])  # message 2 is still referenced elsewhere
+    store.flush()
+    assert (rows(path, "messages"), rows(path, "deliveries")) == (2, 0)
+    gate.done(ticket)
+    store.flush()
+    assert rows(path, "messages") == 1
 
 
 def test_every_delete_of_the_store_interface_is_gated_or_named_as_safe():
@@ -51,23 +60,17 @@ def test_every_delete_of_the_store_interface_is_gated_or_named_as_safe():
     assert not gated & _GatedStore.PASSED_THROUGH
 
 
-def test_released_inbound_records_deleted_in_one_call_wait_for_the_gate(tmp_path: Path):
+def test_released_inbound_records_deleted_in_one_call_wait_for_the_gate(gated):
     """``delete_inbounds`` (a read's QoS 2 releases, issue 16 row 3) through the endpoint's
     store: each inbound record and the message whose last reference went wait for the flow."""
-    path = tmp_path / "endpoint.db"
-    inner = SQLiteStore(str(path))
-    gate = AckGate()
-    store = _GatedStore(inner, gate)
-    try:
-        for pid in (1, 2):
-            store.put_message_and_inbound(StoredMessage(pid, "dev/t", b"reading", 2), InboundRecord("dev", pid, pid))
-        store.flush()
-        ticket = gate.ticket()
-        store.delete_inbounds("dev", [(1, 1), (2, None)])  # message 2 is still referenced elsewhere
-        store.flush()
-        assert (rows(path, "messages"), rows(path, "inbound")) == (2, 2)
-        gate.done(ticket)
-        store.flush()
-        assert (rows(path, "messages"), rows(path, "inbound")) == (1, 0)
-    finally:
-        inner.close()
+    path, store, gate = gated
+    for pid in (1, 2):
+        store.put_message_and_inbound(StoredMessage(pid, "dev/t", b"reading", 2), InboundRecord("dev", pid, pid))
+    store.flush()
+    ticket = gate.ticket()
+    store.delete_inbounds("dev", [(1, 1), (2, None)])  # message 2 is still referenced elsewhere
+    store.flush()
+    assert (rows(path, "messages"), rows(path, "inbound")) == (2, 2)
+    gate.done(ticket)
+    store.flush()
+    assert (rows(path, "messages"), rows(path, "inbound")) == (1, 0)

@@ -20,8 +20,11 @@ queue subscriptions (psc RegSub) on 200 queues; shapes 70% literal, 15% ``+``, 1
 ``usr.level > 5`` (an untyped MQTT user property compared as a number: 4 of 10 levels pass)
 and half ``Body.v > 50`` (a JSON body field: about half pass).
 
-Three runs: MQTT publications (through the broker, its tap feeding queue subscribers), psc
-Publish commands (through the engine, then the broker), and MQTT with no filters.
+Four runs: MQTT publications (through the broker, its tap feeding queue subscribers), psc
+Publish commands handed to the service one at a time, each awaited until durable (through the
+engine, then the broker), the same commands put on the control queue in runs of 64 and taken
+off it by the service's own drain (``psc-queue``: a run of commands shares a commit), and MQTT
+with no filters.
 
     .venv/bin/python bench/bench_pubsub.py [--subscriptions N] [--filtered 0.2] [--seconds S]
                                            [--mqtt-share 0.6] [--store sqlite|memory]
@@ -186,14 +189,20 @@ async def run(args: argparse.Namespace, kind: str, filtered: float) -> None:
             if kind == "psc":
                 command = psc.command_message("Publish", msg_type=8, Topic=topic, body=payload, usr=dict(usr))
                 await setup.service.handle(command, psc.DEFAULT_STREAM)
+            elif kind == "psc-queue":
+                command = psc.command_message("Publish", msg_type=8, Topic=topic, body=payload, usr=dict(usr))
+                setup.qm.put(psc.DEFAULT_STREAM, command, wait=False)  # an application's puts, not awaited
             else:
                 setup.broker.publish(topic, payload, 0, False, {"user_property": usr})
         done += 64
+        while kind == "psc-queue" and setup.qm.depth(psc.DEFAULT_STREAM):
+            await asyncio.sleep(0.001)  # the service drains the stream queue meanwhile (a busy
+            # wait would hold the GIL that the store's writer thread needs)
         await setup.drained()
     elapsed = time.perf_counter() - start
     mqtt = setup.broker.stats.messages_sent - sent_before
     queued = setup.depth() - depth_before
-    print(f"{kind:4} {args.subscriptions:,} subscriptions ({setup.mqtt_subscriptions:,} MQTT, "
+    print(f"{kind:9} {args.subscriptions:,} subscriptions ({setup.mqtt_subscriptions:,} MQTT, "
           f"{setup.queue_subscriptions:,} queue; {filtered:.0%} filtered; store {args.store}): "
           f"{done / elapsed:,.0f} publications/s matched and delivered; "
           f"{(mqtt + queued) / elapsed:,.0f} deliveries/s ({mqtt / elapsed:,.0f} MQTT, {queued / elapsed:,.0f} into queues; "
@@ -213,6 +222,7 @@ def main() -> None:
     args = parser.parse_args()
     asyncio.run(run(args, "mqtt", args.filtered))
     asyncio.run(run(args, "psc", args.filtered))
+    asyncio.run(run(args, "psc-queue", args.filtered))
     asyncio.run(run(args, "mqtt", 0.0))
 
 

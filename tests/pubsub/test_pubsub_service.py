@@ -10,6 +10,7 @@ import json
 import time
 import xml.etree.ElementTree as ET
 
+from relaymq.pubsub import psc
 from relaymq.pubsub import reasons as r
 from relaymq.pubsub.topics import topic_matches
 
@@ -438,6 +439,40 @@ def test_item_35_mqtt_user_properties_the_usr_folder_cannot_hold(tmp_path):
             assert [(c.name, c.value) for c in usr.children] == [("unit", "7"), ("trace-id", "t-1")]
             (live,) = watcher.publishes()
             assert live.properties["user_property"] == props
+        finally:
+            await stack.stop()
+    run(scenario())
+
+
+def test_queued_commands_are_taken_in_a_run_that_shares_the_wait_for_its_commit(tmp_path):
+    """Issue 14 ("psc commands and their effects are one unit of work") with the throughput of
+    bench_pubsub.py's psc-queue row: the service's drain takes the commands waiting on a queue
+    one after the other, each in its own unit of work and in order, and waits for their commit
+    once per run, not once per command (it waited 20 times for these 20)."""
+    async def scenario():
+        stack = await Stack(tmp_path, store="sqlite").start()
+        try:
+            service = stack.service
+            assert await stack.command("RegSub", Topic="Run/#", QName="RUN.Q") == ("ok", [])
+            waits = 0
+            durable = service.durable
+
+            async def counted(*args, **kwargs):
+                nonlocal waits
+                waits += 1
+                await durable(*args, **kwargs)
+
+            service.durable = counted
+            with service.unit():  # 20 commands arrive together (one application's unit of work)
+                for n in range(20):
+                    stack.qm.put(STREAM, psc.command_message("Publish", Topic=f"Run/{n}", body=b"%d" % n,
+                                                             reply_to="REPLY.Q"), wait=False)
+            replies = [await stack.aio.get("REPLY.Q", wait=10.0) for _ in range(20)]
+            service.durable = durable
+            assert all(reply is not None and psc.reply_reasons(reply) == ("ok", []) for reply in replies)
+            assert [m.mq.body for m in await stack.messages("RUN.Q", 20)] == [b"%d" % n for n in range(20)]
+            assert stack.qm.depth(STREAM) == 0
+            assert 1 <= waits < 20, waits  # a run ends early only after DRAIN_SLICE seconds of work
         finally:
             await stack.stop()
     run(scenario())

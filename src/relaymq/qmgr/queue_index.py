@@ -55,6 +55,13 @@ class QueueIndex:
     def hide(self, entry: Entry) -> None:
         self._buckets[entry.priority].pop(entry.uid, None)
 
+    def first(self) -> Entry | None:
+        """The first visible entry (the next a get takes), None when none is."""
+        for bucket in reversed(self._buckets):
+            if bucket:
+                return next(iter(bucket.values()))
+        return None
+
     def visible(self) -> Iterator[Entry]:
         """Visible entries, priority descending then arrival (a snapshot: safe to change the
         index while iterating). A bucket's first entry is handed out before its snapshot is

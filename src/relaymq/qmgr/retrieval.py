@@ -111,7 +111,10 @@ class Retrieval:
         self._lock_ids = itertools.count(last + 1)
 
     def _matcher(self, msg_id: bytes | None, correl_id: bytes | None, selector: str | None,
-                 fields: dict[str, Any] | None) -> Callable[[Entry], bool]:
+                 fields: dict[str, Any] | None) -> Callable[[Entry], bool] | None:
+        """Whether an entry matches the criteria; None when there are none (every entry does)."""
+        if msg_id is None and correl_id is None and not selector and not fields:
+            return None
         msg_id, correl_id = _pad24(msg_id), _pad24(correl_id)
         compiled = None
         if selector or fields:  # the selector language is imported by the first get that needs it
@@ -137,8 +140,12 @@ class Retrieval:
 
         return match
 
-    def _first(self, index: QueueIndex, match: Callable[[Entry], bool], ops: list[Op]) -> Entry | None:
+    def _first(self, index: QueueIndex, match: Callable[[Entry], bool] | None, ops: list[Op]) -> Entry | None:
         now = self._host._now_ms()
+        if match is None:  # a plain get: the head of the queue, once the expired ones are gone
+            while (entry := index.first()) is not None and is_expired(entry.expire_at, now):
+                self._host._expire(index, entry, ops)
+            return entry
         for entry in index.visible():
             if is_expired(entry.expire_at, now):
                 self._host._expire(index, entry, ops)
@@ -236,7 +243,7 @@ class Retrieval:
                     break
                 if is_expired(entry.expire_at, now):
                     self._host._expire(index, entry, ops)
-                elif match(entry):
+                elif match is None or match(entry):
                     found.append(entry)
             lock_id = next(self._lock_ids) if _lock_confirm else 0
             envelopes = [replace(envelope_of(e, private=True), lock_id=lock_id) for e in found]

@@ -52,11 +52,16 @@ class AckWatch:
         self.conn = conn
         self.entry = entry
 
-    def delivered(self) -> None:
-        """A watched delivery was acknowledged by its subscriber."""
+    def delivered(self) -> Connection | None:
+        """A watched delivery was acknowledged by its subscriber. Returns the publisher's
+        connection when that was the last one (its PUBACK is ready now): the caller sends its
+        ready acknowledgements, once per connection for all the watches a read released
+        (``delivery.settle_acknowledged``), with ``resume=False`` (inside another
+        connection's read)."""
         self.waiting -= 1
         if self.waiting == 0 and self.entry is not None and self.conn is not None:
             conn, self.conn = self.conn, None
             self.entry.ready = True
             self.entry = None
-            conn.send_ready_acks(resume=False)  # called inside the subscriber's PUBACK
+            return conn
+        return None

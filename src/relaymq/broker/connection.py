@@ -478,11 +478,14 @@ class Connection:
         paused for too many waiting acknowledgements, resumes at the next commit instead, so
         this connection's packets are never handled inside another's."""
         acks = self.acks
-        while acks and acks[0].ready:
-            entry = acks.popleft()
-            if entry.completes:
-                self.inbound_unacked -= 1
-            self.write(entry.data)
+        if acks and acks[0].ready:
+            ready: list[bytes] = []  # written as one: a commit readies a read's worth at once
+            while acks and acks[0].ready:
+                entry = acks.popleft()
+                if entry.completes:
+                    self.inbound_unacked -= 1
+                ready.append(entry.data)
+            self.write(ready[0] if len(ready) == 1 else b"".join(ready))
         if resume and len(acks) <= MAX_PENDING_ACKS // 2 and "acks" in self.read_paused_for:
             self.resume_reading("acks")
 

@@ -400,15 +400,17 @@ def acknowledged(broker: Broker, session: Session, packet_id: int, expected_stat
         return None
     del session.inflight[packet_id]
     if later:
+        # released, and its publisher's PUBACK told (ack_watch.py), at the end of the read
         ReadEnd.of(broker.acknowledged, session).acked.append(d)
-    else:
-        release(broker, session, d)
+        return d
+    release(broker, session, d)
     watch = d.watch
     if watch is not None:
         d.watch = None
-        watch.delivered()
-    if not later:
-        refilled(broker, session)
+        publisher = watch.delivered()
+        if publisher is not None:
+            publisher.send_ready_acks(resume=False)
+    refilled(broker, session)
     return d
 
 
@@ -416,19 +418,31 @@ def settle_acknowledged(broker: Broker) -> None:
     """The end of a read, for each session it touched (records.ReadEnd), one store call each:
     the RELEASED states of what it received (``received(later=True)``), the inbound QoS 2
     records it released (``persistence.forget_inbound``), then what it acknowledged
-    (``acknowledged(later=True)``) released and the window refilled."""
+    (``acknowledged(later=True)``) released and the window refilled; the QoS 1 PUBACKs those
+    acknowledgements released (ack_watch.py) are sent last, in one write per publisher's
+    connection, not one per subscriber's PUBACK."""
     acked = broker.acknowledged
     if not acked:
         return
     broker.acknowledged = {}
+    publishers: dict[Connection, None] = {}
     for session, end in acked.items():
         if end.released:
             update_deliveries(broker, session, end.released)
         if end.inbound:
             settle_inbound(broker, session, end)
         if end.acked:
+            for d in end.acked:
+                watch = d.watch
+                if watch is not None:
+                    d.watch = None
+                    publisher = watch.delivered()
+                    if publisher is not None:
+                        publishers[publisher] = None
             release_all(broker, session, end.acked)
             refilled(broker, session)
+    for publisher in publishers:
+        publisher.send_ready_acks(resume=False)  # inside the subscriber's read
 
 
 def refilled(broker: Broker, session: Session) -> None:

@@ -129,6 +129,12 @@ class PubSubEngine:
         return self.registry.dirty
 
     @property
+    def subscribed(self) -> bool:
+        """Whether any queue subscription exists: without one, no MQTT publication goes to
+        a queue (``deliver_mqtt``), and the broker's tap returns at once."""
+        return bool(self.registry.subscriptions)
+
+    @property
     def changed(self) -> bool:
         """Whether anything changed that the service must make durable."""
         return self.registry.changed or self.retained_store.changed
@@ -187,7 +193,7 @@ class PubSubEngine:
         matches (the match itself is a cache hit of the broker's own lookup). ``publication``
         makes it as ``publication_from_mqtt`` would: the broker's routing view's, whose filter
         verdicts the sessions' filters already found (``content_filter.LazyView``)."""
-        if not self.registry.subscriptions:
+        if not self.subscribed:
             return []
         if matches is None:
             matches = self.registry.trees[DEFAULT_SUBPOINT].match(topic)

@@ -367,8 +367,14 @@ class PubSubService:
     def _tap(self, stored: Any) -> int:
         """Every routed MQTT publication: deliver to queue subscribers at the default point,
         in the publication's unit of work. Returns how many queue subscribers it was put for."""
-        now = self.broker.clock.wall()
         bridging = self._bridging
+        engine = self.engine
+        if bridging is None and not engine.subscribed:
+            # no queue subscriber at all (the common broker): nothing to route, no clock read
+            if engine.changed:
+                self._save()
+            return 0
+        now = self.broker.clock.wall()
         if bridging is not None and bridging.topic == stored.topic:
             if bridging.retain and stored.retain:
                 self.engine.note_retained(stored.topic, stored.msg_id, bridging)

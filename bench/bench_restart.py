@@ -8,6 +8,14 @@ round) on a fresh copy of that database, and reads the process's CPU (the sum of
 ``/proc/PID/task/*/schedstat`` run time, and utime + stime) the moment its MQTT port accepts.
 
     .venv/bin/python bench/bench_restart.py --tree /path/A --tree /path/B [--rounds 6] [--messages 100000]
+        [--defaults] [--importtime]
+
+``--messages 0`` starts on an empty data directory (the start-up itself, without a backlog);
+``--defaults`` starts ``relaymq serve`` with its embedded defaults (no ``--config``: only the
+ports and the data directory on the command line) instead of bench/compare's configuration.
+Each start also reports the idle process's memory the moment it accepts (VmRSS, and RssAnon /
+RssFile from ``smaps_rollup``: bench/compare row 6 starts from it); ``--importtime`` adds one
+start per tree under ``-X importtime`` and sums its modules' own import times (microseconds).
 
 ``PYTHONDONTWRITEBYTECODE`` is removed from the brokers' environment: without byte-code files
 every start compiles its modules again (a second of CPU that an installed broker never spends).
@@ -49,19 +57,47 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
     return ns / 1e9, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def memory_kib(pid: int) -> dict[str, int]:
+    """VmRSS of process ``pid`` and its RssAnon / RssFile (``smaps_rollup``), in KiB."""
+    found: dict[str, int] = {}
+    for name in (f"/proc/{pid}/status", f"/proc/{pid}/smaps_rollup"):
+        with open(name, encoding="ascii") as fh:
+            for line in fh:
+                key, _, rest = line.partition(":")
+                if key in ("VmRSS", "RssAnon", "RssFile", "Anonymous") and rest.strip().endswith("kB"):
+                    found.setdefault(key, int(rest.split()[0]))
+    return found
+
+
+def import_time_us(log: str) -> tuple[int, int]:
+    """(the sum of every module's own import time in microseconds, how many modules) from the
+    ``-X importtime`` lines of ``log``."""
+    total = count = 0
+    for line in log.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            own = line.split(":", 1)[1].split("|")[0].strip()
+            if own.isdigit():
+                total, count = total + int(own), count + 1
+    return total, count
+
+
 def accepts(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.2)
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def start_once(tree: Path, filled: Path, command: list[str], port: int, work: Path) -> tuple[float, float, float]:
-    """(wall, schedstat CPU, utime + stime) from the exec until the port accepts."""
+def start_once(tree: Path, filled: Path, command: list[str], port: int, work: Path,
+               importtime: bool = False) -> tuple[float, float, float, dict[str, int], str]:
+    """(wall, schedstat CPU, utime + stime, memory in KiB, the log) from the exec until the
+    port accepts."""
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(filled, work)
     command = [part.replace(str(filled), str(work)) for part in command]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.update(PYTHONPATH=str(tree / "src"), PYTHONUNBUFFERED="1")
+    if importtime:
+        env["PYTHONPROFILEIMPORTTIME"] = "1"
     with (work / "run.log").open("wb") as log:
         began = time.monotonic()
         proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=work,
@@ -73,37 +109,58 @@ def start_once(tree: Path, filled: Path, command: list[str], port: int, work: Pa
                 time.sleep(0.002)
             wall = time.monotonic() - began
             sched, ticks = cpu_seconds(proc.pid)
+            memory = memory_kib(proc.pid)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
-    return wall, sched, ticks
+    return wall, sched, ticks, memory, (work / "run.log").read_text(errors="replace")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tree", action="append", type=Path, required=True)
     parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--messages", type=int, default=100_000, help="the backlog (0: an empty data directory)")
+    parser.add_argument("--defaults", action="store_true", help="the embedded defaults, not bench/compare's configuration")
+    parser.add_argument("--importtime", action="store_true", help="one more start per tree under -X importtime")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="bench-restart-"))
     try:
         filled = workdir / "fill"
         broker = make_broker("relaymq", filled)
-        broker.start()
-        try:
-            scenarios.queue_backlog("127.0.0.1", broker.port, "bench-restart", "bench/restart",
-                                    args.messages, username=USERNAME)
-        finally:
-            broker.stop(timeout=300)
+        if args.messages:
+            broker.start()
+            try:
+                scenarios.queue_backlog("127.0.0.1", broker.port, "bench-restart", "bench/restart",
+                                        args.messages, username=USERNAME)
+            finally:
+                broker.stop(timeout=300)
+        else:
+            broker.data_dir.mkdir(parents=True, exist_ok=True)
         command, port = broker.command(), broker.port
+        if args.defaults:  # the ports and the data directory only; no --config, no --store
+            command = [*command[:4], "--port", str(port), "--data-dir", str(broker.data_dir),
+                       "--http-port", "0", "--channel-port", "0"]
+        for tree in args.tree:  # byte-code files written, caches warm: not counted
+            start_once(tree, filled, command, port, workdir / "run")
         results: dict[Path, list[float]] = {tree: [] for tree in args.tree}
+        rss: dict[Path, list[int]] = {tree: [] for tree in args.tree}
         for round_ in range(args.rounds):
             for tree in args.tree if round_ % 2 == 0 else args.tree[::-1]:
-                wall, sched, ticks = start_once(tree, filled, command, port, workdir / "run")
+                wall, sched, ticks, memory, _ = start_once(tree, filled, command, port, workdir / "run")
                 results[tree].append(sched)
-                print(f"{tree}: wall {wall:.3f} s, CPU {sched:.3f} s (utime+stime {ticks:.2f} s)", flush=True)
+                rss[tree].append(memory["VmRSS"])
+                print(f"{tree}: wall {wall:.3f} s, CPU {sched:.3f} s (utime+stime {ticks:.2f} s), "
+                      f"VmRSS {memory['VmRSS'] / 1024:.1f} MiB (RssAnon {memory.get('RssAnon', 0) / 1024:.1f}, "
+                      f"RssFile {memory.get('RssFile', 0) / 1024:.1f})", flush=True)
         for tree, cpus in results.items():
-            print(f"{tree}: CPU median {statistics.median(cpus):.3f} s of {[round(c, 3) for c in cpus]}")
+            print(f"{tree}: CPU median {statistics.median(cpus):.3f} s of {[round(c, 3) for c in cpus]}; "
+                  f"VmRSS median {statistics.median(rss[tree]) / 1024:.1f} MiB")
+        if args.importtime:
+            for tree in args.tree:
+                log = start_once(tree, filled, command, port, workdir / "run", importtime=True)[4]
+                total, count = import_time_us(log)
+                print(f"{tree}: -X importtime {count} modules, {total / 1e6:.3f} s in all")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -26,7 +26,6 @@ import importlib
 import ipaddress
 import json
 import os
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -236,12 +235,24 @@ class Config:
     #: Sections owned by other parts of the product (see PLUGIN_SECTIONS), built by them.
     extra: Mapping[str, Any] = field(default_factory=dict)
 
+    #: Plugin sections the file does not have, built from their defaults on first use.
+    _defaults: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
     def section(self, name: str) -> Any:
         """A plugin section by its TOML table name, built from defaults when the file has none."""
         if name in self.extra:
             return self.extra[name]
-        module = _plugin_module(name)
-        return module.build(None, name, None) if module is not None else None
+        if name not in self._defaults:
+            module = _plugin_module(name)
+            self._defaults[name] = module.build(None, name, None) if module is not None else None
+        return self._defaults[name]
+
+    def configured(self, name: str) -> Any:
+        """Plugin section ``name`` when the file has its table (or a command-line override set
+        one of its keys), else None. Why: a part that is off by default (``[[bridge]]``,
+        ``[amqp]``, ``[multicast]``, ``[realtime]``, ``[archive]``) asks this first, so a broker
+        that does not configure it does not import its schema (issue 16: a faster start)."""
+        return self.extra.get(name)
 
 
 # Top-level tables and the dataclass each becomes; "listener" is the array of tables.
@@ -253,6 +264,8 @@ _LISTENER = "listener"
 #: array of tables) from the file, None when absent (then it returns the defaults); ``key`` is
 #: the table name to put in error messages; ``base_dir`` resolves relative paths. It raises
 #: ConfigError naming the key at fault. A module that is not installed means an unknown key.
+#: ``load_config`` imports the module of a section the file has (or an override sets); the
+#: others are built from their defaults when first asked for (``Config.section``).
 PLUGIN_SECTIONS: dict[str, str] = {
     "qmgr": "relaymq.qmgr.settings",
     "http": "relaymq.http.settings",
@@ -417,6 +430,8 @@ def _build_listeners(raw: object, base_dir: str | None, port_override: object) -
 
 
 def _read_toml(path: str) -> dict[str, Any]:
+    import tomllib  # only a configuration file needs it: the embedded defaults do not (issue 16)
+
     try:
         with open(path, "rb") as handle:
             return tomllib.load(handle)
@@ -518,10 +533,11 @@ def load_config(path: str | None, overrides: Mapping[str, object] | None = None)
         if name not in OVERRIDES:
             raise ConfigError(name, f"unknown override (known: {', '.join(OVERRIDES)})")
 
-    plugins = {name: module for name in PLUGIN_SECTIONS if (module := _plugin_module(name)) is not None}
     for key in raw:
-        if key not in _SECTIONS and key != _LISTENER and key not in plugins:
-            raise _unknown(key, [*_SECTIONS, _LISTENER, *plugins])
+        if key not in _SECTIONS and key != _LISTENER and key not in PLUGIN_SECTIONS:
+            raise _unknown(key, [*_SECTIONS, _LISTENER, *PLUGIN_SECTIONS])
+    plugins = {name: _plugin_module(name) for name in PLUGIN_SECTIONS
+               if name in raw or _section_overrides(name, overrides)}
 
     sections = _build_sections(raw, base_dir, overrides)
     listeners = _build_listeners(raw.get(_LISTENER), base_dir, overrides.get("port"))

@@ -87,9 +87,11 @@ def test_example_file_loads_and_states_the_defaults() -> None:
     config = load_config(str(EXAMPLE))
     defaults = Config()
     expected = dataclasses.replace(
-        defaults, broker=dataclasses.replace(defaults.broker, data_dir=str(ROOT / "data")),
-        extra={name: defaults.section(name) for name in PLUGIN_SECTIONS})
-    assert dataclasses.replace(config, source=None) == expected
+        defaults, broker=dataclasses.replace(defaults.broker, data_dir=str(ROOT / "data")))
+    assert dataclasses.replace(config, source=None, extra={}) == expected
+    # the sections the file has, and those it leaves commented out (built from defaults)
+    assert {name: config.section(name) for name in PLUGIN_SECTIONS} == {
+        name: defaults.section(name) for name in PLUGIN_SECTIONS}
 
 
 @pytest.mark.parametrize("section", sorted(SECTIONS))
@@ -392,3 +394,31 @@ def test_bad_overflow_policy_names_the_key_and_the_choices(tmp_path: Path) -> No
     ok = tmp_path / "ok.toml"
     ok.write_text("[[listener]]\noverflow = 'drop-oldest'\n[[listener]]\nport = 1884\n")
     assert [listener.overflow for listener in load_config(str(ok)).listeners] == ["drop-oldest", "block"]
+
+
+#: The parts that are off unless their table is in the file: their services ask
+#: ``Config.configured`` (None: not configured) and leave their schema unimported (issue 16).
+OFF_UNLESS_CONFIGURED = ("bridge", "amqp", "multicast", "realtime", "archive")
+
+
+@pytest.mark.parametrize("name", OFF_UNLESS_CONFIGURED)
+def test_a_part_off_by_default_is_off_when_not_configured(name: str) -> None:
+    """``configured(name) is None`` stands for the section's defaults: they must run nothing."""
+    config = load_config(None)
+    assert config.configured(name) is None
+    defaults = config.section(name)
+    assert not defaults if name == "bridge" else not defaults.enabled
+
+
+def test_a_configured_section_is_built_at_load_and_an_absent_one_on_first_use(tmp_path: Path) -> None:
+    path = tmp_path / "relaymq.toml"
+    path.write_text("[realtime]\nenabled = false\n")
+    config = load_config(str(path), {"http_port": 0})
+    assert config.configured("realtime") == RealtimeSettings(enabled=False)
+    assert config.configured("http") is config.section("http")  # set by an override
+    assert config.configured("multicast") is None
+    assert config.section("multicast") is config.section("multicast") == MulticastSettings()
+    path.write_text("[realtime]\nenabled = 'yes'\n")  # a configured section's error stops the load
+    with pytest.raises(ConfigError) as caught:
+        load_config(str(path))
+    assert caught.value.key == "realtime.enabled"

@@ -11,8 +11,12 @@ import sys
 #: the JMS mapping and message domains (no body looked into), the flow node library and
 #: definitions (no flow deployed), the bridge client and the network's links (no [[bridge]], no
 #: neighbour), the real-time listener ([realtime] off), the memory store (--store sqlite);
-#: importlib.resources and zipfile (the console's files are read from their directory).
+#: importlib.resources and zipfile (the console's files are read from their directory); the
+#: schemas of the parts that are off unless configured ([amqp], [multicast], [realtime],
+#: [archive]: relaymq.config.Config.configured) and the TOML parser (no configuration file).
 NOT_AT_START = (
+    "relaymq.amqp.settings", "relaymq.multicast.settings", "relaymq.realtime.settings",
+    "relaymq.pipeline.settings", "tomllib",
     "relaymq.selector.compiled", "relaymq.message.jms_mq", "relaymq.message.domains.registry",
     "relaymq.flows.definition", "relaymq.flows.registry", "relaymq.bridge.bridge", "relaymq.network.link",
     "relaymq.realtime.server", "relaymq.store.memory", "difflib", "uuid",

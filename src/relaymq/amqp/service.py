@@ -17,10 +17,10 @@ import ssl
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from relaymq.amqp.settings import AmqpSettings
 from relaymq.net.tls import server_context
 
 if TYPE_CHECKING:
+    from relaymq.amqp.settings import AmqpSettings
     from relaymq.amqp.listener import AmqpListener
 
 log = logging.getLogger("relaymq.amqp")
@@ -42,8 +42,8 @@ class AmqpService:
 async def start(context: Any) -> AmqpService:
     from relaymq.services.contract import ServiceError
 
-    settings: AmqpSettings = context.config.section("amqp")
-    if not settings.enabled:
+    settings: AmqpSettings | None = context.config.configured("amqp")
+    if settings is None or not settings.enabled:
         return AmqpService(None)
     try:  # the amqp extra: a broker that does not enable the listener does not need it
         from relaymq.amqp.listener import AmqpListener

@@ -10,11 +10,12 @@ the hashes or the grants at any moment.
 from __future__ import annotations
 
 import os
-import tempfile
 
 
 def write_private(path: str, text: str) -> None:
     """Replace ``path`` with ``text`` (UTF-8), atomically, mode 0600 (module docstring)."""
+    import tempfile  # a write is rare: a broker that writes no file does not import it (issue 16)
+
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.")

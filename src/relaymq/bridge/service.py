@@ -56,7 +56,7 @@ class BridgeService:
 
 
 async def start(context: Any) -> BridgeService:
-    configured = context.config.section("bridge")
+    configured = context.config.configured("bridge") or ()
     bridges: list[Bridge] = []
     if configured:  # the bridge client is imported only by a broker that has a [[bridge]] (issue 16)
         from relaymq.bridge.bridge import Bridge

@@ -13,11 +13,11 @@ import logging
 import socket
 from typing import TYPE_CHECKING
 
-from relaymq.multicast.settings import MulticastSettings
 from relaymq.services.contract import ServiceContext, ServiceError
 from relaymq.store.base import StoredMessage
 
 if TYPE_CHECKING:
+    from relaymq.multicast.settings import MulticastSettings
     from relaymq.multicast.transport import SenderTransport
 
 log = logging.getLogger("relaymq.multicast")
@@ -44,8 +44,8 @@ class MulticastService:
 
 
 async def start(context: ServiceContext) -> MulticastService:
-    settings: MulticastSettings = context.config.section("multicast")
-    if not settings.enabled:
+    settings: MulticastSettings | None = context.config.configured("multicast")
+    if settings is None or not settings.enabled:
         return MulticastService(None, None)
     # imported once enabled: 0.3 MB a broker without multicast does not carry (issue 8, scenario 6)
     from relaymq.multicast.sender import Sender

@@ -7,9 +7,10 @@ does not carry it (0.3 MB; issue 8, scenario 6).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from relaymq.pipeline.settings import ArchiveConfig
+if TYPE_CHECKING:
+    from relaymq.pipeline.settings import ArchiveConfig
 
 
 class _Disabled:
@@ -21,7 +22,7 @@ class _Disabled:
 
 async def start(context: Any) -> Any:
     """Start the archive service when ``[archive]`` has rules."""
-    config: ArchiveConfig = context.config.section("archive")
+    config: ArchiveConfig | None = context.config.configured("archive")
     if config is None or not config.enabled:
         return _Disabled()
     from relaymq.pipeline.archive_service import start_archive

@@ -6,10 +6,12 @@ a smaller base process).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from relaymq.realtime.settings import RealtimeSettings
 from relaymq.services.contract import ServiceContext
+
+if TYPE_CHECKING:
+    from relaymq.realtime.settings import RealtimeSettings
 
 
 class RealtimeOff:
@@ -20,8 +22,8 @@ class RealtimeOff:
 
 
 async def start(context: ServiceContext) -> Any:
-    settings: RealtimeSettings = context.config.section("realtime")
-    if not settings.enabled:
+    settings: RealtimeSettings | None = context.config.configured("realtime")
+    if settings is None or not settings.enabled:
         return RealtimeOff()
     from relaymq.realtime.server import start as start_server
 

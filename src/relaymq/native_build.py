@@ -28,7 +28,7 @@ from relaymq.native import MANIFEST, SOURCE_ROOT, build_dir, changed_sources, fi
 
 SRC = Path(SOURCE_ROOT)
 
-#: The modules compiled, as paths under ``src/``: the MQTT codec. Not its packet classes
+#: The modules compiled, as paths under ``src/``: the MQTT codec and its framing. Not its packet classes
 #: (``packets.py``): as mypyc native classes their dataclass ``__init__`` stays interpreted and
 #: costs more than a plain slotted dataclass (decode_in of a PUBLISH: 12,400 instructions
 #: against 11,500 with ``packets.py`` left as Python; 16,200 all pure).
@@ -37,6 +37,7 @@ MODULES = (
     "relaymq/mqtt/properties.py",
     "relaymq/mqtt/decoder.py",
     "relaymq/mqtt/encoder.py",
+    "relaymq/mqtt/reader.py",
 )
 GROUP = "relaymq_native"  # the shared library: relaymq_native__mypyc
 

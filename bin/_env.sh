@@ -33,6 +33,12 @@ ensure_venv() {  # $1: pip extras, e.g. "fast" or "test,fast,spark"
   { echo "$hash"; tr , '\n' <<< "$all"; } > "$stamp"
 }
 
+ensure_native() {  # the hot modules compiled with mypyc (relaymq.native_build), after installing
+  # Quick when the build matches the sources (it hashes them), and quiet without a C compiler or
+  # Python's headers: relaymq then runs as pure Python and says so at start. Never fails the set-up.
+  "$VENV/bin/python" -m relaymq.native_build >&2 || echo "relaymq: compiling skipped; running pure Python" >&2
+}
+
 apt_install() {  # Debian packages, with sudo when not root
   local sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"

@@ -27,8 +27,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[REPORT_KEY] = []
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    return f"broker under test: {default_kind()} (set RELAYMQ_TEST_BROKER to change)"
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from relaymq import native
+
+    return [f"broker under test: {default_kind()} (set RELAYMQ_TEST_BROKER to change)",
+            f"relaymq {native.status.describe()}"]
 
 
 #: The tests that share the one Spark session (tests/pipeline/conftest.py): one scope of the

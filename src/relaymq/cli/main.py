@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from relaymq import __version__
+from relaymq import __version__, native
 
 #: The command modules under relaymq.cli, in the order they are listed in --help.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -69,7 +69,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"relaymq {__version__}")
+    parser.add_argument("--version", action="version", version=f"relaymq {__version__} ({native.status.describe()})")
     subparsers = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
     for module in _load_commands(only):
         module.register(subparsers)

@@ -97,7 +97,7 @@ _ACK_CLASSES: dict[int, type[Puback | Pubrec | Pubrel | Pubcomp]] = {
     PUBACK: Puback, PUBREC: Pubrec, PUBREL: Pubrel, PUBCOMP: Pubcomp}
 
 
-def decode_in(first_byte: int, buf: bytearray, start: int, end: int, protocol_level: int, *,
+def decode_in(first_byte: int, buf: bytes | bytearray, start: int, end: int, protocol_level: int, *,
               from_client: bool = True) -> Packet:
     """:func:`decode` of the body ``buf[start:end]`` (a stream buffer), by the same rules.
 

@@ -43,7 +43,7 @@ class PacketReader:
         self.protocol_level = 0
         self.from_client = from_client
         self.last_first_byte: int | None = None
-        self._buf: bytearray = NOTHING_BUFFERED  # type: ignore[assignment]  # a bytearray once fed
+        self._buf: bytes | bytearray = NOTHING_BUFFERED  # a bytearray once fed
         self._pos = 0
 
     def feed(self, data: bytes) -> None:
@@ -103,8 +103,10 @@ class PacketReader:
     def _compact(self) -> None:
         """Drop consumed bytes; called only when no complete packet is left."""
         if self._pos:
-            if self._pos == len(self._buf):
-                self._buf = NOTHING_BUFFERED  # type: ignore[assignment]
+            buf = self._buf
+            if self._pos == len(buf):
+                self._buf = NOTHING_BUFFERED
             else:
-                del self._buf[:self._pos]
+                assert isinstance(buf, bytearray)  # bytes only while nothing is buffered
+                del buf[:self._pos]
             self._pos = 0

@@ -14,7 +14,7 @@ import signal
 import sys
 from typing import Any
 
-from relaymq import __version__
+from relaymq import __version__, native
 from relaymq.broker.broker import Broker
 from relaymq.server.authenticate import PasswordChecker
 from relaymq.server.exposure import exposure_warnings, loopback_notice
@@ -182,7 +182,8 @@ def service_context(config: Any, broker: Broker, listeners: Listeners, passwords
 
 def started(config: Any, ready: asyncio.Event | None) -> None:
     """Everything runs: say so, and what can reach the broker."""
-    log.info("relaymq %s started (store: %s, data: %s)", __version__, config.broker.store, config.broker.data_dir)
+    log.info("relaymq %s started (store: %s, data: %s; %s)", __version__, config.broker.store, config.broker.data_dir,
+             native.status.describe())
     notice = loopback_notice(config)
     if notice is not None:
         log.info("%s", notice)

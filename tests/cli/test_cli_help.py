@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import PROCESS_TIMEOUT, RunCli
-from relaymq import __version__
+from relaymq import __version__, native
 
 OWN_COMMANDS = ("serve", "pub", "sub", "passwd")
 
@@ -54,9 +54,10 @@ def test_pub_help_documents_mosquitto_flags(run_cli: RunCli) -> None:
 
 
 def test_version(run_cli: RunCli) -> None:
-    """Brief: `relaymq --version` prints the package version."""
+    """Brief: `relaymq --version` prints the package version, and (issue 16, the compiled
+    codec) whether the compiled modules run: the same answer this process got."""
     result = run_cli("--version")
-    assert (result.returncode, result.stdout.decode()) == (0, f"relaymq {__version__}\n")
+    assert (result.returncode, result.stdout.decode()) == (0, f"relaymq {__version__} ({native.status.describe()})\n")
 
 
 def test_no_command_prints_help_and_fails(run_cli: RunCli) -> None:
@@ -73,7 +74,7 @@ def test_console_script_is_the_same_program() -> None:
         pytest.skip("the relaymq console script is not installed next to this interpreter")
     done = subprocess.run([script, "--version"], capture_output=True, timeout=PROCESS_TIMEOUT,
                           env=dict(os.environ))
-    assert (done.returncode, done.stdout.decode()) == (0, f"relaymq {__version__}\n")
+    assert (done.returncode, done.stdout.decode()) == (0, f"relaymq {__version__} ({native.status.describe()})\n")
 
 
 def test_running_a_command_imports_only_that_command() -> None:

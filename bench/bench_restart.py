@@ -17,6 +17,10 @@ Each start also reports the idle process's memory the moment it accepts (VmRSS, 
 RssFile from ``smaps_rollup``: bench/compare row 6 starts from it); ``--importtime`` adds one
 start per tree under ``-X importtime`` and sums its modules' own import times (microseconds).
 
+With a backlog, each start then connects the backlogged session as row 9 does
+(``scenarios.wait_for_session``) and prints the wall and CPU at its CONNACK: that is row 9's end
+point, and the difference to the port's accept is what restoring the session costs.
+
 ``PYTHONDONTWRITEBYTECODE`` is removed from the brokers' environment: without byte-code files
 every start compiles its modules again (a second of CPU that an installed broker never spends).
 """
@@ -88,7 +92,7 @@ def accepts(port: int) -> bool:
 
 
 def start_once(tree: Path, filled: Path, command: list[str], port: int, work: Path,
-               importtime: bool = False) -> tuple[float, float, float, dict[str, int], str]:
+               importtime: bool = False, session: bool = False) -> tuple[float, float, float, dict[str, int], str]:
     """(wall, schedstat CPU, utime + stime, memory in KiB, the log) from the exec until the
     port accepts."""
     shutil.rmtree(work, ignore_errors=True)
@@ -110,6 +114,11 @@ def start_once(tree: Path, filled: Path, command: list[str], port: int, work: Pa
             wall = time.monotonic() - began
             sched, ticks = cpu_seconds(proc.pid)
             memory = memory_kib(proc.pid)
+            if session:
+                scenarios.wait_for_session("127.0.0.1", port, "bench-restart", username=USERNAME)
+                at_session = time.monotonic() - began, cpu_seconds(proc.pid)[0]
+                print(f"  the backlogged session accepted: wall {at_session[0]:.3f} s, CPU {at_session[1]:.3f} s",
+                      flush=True)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
@@ -147,7 +156,8 @@ def main() -> None:
         rss: dict[Path, list[int]] = {tree: [] for tree in args.tree}
         for round_ in range(args.rounds):
             for tree in args.tree if round_ % 2 == 0 else args.tree[::-1]:
-                wall, sched, ticks, memory, _ = start_once(tree, filled, command, port, workdir / "run")
+                wall, sched, ticks, memory, _ = start_once(tree, filled, command, port, workdir / "run",
+                                                           session=args.messages > 0)
                 results[tree].append(sched)
                 rss[tree].append(memory["VmRSS"])
                 print(f"{tree}: wall {wall:.3f} s, CPU {sched:.3f} s (utime+stime {ticks:.2f} s), "

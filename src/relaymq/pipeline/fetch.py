@@ -26,6 +26,7 @@ import json
 import os
 import urllib.error
 import urllib.parse
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from relaymq.auth.authorities import request_principal
@@ -44,7 +45,8 @@ class LogAccess(Protocol):
 
     def partitions(self) -> dict[str, PartitionInfo]: ...
 
-    def read_batches(self, partition: str, start: int, end: int) -> list[Any]: ...
+    def read_batches(self, partition: str, start: int, end: int,
+                     columns: Sequence[str] | None = None) -> list[Any]: ...
 
     def timestamps(self, partition: str, start: int, end: int) -> list[float]: ...
 
@@ -64,10 +66,12 @@ class LocalAccess:
     def partitions(self) -> dict[str, PartitionInfo]:
         return self._open().partitions()
 
-    def read_batches(self, partition: str, start: int, end: int) -> list[Any]:
+    def read_batches(self, partition: str, start: int, end: int,
+                     columns: Sequence[str] | None = None) -> list[Any]:
+        """RecordBatches of entries ``start <= seq < end``, of ``columns`` (None: all)."""
         batches = []
         while start < end:
-            batch = stored_batch(partition, self._open().read_runs(partition, start, end, limit=MAX_FETCH))
+            batch = stored_batch(partition, self._open().read_runs(partition, start, end, limit=MAX_FETCH), columns)
             if batch.num_rows == 0:
                 break
             batches.append(batch)
@@ -130,7 +134,10 @@ class HttpAccess:
         data = json.loads(self._get(ROUTE_PARTITIONS))
         return {name: PartitionInfo(name, v["first_seq"], v["next_seq"]) for name, v in data.items()}
 
-    def read_batches(self, partition: str, start: int, end: int) -> list[Any]:
+    def read_batches(self, partition: str, start: int, end: int,
+                     columns: Sequence[str] | None = None) -> list[Any]:
+        """RecordBatches of entries ``start <= seq < end``, of ``columns`` (None: all; the
+        endpoint sends every column, the others are dropped here)."""
         batches = []
         quoted = urllib.parse.quote(partition, safe="")
         while start < end:
@@ -138,7 +145,7 @@ class HttpAccess:
             rows = sum(b.num_rows for b in got)
             if rows == 0:
                 break
-            batches.extend(got)
+            batches.extend(got if columns is None else [b.select(list(columns)) for b in got])
             start += rows
         return batches
 

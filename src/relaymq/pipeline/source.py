@@ -15,6 +15,10 @@ partitions, so partitions advance together; honoured under Trigger.AvailableNow 
 ``maxRecordsPerSplit`` (entries per Spark task, default 100000), ``failOnDataLoss``
 (default true: a clear error when retention removed offsets the query still needs).
 
+A schema given to the reader selects columns: ``spark.read.format("relaymq").schema("topic
+STRING, body BINARY").load()`` reads only those (``arrowio.columns_of`` checks them), so a job
+that needs a few columns does not pay for 26; without one the whole schema is read.
+
 The decisions are in ``offsets``; this module only adapts them to Spark's interfaces. Reads
 yield Arrow RecordBatches, so no per-value Python conversion happens on the executors.
 """
@@ -28,7 +32,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
 from relaymq.pipeline import offsets as planning
-from relaymq.pipeline.arrowio import SPARK_SCHEMA
+from relaymq.pipeline.arrowio import SPARK_SCHEMA, columns_of
 from relaymq.pipeline.fetch import open_access
 
 NAME = "relaymq"
@@ -39,16 +43,18 @@ class RangePartition(InputPartition):
     """One Spark task: entries ``start <= seq < end`` of one log partition."""
 
     def __init__(self, location: str, partition: str, start: int, end: int,
-                 credentials: tuple[str | None, str | None] = (None, None)) -> None:
+                 credentials: tuple[str | None, str | None] = (None, None),
+                 columns: tuple[str, ...] | None = None) -> None:
         super().__init__((partition, start, end))
         self.location, self.partition, self.start, self.end = location, partition, start, end
         self.credentials = credentials
+        self.columns = columns
 
 
 def _read(partition: RangePartition) -> Iterator[Any]:
     access = open_access(partition.location, *partition.credentials)
     try:
-        yield from access.read_batches(partition.partition, partition.start, partition.end)
+        yield from access.read_batches(partition.partition, partition.start, partition.end, partition.columns)
     finally:
         close = getattr(access, "close", None)
         if close is not None:
@@ -58,7 +64,7 @@ def _read(partition: RangePartition) -> Iterator[Any]:
 class _Options:
     """The options both readers share, parsed once, with errors naming the option."""
 
-    def __init__(self, options: Mapping[str, str]) -> None:
+    def __init__(self, options: Mapping[str, str], schema: Any = None) -> None:
         location = options.get("log") or options.get("path")
         if not location:
             raise ValueError('relaymq source: option "log" is required (log directory or http://broker:port)')
@@ -70,6 +76,8 @@ class _Options:
         self.max_records = _positive(options, "maxRecordsPerBatch")
         self.split = _positive(options, "maxRecordsPerSplit") or DEFAULT_SPLIT
         self.fail_on_data_loss = options.get("failOnDataLoss", "true").lower() != "false"
+        self.columns = None if schema is None else columns_of(
+            [(f.name, f.dataType.simpleString(), f.nullable) for f in schema.fields])
         self._access: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -89,7 +97,7 @@ class _Options:
         return {name: info for name, info in parts.items() if name in wanted}
 
     def ranges(self, start: dict[str, int], end: dict[str, int]) -> list[RangePartition]:
-        return [RangePartition(self.location, r.partition, r.start, r.end, self.credentials)
+        return [RangePartition(self.location, r.partition, r.start, r.end, self.credentials, self.columns)
                 for r in planning.plan_ranges(start, end, self.split)]
 
 
@@ -175,10 +183,10 @@ class RelayMQDataSource(DataSource):
         return SPARK_SCHEMA
 
     def reader(self, schema: Any) -> RelayMQBatchReader:
-        return RelayMQBatchReader(_Options(self.options))
+        return RelayMQBatchReader(_Options(self.options, schema))
 
     def streamReader(self, schema: Any) -> RelayMQStreamReader:
-        return RelayMQStreamReader(_Options(self.options))
+        return RelayMQStreamReader(_Options(self.options, schema))
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
         from relaymq.pipeline.sink import RelayMQBatchWriter

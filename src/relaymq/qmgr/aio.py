@@ -188,6 +188,12 @@ class AsyncQueueManager:
             return None
         return engine
 
+    def on_loop(self, queue: str, qmgr: str | None = None) -> bool:
+        """Whether a put to ``queue`` is submitted on the event loop (``put``): the store is the
+        storage engine and no synchronous route takes it. Such a put may be made with
+        ``sync.put(wait=False)`` inside a unit of work of the engine."""
+        return self._loop_engine(queue, qmgr) is not None
+
     async def put(self, queue: str, message: Message, **options: Any) -> bytes:
         engine = self._loop_engine(queue, options.get("qmgr"))
         if engine is None:

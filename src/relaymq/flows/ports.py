@@ -193,6 +193,8 @@ class _Submitting:
         done); raise the first refusal (PutFailed) or a failed commit (StoreFailed)."""
         if self.service is not None and self.performed:
             await self.service.durable()
+        elif self.aio is not None and engine is getattr(self.aio.sync.store, "engine", None):
+            await self.aio.wait_committed(engine)
         else:
             from relaymq.qmgr.aio import committed
 

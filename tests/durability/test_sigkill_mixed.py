@@ -37,8 +37,9 @@ acknowledgements came in (ROUND_ACKS) and every stream had some, so each kill fa
 every stream is publishing.
 
 Queues (the psc subscriber's, the flow's output), the archive and QoS 2 deliveries must hold
-each acknowledged publication exactly once, but for the flow's QoS 2 stream, which reaches the
-flow at least once (docs/flows.md: its endpoint's store is not the flow's output's). On the code before the storage rework this test
+each acknowledged publication exactly once, the flow's QoS 2 stream included (its run's
+outputs commit with a release marker, relaymq.flows.releases: a resent PUBREL after a kill
+does not run the flow again; docs/flows.md). On the code before the storage rework this test
 is expected to fail (issue 14 measured, for one QoS 1 stream and one kill, 379 of 2,529
 acknowledged publications in the subscriber queue and 69 missing from the archive); each
 failure lists, per place, the kill points, acknowledged, found, missing and duplicates.
@@ -582,10 +583,9 @@ def test_mixed_traffic_nothing_acknowledged_is_lost_across_sigkills(broker_facto
         "session-q2": Place(f"persistent session {subscribers[2]} (QoS 2)", mqtt_streams, frozenset({"mqtt-q1"})),
         "psc": Place(f"psc subscriber queue {SUBS_QUEUE}", mqtt_streams),
         "archive": Place("archive (message log)", mqtt_streams),
-        # Delivery into a flow is at least once (docs/flows.md): the SCADAInput endpoint keeps a
-        # QoS 2 publication's inbound record until the flow's run of it committed, in a store of
-        # its own, so a kill between the two makes the resent PUBREL run the flow again.
-        "flow": Place(f"flow output queue {FLOW_QUEUE}", flow_streams, frozenset({"flow-q2"})),
+        # Exactly once for flow-q2 too: a run's outputs commit with its release marker, so a
+        # PUBREL resent after a kill finds the run done (relaymq.flows.releases, docs/flows.md).
+        "flow": Place(f"flow output queue {FLOW_QUEUE}", flow_streams),
     }
 
     # Collect: both sessions reconnect at once (the second drains while the first is judged).

@@ -202,3 +202,54 @@ def test_puback_waits_for_the_default_point_psc_subscriber_copy(tmp_path: Path, 
         status, headers, body = rest_get(broker, "SUBS")
         assert (status, body) == (200, b"reading-7")
         assert headers["ibm-mq-usr"] == 'unit;"7";string'
+
+
+#: Holds the run of the publication ``held`` until a file exists; any other runs at once.
+HOLD_ONE = ("import os, time\n"
+            "def main(c):\n"
+            "    while c.input.mq.body == b'held' and not os.path.exists(%r):\n"
+            "        time.sleep(0.01)\n"
+            "    return c.copy_input()\n")
+
+
+def test_a_qos2_run_committed_before_sigkill_is_not_run_again(tmp_path: Path):
+    """Issue 14 ("after each restart every acknowledged message is in each place it was handed
+    to, exactly once for QoS 2", a flow input among the places; docs/flows.md "What an
+    acknowledgement means"): a device releases two QoS 2 publications into a flow with two
+    instances; the second one's run commits (its put is on the output queue) while the first
+    one's is held, so the second's PUBCOMP waits too (PUBCOMPs leave in order). The broker is
+    SIGKILLed then, between the second run's commit and its PUBCOMP. After the restart the
+    device resends both PUBRELs and gets both PUBCOMPs, and the output queue holds each
+    publication once: the committed run is not run again."""
+    flag = tmp_path / "go"
+    with FlowBroker(queues=("OUTQ",)).start() as broker:
+        port = free_port()
+        deploy(broker, "once", port, HOLD_ONE % str(flag), instances=1)
+        device = RawClient(port, "meter-8")
+        for packet_id, body in ((1, b"held"), (2, b"once")):
+            device.send(p.Publish("meter/8", body, qos=2, packet_id=packet_id))
+            assert device.receive() == p.Pubrec(packet_id)
+        device.send(p.Pubrel(1))
+        device.send(p.Pubrel(2))
+        deadline = time.monotonic() + 30
+        while queue_depth(broker, "OUTQ") < 1:
+            assert time.monotonic() < deadline, "the second run did not commit"
+            time.sleep(0.02)
+        device.sock.settimeout(0.3)
+        try:
+            assert device.receive() is None, "no PUBCOMP while the first run is held"
+        except TimeoutError:
+            pass
+        broker.kill()
+        device.close()
+        flag.write_text("go")
+        broker.start()
+        device = RawClient(port, "meter-8")
+        try:
+            assert device.session_present
+            device.send(p.Pubrel(1))
+            device.send(p.Pubrel(2))
+            assert [device.receive(), device.receive()] == [p.Pubcomp(1), p.Pubcomp(2)]
+            assert sorted(drain_bodies(broker, "OUTQ")) == [b"held", b"once"]
+        finally:
+            device.close()

@@ -202,25 +202,33 @@ def test_a_legacy_message_log_is_adopted(tmp_path: Path) -> None:
         log.close()
 
 
+def written_at(path: Path, version: int, *rows: str) -> None:
+    """A broker database as schema ``version`` left it (its migrations applied), with ``rows``
+    inserted."""
+    from relaymq.store.engine import APPLICATION_ID, MIGRATIONS
+
+    conn = sqlite3.connect(path)
+    for step in (step for number in range(1, version + 1) for step in MIGRATIONS[number]):
+        if callable(step):
+            step(conn)
+        else:
+            conn.execute(step)
+    for row in rows:
+        conn.execute(row)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.commit()
+    conn.close()
+
+
 def test_a_version_1_store_is_migrated_and_keeps_its_rows(tmp_path) -> None:
     """A store written before schema version 2 opens: its sessions and subscriptions are kept,
     and gain the new columns empty (no content filter, no delayed will)."""
-    import sqlite3
-
     from relaymq.store.base import SessionRecord, SubscriptionRecord
-    from relaymq.store.engine import APPLICATION_ID, MIGRATIONS
-    from relaymq.store.sqlite import SQLiteStore
 
     path = tmp_path / "v1.db"
-    conn = sqlite3.connect(path)
-    for statement in MIGRATIONS[1]:
-        conn.execute(statement)
-    conn.execute("INSERT INTO sessions VALUES ('old', 4, 4294967295, 1700000000.0, 'u')")
-    conn.execute("INSERT INTO subscriptions VALUES ('old', 'a/#', 1, 0, 0, 0, NULL)")
-    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-    conn.execute("PRAGMA user_version = 1")
-    conn.commit()
-    conn.close()
+    written_at(path, 1, "INSERT INTO sessions VALUES ('old', 4, 4294967295, 1700000000.0, 'u')",
+               "INSERT INTO subscriptions VALUES ('old', 'a/#', 1, 0, 0, 0, NULL)")
     store = SQLiteStore(str(path), notify=lambda fn: fn())
     try:
         snap = store.load()
@@ -229,3 +237,22 @@ def test_a_version_1_store_is_migrated_and_keeps_its_rows(tmp_path) -> None:
     finally:
         store.close()
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_version_4_database_gains_the_flow_release_markers(tmp_path) -> None:
+    """Schema 5 (issue 14, exactly once into a flow: relaymq.flows.releases): a database written
+    at version 4 (main's schema before it) opens, keeps its rows and gains the empty
+    ``flow_releases`` table."""
+    from relaymq.store.base import SessionRecord
+
+    path = tmp_path / "v4.db"
+    written_at(path, 4, "INSERT INTO sessions (client_id, protocol_level, expiry_interval, disconnected_at,"
+               " username) VALUES ('old', 4, 4294967295, 1700000000.0, 'u')")
+    store = SQLiteStore(str(path), notify=lambda fn: fn())
+    try:
+        assert store.load().sessions == {"old": SessionRecord("old", 4, 4294967295, 1700000000.0, "u")}
+    finally:
+        store.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert conn.execute("SELECT count(*) FROM flow_releases").fetchone()[0] == 0

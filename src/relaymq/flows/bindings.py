@@ -74,7 +74,8 @@ class ScadaBinding(Binding):
         self._backlog: deque[Delivery] = deque()
         self._drainer: asyncio.Task[None] | None = None
 
-    def _publication(self, stored: StoredMessage, user: str, done: Callable[[], None]) -> None:
+    def _publication(self, stored: StoredMessage, user: str, done: Callable[[], None],
+                     release: Callable[[], None] | None) -> None:
         target = self.target
         if target is None:  # only while the port closes: the device gets no ack for it
             self.dropped += 1
@@ -83,7 +84,7 @@ class ScadaBinding(Binding):
         users = stored.properties.get("user_property") or []
         message = from_mqtt(stored.topic, stored.payload, stored.qos, list(users), target.domain or "BLOB",
                             user_id=user)
-        delivery = Delivery(target.node, message, finished=lambda outcome, err: done())
+        delivery = Delivery(target.node, message, finished=lambda outcome, err: done(), release=release)
         if not self._backlog and target.runtime.submit_nowait(delivery):
             return
         self._backlog.append(delivery)

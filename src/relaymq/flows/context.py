@@ -6,6 +6,12 @@ or published must not be seen. Output nodes therefore *record* puts and publicat
 the runtime commits them only after the whole run succeeded and discards them on a backout.
 HTTP replies, HTTP requests and trace lines are not transactional (as in the seed's broker)
 and go to the ports at once.
+
+The commit submits every output in one unit of work of the broker's storage engine when the
+ports can (``Ports.submit``: puts and publications that need no wait to be submitted), so
+they commit in one transaction, with a SCADAInput's release marker (relaymq.flows.releases);
+otherwise (a put over a synchronous route, a JMS send, no engine) it performs them one by
+one, each awaited.
 """
 
 from __future__ import annotations
@@ -29,13 +35,17 @@ def drive(coro: Coroutine[Any, Any, Any]) -> Any:
     raise NeedsEventLoop("this flow waits for I/O: run it in the broker")
 
 
-class Ports(Protocol):
-    """The I/O a running flow needs; the broker service, tests and Spark each provide one."""
+class Outputs(Protocol):
+    """Where a recorded output goes (``Action.run``): the ports, or a unit of work of theirs."""
 
     def put(self, queue: str, message: Message, qmgr: str | None) -> Any: ...
 
     def publish(self, topic: str, message: Message, *, qos: int, retain: bool,
                 subscription_point: str) -> Any: ...
+
+
+class Ports(Outputs, Protocol):
+    """The I/O a running flow needs; the broker service, tests and Spark each provide one."""
 
     def http_reply(self, request_id: str, status: int, headers: list[tuple[str, str]],
                    body: bytes) -> bool: ...
@@ -53,15 +63,24 @@ class Ports(Protocol):
         """Wait until the publications made so far are as durable as the broker makes them."""
         ...
 
+    def submit(self, actions: list[Action], release: Callable[[], None] | None) -> Awaitable[None] | None:
+        """Submit every action in one unit of work of the storage engine, without waiting, with
+        ``release()`` (a SCADAInput's release marker) when every output is in that unit; return
+        what to await for all of them to be durable. None (nothing submitted) when one of them
+        cannot be submitted so: the commit then performs them one by one."""
+        ...
+
 
 @dataclass
 class Action:
-    """A recorded output: ``kind`` is ``put`` or ``publish``; ``run(ports)`` performs it."""
+    """A recorded output: ``kind`` is ``put`` or ``publish``; ``run(ports)`` performs it
+    (``qmgr``: a put's queue manager)."""
 
     kind: str
     target: str
     message: Message
-    run: Callable[[Ports], Any]
+    run: Callable[[Outputs], Any]
+    qmgr: str | None = None
 
 
 @dataclass
@@ -78,7 +97,7 @@ class RunContext:
     wait: Callable[[Coroutine[Any, Any, Any]], Any] = drive
 
     def put(self, queue: str, message: Message, qmgr: str | None = None) -> None:
-        self.pending.append(Action("put", queue, message, lambda p: p.put(queue, message, qmgr)))
+        self.pending.append(Action("put", queue, message, lambda p: p.put(queue, message, qmgr), qmgr))
 
     def publish(self, topic: str, message: Message, *, qos: int = 0, retain: bool = False,
                 subscription_point: str = "") -> None:
@@ -90,14 +109,19 @@ class RunContext:
         dropped, self.pending = self.pending, []
         return dropped
 
-    async def commit(self) -> int:
-        """Perform the recorded outputs in order; returns how many. Ports may return
-        awaitables (an asynchronous queue manager)."""
+    async def commit(self, release: Callable[[], None] | None = None) -> int:
+        """Perform the recorded outputs in order; returns how many. In one unit of work with
+        ``release()`` when the ports can (``Ports.submit``), else one by one, each awaited
+        (ports may return awaitables: an asynchronous queue manager)."""
         actions, self.pending = self.pending, []
-        for action in actions:
-            result = action.run(self.ports)
-            if isinstance(result, Awaitable):
-                await result
+        submitted = self.ports.submit(actions, release)
+        if submitted is not None:
+            await submitted
+        else:
+            for action in actions:
+                result = action.run(self.ports)
+                if isinstance(result, Awaitable):
+                    await result
         if any(action.kind == "publish" for action in actions):
             await self.ports.durable()
         return len(actions)
@@ -137,3 +161,6 @@ class CollectingPorts:
 
     async def durable(self) -> None:
         return None
+
+    def submit(self, actions: list[Action], release: Callable[[], None] | None) -> None:
+        return None  # no storage engine: the commit performs each action

@@ -11,6 +11,8 @@ each put returns once the queue manager has it on disk; a publication's copies f
 subscribers, at a named subscription point and at the default one (those the hand-over to the
 MQTT broker produces), are on disk when the pub/sub service's ``perform`` returns; its
 deliveries to persistent MQTT sessions are waited for in the broker's store (``durable``).
+``submit`` puts a run's outputs into one unit of work of the storage engine instead (one
+transaction, one commit awaited; docs/flows.md).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from relaymq.flows.context import Action
 from relaymq.flows.pending import PendingReplies
 from relaymq.message.mqtt_mapping import mqtt_publication
 from relaymq.flows.publishing import engine_publication
@@ -57,24 +61,34 @@ class BrokerPorts:
         point (which reaches the default point's queue subscribers through the service's tap).
         Returns when every copy for a queue subscriber is on disk; a refused one fails the
         commit (``PutFailed``), as a refused MQOutput put does."""
-        from relaymq.pubsub.model import MqttPublish
+        service: Any = self.services.get("pubsub")
+        performed = publish_now(self.broker, service, topic, message, qos=qos, retain=retain,
+                                subscription_point=subscription_point)
+        if performed is not None:
+            await service.durable()
+            performed.check()
 
-        service = self.services.get("pubsub")
-        if service is None:
-            if subscription_point:
-                raise NoPubSubEngine(f"cannot publish at subscription point {subscription_point!r}: "
-                                     "the pub/sub engine is not running")
-            payload, properties = mqtt_publication(message)
-            self.broker.publish(topic, payload, qos=qos, retain=retain, properties=properties)
-            return
-        now = self.broker.clock.wall()
-        publication = engine_publication(topic, message, subscription_point=subscription_point, qos=qos,
-                                         retain=retain, now=now)
-        actions = service.engine.publish(publication, now)
-        for action in actions:
-            if isinstance(action, MqttPublish):
-                action.qos = qos  # the node's QoS (the engine would derive it from persistence)
-        await service.perform(actions)
+    def submit(self, actions: list[Action], release: Callable[[], None] | None) -> Awaitable[None] | None:
+        """Ports.submit: the puts (to queues this queue manager puts to on the event loop) and
+        publications of a run, and ``release()`` after them, in one unit of work of the
+        broker's storage engine, which holds the queues, the queue subscribers' copies and the
+        persistent sessions: one transaction. ``release`` is left out when an output escapes
+        the unit (a copy put over a synchronous route, or refused at once); None (nothing
+        submitted) when an output cannot join it at all (a put over a synchronous route, a
+        JMS send, no storage engine)."""
+        engine = getattr(self.broker.store, "engine", None)
+        aio = self.services.get("qmgr.aio")
+        if engine is None or not all(action.kind == "publish" or (
+                action.kind == "put" and aio is not None and aio.on_loop(action.target, action.qmgr))
+                for action in actions):
+            return None
+        unit = _Submitting(self.broker, self.services.get("pubsub"), aio)
+        with engine.unit():
+            for action in actions:
+                action.run(unit)
+            if release is not None and unit.whole:
+                release()
+        return unit.settle(engine)
 
     async def durable(self) -> None:
         """Wait until what the broker's store was given so far (deliveries to persistent
@@ -128,3 +142,62 @@ class BrokerPorts:
                     fh.write(text + "\n")
             except OSError as err:
                 log.error("trace file %s: %s", destination, err)
+
+
+def publish_now(broker: Any, service: Any, topic: str, message: Message, *, qos: int, retain: bool,
+                subscription_point: str) -> Any:
+    """The synchronous part of a publication (BrokerPorts.publish): the pub/sub service's
+    ``submit`` of the engine's actions (returned: await its ``durable``, then ``check()``), or
+    without the pub/sub engine the hand-over to the MQTT broker (None)."""
+    from relaymq.pubsub.model import MqttPublish
+
+    if service is None:
+        if subscription_point:
+            raise NoPubSubEngine(f"cannot publish at subscription point {subscription_point!r}: "
+                                 "the pub/sub engine is not running")
+        payload, properties = mqtt_publication(message)
+        broker.publish(topic, payload, qos=qos, retain=retain, properties=properties)
+        return None
+    now = broker.clock.wall()
+    publication = engine_publication(topic, message, subscription_point=subscription_point, qos=qos,
+                                     retain=retain, now=now)
+    actions = service.engine.publish(publication, now)
+    for action in actions:
+        if isinstance(action, MqttPublish):
+            action.qos = qos  # the node's QoS (the engine would derive it from persistence)
+    return service.submit(actions)
+
+
+class _Submitting:
+    """The ports a run's actions are submitted to inside one unit of work (BrokerPorts.submit):
+    each put and publication submitted without waiting; ``whole`` stays True while every copy
+    is in the unit (none refused at once, none put over a synchronous route)."""
+
+    def __init__(self, broker: Any, service: Any, aio: Any) -> None:
+        self.broker, self.service, self.aio = broker, service, aio
+        self.performed: list[Any] = []
+        self.whole = True
+
+    def put(self, queue: str, message: Message, qmgr: str | None) -> None:
+        self.aio.sync.put(queue, message, qmgr=qmgr, wait=False)
+
+    def publish(self, topic: str, message: Message, *, qos: int, retain: bool, subscription_point: str) -> None:
+        performed = publish_now(self.broker, self.service, topic, message, qos=qos, retain=retain,
+                                subscription_point=subscription_point)
+        if performed is not None:
+            self.performed.append(performed)
+            self.whole = self.whole and not performed.errors and not performed.remote
+
+    async def settle(self, engine: Any) -> None:
+        """Return once the unit is committed (and the copies put over synchronous routes are
+        done); raise the first refusal (PutFailed) or a failed commit (StoreFailed)."""
+        if self.service is not None and self.performed:
+            await self.service.durable()
+        elif self.aio is not None and engine is getattr(self.aio.sync.store, "engine", None):
+            await self.aio.wait_committed(engine)
+        else:
+            from relaymq.qmgr.aio import committed
+
+            await committed(engine)
+        for performed in self.performed:
+            performed.check()

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from relaymq.flows.assembly import Assembly
-from relaymq.flows.context import Ports, RunContext
+from relaymq.flows.context import Action, Ports, RunContext
 from relaymq.flows.error_report import with_error
 from relaymq.flows.errors import FlowException
 from relaymq.flows.flow import Flow
@@ -69,6 +69,9 @@ class Delivery:
     finished: Callable[[str, FlowException | None], None] | None = None
     backed_out: Callable[[Message], Awaitable[None]] | None = None
     redeliver: bool = True
+    #: Submits the input's release marker inside the unit of work of the run's outputs
+    #: (a SCADAInput QoS 2 publication: relaymq.flows.releases), None for other inputs.
+    release: Callable[[], None] | None = None
 
 
 @dataclass
@@ -84,11 +87,11 @@ class FlowStats:
         return dict(self.__dict__)
 
 
-async def commit(context: RunContext) -> None:
-    """Commit a run's outputs; a queue manager or broker that refuses one (queue full,
-    unknown queue) fails the run like a node would."""
+async def commit(context: RunContext, release: Callable[[], None] | None = None) -> None:
+    """Commit a run's outputs (with ``release``: ``RunContext.commit``); a queue manager or
+    broker that refuses one (queue full, unknown queue) fails the run like a node would."""
     try:
-        await context.commit()
+        await context.commit(release)
     except FlowException:
         raise
     except Exception as exc:
@@ -147,6 +150,9 @@ class ThreadPorts:
 
     async def durable(self) -> None:
         await self.ports.durable()
+
+    def submit(self, actions: list[Action], release: Callable[[], None] | None) -> Awaitable[None] | None:
+        return self.ports.submit(actions, release)
 
 
 class FlowRuntime:
@@ -230,7 +236,7 @@ class FlowRuntime:
             assembly = Assembly(delivery.message, delivery.local_environment.copy())
             try:
                 await self._on_thread(self.flow.process, delivery.input_node, assembly, context)
-                await commit(context)
+                await commit(context, delivery.release)
             except FlowException as err:
                 context.rollback()
                 md = delivery.message.mq.md
@@ -261,7 +267,7 @@ class FlowRuntime:
             assembly = Assembly(failed, delivery.local_environment.copy(), exceptions=[err])
             try:
                 await self._on_thread(self.flow.propagate, node, "failure", assembly, context)
-                await commit(context)
+                await commit(context, delivery.release)
                 self.stats.failures += 1
                 return "failure"
             except FlowException as again:

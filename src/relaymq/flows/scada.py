@@ -18,8 +18,11 @@ handed to the flow before it has *finished* its run - its outputs committed (put
 or sent down the failure path, or put to the backout queue. So a device's QoS 1 publication
 is acknowledged only once what the flow made of it survives a crash. A QoS 2 publication's
 inbound record is removed behind the same gate, so a crash before the flow's outputs commit
-leaves the device's resent PUBREL something to release: the flow runs it again (at least
-once, docs/flows.md), and nothing acknowledged is lost. With a SQLite broker
+leaves the device's resent PUBREL something to release: the flow runs it again, and nothing
+acknowledged is lost. A crash after they committed is not run twice: the run's outputs commit
+with a release marker in the broker's database (relaymq.flows.releases, read at start before
+the port accepts), and a publication the marker names is finished without a run (exactly
+once, docs/flows.md). With a SQLite broker
 store, the endpoint keeps its sessions in ``<data_dir>/scada-<port>/``, so a QoS 2
 publication of a persistent session (clean session 0) is on disk before PUBREC and is run
 after a restart when the device sends PUBREL again.
@@ -36,10 +39,12 @@ import logging
 import os
 from collections import OrderedDict, deque
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from relaymq.broker.broker import Broker
 from relaymq.config import ListenerConfig
+from relaymq.flows.releases import Releases
 from relaymq.server.listeners import Listener, ListenerError
 from relaymq.store.base import StoredMessage
 from relaymq.store.factory import open_store
@@ -50,9 +55,11 @@ TICK_SECONDS = 0.5
 #: Publications whose sender is remembered between PUBLISH and their routing (QoS 2 waits for PUBREL).
 MAX_ORIGINS = 65536
 
-#: ``on_publication(stored, user, done)``: ``user`` the device's user name or client id,
-#: ``done()`` to be called once the flow has finished with the publication.
-OnPublication = Callable[[StoredMessage, str, Callable[[], None]], None]
+#: ``on_publication(stored, user, done, release)``: ``user`` the device's user name or client
+#: id, ``done()`` to be called once the flow has finished with the publication, ``release()``
+#: (a QoS 2 publication, persistent endpoint) to be called inside the unit of work of the run's
+#: outputs (relaymq.flows.releases), else None.
+OnPublication = Callable[[StoredMessage, str, Callable[[], None], Callable[[], None] | None], None]
 
 
 class AckGate:
@@ -120,7 +127,8 @@ class _GatedStore:
     # A QoS 2 publication's inbound record (and its message) may go only once the flow's run
     # of it has committed: the endpoint's store is not the flow's, so a crash in between would
     # otherwise leave the device's resent PUBREL nothing to release, and the publication lost.
-    # Deferred, a crash means the PUBREL finds it and the flow runs it again (at least once).
+    # Deferred, a crash means the PUBREL finds it: the flow runs it again, unless its release
+    # marker says the run committed (ScadaEndpoint._tap).
     def delete_inbound(self, client_id: str, packet_id: int) -> None:
         self._gate.after(lambda: self._inner.delete_inbound(client_id, packet_id))
 
@@ -219,6 +227,9 @@ class ScadaEndpoint:
         self.listener: Listener | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._store: Any = None
+        #: The release markers of this endpoint's QoS 2 publications in the broker's database,
+        #: when both the endpoint's store and the broker's are on disk.
+        self.releases: Releases | None = None
 
     @property
     def port(self) -> int:
@@ -243,9 +254,16 @@ class ScadaEndpoint:
         self.broker.backpressure.call_soon = loop.call_soon  # held publishers resume on their own turn
         # The main broker's password checks off the event loop, when the server installed one.
         self.broker.authenticator = getattr(self.main_broker, "authenticator", None)
-        self.broker.restore(self._store.load())
+        snapshot = self._store.load()
+        self.broker.restore(snapshot)
         self.broker.publication_taps.append(self._tap)
         name = f"scada-{self.requested_port}"
+        main_engine = getattr(getattr(self.main_broker, "store", None), "engine", None)
+        if self.persistent and self.requested_port and main_engine is not None:
+            # before the listener accepts: no publication of this start can meet a stale marker
+            self.releases = Releases(main_engine, name)
+            await asyncio.to_thread(self.releases.restore, {
+                record.msg_id for record in snapshot.inbound if record.msg_id is not None})
         listener = ListenerConfig(name=name, host=self.host, port=self.requested_port)
         self.listener = Listener(listener, self.broker, self.config.limits.max_outbound_buffer)
         try:
@@ -261,7 +279,24 @@ class ScadaEndpoint:
         if stored.topic.startswith("$"):
             return
         ticket = self.gate.ticket()
-        self.on_publication(stored, user, lambda: self.gate.done(ticket))
+        releases = self.releases
+        if releases is None or stored.qos != 2:
+            self.on_publication(stored, user, lambda: self.gate.done(ticket), None)
+            return
+        finished = partial(self._released, releases, ticket, stored.msg_id)
+        if releases.was_run(stored.msg_id):
+            # Its run committed before the last start: not run again. Finished after this read,
+            # whose end hands the inbound record's delete to the gate first (``_released``).
+            asyncio.get_running_loop().call_soon(finished)
+            return
+        self.on_publication(stored, user, finished, partial(releases.mark, stored.msg_id))
+
+    def _released(self, releases: Releases, ticket: int, msg_id: int) -> None:
+        """A QoS 2 publication's run finished. Its marker goes once the endpoint's delete of its
+        inbound record has committed: the gate passes that delete on (it was registered when
+        the PUBREL was read) before this callback, so the endpoint store's next commit holds it."""
+        self.gate.done(ticket)
+        self.gate.after(lambda: self._store.on_durable(lambda: releases.forget(msg_id)))
 
     async def _tick(self) -> None:
         while True:

@@ -84,6 +84,25 @@ class PutFailed(RuntimeError):
     """``PubSubService.perform``: the queue manager refused a put (the others were made)."""
 
 
+class Performed:
+    """What :meth:`PubSubService.submit` did: the puts it tried, the refusals so far (a put
+    over a synchronous route adds its own when it fails), how many of those it started
+    (they are not in the caller's unit of work)."""
+
+    __slots__ = ("attempts", "errors", "remote")
+
+    def __init__(self) -> None:
+        self.errors: list[BaseException] = []
+        self.attempts = 0
+        self.remote = 0
+
+    def check(self) -> None:
+        """Raise :class:`PutFailed` naming the first refusal, if any."""
+        if self.errors:
+            raise PutFailed(f"{len(self.errors)} of {self.attempts} put(s) to queue subscribers failed, "
+                            f"the first: {self.errors[0]}") from self.errors[0]
+
+
 class PubSubService:
     """The running engine and its queue listeners."""
 
@@ -401,8 +420,16 @@ class PubSubService:
         A put that is refused (queue full, unknown queue) is logged, the others are still
         made, and then :class:`PutFailed` is raised naming the first refusal - the caller
         decides (a flow's commit fails, so its run is backed out)."""
-        errors: list[BaseException] = []
-        outer, self._errors = self._errors, errors
+        performed = self.submit(actions)
+        await self.durable()
+        performed.check()
+
+    def submit(self, actions: Iterable[Any]) -> Performed:
+        """The synchronous part of :meth:`perform`: every put submitted in one unit of work
+        (the caller's, when it has one open); await :meth:`durable`, then ``check()``."""
+        remote = len(self._remote)
+        performed = Performed()
+        outer, self._errors = self._errors, performed.errors
         self._attempts = 0
         try:
             with self.unit():
@@ -410,10 +437,8 @@ class PubSubService:
                 self._save()
         finally:
             self._errors = outer
-        await self.durable()
-        if errors:
-            raise PutFailed(f"{len(errors)} of {self._attempts} put(s) to queue subscribers failed, "
-                            f"the first: {errors[0]}") from errors[0]
+        performed.attempts, performed.remote = self._attempts, len(self._remote) - remote
+        return performed
 
     def _perform_all(self, actions: Iterable[Any]) -> int:
         """Perform ``actions`` in order; each run of puts to queues of this queue manager (a

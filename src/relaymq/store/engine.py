@@ -79,7 +79,7 @@ log = logging.getLogger("relaymq.store")
 Notify = Callable[[Callable[[], None]], object]
 Op = tuple[str, tuple[Any, ...]]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 APPLICATION_ID = 0x524D5131  # "RMQ1": a relaymq database
 #: application_id of the files earlier versions kept apart, adopted in place (module docstring).
 LEGACY_QMGR_ID = 0x524D5151  # "RMQQ": qmgr-<NAME>.db
@@ -94,6 +94,12 @@ def _pack_log_entries(conn: sqlite3.Connection) -> None:
     """Migration 4: the log's entries, one row each until now, become record batches."""
     for sql, args in log_batch.pack_entries(conn, LOG_COLUMNS):
         conn.execute(sql, args)
+
+
+def _create_flow_releases(conn: sqlite3.Connection) -> None:
+    """Migration 5: the flows' release markers (relaymq.flows.releases)."""
+    conn.execute("CREATE TABLE IF NOT EXISTS flow_releases (endpoint TEXT NOT NULL, msg_id INTEGER NOT NULL,"
+                 " PRIMARY KEY (endpoint, msg_id)) WITHOUT ROWID")
 
 
 # Steps applied by version (an SQL statement, or a function of the connection for what SQL
@@ -145,6 +151,9 @@ MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = 
     # per row, not per byte, capped a log of one row per entry. ``entries`` stays, empty: the
     # table a legacy log is imported into before it is packed.
     4: (log_batch.CREATE, _pack_log_entries),
+    # 5: the QoS 2 publications of a SCADAInput endpoint whose flow run has committed, written
+    # in the run's unit of work (relaymq.flows.releases): exactly once into a flow (issue 14).
+    5: (_create_flow_releases,),
 }
 
 

@@ -246,3 +246,42 @@ def test_qos2_publisher_resends_across_sigkill_exactly_once(broker_factory, repo
     twice = sorted(seq for seq, n in delivered.items() if n > 1)
     assert not missing, f"{len(missing)} completed QoS 2 message(s) lost, first {missing[:20]}"
     assert not twice, f"{len(twice)} QoS 2 message(s) delivered twice, first {twice[:20]}"
+
+
+def test_qos1_acknowledged_messages_survive_sigkill_with_the_subscriber_online(broker_factory, report) -> None:
+    """As above with the persistent subscriber connected and reading while the publisher
+    outruns its window of 20: its deliveries go into flight from its queue with no store write
+    (issue 16; delivery.start), so at the SIGKILL the rows of those in flight still say QUEUED.
+    After the restart every PUBACKed message the subscriber had not received comes (again);
+    duplicates are allowed (mqtt.md item 8, l.722), losses are not (item 6; decision 4)."""
+    broker = broker_factory(config=CONFIG)
+    topic, client_id = "durability/online", "durable-sub-online"
+    sub = PahoClient(broker, LEVEL, client_id, clean=False).connect()
+    assert sub.subscribe(topic, 1) == [1]
+    pub = PahoClient(broker, LEVEL, "durable-pub-online").connect()
+    acks = threading.Semaphore(0)
+    pub.client.on_publish = lambda *args: acks.release()
+    infos = [pub.client.publish(topic, f"{seq:05d}".encode(), 1) for seq in range(TOTAL)]
+    for _ in range(KILL_AFTER):
+        if not acks.acquire(timeout=ACK_WAIT):
+            break
+    broker.kill()
+    pub.disconnected.wait(30)
+    pub.client.loop_stop()
+    sub.disconnected.wait(30)
+    sub.client.loop_stop()
+    before = [_seq(m.payload) for m in list(sub.inbox.messages)]
+    acked = {seq for seq, info in enumerate(infos) if info.is_published()}
+    assert len(acked) >= KILL_AFTER, f"only {len(acked)} acknowledgements before the kill"
+
+    broker.start()
+    back = PahoClient(broker, LEVEL, client_id, clean=False).connect()
+    try:
+        wanted = acked - set(before)
+        received = back.inbox.wait_while_progressing(
+            lambda messages: wanted <= {_seq(m.payload) for m in messages}, IDLE_WAIT, limit=600)
+    finally:
+        back.disconnect()
+    outcome = Outcome(acked, len(infos), before + [_seq(m.payload) for m in received])
+    problems = _lost(outcome, 1, report)
+    assert not problems, problems[0]

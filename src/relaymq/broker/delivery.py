@@ -256,7 +256,7 @@ def pump(broker: Broker, session: Session) -> None:
     session.inflight = made(session.inflight)  # ``start`` adds to the dict read below
     inflight = session.inflight
     wall = None
-    sent: list[Delivery] = []  # stored deliveries put in flight: SENT in one store call
+    sent: list[Delivery] = []  # stored QoS 2 deliveries put in flight: SENT in one store call
     while len(inflight) < conn.send_quota and not conn.outbound_congested():
         if not queue:
             if not session.spilled:
@@ -276,32 +276,35 @@ def pump(broker: Broker, session: Session) -> None:
         start(broker, session, conn, d, None, sent)
     if sent:
         update_deliveries(broker, session, sent)
-        exactly_once = [d for d in sent if d.qos == 2]
-        if exactly_once:
-            # their packet ids are in the store before the client sees them (``start``): one
-            # callback for the pump's QoS 2 deliveries, behind the call that stores them
-            broker.store.on_durable(partial(send_all_when_durable, broker, session, conn, exactly_once))
+        # their packet ids are in the store before the client sees them (``start``): one
+        # callback for the pump's QoS 2 deliveries, behind the call that stores them
+        broker.store.on_durable(partial(send_all_when_durable, broker, session, conn, sent))
 
 
 def start(broker: Broker, session: Session, conn: Connection, d: Delivery,
           watch: AckWatch | None = None, sent: list[Delivery] | None = None) -> None:
-    """Put a delivery in flight: a packet id, SENT, stored so (a persistent session's first
-    write of it when it comes straight from routing, told to ``watch``), then the first
-    transmission. A stored delivery is only added to ``sent`` when it is given: the caller
-    (``pump``) stores the SENT state of all it started in one call, and sends the QoS 2 ones
-    once that is durable."""
+    """Put a delivery in flight: a packet id, SENT, then the first transmission. A persistent
+    session's delivery coming straight from routing is written once, already SENT (told to
+    ``watch``). One already stored (queued) is written again only for QoS 2, whose packet id
+    must be durable before the client sees it: added to ``sent`` when it is given (``pump``
+    stores the SENT states of all it started in one call and sends them once that is durable).
+    A stored QoS 1 delivery goes out with its row still QUEUED, no write (issue 16, rows 5 and
+    8): while its session is connected a QUEUED QoS 1 row means "may have been sent", and a
+    restart after a crash sends it again with DUP=1 (persist_read.py); the session's disconnect
+    writes the exact states (``persistence.record_sent``)."""
     d.packet_id = pid = session.next_packet_id()
     d.state = SENT
     d.sent_at = broker.clock.monotonic()
     session.inflight = inflight = made(session.inflight)
     inflight[pid] = d
     if d.persisted:
+        if d.qos == 1:
+            send_first(broker, session, conn, d)
+            return
         if sent is not None:
             sent.append(d)
-            if d.qos == 2:
-                return  # sent by ``pump`` once its SENT state is durable
-        else:
-            update_delivery(broker, session, d)
+            return  # sent by ``pump`` once its SENT state is durable
+        update_delivery(broker, session, d)
     elif session.persistent:
         persist_delivery(broker, session, d, watch)
     if d.qos == 2 and d.persisted:
@@ -316,7 +319,7 @@ def start(broker: Broker, session: Session, conn: Connection, d: Delivery,
 def send_first(broker: Broker, session: Session, conn: Connection, d: Delivery) -> None:
     """The first transmission of an in-flight delivery; one the client cannot take (larger
     than its maximum packet size) is finished as if delivered (MQTT 5 3.1.2.25)."""
-    if not conn.send_publish(d.message, d.qos, d.retain, d.packet_id, False, d.subscription_ids):
+    if not conn.send_publish(d.message, d.qos, d.retain, d.packet_id, d.maybe_sent, d.subscription_ids):
         session.inflight.pop(d.packet_id, None)  # type: ignore[arg-type]
         release(broker, session, d)
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from relaymq.broker.backpressure import unblock
 from relaymq.broker.delivery import BLOCK, pump, resend_inflight
-from relaymq.broker.persistence import save_session
+from relaymq.broker.persistence import record_sent, save_session
 from relaymq.broker.session import Session
 from relaymq.mqtt import packets as p
 from relaymq.mqtt import reason_codes as rc
@@ -363,4 +363,5 @@ def session_disconnected(conn: Connection, publish_will: bool) -> None:
     if not session.persistent:
         broker.end_session(session)
     else:
+        record_sent(broker, session)
         save_session(broker, session)

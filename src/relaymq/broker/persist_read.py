@@ -34,8 +34,11 @@ def restore_snapshot(broker: Broker, snap: Snapshot) -> None:
             session.subscriptions = made(session.subscriptions)
             session.subscriptions[subscription.topic_filter] = subscription
             add_subscription_to_tree(broker, session, subscription)
+    # sessions connected when the broker stopped (a crash): their QUEUED QoS 1 rows may have
+    # been sent (delivery.start writes no SENT state for them), so they go out with DUP=1
+    crashed = {client_id for client_id, record in snap.sessions.items() if record.disconnected_at is None}
     for delivery in snap.deliveries:
-        _restore_delivery(broker, delivery, snap.messages)
+        _restore_delivery(broker, delivery, snap.messages, delivery.client_id in crashed)
     for client_id, tail in snap.stored_only.items():
         _restore_stored_only(broker, client_id, tail)
     for inbound in snap.inbound:
@@ -78,9 +81,12 @@ def _restore_session(broker: Broker, record: SessionRecord, messages: dict[int, 
         broker.refs.add(will.msg_id)
 
 
-def _restore_delivery(broker: Broker, record: DeliveryRecord, messages: dict[int, StoredMessage]) -> None:
+def _restore_delivery(broker: Broker, record: DeliveryRecord, messages: dict[int, StoredMessage],
+                      crashed: bool) -> None:
     """In flight again under its packet id, or queued; past the queue's limits it stays in
-    the store until there is room (spilled)."""
+    the store until there is room (spilled). ``crashed``: its session was connected when the
+    broker stopped, so a queued QoS 1 one may have been sent already: DUP=1 (MQTT 3.1.1
+    3.3.1.1, "this might be re-delivery of an earlier attempt")."""
     session = broker.sessions.get(record.client_id)
     message = messages.get(record.msg_id)
     if session is None or message is None:
@@ -100,6 +106,7 @@ def _restore_delivery(broker: Broker, record: DeliveryRecord, messages: dict[int
         session.inflight[record.packet_id] = delivery
     else:
         delivery.state, delivery.packet_id = QUEUED, None
+        delivery.maybe_sent = crashed and record.qos == 1
         session.enqueue(delivery)
     session.queued_bytes += len(message.payload)
 

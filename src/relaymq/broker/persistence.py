@@ -133,6 +133,17 @@ def update_deliveries(broker: Broker, session: Session, deliveries: list[Deliver
     broker.store.update_deliveries(session.client_id, [(d.seq, d.packet_id, d.state) for d in deliveries])
 
 
+def record_sent(broker: Broker, session: Session) -> None:
+    """The session's client went away: store the SENT state and packet id of its stored QoS 1
+    deliveries in flight, which ``delivery.start`` sent without a write (their rows still say
+    QUEUED), in one store call. A session not connected has exact rows, so a restart resends
+    those under their packet ids with DUP=1 and the queued ones as new; only a crash while it
+    was connected leaves QUEUED rows that may have been sent (persist_read.py)."""
+    sent = [d for d in session.inflight.values() if d.qos == 1 and d.persisted]
+    if sent:
+        update_deliveries(broker, session, sent)
+
+
 def forget_delivery(broker: Broker, session: Session, delivery: Delivery) -> None:
     forget_deliveries(broker, session, (delivery,))
 

@@ -67,6 +67,9 @@ class Delivery:
     persisted: bool = False
     sent_at: float = 0.0  # monotonic time of the last (re)transmission
     watch: AckWatch | None = None  # the publisher's PUBACK waiting for this one (ack_watch.py)
+    # restored QUEUED after a crash while its session was connected: it may have been sent
+    # (delivery.start writes no SENT state for QoS 1), so its first transmission has DUP=1
+    maybe_sent: bool = False
 
 
 class Session:

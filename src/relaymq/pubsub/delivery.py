@@ -26,6 +26,10 @@ from relaymq.pubsub.topicacl import PERSISTENT, SUBSCRIBE, TopicAcl
 #: MQAT_BROKER (cmqc.h): the PutApplType of publications the broker sends (item 35).
 MQAT_BROKER = 26
 
+#: A subscription's Persistence option as the copy's MQMD Persistence (item 35); PersAsPub,
+#: absent here, takes the publication's.
+_PERSISTENCE = {PERS: MQPER_PERSISTENT, NON_PERS: 0, PERS_AS_QUEUE: MQPER_PERSISTENCE_AS_Q_DEF}
+
 
 class Delivery:
     """The copies of publications for queue subscribers of one broker."""
@@ -45,6 +49,7 @@ class Delivery:
         seen: set[SubscriberId] = set()
         expired: list[QueueSubscription] = []
         shared: list[SharedParts] = []  # the copies' RFH2 and body, made and encoded once
+        expiry = pub.expiry_tenths(now)  # the same for every copy
         for _key, sub in matches:
             if type(sub) is not QueueSubscription:
                 continue
@@ -58,14 +63,15 @@ class Delivery:
             if not self.selected(sub, pub):
                 continue
             seen.add(sub.subscriber)
-            copies.append(self.copy(sub, pub, now, retained_inform=False, shared=shared))
+            copies.append(self.copy(sub, pub, expiry, retained_inform=False, shared=shared))
         return copies, expired
 
     def retained(self, sub: QueueSubscription, pubs: Iterable[Publication], now: float) -> list[Put]:
         """Retained publications sent because of a RegSub or a ReqUpdate: IsRetainedPub when
         the subscriber asked with InformIfRet (item 23)."""
         inform = "InformIfRet" in sub.flags
-        return [self.copy(sub, pub, now, retained_inform=inform) for pub in pubs if self.selected(sub, pub)]
+        return [self.copy(sub, pub, pub.expiry_tenths(now), retained_inform=inform)
+                for pub in pubs if self.selected(sub, pub)]
 
     def selected(self, sub: QueueSubscription, pub: Publication) -> bool:
         """Topic already matched; then the filter (item 17) and the subscriber's right to see
@@ -78,13 +84,12 @@ class Delivery:
         # rule changed (or before issue 15) must not go on leaking what its owner may not read
         return self.sender is None or self.sender.topic(sub.user_id or None, pub.topic, RECEIVE)
 
-    def copy(self, sub: QueueSubscription, pub: Publication, now: float, *, retained_inform: bool,
+    def copy(self, sub: QueueSubscription, pub: Publication, expiry: int, *, retained_inform: bool,
              shared: list[SharedParts] | None = None) -> Put:
-        """One subscriber's copy. ``shared`` (a live publication's copies: empty at first) holds
+        """One subscriber's copy, its MQMD Expiry ``expiry`` (``pub.expiry_tenths``). ``shared`` (a live publication's copies: empty at first) holds
         the MQRFH2 and body that every MQRFH2 copy of it has in common, made once and encoded
         once (each copy's own part is its MQMD: MsgId, CorrelId, Persistence)."""
-        persistent = {PERS: MQPER_PERSISTENT, NON_PERS: 0, PERS_AS_QUEUE: MQPER_PERSISTENCE_AS_Q_DEF}.get(
-            sub.persistence, MQPER_PERSISTENT if pub.persistent else 0)
+        persistent = _PERSISTENCE.get(sub.persistence, MQPER_PERSISTENT if pub.persistent else 0)
         if persistent == MQPER_PERSISTENT and self.acl is not None and not self.acl.allowed(
                 sub.user_id or None, pub.topic, PERSISTENT):
             persistent = 0  # no Persistent authority: delivered non-persistent (item 38)
@@ -92,7 +97,7 @@ class Delivery:
             Report=0, MsgType=MQMT_DATAGRAM, Format="MQHRF2", MsgId=self.new_id(),
             CorrelId=(sub.subscriber.correl_id.ljust(24, b"\0") if sub.subscriber.correl_id else sub.broker_correl_id),
             ReplyToQ="", ReplyToQMgr=self.qmgr_name, PutApplType=MQAT_BROKER, PutApplName=self.qmgr_name[:28],
-            Priority=pub.priority, Persistence=persistent, Expiry=pub.expiry_tenths(now),
+            Priority=pub.priority, Persistence=persistent, Expiry=expiry,
         )
         if shared is not None and not sub.rfh1 and not retained_inform:
             if not shared:

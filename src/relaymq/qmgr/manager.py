@@ -580,6 +580,8 @@ class QueueManager:
             try:
                 for queue, message in puts:
                     self._place_one(queue, message, results, later, ops, made)
+                if made:  # the puts' one high-water mark (one row each would coalesce to it anyway)
+                    ops.append(("meta", "seq", self._seq))
             except BaseException:
                 if self.store.defers:  # nothing was submitted: no put of them counts
                     for index, _entry in made:
@@ -619,7 +621,7 @@ class QueueManager:
         index = self._queues.get(definition.key)
         if index is None:
             raise UnknownQueue(f"queue {definition.name!r} was deleted")
-        entry, entry_ops = self._new_entry(index, resolved, message, 0, None, False, None)
+        entry, entry_ops = self._new_entry(index, resolved, message, 0, None, False, None, seq_op=False)
         ops += entry_ops
         if self.store.defers:
             index.pending += 1  # counts toward max_depth until it is added
@@ -703,9 +705,11 @@ class QueueManager:
         return None
 
     def _new_entry(self, index: QueueIndex, resolved: res.Resolution, message: Message, confirm_id: int,
-                   uid: str | None, resend: bool, expire_time: ExpireTime | None) -> tuple[Entry, list[Op]]:
+                   uid: str | None, resend: bool, expire_time: ExpireTime | None,
+                   seq_op: bool = True) -> tuple[Entry, list[Op]]:
         """The entry a put adds to ``index`` and the store operations that record it, once
-        every check passed (duplicates, expiry, size, depth, the rules' vetoes)."""
+        every check passed (duplicates, expiry, size, depth, the rules' vetoes); without
+        ``seq_op`` the caller records the sequence's high-water mark itself (``put_all``, once)."""
         definition = index.definition
         if not definition.active:
             raise NotAllowed(f"queue {definition.name!r} is not active")
@@ -737,7 +741,9 @@ class QueueManager:
                       target_qmgr="" if resolved.is_local else resolved.target_qmgr,
                       target_queue="" if resolved.is_local else resolved.target_queue)
         self.security.seal_entry(definition, entry)
-        ops += [("entry", entry), ("meta", "seq", seq)]
+        ops.append(("entry", entry))
+        if seq_op:
+            ops.append(("meta", "seq", seq))
         return entry, ops
 
     def _replace_unconfirmed(self, index: QueueIndex, uid: str, resend: bool, ops: list[Op]) -> None:

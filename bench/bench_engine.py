@@ -5,8 +5,8 @@
 * ``log append``: N publications archived the way the broker archives them. The broker opens
   one unit of work per socket read (``Connection.process_buffered``) and registers one
   ``on_durable`` callback per read for the read's PUBACKs (``Connection._register_acks``); the
-  archive tap submits each publication's entry inside that unit. So the figure that models the
-  broker submits ``--per-read`` publications (default 10; a publisher keeping 100 QoS 1
+  archive tap (``ArchiveService.tap``, run here) submits each publication's entry inside that
+  unit. So the figure that models the broker submits ``--per-read`` publications (default 10; a publisher keeping 100 QoS 1
   messages in flight, as bench_durable's s2 does, sends more than that per read) per unit,
   with one callback each, from the event loop's thread, while the writer thread
   group-commits. The figure before it is the worst case: every publication alone in its read
@@ -43,9 +43,12 @@ from functools import partial
 from typing import Any, TypeVar
 
 from relaymq.message import Message
+from relaymq.pipeline.archive_service import ArchiveService
 from relaymq.pipeline.log import MessageLog
 from relaymq.pipeline.record import from_publication
+from relaymq.pipeline.settings import ArchiveConfig, ArchiveRule
 from relaymq.qmgr import QueueManager
+from relaymq.store.base import StoredMessage
 from relaymq.store.engine import Engine
 
 T = TypeVar("T")
@@ -63,11 +66,14 @@ def log_append(directory: str, records: int, per_read: int) -> dict[str, float]:
 
 
 def archive_publications(directory: str, records: int, per_read: int) -> dict[str, float]:
-    """What the broker's archive tap does for ``records`` publications arriving ``per_read``
-    in each socket read: one unit of work per read, the record and its submission per
-    publication, one PUBACK callback per read."""
+    """What the broker's archive does for ``records`` publications arriving ``per_read`` in
+    each socket read: one unit of work per read, the archive tap (``ArchiveService.tap``: the
+    rule's partition, the entry, its submission) per publication, one PUBACK callback per read.
+    The publications (the broker's StoredMessage, each with its own MQTT 5 properties as the
+    decoder makes them) are made before the clock starts: routing's work, not the archive's."""
     engine = Engine(os.path.join(directory, "relaymq.db"))
-    log = MessageLog(directory, engine=engine)
+    rule = ArchiveRule(name="telemetry", topics=("LCUnit/#",), partitions=4)
+    service = ArchiveService(ArchiveConfig(rules=(rule,)), directory, engine)
     done = threading.Event()
     left = [records]
 
@@ -76,24 +82,23 @@ def archive_publications(directory: str, records: int, per_read: int) -> dict[st
         if left[0] == 0:
             done.set()
 
-    properties = {"user_property": [("unit", "1")]}
+    messages = [StoredMessage(i, f"LCUnit/{i % 500}/batch", BODY, 1, properties={"user_property": [("unit", "1")]})
+                for i in range(records)]
+    tap = service.tap
     cpu = time.process_time()
     started = time.perf_counter()
     for first in range(0, records, per_read):
         last = min(records, first + per_read)
         with engine.unit():
             for i in range(first, last):
-                # the archive tap's work per publication: the record, then its partition
-                record = from_publication(f"LCUnit/{i % 500}/batch", BODY, 1, properties, None)
-                record.partition = f"telemetry-{i % 4}"
-                log.submit([record])
+                tap(messages[i])
             engine.on_durable(partial(acknowledged, last - first))
     done.wait()
     rate = records / (time.perf_counter() - started)
     cpu_us = (time.process_time() - cpu) / records * 1e6
     commits = engine.commits
-    assert sum(p.size for p in log.partitions().values()) == records
-    log.close()
+    assert sum(p.size for p in service.log.partitions().values()) == records
+    service.log.close()
     engine.close()
     return {"msg/s": rate, "CPU us per entry": cpu_us, "commits": commits}
 

@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from relaymq.pipeline.log import LogError, MessageLog, RetentionError, log_path
-from relaymq.pipeline.record import LogRecord
+from relaymq.pipeline.record import LogRecord, from_publication, publication_entry
 
 
 def rec(partition: str, body: bytes, **kw: object) -> LogRecord:
@@ -217,3 +217,25 @@ def test_entries_kept_one_row_each_by_earlier_versions_become_batches(tmp_path, 
     db = sqlite3.connect(path)
     assert db.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
     db.close()
+
+
+def test_tap_entry_shared_by_partitions_reads_back_as_the_publication(tmp_path) -> None:
+    """issue 14 (the archive tap): a publication's stored entry (record.publication_entry),
+    submitted once to each partition its rules name, is one entry in each, numbered in its
+    partition, stamped when it joins the batch (increasing in append order across partitions,
+    issue 7 "timestamps"), and reads back as the publication's record (from_publication)."""
+    log = MessageLog(str(tmp_path))
+    props = {"user_property": [("i_state", "1")], "correlation_data": b"c" * 30, "payload_format_indicator": 1}
+    entry = publication_entry("LCUnit/7/batch", b"<events/>", 1, props)
+    log.submit_entries([("a-0", entry), ("b-1", entry)], now=500.0)
+    log.submit_entries([("a-0", publication_entry("LCUnit/8/batch", b"next", 0, None))], now=400.0)
+    log.flush()
+    a, b = log.read("a-0", 0), log.read("b-1", 0)
+    assert [(r.seq, r.body) for r in a] == [(0, b"<events/>"), (1, b"next")]
+    assert [(r.seq, r.body) for r in b] == [(0, b"<events/>")]
+    assert [a[0].timestamp, b[0].timestamp, a[1].timestamp] == [500.0, 500.000001, 500.000002]
+    expected = from_publication("LCUnit/7/batch", b"<events/>", 1, props)
+    expected.partition, expected.seq, expected.timestamp = "b-1", 0, 500.000001
+    assert b[0] == expected
+    assert (expected.usr, expected.correl_id, expected.format) == ({"i_state": "1"}, b"c" * 24, "MQSTR")
+    log.close()

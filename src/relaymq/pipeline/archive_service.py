@@ -22,7 +22,7 @@ from typing import Any
 from relaymq.pipeline.fetch import FetchEndpoint
 from relaymq.pipeline.log import LEGACY_DIR, LOG_FILE, MessageLog, import_legacy_log
 from relaymq.pipeline.partitioning import Router
-from relaymq.pipeline.record import LogRecord, from_message, from_publication
+from relaymq.pipeline.record import LogRecord, from_message, publication_entry
 from relaymq.pipeline.settings import ArchiveConfig
 from relaymq.services.contract import ServiceError
 
@@ -58,8 +58,8 @@ class ArchiveService:
         partitions = self.router.for_topic(message.topic)
         if not partitions:
             return
-        first = from_publication(message.topic, message.payload, message.qos, message.properties, message.expiry_at)
-        self.log.submit(_placed(first, partitions))
+        entry = publication_entry(message.topic, message.payload, message.qos, message.properties, message.expiry_at)
+        self.log.submit_entries([(name, entry) for name in partitions])
 
     # -- queues ---------------------------------------------------------------------------------
     def _on_put(self, event: Any) -> None:

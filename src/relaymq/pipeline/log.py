@@ -163,11 +163,14 @@ class MessageLog:
         # Where appending goes on (read once; then kept here, changed under the engine's lock).
         self._next_seq: dict[str, int] = {}
         self._last_us = -1
-        if not readonly:
+        #: partition -> its key in a batch's ``gathered`` (made once: one lookup per entry).
+        self._keys: dict[str, tuple[MessageLog, str]] = {}
+        if self._engine is not None:  # not read-only
             self._pack_entries()
             with self._lock:
                 self._next_seq = dict(self._db.execute("SELECT name, next_seq FROM partitions"))
                 self._last_us = _last_stamp_us(self._db)
+            self._engine.taking.append(self._taken)
         self.appended = 0
 
     @property
@@ -190,10 +193,15 @@ class MessageLog:
     def submit(self, records: Sequence[LogRecord], now: float | None = None) -> None:
         """Hand records (each with its ``partition`` set) to the engine without waiting: they
         commit with whatever the caller's unit of work holds (the broker: the publication)."""
+        self.submit_entries([(record.partition, _ROW(record)) for record in records], now)
+
+    def submit_entries(self, entries: list[tuple[str, tuple[Any, ...]]], now: float | None = None) -> None:
+        """:meth:`submit` for entries already in the stored form: (partition, a tuple in
+        STORED_COLUMNS order whose timestamp is 0.0 for "when appended"), as the archive tap
+        makes them (record.publication_entry). The list is the log's from here on."""
         if self._engine is None:
             raise LogError("the log is open read-only")
-        stamp = time.time() if now is None else now
-        self._engine.submit(self._place, list(records), stamp, None, writes=len(records))
+        self._engine.submit(self._place, entries, time.time() if now is None else now, None, writes=len(entries))
 
     def append(self, records: Sequence[LogRecord], now: float | None = None) -> list[tuple[str, int]]:
         """Append records (each with its ``partition`` set) and wait for the commit, giving each
@@ -203,36 +211,50 @@ class MessageLog:
         stamp = time.time() if now is None else now
         placed: list[tuple[str, int]] = []
         try:
-            self._engine.submit(self._place, list(records), stamp, placed, writes=len(records))
+            self._engine.submit(self._place, [(record.partition, _ROW(record)) for record in records], stamp,
+                                placed, writes=len(records))
             self._engine.ticket().wait()
         except StoreError as exc:
             raise LogError(f"cannot append to the message log: {exc}") from exc
         return placed
 
-    def _place(self, batch: Batch, records: list[LogRecord], stamp: float,
+    def _place(self, batch: Batch, entries: list[tuple[str, tuple[Any, ...]]], stamp: float,
                placed: list[tuple[str, int]] | None) -> None:
-        """Number and stamp the records as they join the batch (the engine's lock is held).
-        Each partition's rows gather in the batch; its new ``next_seq`` is written with them
-        (``_pack``), once per commit rather than once per submission."""
-        next_seq = self._next_seq
+        """Number and stamp the entries as they join the batch (the engine's lock is held).
+        Each partition's entries gather in the batch with their archive timestamps (µs); the
+        writer thread turns them into record batches and writes the partition's new
+        ``next_seq`` with them (``_pack``), once per commit rather than once per entry. The
+        partition's ``next_seq`` here moves on when the writer takes the batch (``_taken``)."""
         last_us = self._last_us
+        stamp_us = round(stamp * 1_000_000)
         gathered = batch.gathered
-        for record in records:
-            name = record.partition
-            seq = next_seq.get(name, 0)
-            key = ("log", name)
+        keys = self._keys
+        for name, row in entries:
+            key = keys.get(name)
+            if key is None:
+                key = keys[name] = (self, name)
             group = gathered.get(key)
-            rows = batch.gather(key, _pack, name, seq) if group is None else group[2]
-            next_seq[name] = seq + 1
-            record.seq = seq
-            stamp_us = round((record.timestamp or stamp) * 1_000_000)
-            last_us = stamp_us if stamp_us > last_us else last_us + 1
-            record.timestamp = last_us / 1_000_000
-            rows.append(_ROW(record))
+            if group is None:
+                batch.gather(key, _pack, name, self._next_seq.get(name, 0), [])
+                group = gathered[key]
+            own = row[_TS]
+            us = round(own * 1_000_000) if own else stamp_us
+            last_us = us if us > last_us else last_us + 1
+            rows = group[2]
+            rows.append(row)
+            group[1][2].append(last_us)
             if placed is not None:
-                placed.append((name, seq))
+                placed.append((name, group[1][1] + len(rows) - 1))
         self._last_us = last_us
-        self.appended += len(records)
+        self.appended += len(entries)
+
+    def _taken(self, batch: Batch) -> None:
+        """The writer took ``batch`` (the engine's lock is held): this log's partitions go on
+        after the entries it holds."""
+        next_seq = self._next_seq
+        for key, (_build, args, rows) in batch.gathered.items():
+            if key[0] is self:
+                next_seq[args[0]] = args[1] + len(rows)
 
     def apply_retention(self, partition: str, *, max_age: float = 0, max_entries: int = 0,
                         now: float | None = None) -> int:
@@ -339,6 +361,8 @@ class MessageLog:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+        if self._engine is not None and self._taken in self._engine.taking:
+            self._engine.taking.remove(self._taken)
         if self._owns_engine and self._engine is not None:
             self._engine.close()
 
@@ -361,9 +385,12 @@ def _runs(blobs: list[tuple[int, bytes]], start: int, stop: int) -> Iterator[tup
             yield first_seq + low, rows if (low, high) == (0, len(rows)) else rows[low:high]
 
 
-def _pack(rows: list[tuple[Any, ...]], partition: str, first_seq: int) -> list[tuple[str, tuple[Any, ...]]]:
-    """The record batches of one commit's entries of a partition (Batch.gather's build), and
-    the partition's extent that they move on."""
-    ops = log_batch.batch_ops(partition, first_seq, rows, _TS)
+def _pack(rows: list[tuple[Any, ...]], partition: str, first_seq: int,
+          stamps: list[int]) -> list[tuple[str, tuple[Any, ...]]]:
+    """The record batches of one commit's entries of a partition (Batch.gather's build; on
+    the writer thread), each row with its archive timestamp from ``stamps`` (µs), and the
+    partition's extent that they move on."""
+    stamped = [(row[0], row[1], us / 1_000_000, *row[3:]) for row, us in zip(rows, stamps, strict=True)]
+    ops = log_batch.batch_ops(partition, first_seq, stamped, _TS)
     ops.append((_EXTENT, (partition, 0, first_seq + len(rows))))
     return ops

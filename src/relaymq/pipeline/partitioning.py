@@ -15,6 +15,10 @@ from relaymq.pipeline.settings import ArchiveRule
 from relaymq.pubsub.topics import topic_matches
 
 
+#: How many topics' partitions a Router keeps (Router.for_topic).
+TOPICS_KEPT = 100_000
+
+
 def partition_index(source: str, partitions: int) -> int:
     """The partition index (0..partitions-1) for a topic or queue name."""
     return zlib.crc32(source.encode("utf-8")) % partitions
@@ -26,6 +30,7 @@ class Router:
     def __init__(self, rules: Iterable[ArchiveRule]) -> None:
         self.rules = tuple(rules)
         self._queue_rules: dict[str, list[ArchiveRule]] = {}
+        self._by_topic: dict[str, list[str]] = {}
         for rule in self.rules:
             for queue in rule.queues:
                 self._queue_rules.setdefault(queue, []).append(rule)
@@ -36,9 +41,18 @@ class Router:
         return list(self._queue_rules)
 
     def for_topic(self, topic: str) -> list[str]:
-        """Partitions archiving a publication on ``topic`` (none: not archived)."""
-        return [f"{rule.name}-{partition_index(topic, rule.partitions)}"
-                for rule in self.rules if any(topic_matches(f, topic) for f in rule.topics)]
+        """Partitions archiving a publication on ``topic`` (none: not archived); the list is
+        shared by every call for the topic: read it, do not change it. Kept per topic (the
+        rules do not change): matching every rule's filters and hashing the topic cost more
+        than the rest of archiving a publication. At most ``TOPICS_KEPT`` topics are kept;
+        then the cache starts again empty."""
+        found = self._by_topic.get(topic)
+        if found is None:
+            if len(self._by_topic) >= TOPICS_KEPT:
+                self._by_topic.clear()
+            found = self._by_topic[topic] = [f"{rule.name}-{partition_index(topic, rule.partitions)}"
+                                             for rule in self.rules if any(topic_matches(f, topic) for f in rule.topics)]
+        return found
 
     def for_queue(self, queue: str) -> list[str]:
         """Partitions archiving a message put to ``queue``."""

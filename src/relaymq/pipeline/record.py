@@ -93,29 +93,38 @@ def _usr_text(value: Any) -> str:
 
 def from_publication(topic: str, payload: bytes, qos: int, properties: dict[str, Any] | None,
                      expiry_at: float | None = None, now: float | None = None) -> LogRecord:
-    """A routed MQTT publication (a StoredMessage's fields) as a log record.
+    """A routed MQTT publication (a StoredMessage's fields) as a log record (the fields of
+    :func:`publication_entry`)."""
+    entry = publication_entry(topic, payload, qos, properties, expiry_at, now)
+    return LogRecord(entry[0], entry[1], "", -1, *entry[2:])
+
+
+def publication_entry(topic: str, payload: bytes, qos: int, properties: dict[str, Any] | None,
+                      expiry_at: float | None = None, now: float | None = None) -> tuple[Any, ...]:
+    """A routed MQTT publication as the log stores it: a tuple in STORED_COLUMNS order with
+    timestamp 0.0 (the log stamps it when it joins a batch). What the archive tap submits:
+    one immutable tuple per publication, shared by every partition it goes to, and no record
+    object (the tap makes one per publication).
 
     MQTT 5 properties map the way the JMS/MQ mapping maps them: User Properties -> ``usr``,
     Correlation Data -> CorrelId, Response Topic -> ReplyToQ, Payload Format Indicator 1 ->
     Format MQSTR; QoS > 0 is persistent (mqtt.md: QoS 1/2 are stored by the broker).
     """
-    props = properties or {}
-    usr = {k if type(k) is str else str(k): v if type(v) is str else _usr_text(v)
-           for k, v in props.get("user_property", ()) or ()}
-    domain = usr.pop("mcd.Msd", None) or _domain_for_content_type(props.get("content_type"))
     if expiry_at is None:
         expiry = -1
     else:
         expiry = max(0, int((expiry_at - (time.time() if now is None else now)) * 10))
-    correl = props.get("correlation_data") or b""
-    # Positional, in COLUMNS order (the archive tap makes one per publication: keywords to a
-    # 26-field __init__ cost more than everything else here).
-    return LogRecord(
-        topic, None, "", -1, 0.0, qos, b"", bytes(correl)[:24], 8, 0, 1 if qos > 0 else 0, expiry,
-        "MQSTR" if props.get("payload_format_indicator") == 1 else "", 1208, 546,
-        str(props.get("response_topic") or ""), "", "", "relaymq mqtt", "", "", b"", 1, usr, domain,
-        payload if type(payload) is bytes else bytes(payload),
-    )
+    if properties:
+        usr = {k if type(k) is str else str(k): v if type(v) is str else _usr_text(v)
+               for k, v in properties.get("user_property", ()) or ()}
+        domain = usr.pop("mcd.Msd", None) or _domain_for_content_type(properties.get("content_type"))
+        correl = bytes(properties.get("correlation_data") or b"")[:24]
+        form = "MQSTR" if properties.get("payload_format_indicator") == 1 else ""
+        reply_to = str(properties.get("response_topic") or "")
+    else:
+        usr, domain, correl, form, reply_to = {}, "BLOB", b"", "", ""
+    return (topic, None, 0.0, qos, b"", correl, 8, 0, 1 if qos > 0 else 0, expiry, form, 1208, 546, reply_to,
+            "", "", "relaymq mqtt", "", "", b"", 1, usr, domain, payload if type(payload) is bytes else bytes(payload))
 
 
 def _domain_for_content_type(content_type: Any) -> str:

@@ -152,7 +152,7 @@ def _call(target: Target, data: bytes, slow: float) -> str | None:
 
 
 def _kind(error: str) -> str:
-    return error.split(":")[0] if not error.startswith("slow") else "slow"
+    return error.split(":", maxsplit=1)[0] if not error.startswith("slow") else "slow"
 
 
 def shrink(target: Target, data: bytes, kind: str, slow: float, budget: int = 2000) -> bytes:

@@ -2,7 +2,7 @@
 
 * ``mqtt``: relaymq.mqtt.reader.PacketReader (framing + relaymq.mqtt.decoder), levels 3, 4
   and 5, broker and client side, bytes fed in pieces: only ``MQTTError``.
-* ``http``: the HTTP server's request parsing (relaymq.http.server._Connection on h11) on a
+* ``http``: the HTTP server's request parsing (relaymq.http.exchange.Exchange on h11) on a
   real asyncio stream that ends after the input: nothing may escape (what escapes is logged
   as a traceback, issue 15 finding 8), only the transport errors the server handles.
 * ``psc``: an MQ message (MQMD, MQRFH2/MQRFH, body) decoded and read as a psc command
@@ -22,7 +22,8 @@ import struct
 
 from fuzz_engine import Target
 
-from relaymq.http.server import HttpRequest, HttpResponse, HttpServer, _Connection
+from relaymq.http.exchange import Exchange
+from relaymq.http.server import HttpRequest, HttpResponse, HttpServer
 from relaymq.message.domains.registry import DOMAINS, parse_body
 from relaymq.message.errors import FormatError
 from relaymq.message.headers import MQMessage, decode_message, encode_message
@@ -89,7 +90,7 @@ _loop = asyncio.new_event_loop()
 
 
 class _Writer:
-    """What _Connection writes to: collects the bytes (the peer is gone once input ends)."""
+    """What Exchange writes to: collects the bytes (the peer is gone once input ends)."""
 
     def __init__(self) -> None:
         self.out = bytearray()
@@ -125,7 +126,7 @@ async def _serve(data: bytes) -> None:
     reader = asyncio.StreamReader(limit=65536)
     reader.feed_data(data)
     reader.feed_eof()
-    await _Connection(_server, reader, _Writer()).run()  # type: ignore[arg-type]
+    await Exchange(_server, reader, _Writer()).run()  # type: ignore[arg-type]
 
 
 def http(data: bytes) -> None:

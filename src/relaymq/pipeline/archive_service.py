@@ -14,7 +14,6 @@ its own under ``<data_dir>/log``. Registered as ``context.services["archive"]``.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import os
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 from relaymq.pipeline.fetch import FetchEndpoint
 from relaymq.pipeline.log import LEGACY_DIR, LOG_FILE, MessageLog, import_legacy_log
 from relaymq.pipeline.partitioning import Router
-from relaymq.pipeline.record import LogRecord, from_message, publication_entry
+from relaymq.pipeline.record import from_message, publication_entry, stored_entry
 from relaymq.pipeline.settings import ArchiveConfig
 from relaymq.services.contract import ServiceError
 
@@ -71,7 +70,8 @@ class ArchiveService:
             log.warning("archive: a message put to %s could not be read: %s", event.queue, error)
             return
         try:
-            self.log.submit(_placed(record, self.router.for_queue(event.queue)))
+            entry = stored_entry(record)
+            self.log.submit_entries([(name, entry) for name in self.router.for_queue(event.queue)])
         except Exception as error:  # noqa: BLE001 - the put itself is made; say what is missing
             log.error("archive: a message put to %s is not archived: %s", event.queue, error)
 
@@ -130,14 +130,6 @@ class ArchiveService:
             await asyncio.gather(self._housekeeping, return_exceptions=True)
         await asyncio.to_thread(self.log.flush)
         self.log.close()
-
-
-def _placed(record: LogRecord, partitions: list[str]) -> list[LogRecord]:
-    """One copy of the record per partition it goes to."""
-    copies = [record] + [dataclasses.replace(record) for _ in partitions[1:]]
-    for copy, name in zip(copies, partitions, strict=False):
-        copy.partition = name
-    return copies
 
 
 async def start_archive(context: Any, config: ArchiveConfig) -> ArchiveService:

@@ -34,7 +34,6 @@ see only committed entries (WAL).
 
 from __future__ import annotations
 
-import operator
 import os
 import sqlite3
 import threading
@@ -43,7 +42,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from relaymq.pipeline.record import STORED_COLUMNS, LogRecord
+from relaymq.pipeline.record import STORED_COLUMNS, LogRecord, stored_entry
 from relaymq.store import log_batch
 from relaymq.store.base import StoreError
 from relaymq.store.engine import Batch, Engine
@@ -54,7 +53,6 @@ LOG_FILE = "archive.sqlite3"
 BROKER_FILE = "relaymq.db"
 
 _TS = STORED_COLUMNS.index("timestamp")
-_ROW = operator.attrgetter(*STORED_COLUMNS)
 _EXTENT = ("INSERT INTO partitions VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET next_seq = excluded.next_seq")
 # The batches holding entries start <= seq < stop: from the one holding ``start`` on.
 _BATCHES = ("SELECT first_seq, data FROM log_batches WHERE partition = ? AND first_seq >= COALESCE("
@@ -193,7 +191,7 @@ class MessageLog:
     def submit(self, records: Sequence[LogRecord], now: float | None = None) -> None:
         """Hand records (each with its ``partition`` set) to the engine without waiting: they
         commit with whatever the caller's unit of work holds (the broker: the publication)."""
-        self.submit_entries([(record.partition, _ROW(record)) for record in records], now)
+        self.submit_entries([(record.partition, stored_entry(record)) for record in records], now)
 
     def submit_entries(self, entries: list[tuple[str, tuple[Any, ...]]], now: float | None = None) -> None:
         """:meth:`submit` for entries already in the stored form: (partition, a tuple in
@@ -211,7 +209,7 @@ class MessageLog:
         stamp = time.time() if now is None else now
         placed: list[tuple[str, int]] = []
         try:
-            self._engine.submit(self._place, [(record.partition, _ROW(record)) for record in records], stamp,
+            self._engine.submit(self._place, [(record.partition, stored_entry(record)) for record in records], stamp,
                                 placed, writes=len(records))
             self._engine.ticket().wait()
         except StoreError as exc:

@@ -10,6 +10,7 @@ string map, and the body stays bytes with its message domain beside it.
 
 from __future__ import annotations
 
+import operator
 import time
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -81,6 +82,9 @@ COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(LogRecord))
 #: What the log stores of an entry (relaymq.store.log_batch): every column but partition and
 #: seq, which the batch's key gives; ``usr`` as a dict.
 STORED_COLUMNS: tuple[str, ...] = tuple(c for c in COLUMNS if c not in ("partition", "seq"))
+#: A record as the log stores it: its values in STORED_COLUMNS order (the form
+#: :func:`publication_entry` builds directly; ``MessageLog.submit_entries`` takes either).
+stored_entry = operator.attrgetter(*STORED_COLUMNS)
 
 
 def _usr_text(value: Any) -> str:

@@ -96,12 +96,6 @@ def _pack_log_entries(conn: sqlite3.Connection) -> None:
         conn.execute(sql, args)
 
 
-def _create_flow_releases(conn: sqlite3.Connection) -> None:
-    """Migration 5: the flows' release markers (relaymq.flows.releases)."""
-    conn.execute("CREATE TABLE IF NOT EXISTS flow_releases (endpoint TEXT NOT NULL, msg_id INTEGER NOT NULL,"
-                 " PRIMARY KEY (endpoint, msg_id)) WITHOUT ROWID")
-
-
 # Steps applied by version (an SQL statement, or a function of the connection for what SQL
 # cannot say); a file at version N gets the steps N+1..SCHEMA_VERSION.
 MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = {
@@ -153,7 +147,8 @@ MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = 
     4: (log_batch.CREATE, _pack_log_entries),
     # 5: the QoS 2 publications of a SCADAInput endpoint whose flow run has committed, written
     # in the run's unit of work (relaymq.flows.releases): exactly once into a flow (issue 14).
-    5: (_create_flow_releases,),
+    5: ("CREATE TABLE IF NOT EXISTS flow_releases (endpoint TEXT NOT NULL, msg_id INTEGER NOT NULL,"
+        " PRIMARY KEY (endpoint, msg_id)) WITHOUT ROWID",),
 }
 
 

@@ -1,6 +1,6 @@
 """Telemetry batches per second through the seed's telemetry flow (issue 6 "Done when" 2).
 
-    .venv/bin/python bench/bench_flows.py [--batches N] [--qos 0|1]
+    .venv/bin/python bench/bench_flows.py [--batches N] [--qos 0|1|2] [--persistent-device] [--broker-only]
 
 Two figures:
 
@@ -12,8 +12,9 @@ Two figures:
   MQTT 5 subscriber counts the 2N publications. Batches per second = N / (time from first
   publish to last publication received), and the broker process's CPU time (user + system,
   every thread, from ``/proc/PID/stat``) over that phase per batch: the figure to compare on
-  a loaded machine. ``--qos 2``: each batch also writes and deletes its release marker
-  (relaymq.flows.releases).
+  a loaded machine. The device's session is clean unless ``--persistent-device``; with it
+  and ``--qos 2`` each batch also writes and deletes its release marker
+  (relaymq.flows.releases: only a persistent session's publication needs one).
 
 Asserts nothing about speed. Leaves nothing behind (the broker's work directory and the flow
 file are removed).
@@ -61,12 +62,12 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def bench_broker(batches: int, qos: int) -> tuple[float, float]:
+def bench_broker(batches: int, qos: int, persistent: bool = False) -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="bench-flows-") as tmp_dir:
-        return _bench_broker(Path(tmp_dir), batches, qos)
+        return _bench_broker(Path(tmp_dir), batches, qos, persistent)
 
 
-def _bench_broker(tmp: Path, batches: int, qos: int) -> tuple[float, float]:
+def _bench_broker(tmp: Path, batches: int, qos: int, persistent: bool) -> tuple[float, float]:
     port = free_port()
     with FlowBroker(queues=("TELEMETRY.ERRORS",), config={"broker": {"log_level": "warning"}, "limits": {"max_queued_messages": 1000000}}) as broker:
         path = flow_file(tmp, TELEMETRY / "telemetry.yaml", {"SCADAInput1": {"port": port},
@@ -87,7 +88,8 @@ def _bench_broker(tmp: Path, batches: int, qos: int) -> tuple[float, float]:
         sub.subscribe("LCUnit/#", qos)
         sub.loop_start()
         time.sleep(0.5)
-        device = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"bench-{uuid.uuid4().hex[:8]}", protocol=mqtt.MQTTv31)
+        device = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"bench-{uuid.uuid4().hex[:8]}", protocol=mqtt.MQTTv31,
+                             clean_session=not persistent)
         device.max_inflight_messages_set(100)
         device.max_queued_messages_set(0)
         device.connect("127.0.0.1", port)
@@ -113,11 +115,14 @@ def main() -> int:
     parser.add_argument("--batches", type=int, default=2000)
     parser.add_argument("--qos", type=int, default=1, choices=(0, 1, 2))
     parser.add_argument("--broker-only", action="store_true", help="skip the in-process figure")
+    parser.add_argument("--persistent-device", action="store_true",
+                        help="the device connects with clean session 0 (QoS 2: release markers)")
     args = parser.parse_args()
     if not args.broker_only:
         print(f"engine (in-process, no broker): {bench_engine(args.batches):,.0f} batches/s")
-    rate, cpu = bench_broker(args.batches, args.qos)
-    print(f"broker (MQIsdp v3 device -> flow -> MQTT 5 subscriber, QoS {args.qos}): "
+    rate, cpu = bench_broker(args.batches, args.qos, args.persistent_device)
+    session = "persistent" if args.persistent_device else "clean"
+    print(f"broker (MQIsdp v3 device, {session} session -> flow -> MQTT 5 subscriber, QoS {args.qos}): "
           f"{rate:,.0f} batches/s ({2 * args.batches} publications), broker CPU {cpu * 1e3:.3f} ms/batch")
     return 0
 

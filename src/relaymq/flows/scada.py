@@ -176,7 +176,8 @@ class _Access:
     def can_publish(self, username: str | None, client_id: str, topic: str) -> bool:
         broker = self.endpoint.broker
         if broker is not None:
-            broker.publishing = (topic, username or client_id or "")
+            session = broker.sessions.get(client_id)
+            broker.publishing = (topic, username or client_id or "", session is None or session.persistent)
         acl = self._acl()
         return acl is None or bool(acl.can_publish(username, client_id, topic))
 
@@ -194,15 +195,17 @@ class _ScadaBroker(Broker):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.publishing: tuple[str, str] | None = None
-        self.origins: OrderedDict[int, str] = OrderedDict()
+        #: (topic, who, whether the publisher's session is persistent) of the PUBLISH being read.
+        self.publishing: tuple[str, str, bool] | None = None
+        #: msg_id -> (who published it, whether from a persistent session).
+        self.origins: OrderedDict[int, tuple[str, bool]] = OrderedDict()
 
     def new_message(self, topic: str, payload: bytes, qos: int, retain: bool,
                     properties: dict | None = None, expiry_interval: int | None = None) -> StoredMessage:
         message = super().new_message(topic, payload, qos, retain, properties, expiry_interval)
         publishing, self.publishing = self.publishing, None
         if publishing is not None and publishing[0] == topic:
-            self.origins[message.msg_id] = publishing[1]
+            self.origins[message.msg_id] = publishing[1:]
             if len(self.origins) > MAX_ORIGINS:
                 self.origins.popitem(last=False)
         return message
@@ -275,12 +278,14 @@ class ScadaEndpoint:
 
     def _tap(self, stored: StoredMessage) -> None:
         assert self.broker is not None
-        user = self.broker.origins.pop(stored.msg_id, "")
+        user, persistent = self.broker.origins.pop(stored.msg_id, ("", True))
         if stored.topic.startswith("$"):
             return
         ticket = self.gate.ticket()
         releases = self.releases
-        if releases is None or stored.qos != 2:
+        # A clean session's QoS 2 publication needs no marker: its inbound record is not
+        # stored, so after a crash no PUBREL can find it and nothing runs it again.
+        if releases is None or stored.qos != 2 or not persistent:
             self.on_publication(stored, user, lambda: self.gate.done(ticket), None)
             return
         finished = partial(self._released, releases, ticket, stored.msg_id)

@@ -126,6 +126,20 @@ def test_scenario_helpers(bench_broker: BrokerProcess) -> None:
 
 
 @pytest.mark.timeout(120)
+def test_a_drain_reports_the_window_the_broker_kept(tmp_path: Path) -> None:
+    """bench/compare row 8 prints each broker's largest burst: how many messages one read of the
+    drain brought unacknowledged. relaymq keeps a persistent session's backlog to its
+    configured in-flight window (``limits.max_inflight``, MQTT 5 Receive Maximum's role for
+    every level), so a drain of 300 under a window of 10 never sees more than 10 at once."""
+    config = {**CONFIG, "limits": {**CONFIG["limits"], "max_inflight": 10}}
+    with BrokerProcess("relaymq", config=config, workdir=tmp_path) as broker:
+        scenarios.queue_backlog("127.0.0.1", broker.port, "bench-w", "bench/w", 300)
+        drained = scenarios.drain_session("127.0.0.1", broker.port, "bench-w", 300, idle_timeout=10)
+    assert drained.unique == 300
+    assert 1 <= drained.largest_burst <= 10
+
+
+@pytest.mark.timeout(120)
 def test_duration_and_rate_mode(tmp_path: Path) -> None:
     """``--duration`` with ``--rate`` (issue 8: rate or as fast as possible, duration or
     count): whatever number was sent in the time, QoS 1 delivers each exactly once and the

@@ -351,6 +351,8 @@ class Connection:
                     if acks:
                         writer.write(acks)
                         pause_next = False
+                        if len(acks) > tally.largest_burst * 4:
+                            tally.largest_burst = len(acks) // 4
                     if progress is not None and tally.received != before:
                         progress(tally.received - before)
                     if done(tally):

@@ -213,6 +213,8 @@ class DeliveryTiming:
     unique: int
     retained: int
     session_present: bool = False
+    #: ReceiveTally.largest_burst: the most messages received unacknowledged at once.
+    largest_burst: int = 0
 
 
 def _client_id(kind: str) -> str:
@@ -297,7 +299,7 @@ def drain_session(host: str, port: int, client_id: str, expected: int, *, level:
         end = tally.last_ns or time.monotonic_ns()
         await conn.close()
         return DeliveryTiming((end - start) / 1e9, tally.received, tally.unique, tally.retained,
-                              conn.session_present)
+                              conn.session_present, tally.largest_burst)
 
     return _run(main())
 

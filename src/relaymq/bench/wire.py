@@ -228,6 +228,10 @@ class ReceiveTally:
     seen: dict[int, bytearray] = field(default_factory=dict)
     latencies_us: array = field(default_factory=lambda: array("q"))
     stride: int = 1
+    #: The most acknowledgements one read needed (each is 4 bytes). For a QoS 1 stream that
+    #: is the most messages the broker had sent unacknowledged at once, as far as the client
+    #: can see it: a lower bound of the broker's in-flight window (bench/compare row 8).
+    largest_burst: int = 0
 
     def add(self, now_ns: int, received: int, unique: int, duplicates: int, retained: int, unstamped: int) -> None:
         """Count what one chunk that arrived at ``now_ns`` held (it received something)."""

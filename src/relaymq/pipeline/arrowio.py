@@ -84,8 +84,8 @@ def stored_batch(partition: str, runs: Iterable[Any], columns: Sequence[str] | N
     """Entries as the log stores them (``MessageLog.read_stored``: parts of stored batches,
     undecoded) as one RecordBatch of ``columns`` (None: all). Only the stored columns asked
     for are opened (``log_batch.layout``), and a column kept in Arrow's layout (format 2: the
-    log's columns of one type) is wrapped as an Arrow array without a copy or a step per
-    value; a column kept once for the whole batch is repeated in C++; only the rest (a column
+    log's columns of one type) is wrapped as an Arrow array over the stored bytes, with no
+    step per value (the batches are then joined in C++); a column kept once for the whole batch is repeated in C++; only the rest (a column
     mixing None with values, a batch written row by row by an earlier version) converts
     Python values. The timestamp is scaled in Arrow."""
     import pyarrow as pa

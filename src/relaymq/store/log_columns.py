@@ -23,6 +23,8 @@ bytes from the start of ``data``. ``columns`` describes each stored column in or
   int beyond 64 bits): a marshal list of the values, ``size`` bytes at ``at``.
 
 Every value reads back as the exact object it was (type included), as format 1 gives it.
+The int64, float64 and offset sections are little-endian, as Arrow's are on every host relaymq
+runs on; a big-endian host would write only ``"c"`` and ``"m"`` columns (it reads nothing else).
 The store imports no Arrow: :func:`column` gives a column as its layout, and the reader
 (``pipeline.arrowio``) makes Arrow arrays of it.
 """

@@ -108,6 +108,55 @@ def test_arrow_read_of_stored_batches_equals_the_records_read(tmp_path) -> None:
         log.close()
 
 
+def test_a_log_written_row_by_row_reads_as_before_beside_batches_kept_as_columns(tmp_path) -> None:
+    """A log written by relaymq before record batches were kept column by column (format 1 of
+    relaymq.store.log_batch: a marshal list of rows) stays readable after the change, batches of
+    both forms in one range: the records, the Arrow read of all columns and of some, the
+    timestamps, and retention by age read the old batches as they read the new."""
+    import marshal
+    import sqlite3
+
+    from relaymq.pipeline.arrowio import to_batch
+    from relaymq.pipeline.fetch import LocalAccess
+    from relaymq.pipeline.log import MessageLog, log_path
+    from relaymq.pipeline.record import LogRecord
+    from relaymq.store import log_batch
+
+    def records(first: int) -> list[LogRecord]:
+        return [LogRecord(topic=None if i % 4 == 0 else f"t/{i}", queue="Q" if i % 4 == 0 else None, partition="p-0",
+                          usr={"i": str(i)} if i % 2 else {}, priority=i % 10, body=bytes([i]) * i)
+                for i in range(first, first + 6)]
+
+    log = MessageLog(str(tmp_path))
+    log.append(records(0), now=1_000.0)
+    log.append(records(6), now=2_000.0)
+    db = sqlite3.connect(log_path(str(tmp_path)))
+    for first_seq, data in db.execute("SELECT first_seq, data FROM log_batches").fetchall():  # as written before
+        db.execute("UPDATE log_batches SET data = ? WHERE first_seq = ?",
+                   (log_batch.FORMAT_ROWS + marshal.dumps(log_batch.decode(data), 4), first_seq))
+    db.commit()
+    assert {row[0][:1] for row in db.execute("SELECT data FROM log_batches")} == {log_batch.FORMAT_ROWS}
+    log.append(records(12), now=3_000.0)  # kept as columns
+    assert db.execute("SELECT data FROM log_batches WHERE first_seq = 12").fetchone()[0][:1] == log_batch.FORMAT
+    everything = log.read("p-0", 0)
+    assert [(r.seq, r.topic, r.queue, r.usr, r.priority, r.body) for r in everything] == [
+        (seq, r.topic, r.queue, r.usr, r.priority, r.body) for seq, r in enumerate(records(0) + records(6) + records(12))]
+    access = LocalAccess(str(tmp_path))
+    try:
+        (got,) = access.read_batches("p-0", 3, 16)
+        assert got.equals(to_batch(everything[3:16]))
+        (narrow,) = access.read_batches("p-0", 3, 16, ("body", "seq", "timestamp"))
+        assert narrow.equals(got.select(["body", "seq", "timestamp"]))
+    finally:
+        access.close()
+    stamps = log.timestamps("p-0", 4, 14)
+    assert stamps[0] < 1_001 and 2_000 <= stamps[5] < 2_001 and stamps[-1] >= 3_000
+    assert log.apply_retention("p-0", max_age=1_500, now=3_100.0) == 6  # found inside an old batch
+    assert [r.seq for r in log.read("p-0", 6, 8)] == [6, 7]
+    log.close()
+    db.close()
+
+
 def test_stored_batches_read_as_the_columns_asked_for(tmp_path) -> None:
     """issue 16 (a job that needs six columns does not pay for 26): a read of some columns, in
     any order, is the full read's columns; names and types outside the log's are refused with

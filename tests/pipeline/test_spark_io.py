@@ -70,6 +70,28 @@ def test_a_schema_given_to_the_reader_selects_columns(spark, tmp_path) -> None:
         spark.read.format("relaymq").option("log", str(tmp_path / "log")).schema("payload BINARY").load().collect()
 
 
+def test_parquet_written_by_a_pipeline_session_keeps_timestamps_as_parquet_microseconds(spark, tmp_path) -> None:
+    """issue 16 (log -> Spark -> Parquet >= 200,000 msg/s; docs/pipeline.md "Parquet
+    timestamps"): a pipeline session writes the log's timestamps as Parquet's INT64
+    TIMESTAMP(MICROS, UTC), not Spark's legacy INT96, and every microsecond survives."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    log = MessageLog(str(tmp_path / "log"))
+    log.append([LogRecord(topic="t/x", partition="a-0", body=b"m")], now=1_700_000_000.123457)
+    log.append([LogRecord(topic="t/x", partition="a-0", body=b"n")], now=1_700_000_001.000001)
+    stamps = log.timestamps("a-0", 0, 2)
+    (spark.read.format("relaymq").option("log", str(tmp_path / "log")).schema("seq BIGINT, timestamp TIMESTAMP")
+     .load().coalesce(1).write.parquet(str(tmp_path / "out")))
+    (written,) = (tmp_path / "out").glob("*.parquet")
+    column = pq.ParquetFile(written).schema.column(1)
+    assert (column.name, column.physical_type) == ("timestamp", "INT64")
+    logical = json.loads(column.logical_type.to_json())
+    assert (logical["Type"], logical["timeUnit"], logical["isAdjustedToUTC"]) == ("Timestamp", "microseconds", True)
+    table = pq.read_table(written).sort_by("seq")
+    assert table.column("timestamp").cast(pa.int64()).to_pylist() == [round(t * 1_000_000) for t in stamps]
+
+
 def test_stream_admission_new_partitions_and_retention(spark, tmp_path) -> None:
     """issue 7: maxRecordsPerBatch under Trigger.AvailableNow; a restarted query continues from its
     checkpoint and picks up a new partition; retention past its offsets is a clear failure."""

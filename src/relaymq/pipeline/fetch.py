@@ -71,7 +71,7 @@ class LocalAccess:
         """RecordBatches of entries ``start <= seq < end``, of ``columns`` (None: all)."""
         batches = []
         while start < end:
-            batch = stored_batch(partition, self._open().read_runs(partition, start, end, limit=MAX_FETCH), columns)
+            batch = stored_batch(partition, self._open().read_stored(partition, start, end, limit=MAX_FETCH), columns)
             if batch.num_rows == 0:
                 break
             batches.append(batch)
@@ -234,7 +234,7 @@ class FetchEndpoint:
         except ValueError as error:
             return _json(400, {"error": str(error)})
         try:
-            runs = await asyncio.to_thread(self.log.read_runs, name, start, end, limit)
+            runs = await asyncio.to_thread(self.log.read_stored, name, start, end, limit)
         except RetentionError as error:
             return _json(410, {"error": str(error), "partition": name, "start": start, "first_seq": error.first_seq})
         except LogError as error:

@@ -40,6 +40,8 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import truediv
 from typing import Any
 
 from relaymq.pipeline.record import STORED_COLUMNS, LogRecord, stored_entry
@@ -55,7 +57,7 @@ BROKER_FILE = "relaymq.db"
 _TS = STORED_COLUMNS.index("timestamp")
 _EXTENT = ("INSERT INTO partitions VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET next_seq = excluded.next_seq")
 # The batches holding entries start <= seq < stop: from the one holding ``start`` on.
-_BATCHES = ("SELECT first_seq, data FROM log_batches WHERE partition = ? AND first_seq >= COALESCE("
+_BATCHES = ("SELECT first_seq, count, data FROM log_batches WHERE partition = ? AND first_seq >= COALESCE("
             "(SELECT MAX(first_seq) FROM log_batches WHERE partition = ? AND first_seq <= ?), 0)"
             " AND first_seq < ? ORDER BY first_seq")
 
@@ -293,8 +295,8 @@ class MessageLog:
         if found is None:
             return nxt
         first_seq, data = found
-        for offset, row in enumerate(log_batch.decode(data)):
-            if row[_TS] >= cutoff:
+        for offset, stamp in enumerate(log_batch.layout(data).values(_TS)):
+            if stamp >= cutoff:
                 return first_seq + offset
         return nxt
 
@@ -317,8 +319,14 @@ class MessageLog:
                   limit: int | None = None) -> Iterator[tuple[int, list[tuple[Any, ...]]]]:
         """What :meth:`read` reads, as runs of consecutive entries, one per stored batch:
         (the seq of the run's first entry, its stored rows). The committed batches are read at
-        once (errors are raised here); each is decoded only as the runs are iterated, so a reader
-        turning them into columns (Arrow) holds one batch of Python rows at a time."""
+        once (errors are raised here); each is decoded only as the runs are iterated."""
+        return _runs(self.read_stored(partition, start, end, limit))
+
+    def read_stored(self, partition: str, start: int, end: int | None = None,
+                    limit: int | None = None) -> list[StoredRun]:
+        """What :meth:`read` reads, as the stored batches holding it, undecoded: a reader that
+        wants columns (``arrowio.stored_batch``) opens each with ``log_batch.layout`` and
+        takes only the columns it needs. Raises as :meth:`read` does."""
         with self._lock:
             found = self._db.execute("SELECT first_seq, next_seq FROM partitions WHERE name=?", (partition,)).fetchone()
             if found is None:
@@ -330,11 +338,11 @@ class MessageLog:
             if limit is not None:
                 stop = min(stop, start + limit)
             blobs = self._blobs(partition, start, stop)
-        return _runs(blobs, start, stop)
+        return _stored_runs(blobs, start, stop)
 
-    def _blobs(self, partition: str, start: int, stop: int) -> list[tuple[int, bytes]]:
-        """(first_seq, data) of the stored batches holding entries ``start <= seq < stop``, in
-        order. Call with the lock held."""
+    def _blobs(self, partition: str, start: int, stop: int) -> list[tuple[int, int, bytes]]:
+        """(first_seq, count, data) of the stored batches holding entries ``start <= seq <
+        stop``, in order. Call with the lock held."""
         if start >= stop:
             return []
         return self._db.execute(_BATCHES, (partition, partition, start, stop)).fetchall()
@@ -349,7 +357,8 @@ class MessageLog:
             if start < found[0]:
                 raise RetentionError(partition, start, found[0])
             blobs = self._blobs(partition, start, end)
-        return [row[_TS] for _first, run in _runs(blobs, start, end) for row in run]
+        return [stamp for run in _stored_runs(blobs, start, end)
+                for stamp in log_batch.layout(run.data).values(_TS)[run.low:run.high]]
 
     def flush(self) -> None:
         """Wait until every submitted entry is committed (tests, shutdown)."""
@@ -373,14 +382,36 @@ def _last_stamp_us(db: sqlite3.Connection) -> int:
     return -1 if row[0] is None else round(row[0] * 1_000_000)
 
 
-def _runs(blobs: list[tuple[int, bytes]], start: int, stop: int) -> Iterator[tuple[int, list[tuple[Any, ...]]]]:
-    """The entries ``start <= seq < stop`` of stored batches: (seq of the first, rows) each."""
-    for first_seq, data in blobs:
-        rows = log_batch.decode(data)
-        low = max(start - first_seq, 0)
-        high = min(stop - first_seq, len(rows))
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """Entries ``low <= i < high`` of the stored batch ``data`` (entry i is seq ``first_seq + i``)."""
+
+    first_seq: int
+    low: int
+    high: int
+    data: bytes
+
+    @property
+    def start(self) -> int:
+        """The seq of the run's first entry."""
+        return self.first_seq + self.low
+
+
+def _stored_runs(blobs: list[tuple[int, int, bytes]], start: int, stop: int) -> list[StoredRun]:
+    """The parts of stored batches holding entries ``start <= seq < stop``."""
+    runs = []
+    for first_seq, count, data in blobs:
+        low, high = max(start - first_seq, 0), min(stop - first_seq, count)
         if low < high:
-            yield first_seq + low, rows if (low, high) == (0, len(rows)) else rows[low:high]
+            runs.append(StoredRun(first_seq, low, high, data))
+    return runs
+
+
+def _runs(runs: list[StoredRun]) -> Iterator[tuple[int, list[tuple[Any, ...]]]]:
+    """Stored runs decoded: (seq of the first, rows) each."""
+    for run in runs:
+        rows = log_batch.decode(run.data)
+        yield run.start, rows if (run.low, run.high) == (0, len(rows)) else rows[run.low:run.high]
 
 
 def _pack(rows: list[tuple[Any, ...]], partition: str, first_seq: int,
@@ -388,7 +419,8 @@ def _pack(rows: list[tuple[Any, ...]], partition: str, first_seq: int,
     """The record batches of one commit's entries of a partition (Batch.gather's build; on
     the writer thread), each row with its archive timestamp from ``stamps`` (µs), and the
     partition's extent that they move on."""
-    stamped = [(row[0], row[1], us / 1_000_000, *row[3:]) for row, us in zip(rows, stamps, strict=True)]
-    ops = log_batch.batch_ops(partition, first_seq, stamped, _TS)
+    columns: list[Sequence[Any]] = list(zip(*rows, strict=True))
+    columns[_TS] = list(map(truediv, stamps, repeat(1_000_000)))
+    ops = log_batch.batch_ops(partition, first_seq, columns, _TS)
     ops.append((_EXTENT, (partition, 0, first_seq + len(rows))))
     return ops

@@ -9,12 +9,13 @@ together, as one row of ``log_batches`` (a *record batch*, as Kafka's segments h
     log_batches (partition, first_seq, count, last_ts, data)
 
 ``data`` holds the batch's entries, consecutive sequence numbers from ``first_seq``: a format
-byte, then a ``marshal`` (version 4) list of rows. A row is the entry's ``LOG_COLUMNS`` in
-order with ``usr`` as a dict of strings; every value is None, bool, int, float, str, bytes or
-(``usr``) a dict of str: marshal writes those natively, in C, at well under a microsecond per
-row, and reading them back runs no code. (marshal's format is Python's own: version 4 has been
-read unchanged by every Python since 3.4; ``FORMAT`` names the layout, so a later change of
-encoding is a new format byte beside this one, never a reinterpretation.) ``last_ts`` is the
+byte, then the entries' ``LOG_COLUMNS`` in one of two layouts. Format 2 (what this version
+writes) keeps them column by column, each in the layout Arrow uses, so the Spark reader wraps
+the columns a job asks for without unpacking anything else (:mod:`relaymq.store.log_columns`).
+Format 1 (earlier versions; still read) is a ``marshal`` (version 4) list of rows, each the
+entry's values in order with ``usr`` as a dict of strings. (marshal's format is Python's own:
+version 4 has been read unchanged by every Python since 3.4.) A later change of encoding is a
+new format byte beside these, never a reinterpretation. ``last_ts`` is the
 newest archive timestamp in the batch, for retention by age and for the stamp a writer
 continues after. At most ``MAX_ROWS`` entries go in one batch, so reading a short range never
 decodes much more than it returns.
@@ -34,8 +35,12 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-#: The layout of ``data``: a marshal (version 4) list of rows in LOG_COLUMNS order.
-FORMAT = b"\x01"
+from relaymq.store import log_columns
+
+#: The layouts of ``data``: a marshal (version 4) list of rows in LOG_COLUMNS order (read,
+#: no longer written), and columns (log_columns: what is written).
+FORMAT_ROWS = b"\x01"
+FORMAT = log_columns.FORMAT
 MAX_ROWS = 1000
 INSERT = "INSERT INTO log_batches VALUES (?, ?, ?, ?, ?)"
 #: Packing rows imported from an earlier version's file: a batch already here stays (the same
@@ -50,17 +55,40 @@ class BatchFormatError(Exception):
     """A batch's ``data`` is not in a format this relaymq reads."""
 
 
-def encode(rows: Sequence[tuple[Any, ...]]) -> bytes:
-    """The ``data`` of a batch of rows."""
-    try:
-        return FORMAT + marshal.dumps(rows if type(rows) is list else list(rows), 4)
-    except ValueError:  # a subclass of str, bytes, int or dict that marshal does not write
-        return FORMAT + marshal.dumps([tuple(_plain(value) for value in row) for row in rows], 4)
+def encode(columns: Sequence[Sequence[Any]], count: int) -> bytes:
+    """The ``data`` of a batch of ``count`` entries given as its stored columns."""
+    return log_columns.encode(columns, count)
+
+
+class RowsLayout:
+    """A format-1 ``data`` opened as :class:`log_columns.Layout` opens format 2: every column
+    a list of values (``("m", values)``)."""
+
+    __slots__ = ("_columns", "count")
+
+    def __init__(self, rows: list[tuple[Any, ...]]) -> None:
+        self.count = len(rows)
+        self._columns = [list(column) for column in zip(*rows, strict=True)]
+
+    def column(self, index: int) -> tuple[Any, ...]:
+        return ("m", self._columns[index])
+
+    def values(self, index: int) -> Sequence[Any]:
+        return self._columns[index]
+
+
+def layout(data: bytes) -> log_columns.Layout | RowsLayout:
+    """A batch's ``data`` opened column by column, in either format."""
+    if data[:1] == FORMAT:
+        return log_columns.Layout(data)
+    return RowsLayout(decode(data))
 
 
 def decode(data: bytes) -> list[tuple[Any, ...]]:
     """The rows of a batch's ``data``."""
-    if data[:1] != FORMAT:
+    if data[:1] == FORMAT:
+        return log_columns.rows(data)
+    if data[:1] != FORMAT_ROWS:
         raise BatchFormatError(f"message log batch in format {data[:1]!r}, which this relaymq does not read;"
                                " use a newer relaymq")
     rows = marshal.loads(memoryview(data)[1:])
@@ -69,14 +97,17 @@ def decode(data: bytes) -> list[tuple[Any, ...]]:
     return rows
 
 
-def batch_ops(partition: str, first_seq: int, rows: list[tuple[Any, ...]], ts_index: int,
+def batch_ops(partition: str, first_seq: int, columns: Sequence[Sequence[Any]], ts_index: int,
               insert: str = INSERT) -> list[tuple[str, tuple[Any, ...]]]:
-    """INSERTs of ``rows`` (consecutive entries from ``first_seq`` of ``partition``) as batches
-    of at most MAX_ROWS; ``ts_index`` is the timestamp's place in a row."""
+    """INSERTs of the entries given as their stored ``columns`` (consecutive entries from
+    ``first_seq`` of ``partition``) as batches of at most MAX_ROWS; ``ts_index`` is the
+    timestamp's column."""
     ops: list[tuple[str, tuple[Any, ...]]] = []
-    for start in range(0, len(rows), MAX_ROWS):
-        chunk = rows[start:start + MAX_ROWS]
-        ops.append((insert, (partition, first_seq + start, len(chunk), chunk[-1][ts_index], encode(chunk))))
+    total = len(columns[ts_index])
+    for start in range(0, total, MAX_ROWS):
+        chunk = columns if total <= MAX_ROWS else [column[start:start + MAX_ROWS] for column in columns]
+        count = min(MAX_ROWS, total - start)
+        ops.append((insert, (partition, first_seq + start, count, chunk[ts_index][count - 1], encode(chunk, count))))
     return ops
 
 
@@ -96,31 +127,15 @@ def pack_entries(conn: sqlite3.Connection, columns: Sequence[str]) -> list[tuple
         row = list(found[2:])
         row[usr] = json.loads(row[usr]) if isinstance(row[usr], str) and row[usr] else {}
         if run and (partition != run_partition or seq != next_seq):
-            ops += batch_ops(run_partition, run_first, run, ts_index, _PACK)  # type: ignore[arg-type]
+            ops += batch_ops(run_partition, run_first, list(zip(*run, strict=True)), ts_index, _PACK)  # type: ignore[arg-type]
             run = []
         if not run:
             run_partition, run_first = partition, seq
         run.append(tuple(row))
         next_seq = seq + 1
     if run:
-        ops += batch_ops(run_partition, run_first, run, ts_index, _PACK)  # type: ignore[arg-type]
+        ops += batch_ops(run_partition, run_first, list(zip(*run, strict=True)), ts_index, _PACK)  # type: ignore[arg-type]
     if ops:
         ops.append(("DELETE FROM entries", ()))
     return ops
 
-
-def _plain(value: Any) -> Any:
-    """``value`` as the exact built-in type marshal writes."""
-    if value is None or type(value) in (bool, int, float, str, bytes):
-        return value
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, dict):
-        return {str(k): str(v) for k, v in value.items()}
-    return str(value)

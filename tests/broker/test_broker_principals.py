@@ -266,7 +266,7 @@ def test_a_telemetry_will_carries_its_own_device_user():
     endpoint.broker = broker
     senders: list[tuple[str, str]] = []
     broker.publication_taps.append(
-        lambda m: senders.append((m.topic, broker.origins.pop(m.msg_id, ""))))
+        lambda m: senders.append((m.topic, broker.origins.pop(m.msg_id, ("", True))[0])))
     first, _ = connect(broker, 4, "dev-a", "meter-a", clean=True, will=p.Will("meters/lost", b"a"))
     second, _ = connect(broker, 4, "dev-b", "meter-b", clean=True, will=p.Will("meters/lost", b"b"))
     second.drop()

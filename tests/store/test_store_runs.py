@@ -7,26 +7,30 @@ from __future__ import annotations
 import sqlite3
 
 from relaymq.store.engine import _COMBINE_BYTES, _COMBINE_MAX, _chunks, _execute, _runs
-from relaymq.store.sqlite import _DELETE_INBOUND, _DELETE_MESSAGE, _PUT_INBOUND, _PUT_MESSAGE
+from relaymq.store.sqlite import _DELETE_DELIVERY, _DELETE_MESSAGE, _PUT_DELIVERY, _PUT_MESSAGE, _RELEASE_INBOUND
 
-SELECTING = "INSERT OR REPLACE INTO inbound SELECT 'c', msg_id, msg_id FROM messages WHERE msg_id = ?"
+SELECTING = "INSERT OR REPLACE INTO retained SELECT 'c', msg_id FROM messages WHERE msg_id = ?"
 
 
 def message(msg_id: int) -> tuple[object, ...]:
-    return (msg_id, "t", b"", 2, 0, None, None, 0.0)
+    return (msg_id, "t", b"", 2, 0, None, None, 0.0, None, None)
+
+
+def delivery(seq: int) -> tuple[object, ...]:
+    return ("c", seq, seq, 2, 0, None, 0, None)
 
 
 def test_alternating_tables_become_one_run_each_in_order_within_a_table() -> None:
-    """QoS 2 PUBLISHes alternate messages and inbound rows: two multi-row statements, not one
+    """Publications alternate messages and delivery rows: two multi-row statements, not one
     per row; a delete between puts of one table keeps its place among them."""
-    ops = [(_PUT_MESSAGE, message(1)), (_PUT_INBOUND, ("c", 1, 1)),
-           (_PUT_MESSAGE, message(2)), (_PUT_INBOUND, ("c", 2, 2)),
-           (_DELETE_MESSAGE, (1,)), (_DELETE_INBOUND, ("c", 1)), (_PUT_MESSAGE, message(1))]
+    ops = [(_PUT_MESSAGE, message(1)), (_PUT_DELIVERY, delivery(1)),
+           (_PUT_MESSAGE, message(2)), (_PUT_DELIVERY, delivery(2)),
+           (_DELETE_MESSAGE, (1,)), (_DELETE_DELIVERY, ("c", 1)), (_PUT_MESSAGE, message(1))]
     assert _runs(ops) == [
         (_PUT_MESSAGE, [message(1), message(2)]),
-        (_PUT_INBOUND, [("c", 1, 1), ("c", 2, 2)]),
+        (_PUT_DELIVERY, [delivery(1), delivery(2)]),
         (_DELETE_MESSAGE, [(1,)]),
-        (_DELETE_INBOUND, [("c", 1)]),
+        (_DELETE_DELIVERY, [("c", 1)]),
         (_PUT_MESSAGE, [message(1)]),
     ]
 
@@ -38,11 +42,11 @@ def test_a_statement_that_reads_another_table_is_never_crossed() -> None:
                           (_DELETE_MESSAGE, [(1,)]), (_PUT_MESSAGE, [message(3)])]
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE TABLE messages (msg_id INTEGER PRIMARY KEY, topic, payload, qos, retain,"
-                 " properties, expiry_at, created_at)")
-    conn.execute("CREATE TABLE inbound (client_id, packet_id, msg_id, PRIMARY KEY (client_id, packet_id))")
+                 " properties, expiry_at, created_at, inbound_client, inbound_packet_id)")
+    conn.execute("CREATE TABLE retained (topic PRIMARY KEY, msg_id)")
     for sql, rows in _runs(ops):
         _execute(conn, sql, rows)
-    assert conn.execute("SELECT * FROM inbound").fetchall() == [("c", 1, 1)]
+    assert conn.execute("SELECT * FROM retained").fetchall() == [("c", 1)]
     assert conn.execute("SELECT msg_id FROM messages").fetchall() == [(3,)]
 
 
@@ -57,3 +61,21 @@ def test_combined_statements_bind_at_most_a_megabyte_of_payloads() -> None:
     mixed = [(1, "t", b"x" * (_COMBINE_BYTES + 1), 1, 0, None, None, 0.0), message(2), message(3)]
     assert [len(chunk) for chunk in _chunks(mixed)] == [1, 2]
     assert [row for chunk in _chunks(big + small) for row in chunk] == big + small
+
+
+def test_released_inbound_states_are_cleared_in_one_statement(tmp_path) -> None:
+    """A read's QoS 2 releases (issue 16, row 3) clear their messages' inbound columns: an
+    UPDATE that binds only the key combines into one ``WHERE msg_id IN (...)`` like a DELETE,
+    so the writer steps once (and hands the GIL to the event loop once), not once a row."""
+    conn = sqlite3.connect(tmp_path / "r.db")
+    conn.execute("CREATE TABLE messages (msg_id INTEGER PRIMARY KEY, topic, payload, qos, retain,"
+                 " properties, expiry_at, created_at, inbound_client, inbound_packet_id)")
+    conn.executemany(_PUT_MESSAGE, [message(i)[:8] + ("pub", i) for i in range(1, 5)])
+    steps: list[str] = []
+    conn.set_trace_callback(steps.append)
+    statements = _runs([(_RELEASE_INBOUND, (i,)) for i in (1, 2, 4)])
+    for sql, rows in statements:
+        _execute(conn, sql, rows)
+    assert steps == [_RELEASE_INBOUND.replace("= ?", "IN (1,2,4)")]
+    assert conn.execute("SELECT msg_id, inbound_client, inbound_packet_id FROM messages").fetchall() == [
+        (1, None, None), (2, None, None), (3, "pub", 3), (4, None, None)]

@@ -433,7 +433,7 @@ def settle_acknowledged(broker: Broker) -> None:
         if end.released:
             update_deliveries(broker, session, end.released)
         if end.inbound:
-            settle_inbound(broker, session, end)
+            settle_inbound(broker, end)
         if end.acked:
             for d in end.acked:
                 watch = d.watch

@@ -79,7 +79,7 @@ log = logging.getLogger("relaymq.store")
 Notify = Callable[[Callable[[], None]], object]
 Op = tuple[str, tuple[Any, ...]]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 APPLICATION_ID = 0x524D5131  # "RMQ1": a relaymq database
 #: application_id of the files earlier versions kept apart, adopted in place (module docstring).
 LEGACY_QMGR_ID = 0x524D5151  # "RMQQ": qmgr-<NAME>.db
@@ -149,6 +149,19 @@ MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = 
     # in the run's unit of work (relaymq.flows.releases): exactly once into a flow (issue 14).
     5: ("CREATE TABLE IF NOT EXISTS flow_releases (endpoint TEXT NOT NULL, msg_id INTEGER NOT NULL,"
         " PRIMARY KEY (endpoint, msg_id)) WITHOUT ROWID",),
+    # 6: a QoS 2 publication awaiting PUBREL is two columns of its message row, no longer a row
+    # of ``inbound`` (issue 16, row 3: one insert and one delete fewer per message). The
+    # partial index finds them at start without reading a backlog's messages; an inbound row
+    # with no message (a refused publication: nothing to release) is not carried over.
+    6: (
+        "ALTER TABLE messages ADD COLUMN inbound_client TEXT",
+        "ALTER TABLE messages ADD COLUMN inbound_packet_id INTEGER",
+        "CREATE INDEX messages_inbound ON messages (inbound_client, inbound_packet_id)"
+        " WHERE inbound_client IS NOT NULL",
+        "UPDATE messages SET inbound_client = i.client_id, inbound_packet_id = i.packet_id"
+        " FROM inbound i WHERE i.msg_id = messages.msg_id",
+        "DROP TABLE inbound",
+    ),
 }
 
 
@@ -684,8 +697,8 @@ def _runs(ops: Iterable[Op | None]) -> list[tuple[str, list[tuple[Any, ...]]]]:
     """The statements of a batch's operations, each with its rows: an operation joins the
     latest statement of its table when that is the same SQL, so one table's operations keep
     their order and those on different tables need not. Why: a publication's rows alternate
-    between tables (a QoS 2 PUBLISH writes ``messages`` then ``inbound``, the next PUBLISH
-    the same), so in arrival order hardly two neighbours share a statement and each row was
+    between tables (a QoS 2 publisher's read writes a PUBREL's delivery to ``deliveries``, then
+    the next PUBLISH's message to ``messages``, and so on), so in arrival order hardly two neighbours share a statement and each row was
     a statement of its own, at several times the writer's CPU of one multi-row statement
     (``_execute``). Rows of different tables commute within the transaction: these
     statements write one table each and read none (no triggers, no foreign keys). One that
@@ -721,16 +734,18 @@ _COMBINE_MAX = 64
 #: row at a time holds 1 MB (tests/interop/test_memory_bounds.py: a stuck subscriber's backlog).
 _COMBINE_BYTES = 1 << 20
 _INSERT_RE = re.compile(r"^(INSERT(?: OR REPLACE)? INTO \w+(?: \([\w, ]*\))?) VALUES (\(\?(?:,\s*\?)*\))$")
-_DELETE_RE = re.compile(r"^(DELETE FROM \w+ WHERE \w+) = \?$")
-#: A delete by a two-column key (a session's delivery, its inbound QoS 2 id): the rows that
-#: share the first column become ``... AND second IN (...)``.
+#: A delete by one key column, or an update by it that binds nothing else (a released QoS 2
+#: message's inbound columns cleared): the rows become ``... WHERE key IN (...)``.
+_KEYED_RE = re.compile(r"^((?:DELETE FROM \w+|UPDATE \w+ SET [^?]+) WHERE \w+) = \?$")
+#: A delete by a two-column key (a session's delivery): the rows that share the first column
+#: become ``... AND second IN (...)``.
 _DELETE_PAIR_RE = re.compile(r"^(DELETE FROM \w+ WHERE \w+ = \? AND \w+) = \?$")
 _combined: dict[tuple[str, int], str | None] = {}
 
 
 def _combine(sql: str, count: int) -> str | None:
-    """``sql`` for ``count`` rows in one statement (a multi-row INSERT, a DELETE ... IN), or None
-    when it cannot be combined. Why: the sqlite3 module releases the GIL for every step of a
+    """``sql`` for ``count`` rows in one statement (a multi-row INSERT, a DELETE or UPDATE
+    ``... WHERE key IN``), or None when it cannot be combined. Why: the sqlite3 module releases the GIL for every step of a
     statement; a batch of many one-row steps hands the GIL back and forth with the event loop
     once per row, which costs more than the rows themselves."""
     key = (sql, count)
@@ -742,7 +757,7 @@ def _combine(sql: str, count: int) -> str | None:
     if match:
         combined = f"{match.group(1)} VALUES {','.join([match.group(2)] * count)}"
     else:
-        match = _DELETE_RE.match(sql)
+        match = _KEYED_RE.match(sql)
         if match:
             combined = f"{match.group(1)} IN ({','.join('?' * count)})"
     _combined[key] = combined

@@ -241,6 +241,7 @@ COALESCED = st.one_of(
     st.tuples(st.just("delete_deliveries"), CLIENTS, st.lists(st.tuples(IDS, st.none() | IDS), max_size=3)),
     st.tuples(st.just("update_deliveries"), CLIENTS,
               st.lists(st.tuples(IDS, st.none() | IDS, st.integers(0, 2)), max_size=3)),
+    st.tuples(st.just("mark_released"), CLIENTS, st.lists(IDS, max_size=3)),
     st.tuples(st.just("put_message_and_inbound"), IDS, st.binary(max_size=3), CLIENTS, IDS),
     st.tuples(st.just("delete_inbounds"), st.lists(st.tuples(IDS, st.booleans()), max_size=3)),
 )
@@ -284,6 +285,8 @@ def apply(store: Store, op: tuple) -> None:  # type: ignore[type-arg]
           ("put_message", 1, b"b")])  # a delete, then a put of the same key: their order decides
 @example([("put_message", 1, b"a"), ("put_delivery", "a", 1, 1), ("cut",), ("delete_session", "a"),
           ("put_delivery", "a", 2, 1), ("delete_message", 1)])  # a session's removal between row operations
+@example([("put_delivery", "a", 1, 1), ("cut",), ("update_delivery", "a", 1, 3, 1), ("mark_released", "a", [1]),
+          ("update_delivery", "a", 1, 2, 1)])  # a RELEASED state between updates of its packet id
 @example([("put_message_and_inbound", 1, b"", "a", 1), ("put_message_and_inbound", 2, b"", "a", 2), ("cut",),
           ("delete_inbounds", [(1, True), (2, False)])])  # a read's QoS 2 releases, one with its message
 @example([("put_message_and_inbound", 1, b"", "a", 1), ("delete_inbounds", [(1, False)]), ("cut",),

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from relaymq.store.engine import _COMBINE_BYTES, _COMBINE_MAX, _chunks, _execute, _runs
-from relaymq.store.sqlite import _DELETE_DELIVERY, _DELETE_MESSAGE, _PUT_DELIVERY, _PUT_MESSAGE, _RELEASE_INBOUND
+from relaymq.store.engine import _COMBINE_BYTES, _COMBINE_MAX, Batch, _chunks, _execute, _runs
+from relaymq.store.sqlite import (
+    _DELETE_DELIVERY, _DELETE_MESSAGE, _MARK_RELEASED, _PUT_DELIVERY, _PUT_MESSAGE, _RELEASE_INBOUND, _UPDATE_DELIVERY,
+)
 
 SELECTING = "INSERT OR REPLACE INTO retained SELECT 'c', msg_id FROM messages WHERE msg_id = ?"
 
@@ -79,3 +81,28 @@ def test_released_inbound_states_are_cleared_in_one_statement(tmp_path) -> None:
     assert steps == [_RELEASE_INBOUND.replace("= ?", "IN (1,2,4)")]
     assert conn.execute("SELECT msg_id, inbound_client, inbound_packet_id FROM messages").fetchall() == [
         (1, None, None), (2, None, None), (3, "pub", 3), (4, None, None)]
+
+
+def test_a_reads_released_states_are_one_statement_and_never_replace_a_packet_id(tmp_path) -> None:
+    """A read's PUBRECs (issue 16, row 3) store their RELEASED states with an UPDATE that binds
+    only the key: a batch's rows of one session become one ``seq IN (...)`` statement, where
+    binding each row's packet id made one statement per row. Pending behind an update that
+    sets the packet id too, it is appended, never put in that update's place (which would
+    lose the packet id)."""
+    conn = sqlite3.connect(tmp_path / "d.db")
+    conn.execute("CREATE TABLE deliveries (client_id, seq, msg_id, qos, retain, packet_id, state,"
+                 " subscription_ids, PRIMARY KEY (client_id, seq))")
+    conn.executemany(_PUT_DELIVERY, [delivery(seq)[:5] + (seq + 100, 1, None) for seq in range(1, 5)])
+    batch = Batch()
+    batch.update(("d", "c", 4), (_UPDATE_DELIVERY, (7, 1, "c", 4)), lambda row: row)
+    for seq in (1, 2, 4):
+        batch.update(("d", "c", seq), (_MARK_RELEASED, ("c", seq)), lambda row: row)
+    steps: list[str] = []
+    conn.set_trace_callback(steps.append)
+    for sql, rows in _runs(batch.ops):
+        _execute(conn, sql, rows)
+    assert steps == [_UPDATE_DELIVERY.replace("packet_id = ?, state = ?", "packet_id = 7, state = 1")
+                     .replace("client_id = ?", "client_id = 'c'").replace("seq = ?", "seq = 4"),
+                     _MARK_RELEASED.replace("client_id = ?", "client_id = 'c'").replace("seq = ?", "seq IN (1,2,4)")]
+    assert conn.execute("SELECT seq, packet_id, state FROM deliveries ORDER BY seq").fetchall() == [
+        (1, 101, 2), (2, 102, 2), (3, 103, 1), (4, 7, 2)]

@@ -133,6 +133,13 @@ def update_deliveries(broker: Broker, session: Session, deliveries: list[Deliver
     broker.store.update_deliveries(session.client_id, [(d.seq, d.packet_id, d.state) for d in deliveries])
 
 
+def mark_released(broker: Broker, session: Session, deliveries: list[Delivery]) -> None:
+    """The RELEASED states of a session's stored QoS 2 ``deliveries`` a read's PUBRECs moved
+    (their packet ids are stored already: a QoS 2 PUBLISH goes out only once its id is
+    durable), in one store call."""
+    broker.store.mark_released(session.client_id, [d.seq for d in deliveries])
+
+
 def record_sent(broker: Broker, session: Session) -> None:
     """The session's client went away: store the SENT state and packet id of its stored QoS 1
     deliveries in flight, which ``delivery.start`` sent without a write (their rows still say

@@ -187,6 +187,12 @@ class Store(ABC):
         for seq, packet_id, state in rows:
             self.update_delivery(client_id, seq, packet_id, state)
 
+    @abstractmethod
+    def mark_released(self, client_id: str, seqs: list[int]) -> None:
+        """The RELEASED state (PUBREC received, PUBREL to send) of each of one session's stored
+        QoS 2 deliveries by seq, their packet ids as stored: a read's PUBRECs in one call (the
+        same change for every row, so an engine may write them in one statement)."""
+
     def delete_deliveries(self, client_id: str, rows: list[tuple[int, int | None]]) -> None:
         """For each (seq, msg_id) of one session: ``delete_delivery``, and ``delete_message``
         when ``msg_id`` is not None (the last reference went); as ``update_deliveries``."""

@@ -251,19 +251,24 @@ class Batch:
 
     def update(self, key: tuple[Any, ...], op: Op, fold: Callable[[tuple[Any, ...]], tuple[Any, ...]]) -> None:
         """Fold into a pending put of the same key (``fold(row)`` gives the new row), replace a
-        pending update of it, or else append ``op``."""
+        pending update of it by the same statement (which sets the same columns), or else
+        append ``op`` (behind an update by another statement, which may set other columns:
+        a delivery's packet id and state, then its RELEASED state alone)."""
         entry = self.index.get(key)
-        if entry is None:
-            self.index[key] = (False, len(self.ops), False)
-            self.ops.append(op)
-            return
-        is_put, pos, _ = entry
-        if is_put:
-            sql, row = self.ops[pos]  # type: ignore[misc]
-            self.ops[pos] = (sql, fold(row))
-        else:
-            self.ops[pos] = op
-        self.coalesced += 1
+        if entry is not None:
+            is_put, pos, _ = entry
+            pending = self.ops[pos]
+            assert pending is not None  # an index entry names a live operation
+            if is_put:
+                self.ops[pos] = (pending[0], fold(pending[1]))
+                self.coalesced += 1
+                return
+            if pending[0] == op[0]:
+                self.ops[pos] = op
+                self.coalesced += 1
+                return
+        self.index[key] = (False, len(self.ops), False)
+        self.ops.append(op)
 
     def delete(self, key: tuple[Any, ...], op: Op) -> None:
         entry = self.index.pop(key, None)
@@ -737,9 +742,10 @@ _INSERT_RE = re.compile(r"^(INSERT(?: OR REPLACE)? INTO \w+(?: \([\w, ]*\))?) VA
 #: A delete by one key column, or an update by it that binds nothing else (a released QoS 2
 #: message's inbound columns cleared): the rows become ``... WHERE key IN (...)``.
 _KEYED_RE = re.compile(r"^((?:DELETE FROM \w+|UPDATE \w+ SET [^?]+) WHERE \w+) = \?$")
-#: A delete by a two-column key (a session's delivery): the rows that share the first column
-#: become ``... AND second IN (...)``.
-_DELETE_PAIR_RE = re.compile(r"^(DELETE FROM \w+ WHERE \w+ = \? AND \w+) = \?$")
+#: A delete by a two-column key (a session's delivery), or an update by it that binds nothing
+#: else (a delivery's RELEASED state): the rows that share the first column become
+#: ``... AND second IN (...)``.
+_KEYED_PAIR_RE = re.compile(r"^((?:DELETE FROM \w+|UPDATE \w+ SET [^?]+) WHERE \w+ = \? AND \w+) = \?$")
 _combined: dict[tuple[str, int], str | None] = {}
 
 
@@ -770,7 +776,7 @@ def _execute(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) ->
         conn.execute(sql, rows[0])
         return
     if _combine(sql, 2) is None:
-        if _DELETE_PAIR_RE.match(sql):
+        if _KEYED_PAIR_RE.match(sql):
             _execute_pairs(conn, sql, rows)
         else:
             conn.executemany(sql, rows)
@@ -806,9 +812,10 @@ def _chunks(rows: list[tuple[Any, ...]]) -> Iterator[list[tuple[Any, ...]]]:
 
 
 def _execute_pairs(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
-    """A delete by a two-column key for each row: each run of rows with the same first column
-    (one session's deliveries acknowledged in a batch) as few ``second IN (...)`` statements
-    as possible (deletes of distinct keys commute, so runs need not be consecutive)."""
+    """A delete (or an update that binds only the key) by a two-column key for each row: each
+    run of rows with the same first column (one session's deliveries acknowledged in a batch)
+    as few ``second IN (...)`` statements as possible (such changes of distinct keys commute,
+    so runs need not be consecutive; of one key twice, the second changes nothing)."""
     runs: dict[Any, list[Any]] = {}
     for first, second in rows:
         run = runs.get(first)
@@ -826,11 +833,11 @@ def _execute_pairs(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...
 
 
 def _combine_pairs(sql: str, count: int) -> str:
-    """``sql`` (``_DELETE_PAIR_RE``) for one first-column value and ``count`` second ones."""
+    """``sql`` (``_KEYED_PAIR_RE``) for one first-column value and ``count`` second ones."""
     key = (sql, -count)  # negative: not one of ``_combine``'s keys
     found = _combined.get(key)
     if found is None:
-        match = _DELETE_PAIR_RE.match(sql)
+        match = _KEYED_PAIR_RE.match(sql)
         assert match is not None
         found = _combined[key] = f"{match.group(1)} IN ({','.join('?' * count)})"
     return found

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from . import serialize as ser
 from .engine import Notify
 from .base import (
+    RELEASED,
     DeliveryRecord,
     InboundRecord,
     SessionRecord,
@@ -112,6 +113,13 @@ class MemoryStore(Store):
         rows = self._deliveries.get(client_id)
         if rows is not None and seq in rows:
             rows[seq] = ser.updated_delivery_row(rows[seq], packet_id, state)
+
+    def mark_released(self, client_id: str, seqs: list[int]) -> None:
+        rows = self._deliveries.get(client_id)
+        for seq in seqs:
+            self._write()
+            if rows is not None and seq in rows:
+                rows[seq] = ser.updated_delivery_state(rows[seq], RELEASED)
 
     def delete_delivery(self, client_id: str, seq: int) -> None:
         self._write()

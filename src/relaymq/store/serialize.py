@@ -170,5 +170,10 @@ def updated_delivery_row(row: DeliveryRow, packet_id: int | None, state: int) ->
     return row[:DELIVERY_PACKET_ID] + (packet_id, state) + row[DELIVERY_STATE + 1 :]  # type: ignore[return-value]
 
 
+def updated_delivery_state(row: DeliveryRow, state: int) -> DeliveryRow:
+    """The row with ``state``, its packet id as it is (``mark_released``); shared as above."""
+    return row[:DELIVERY_STATE] + (state,) + row[DELIVERY_STATE + 1 :]  # type: ignore[return-value]
+
+
 def inbound_from_row(row: tuple[Any, ...]) -> InboundRecord:
     return InboundRecord(*row)

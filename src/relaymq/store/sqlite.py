@@ -35,6 +35,7 @@ from collections.abc import Callable
 
 from . import serialize as ser
 from .base import (
+    RELEASED,
     DeliveryRecord,
     InboundRecord,
     SessionRecord,
@@ -64,6 +65,7 @@ _DELETE_CLIENT_SUBSCRIPTIONS = "DELETE FROM subscriptions WHERE client_id = ?"
 _PUT_DELIVERY = "INSERT OR REPLACE INTO deliveries VALUES (?,?,?,?,?,?,?,?)"
 _UPDATE_DELIVERY = "UPDATE deliveries SET packet_id = ?, state = ? WHERE client_id = ? AND seq = ?"
 _DELETE_DELIVERY = "DELETE FROM deliveries WHERE client_id = ? AND seq = ?"
+_MARK_RELEASED = f"UPDATE deliveries SET state = {RELEASED} WHERE client_id = ? AND seq = ?"
 _DELETE_CLIENT_DELIVERIES = "DELETE FROM deliveries WHERE client_id = ?"
 _PUT_RETAINED = "INSERT OR REPLACE INTO retained VALUES (?,?)"
 _DELETE_RETAINED = "DELETE FROM retained WHERE topic = ?"
@@ -227,6 +229,12 @@ class SQLiteStore(Store):
         """One submission for a window of updates (base.Store.update_deliveries)."""
         self.engine.submit(_update_rows, client_id, rows, writes=len(rows))
 
+    def mark_released(self, client_id: str, seqs: list[int]) -> None:
+        """One submission for a read's PUBRECs (base.Store.mark_released): the rows of a batch
+        become one ``UPDATE ... WHERE client_id = ? AND seq IN (...)`` (engine._execute_pairs),
+        where an update binding each row's packet id was a statement per row."""
+        self.engine.submit(_mark_released_rows, client_id, seqs, writes=len(seqs))
+
     def delete_deliveries(self, client_id: str, rows: list[tuple[int, int | None]]) -> None:
         """One submission for a read's acknowledged deliveries (base.Store.delete_deliveries)."""
         self.engine.submit(_delete_rows, client_id, rows,
@@ -331,6 +339,17 @@ def _update_rows(batch: Batch, client_id: str, rows: list[tuple[int, int | None,
     for seq, packet_id, state in rows:
         update(("d", client_id, seq), (_UPDATE_DELIVERY, (packet_id, state, client_id, seq)),
                partial(_fold_delivery, packet_id, state))
+
+
+def _released_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    return ser.updated_delivery_state(row, RELEASED)
+
+
+def _mark_released_rows(batch: Batch, client_id: str, seqs: list[int]) -> None:
+    """Each delivery's RELEASED state (``mark_released``), folded into its put still pending."""
+    update = batch.update
+    for seq in seqs:
+        update(("d", client_id, seq), (_MARK_RELEASED, (client_id, seq)), _released_row)
 
 
 def _delete_rows(batch: Batch, client_id: str, rows: list[tuple[int, int | None]]) -> None:

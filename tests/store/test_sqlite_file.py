@@ -254,5 +254,34 @@ def test_a_version_4_database_gains_the_flow_release_markers(tmp_path) -> None:
     finally:
         store.close()
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("SELECT count(*) FROM flow_releases").fetchone()[0] == 0
+
+
+def test_a_version_5_database_keeps_its_qos2_messages_awaiting_pubrel(tmp_path) -> None:
+    """Schema 6 (issue 16, row 3: one row per QoS 2 publication awaiting PUBREL, not two): a
+    database written at version 5 (main's schema before it) opens with each ``inbound`` row
+    as the state of its message, so the publisher's PUBREL after the upgrade still releases
+    it exactly once (MQTT 3.1.1 4.3.3); a message-less row (a refused publication: nothing
+    to release) and the ``inbound`` table are gone, every other message is untouched."""
+    from relaymq.store.base import InboundRecord, StoredMessage
+
+    path = tmp_path / "v5.db"
+    written_at(path, 5,
+               "INSERT INTO messages VALUES (7, 'a/b', x'6869', 2, 0, NULL, NULL, 1700000000.0)",
+               "INSERT INTO messages VALUES (8, 'a/c', x'', 1, 0, NULL, NULL, 1700000001.0)",
+               "INSERT INTO inbound VALUES ('pub', 3, 7)",
+               "INSERT INTO inbound VALUES ('pub', 4, NULL)")
+    store = SQLiteStore(str(path), notify=lambda fn: fn())
+    try:
+        snap = store.load()
+        assert snap.inbound == [InboundRecord("pub", 3, 7)]
+        assert snap.messages == {7: StoredMessage(7, "a/b", b"hi", 2, created_at=1700000000.0),
+                                 8: StoredMessage(8, "a/c", b"", 1, created_at=1700000001.0)}
+        store.delete_inbounds([(7, False)])  # its PUBREL: released, the message kept
+        assert store.load().inbound == []
+    finally:
+        store.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'inbound'").fetchall() == []

@@ -80,8 +80,8 @@ def test_submitted_counts_every_write_and_no_callback(engine: Engine) -> None:
     store.put_session(SessionRecord("c", 4, 60))
     store.put_subscription(SubscriptionRecord("c", "t", 1))
     store.delete_subscription("c", "t")
-    store.put_inbound(InboundRecord("c", 1, None))
-    store.delete_inbound("c", 1)
+    store.put_message_and_inbound(StoredMessage(2, "t", b"x", 2), InboundRecord("c", 1, 2))
+    store.delete_inbounds([(2, True)])
     store.delete_session("c")
     assert store.submitted == start + 13
     store.flush()
@@ -241,16 +241,15 @@ COALESCED = st.one_of(
     st.tuples(st.just("delete_deliveries"), CLIENTS, st.lists(st.tuples(IDS, st.none() | IDS), max_size=3)),
     st.tuples(st.just("update_deliveries"), CLIENTS,
               st.lists(st.tuples(IDS, st.none() | IDS, st.integers(0, 2)), max_size=3)),
+    st.tuples(st.just("mark_released"), CLIENTS, st.lists(IDS, max_size=3)),
     st.tuples(st.just("put_message_and_inbound"), IDS, st.binary(max_size=3), CLIENTS, IDS),
-    st.tuples(st.just("delete_inbounds"), CLIENTS, st.lists(st.tuples(IDS, st.none() | IDS), max_size=3)),
+    st.tuples(st.just("delete_inbounds"), st.lists(st.tuples(IDS, st.booleans()), max_size=3)),
 )
 OTHERS = st.one_of(
     st.tuples(st.just("put_session"), CLIENTS),
     st.tuples(st.just("delete_session"), CLIENTS),
     st.tuples(st.just("put_subscription"), CLIENTS, st.sampled_from(["x", "y"]), st.integers(0, 2)),
     st.tuples(st.just("delete_subscription"), CLIENTS, st.sampled_from(["x", "y"])),
-    st.tuples(st.just("put_inbound"), CLIENTS, IDS, st.none() | IDS),
-    st.tuples(st.just("delete_inbound"), CLIENTS, IDS),
     st.tuples(st.just("put_retained"), st.sampled_from(["r", "s"]), IDS),
     st.tuples(st.just("delete_retained"), st.sampled_from(["r", "s"])),
 )
@@ -267,8 +266,6 @@ def apply(store: Store, op: tuple) -> None:  # type: ignore[type-arg]
         store.put_subscription(SubscriptionRecord(*args))
     elif name == "put_delivery":
         store.put_delivery(DeliveryRecord(args[0], args[1], args[2], 1))
-    elif name == "put_inbound":
-        store.put_inbound(InboundRecord(*args))
     elif name == "put_message_and_delivery":
         msg_id, payload, client_id, seq = args
         store.put_message_and_delivery(StoredMessage(msg_id, "t", payload, 1), DeliveryRecord(client_id, seq, msg_id, 1))
@@ -288,8 +285,14 @@ def apply(store: Store, op: tuple) -> None:  # type: ignore[type-arg]
           ("put_message", 1, b"b")])  # a delete, then a put of the same key: their order decides
 @example([("put_message", 1, b"a"), ("put_delivery", "a", 1, 1), ("cut",), ("delete_session", "a"),
           ("put_delivery", "a", 2, 1), ("delete_message", 1)])  # a session's removal between row operations
+@example([("put_delivery", "a", 1, 1), ("cut",), ("update_delivery", "a", 1, 3, 1), ("mark_released", "a", [1]),
+          ("update_delivery", "a", 1, 2, 1)])  # a RELEASED state between updates of its packet id
 @example([("put_message_and_inbound", 1, b"", "a", 1), ("put_message_and_inbound", 2, b"", "a", 2), ("cut",),
-          ("delete_inbounds", "a", [(1, 1), (2, None)])])  # a read's QoS 2 releases, one with its message
+          ("delete_inbounds", [(1, True), (2, False)])])  # a read's QoS 2 releases, one with its message
+@example([("put_message_and_inbound", 1, b"", "a", 1), ("delete_inbounds", [(1, False)]), ("cut",),
+          ("put_message_and_inbound", 2, b"", "a", 1), ("delete_session", "b"), ("delete_inbounds", [(1, False)])])
+@example([("put_message_and_inbound", 1, b"", "a", 1), ("cut",), ("delete_session", "a"),
+          ("put_message", 2, b""), ("put_message_and_inbound", 3, b"", "b", 1), ("put_message", 3, b"")])
 def test_batches_and_coalescing_match_the_plain_model(ops: list[tuple]) -> None:  # type: ignore[type-arg]
     """Whatever the operations and wherever the batches are cut, a restarted SQLite store holds
     exactly what the memory engine holds after the same operations (spec README decision 4;

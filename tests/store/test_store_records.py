@@ -62,16 +62,17 @@ def test_every_operation_survives_restart(engine: Engine) -> None:
     store.put_delivery(DeliveryRecord("c2", 13, 2, 1))
     store.delete_delivery("c2", 13)
 
-    store.put_inbound(InboundRecord("c1", 5, 2))
-    store.put_inbound(InboundRecord("c1", 6, None))
-    store.put_inbound(InboundRecord("c2", 5, 1))
-    store.delete_inbound("c2", 5)
+    m4 = StoredMessage(4, "a/d", b"four", 2)
+    store.put_message_and_inbound(m4, InboundRecord("c1", 5, 4))
+    store.put_message_and_inbound(StoredMessage(5, "a/e", b"", 2), InboundRecord("c1", 6, 5))
+    store.put_message_and_inbound(StoredMessage(6, "a/f", b"", 2), InboundRecord("c2", 5, 6))
+    store.delete_inbounds([(6, True), (5, False)])  # released: 6 with its message, 5 kept
 
     store.put_retained("a/c", 2)
     store.put_retained("a/b", 1)
 
     assert engine.restart(store) == Snapshot(
-        messages={1: m1, 2: m2},
+        messages={1: m1, 2: m2, 4: m4, 5: StoredMessage(5, "a/e", b"", 2)},
         sessions={"c1": s1, "c2": s2},
         subscriptions=[replaced, shared],
         deliveries=[
@@ -79,9 +80,9 @@ def test_every_operation_survives_restart(engine: Engine) -> None:
             DeliveryRecord("c1", 11, 2, 2, True, 7, RELEASED),
             DeliveryRecord("c1", 12, 1, 1, False, 8, SENT),
         ],
-        inbound=[InboundRecord("c1", 5, 2), InboundRecord("c1", 6, None)],
+        inbound=[InboundRecord("c1", 5, 4)],
         retained={"a/b": 1, "a/c": 2},
-        next_msg_id=4,
+        next_msg_id=7,
         next_seq=14,
     )
 
@@ -92,10 +93,10 @@ def test_delete_session_cascades_to_the_clients_rows_only(engine: Engine) -> Non
     base.Store contract)."""
     store = engine.open()
     store.put_message(StoredMessage(1, "t", b"p", 1))
-    for client in ("gone", "kept"):
+    for msg_id, client in ((2, "gone"), (3, "kept")):
         store.put_session(SessionRecord(client, 4, NEVER_EXPIRES))
         store.put_subscription(SubscriptionRecord(client, "t", 1))
-        store.put_inbound(InboundRecord(client, 9, 1))
+        store.put_message_and_inbound(StoredMessage(msg_id, "t", b"q", 2), InboundRecord(client, 9, msg_id))
     store.put_delivery(DeliveryRecord("gone", 1, 1, 1))
     store.put_delivery(DeliveryRecord("kept", 2, 1, 1))
     store.put_delivery(DeliveryRecord("gone", 3, 1, 1))
@@ -106,7 +107,7 @@ def test_delete_session_cascades_to_the_clients_rows_only(engine: Engine) -> Non
     assert [s.client_id for s in snap.subscriptions] == ["kept"]
     assert [(d.client_id, d.seq) for d in snap.deliveries] == [("kept", 2)]
     assert [(r.client_id, r.packet_id) for r in snap.inbound] == [("kept", 9)]
-    assert list(snap.messages) == [1]
+    assert list(snap.messages) == [1, 2, 3]  # the gone client's message loses its state only
 
 
 def test_retained_is_replaced_and_deleted_per_topic(engine: Engine) -> None:

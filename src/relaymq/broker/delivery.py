@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 from relaymq.broker import backpressure
 from relaymq.broker.persistence import (
-    forget_deliveries, forget_delivery, persist_delivery, settle_inbound, update_deliveries, update_delivery,
+    forget_deliveries, forget_delivery, mark_released, persist_delivery, settle_inbound, update_deliveries,
+    update_delivery,
 )
 from relaymq.broker.records import ReadEnd
 from relaymq.broker.session import Delivery, made
@@ -431,9 +432,9 @@ def settle_acknowledged(broker: Broker) -> None:
     publishers: dict[Connection, None] = {}
     for session, end in acked.items():
         if end.released:
-            update_deliveries(broker, session, end.released)
+            mark_released(broker, session, end.released)
         if end.inbound:
-            settle_inbound(broker, session, end)
+            settle_inbound(broker, end)
         if end.acked:
             for d in end.acked:
                 watch = d.watch

@@ -193,7 +193,7 @@ def receive_qos2(conn: Connection, session: Session, message: StoredMessage | No
     if message is not None:
         session.inbound_bytes += len(message.payload)
     conn.count_inbound_qos2(pid)  # counts towards the receive maximum until its PUBCOMP
-    if session.persistent:
+    if message is not None and session.persistent:  # a refused one has nothing to release
         persist_inbound(conn.broker, session, pid, message)
     conn.acknowledge(p.PUBREC, pid, rc.SUCCESS, False, True)
 
@@ -243,8 +243,8 @@ def release_qos2(conn: Connection, session: Session, pid: int) -> bool:
         message = session.inbound.pop(pid)
         if message is not None:
             session.inbound_bytes -= len(message.payload)
-        if session.persistent:
-            forget_inbound(broker, session, pid, message)
+            if session.persistent:
+                forget_inbound(broker, session, message)
     # (an id already released is completed again) PUBCOMP once the release is durable
     conn.acknowledge(p.PUBCOMP, pid, rc.SUCCESS, counted, True)
     return True

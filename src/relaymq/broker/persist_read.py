@@ -127,11 +127,10 @@ def _restore_stored_only(broker: Broker, client_id: str, tail: list[tuple[int, i
 def _restore_inbound(broker: Broker, record: InboundRecord, messages: dict[int, StoredMessage]) -> None:
     """A QoS 2 message received (PUBREC sent) and not yet released by PUBREL."""
     session = broker.sessions.get(record.client_id)
-    if session is None:
-        return
-    message = messages.get(record.msg_id) if record.msg_id is not None else None
+    message = messages.get(record.msg_id)  # the record is a state of the message's row
+    if session is None or message is None:
+        return  # a session ended before the crash: its message is an orphan
     session.inbound = made(session.inbound)
     session.inbound[record.packet_id] = message
-    if message is not None:
-        broker.refs.add(message.msg_id)
-        session.inbound_bytes += len(message.payload)
+    broker.refs.add(message.msg_id)
+    session.inbound_bytes += len(message.payload)

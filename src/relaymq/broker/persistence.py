@@ -133,6 +133,13 @@ def update_deliveries(broker: Broker, session: Session, deliveries: list[Deliver
     broker.store.update_deliveries(session.client_id, [(d.seq, d.packet_id, d.state) for d in deliveries])
 
 
+def mark_released(broker: Broker, session: Session, deliveries: list[Delivery]) -> None:
+    """The RELEASED states of a session's stored QoS 2 ``deliveries`` a read's PUBRECs moved
+    (their packet ids are stored already: a QoS 2 PUBLISH goes out only once its id is
+    durable), in one store call."""
+    broker.store.mark_released(session.client_id, [d.seq for d in deliveries])
+
+
 def record_sent(broker: Broker, session: Session) -> None:
     """The session's client went away: store the SENT state and packet id of its stored QoS 1
     deliveries in flight, which ``delivery.start`` sent without a write (their rows still say
@@ -162,33 +169,24 @@ def forget_deliveries(broker: Broker, session: Session, deliveries: Iterable[Del
         broker.store.delete_deliveries(session.client_id, rows)
 
 
-def persist_inbound(broker: Broker, session: Session, packet_id: int,
-                    message: StoredMessage | None) -> None:
-    if broker.acknowledged:
-        # a release earlier in this read still to be deleted goes first: its DELETE must not
-        # come after (and remove) this record, should the client reuse the packet id at once
-        end = broker.acknowledged.get(session)
-        if end is not None and end.inbound:
-            settle_inbound(broker, session, end)
-    record = InboundRecord(session.client_id, packet_id, message.msg_id if message else None)
-    if message is not None and broker.refs.take(message):
-        broker.store.put_message_and_inbound(message, record)  # one store call for both
-    else:
-        broker.store.put_inbound(record)
+def persist_inbound(broker: Broker, session: Session, packet_id: int, message: StoredMessage) -> None:
+    """Store a QoS 2 publication awaiting PUBREL: its message with the inbound state in one
+    row (one store call, one write). A release earlier in the read whose clearing is still
+    to be submitted (``settle_inbound``) names another message, so a packet id reused at once
+    keeps its new state."""
+    broker.refs.take(message)
+    broker.store.put_message_and_inbound(message, InboundRecord(session.client_id, packet_id, message.msg_id))
 
 
-def forget_inbound(broker: Broker, session: Session, packet_id: int,
-                   message: StoredMessage | None) -> None:
-    """Delete a released inbound QoS 2 record, with its message when it held the last
+def forget_inbound(broker: Broker, session: Session, message: StoredMessage) -> None:
+    """Release a stored inbound QoS 2 state (PUBREL), with its message when it held the last
     reference, at the end of the read (a PUBREL is only handled inside one: ``settle_inbound``,
     one store call for the read's releases, inside its unit with their routing)."""
-    msg_id = None
-    if message is not None and broker.refs.drop(message.msg_id):
-        msg_id = message.msg_id
-    ReadEnd.of(broker.acknowledged, session).inbound.append((packet_id, msg_id))
+    msg_id = message.msg_id
+    ReadEnd.of(broker.acknowledged, session).inbound.append((msg_id, broker.refs.drop(msg_id)))
 
 
-def settle_inbound(broker: Broker, session: Session, end: ReadEnd) -> None:
-    """Delete the inbound QoS 2 records ``forget_inbound`` left to ``end``, in one store call."""
+def settle_inbound(broker: Broker, end: ReadEnd) -> None:
+    """Release the inbound QoS 2 states ``forget_inbound`` left to ``end``, in one store call."""
     rows, end.inbound = end.inbound, []
-    broker.store.delete_inbounds(session.client_id, rows)
+    broker.store.delete_inbounds(rows)

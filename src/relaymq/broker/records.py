@@ -42,12 +42,12 @@ class ReadEnd:
     settled by ``delivery.settle_acknowledged``: one store call each, not one per packet):
     ``acked``, in-flight deliveries acknowledged (PUBACK, PUBCOMP), to release; ``released``,
     stored QoS 2 deliveries PUBREC moved to RELEASED, their states to store; ``inbound``, the
-    (packet id, msg id or None) of inbound QoS 2 records PUBREL released, to delete, each with
-    its message when it held the last reference."""
+    (msg id, last) of stored inbound QoS 2 messages PUBREL released, their states to clear,
+    each message deleted when the release held its last reference (``last``)."""
 
     acked: list[Delivery] = field(default_factory=list)
     released: list[Delivery] = field(default_factory=list)
-    inbound: list[tuple[int, int | None]] = field(default_factory=list)
+    inbound: list[tuple[int, bool]] = field(default_factory=list)
 
     @staticmethod
     def of(ends: dict[Session, ReadEnd], session: Session) -> ReadEnd:

@@ -129,18 +129,12 @@ class _GatedStore:
     # otherwise leave the device's resent PUBREL nothing to release, and the publication lost.
     # Deferred, a crash means the PUBREL finds it: the flow runs it again, unless its release
     # marker says the run committed (ScadaEndpoint._tap).
-    def delete_inbound(self, client_id: str, packet_id: int) -> None:
-        self._gate.after(lambda: self._inner.delete_inbound(client_id, packet_id))
+    def delete_inbounds(self, rows: list[tuple[int, bool]]) -> None:
+        """A read's QoS 2 releases: their records and messages behind the gate (as above)."""
+        self._gate.after(lambda: self._inner.delete_inbounds(rows))
 
     def delete_message(self, msg_id: int) -> None:
         self._gate.after(lambda: self._inner.delete_message(msg_id))
-
-    def delete_inbounds(self, client_id: str, rows: list[tuple[int, int | None]]) -> None:
-        """A read's QoS 2 releases: each record and message behind the gate (as above)."""
-        for packet_id, msg_id in rows:
-            self.delete_inbound(client_id, packet_id)
-            if msg_id is not None:
-                self.delete_message(msg_id)
 
     def delete_deliveries(self, client_id: str, rows: list[tuple[int, int | None]]) -> None:
         """A read's acknowledged deliveries: their rows at once, the messages whose last
@@ -266,7 +260,7 @@ class ScadaEndpoint:
             # before the listener accepts: no publication of this start can meet a stale marker
             self.releases = Releases(main_engine, name)
             await asyncio.to_thread(self.releases.restore, {
-                record.msg_id for record in snapshot.inbound if record.msg_id is not None})
+                record.msg_id for record in snapshot.inbound})
         listener = ListenerConfig(name=name, host=self.host, port=self.requested_port)
         self.listener = Listener(listener, self.broker, self.config.limits.max_outbound_buffer)
         try:

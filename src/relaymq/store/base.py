@@ -86,11 +86,14 @@ class DeliveryRecord:
 
 @dataclass(slots=True)
 class InboundRecord:
-    """A QoS 2 PUBLISH received and acknowledged with PUBREC, released on PUBREL."""
+    """A QoS 2 PUBLISH received and acknowledged with PUBREC, released on PUBREL: the state
+    of its stored message (schema 6: columns of the message's row). A refused publication's
+    packet id, which has nothing to release, is not stored: after a restart its PUBREL is
+    completed as one already released, and a resent PUBLISH is refused again."""
 
     client_id: str
     packet_id: int
-    msg_id: int | None  # None: nothing to release (e.g. refused), the id only guards duplicates
+    msg_id: int
 
 
 @dataclass(slots=True)
@@ -146,7 +149,8 @@ class Store(ABC):
     @abstractmethod
     def delete_message(self, msg_id: int) -> None: ...
 
-    # -- sessions (delete_session also deletes the client's subscriptions, deliveries, inbound)
+    # -- sessions (delete_session also deletes the client's subscriptions and deliveries, and
+    # clears the inbound QoS 2 state of its messages)
     @abstractmethod
     def put_session(self, record: SessionRecord) -> None: ...
 
@@ -183,6 +187,12 @@ class Store(ABC):
         for seq, packet_id, state in rows:
             self.update_delivery(client_id, seq, packet_id, state)
 
+    @abstractmethod
+    def mark_released(self, client_id: str, seqs: list[int]) -> None:
+        """The RELEASED state (PUBREC received, PUBREL to send) of each of one session's stored
+        QoS 2 deliveries by seq, their packet ids as stored: a read's PUBRECs in one call (the
+        same change for every row, so an engine may write them in one statement)."""
+
     def delete_deliveries(self, client_id: str, rows: list[tuple[int, int | None]]) -> None:
         """For each (seq, msg_id) of one session: ``delete_delivery``, and ``delete_message``
         when ``msg_id`` is not None (the last reference went); as ``update_deliveries``."""
@@ -197,27 +207,17 @@ class Store(ABC):
         """Up to ``limit`` of the client's deliveries with seq > ``after_seq``, in seq order, each
         with its message: how a backlog kept only in the store (issue 2: limits) comes back."""
 
-    # -- inbound QoS 2
+    # -- inbound QoS 2: the state of a stored message (one write to put, one to release)
     @abstractmethod
-    def put_inbound(self, record: InboundRecord) -> None: ...
-
-    @abstractmethod
-    def delete_inbound(self, client_id: str, packet_id: int) -> None: ...
-
-    def delete_inbounds(self, client_id: str, rows: list[tuple[int, int | None]]) -> None:
-        """For each (packet_id, msg_id) of one session: ``delete_inbound``, and
-        ``delete_message`` when ``msg_id`` is not None (the last reference went); as
-        ``delete_deliveries`` (the QoS 2 releases of one read)."""
-        for packet_id, msg_id in rows:
-            self.delete_inbound(client_id, packet_id)
-            if msg_id is not None:
-                self.delete_message(msg_id)
-
     def put_message_and_inbound(self, message: StoredMessage, record: InboundRecord) -> None:
-        """``put_message`` then ``put_inbound`` (two writes): a QoS 2 publication's first
-        reference to its message, submitted in one call by an engine that can."""
-        self.put_message(message)
-        self.put_inbound(record)
+        """``put_message`` with ``record`` as its inbound QoS 2 state (``record.msg_id`` is the
+        message's): a QoS 2 publication received, awaiting PUBREL."""
+
+    @abstractmethod
+    def delete_inbounds(self, rows: list[tuple[int, bool]]) -> None:
+        """For each (msg_id, last) of the QoS 2 releases of one read: the message's inbound
+        state goes, with the message (``delete_message``) when ``last`` (the release held its
+        last reference)."""
 
     # -- retained publications (topic -> message)
     @abstractmethod

@@ -79,7 +79,7 @@ log = logging.getLogger("relaymq.store")
 Notify = Callable[[Callable[[], None]], object]
 Op = tuple[str, tuple[Any, ...]]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 APPLICATION_ID = 0x524D5131  # "RMQ1": a relaymq database
 #: application_id of the files earlier versions kept apart, adopted in place (module docstring).
 LEGACY_QMGR_ID = 0x524D5151  # "RMQQ": qmgr-<NAME>.db
@@ -149,6 +149,19 @@ MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = 
     # in the run's unit of work (relaymq.flows.releases): exactly once into a flow (issue 14).
     5: ("CREATE TABLE IF NOT EXISTS flow_releases (endpoint TEXT NOT NULL, msg_id INTEGER NOT NULL,"
         " PRIMARY KEY (endpoint, msg_id)) WITHOUT ROWID",),
+    # 6: a QoS 2 publication awaiting PUBREL is two columns of its message row, no longer a row
+    # of ``inbound`` (issue 16, row 3: one insert and one delete fewer per message). The
+    # partial index finds them at start without reading a backlog's messages; an inbound row
+    # with no message (a refused publication: nothing to release) is not carried over.
+    6: (
+        "ALTER TABLE messages ADD COLUMN inbound_client TEXT",
+        "ALTER TABLE messages ADD COLUMN inbound_packet_id INTEGER",
+        "CREATE INDEX messages_inbound ON messages (inbound_client, inbound_packet_id)"
+        " WHERE inbound_client IS NOT NULL",
+        "UPDATE messages SET inbound_client = i.client_id, inbound_packet_id = i.packet_id"
+        " FROM inbound i WHERE i.msg_id = messages.msg_id",
+        "DROP TABLE inbound",
+    ),
 }
 
 
@@ -238,19 +251,24 @@ class Batch:
 
     def update(self, key: tuple[Any, ...], op: Op, fold: Callable[[tuple[Any, ...]], tuple[Any, ...]]) -> None:
         """Fold into a pending put of the same key (``fold(row)`` gives the new row), replace a
-        pending update of it, or else append ``op``."""
+        pending update of it by the same statement (which sets the same columns), or else
+        append ``op`` (behind an update by another statement, which may set other columns:
+        a delivery's packet id and state, then its RELEASED state alone)."""
         entry = self.index.get(key)
-        if entry is None:
-            self.index[key] = (False, len(self.ops), False)
-            self.ops.append(op)
-            return
-        is_put, pos, _ = entry
-        if is_put:
-            sql, row = self.ops[pos]  # type: ignore[misc]
-            self.ops[pos] = (sql, fold(row))
-        else:
-            self.ops[pos] = op
-        self.coalesced += 1
+        if entry is not None:
+            is_put, pos, _ = entry
+            pending = self.ops[pos]
+            assert pending is not None  # an index entry names a live operation
+            if is_put:
+                self.ops[pos] = (pending[0], fold(pending[1]))
+                self.coalesced += 1
+                return
+            if pending[0] == op[0]:
+                self.ops[pos] = op
+                self.coalesced += 1
+                return
+        self.index[key] = (False, len(self.ops), False)
+        self.ops.append(op)
 
     def delete(self, key: tuple[Any, ...], op: Op) -> None:
         entry = self.index.pop(key, None)
@@ -684,8 +702,8 @@ def _runs(ops: Iterable[Op | None]) -> list[tuple[str, list[tuple[Any, ...]]]]:
     """The statements of a batch's operations, each with its rows: an operation joins the
     latest statement of its table when that is the same SQL, so one table's operations keep
     their order and those on different tables need not. Why: a publication's rows alternate
-    between tables (a QoS 2 PUBLISH writes ``messages`` then ``inbound``, the next PUBLISH
-    the same), so in arrival order hardly two neighbours share a statement and each row was
+    between tables (a QoS 2 publisher's read writes a PUBREL's delivery to ``deliveries``, then
+    the next PUBLISH's message to ``messages``, and so on), so in arrival order hardly two neighbours share a statement and each row was
     a statement of its own, at several times the writer's CPU of one multi-row statement
     (``_execute``). Rows of different tables commute within the transaction: these
     statements write one table each and read none (no triggers, no foreign keys). One that
@@ -721,16 +739,19 @@ _COMBINE_MAX = 64
 #: row at a time holds 1 MB (tests/interop/test_memory_bounds.py: a stuck subscriber's backlog).
 _COMBINE_BYTES = 1 << 20
 _INSERT_RE = re.compile(r"^(INSERT(?: OR REPLACE)? INTO \w+(?: \([\w, ]*\))?) VALUES (\(\?(?:,\s*\?)*\))$")
-_DELETE_RE = re.compile(r"^(DELETE FROM \w+ WHERE \w+) = \?$")
-#: A delete by a two-column key (a session's delivery, its inbound QoS 2 id): the rows that
-#: share the first column become ``... AND second IN (...)``.
-_DELETE_PAIR_RE = re.compile(r"^(DELETE FROM \w+ WHERE \w+ = \? AND \w+) = \?$")
+#: A delete by one key column, or an update by it that binds nothing else (a released QoS 2
+#: message's inbound columns cleared): the rows become ``... WHERE key IN (...)``.
+_KEYED_RE = re.compile(r"^((?:DELETE FROM \w+|UPDATE \w+ SET [^?]+) WHERE \w+) = \?$")
+#: A delete by a two-column key (a session's delivery), or an update by it that binds nothing
+#: else (a delivery's RELEASED state): the rows that share the first column become
+#: ``... AND second IN (...)``.
+_KEYED_PAIR_RE = re.compile(r"^((?:DELETE FROM \w+|UPDATE \w+ SET [^?]+) WHERE \w+ = \? AND \w+) = \?$")
 _combined: dict[tuple[str, int], str | None] = {}
 
 
 def _combine(sql: str, count: int) -> str | None:
-    """``sql`` for ``count`` rows in one statement (a multi-row INSERT, a DELETE ... IN), or None
-    when it cannot be combined. Why: the sqlite3 module releases the GIL for every step of a
+    """``sql`` for ``count`` rows in one statement (a multi-row INSERT, a DELETE or UPDATE
+    ``... WHERE key IN``), or None when it cannot be combined. Why: the sqlite3 module releases the GIL for every step of a
     statement; a batch of many one-row steps hands the GIL back and forth with the event loop
     once per row, which costs more than the rows themselves."""
     key = (sql, count)
@@ -742,7 +763,7 @@ def _combine(sql: str, count: int) -> str | None:
     if match:
         combined = f"{match.group(1)} VALUES {','.join([match.group(2)] * count)}"
     else:
-        match = _DELETE_RE.match(sql)
+        match = _KEYED_RE.match(sql)
         if match:
             combined = f"{match.group(1)} IN ({','.join('?' * count)})"
     _combined[key] = combined
@@ -755,7 +776,7 @@ def _execute(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) ->
         conn.execute(sql, rows[0])
         return
     if _combine(sql, 2) is None:
-        if _DELETE_PAIR_RE.match(sql):
+        if _KEYED_PAIR_RE.match(sql):
             _execute_pairs(conn, sql, rows)
         else:
             conn.executemany(sql, rows)
@@ -791,9 +812,10 @@ def _chunks(rows: list[tuple[Any, ...]]) -> Iterator[list[tuple[Any, ...]]]:
 
 
 def _execute_pairs(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
-    """A delete by a two-column key for each row: each run of rows with the same first column
-    (one session's deliveries acknowledged in a batch) as few ``second IN (...)`` statements
-    as possible (deletes of distinct keys commute, so runs need not be consecutive)."""
+    """A delete (or an update that binds only the key) by a two-column key for each row: each
+    run of rows with the same first column (one session's deliveries acknowledged in a batch)
+    as few ``second IN (...)`` statements as possible (such changes of distinct keys commute,
+    so runs need not be consecutive; of one key twice, the second changes nothing)."""
     runs: dict[Any, list[Any]] = {}
     for first, second in rows:
         run = runs.get(first)
@@ -811,11 +833,11 @@ def _execute_pairs(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...
 
 
 def _combine_pairs(sql: str, count: int) -> str:
-    """``sql`` (``_DELETE_PAIR_RE``) for one first-column value and ``count`` second ones."""
+    """``sql`` (``_KEYED_PAIR_RE``) for one first-column value and ``count`` second ones."""
     key = (sql, -count)  # negative: not one of ``_combine``'s keys
     found = _combined.get(key)
     if found is None:
-        match = _DELETE_PAIR_RE.match(sql)
+        match = _KEYED_PAIR_RE.match(sql)
         assert match is not None
         found = _combined[key] = f"{match.group(1)} IN ({','.join('?' * count)})"
     return found

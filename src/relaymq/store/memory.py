@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from . import serialize as ser
 from .engine import Notify
 from .base import (
+    RELEASED,
     DeliveryRecord,
     InboundRecord,
     SessionRecord,
@@ -40,7 +41,8 @@ class MemoryStore(Store):
         # Per-client tables (client_id -> key -> row), so delete_session costs that client's rows only.
         self._subscriptions: dict[str, dict[str, ser.SubscriptionRow]] = {}
         self._deliveries: dict[str, dict[int, ser.DeliveryRow]] = {}
-        self._inbound: dict[str, dict[int, ser.InboundRow]] = {}
+        #: The messages whose rows hold an inbound QoS 2 state: msg_id -> (client_id, packet_id).
+        self._inbound: dict[int, tuple[str, int]] = {}
         self._retained: dict[str, int] = {}
         self._max_msg_id = 0
         self._max_seq = 0
@@ -63,7 +65,8 @@ class MemoryStore(Store):
             sessions={k: ser.session_from_row(r) for k, r in self._sessions.items()},
             subscriptions=[ser.subscription_from_row(r) for r in sorted(_rows(self._subscriptions))],
             deliveries=[ser.delivery_from_row(r) for r in sorted(_rows(self._deliveries), key=lambda r: (r[1], r[0]))],
-            inbound=[ser.inbound_from_row(r) for r in sorted(_rows(self._inbound))],
+            inbound=[ser.inbound_from_row((*state, msg_id))
+                     for state, msg_id in sorted((state, msg_id) for msg_id, state in self._inbound.items())],
             retained=dict(self._retained),
             next_msg_id=self._max_msg_id + 1,
             next_seq=self._max_seq + 1,
@@ -72,11 +75,13 @@ class MemoryStore(Store):
     def put_message(self, message: StoredMessage) -> None:
         self._write()
         self._messages[message.msg_id] = ser.message_row(message)
+        self._inbound.pop(message.msg_id, None)  # a whole row: with no inbound state
         self._max_msg_id = max(self._max_msg_id, message.msg_id)
 
     def delete_message(self, msg_id: int) -> None:
         self._write()
         self._messages.pop(msg_id, None)
+        self._inbound.pop(msg_id, None)
 
     def put_session(self, record: SessionRecord) -> None:
         self._write()
@@ -87,7 +92,8 @@ class MemoryStore(Store):
         self._sessions.pop(client_id, None)
         self._subscriptions.pop(client_id, None)
         self._deliveries.pop(client_id, None)
-        self._inbound.pop(client_id, None)
+        for msg_id in [m for m, (owner, _) in self._inbound.items() if owner == client_id]:
+            del self._inbound[msg_id]
 
     def put_subscription(self, record: SubscriptionRecord) -> None:
         self._write()
@@ -108,6 +114,13 @@ class MemoryStore(Store):
         if rows is not None and seq in rows:
             rows[seq] = ser.updated_delivery_row(rows[seq], packet_id, state)
 
+    def mark_released(self, client_id: str, seqs: list[int]) -> None:
+        rows = self._deliveries.get(client_id)
+        for seq in seqs:
+            self._write()
+            if rows is not None and seq in rows:
+                rows[seq] = ser.updated_delivery_state(rows[seq], RELEASED)
+
     def delete_delivery(self, client_id: str, seq: int) -> None:
         self._write()
         _discard(self._deliveries, client_id, seq)
@@ -119,13 +132,17 @@ class MemoryStore(Store):
         return [(ser.delivery_from_row(row), ser.message_from_row(self._messages[row[2]]))
                 for _, row in rows[:limit]]
 
-    def put_inbound(self, record: InboundRecord) -> None:
-        self._write()
-        self._inbound.setdefault(record.client_id, {})[record.packet_id] = ser.inbound_row(record)
+    def put_message_and_inbound(self, message: StoredMessage, record: InboundRecord) -> None:
+        self.put_message(message)
+        self._inbound[message.msg_id] = (record.client_id, record.packet_id)
 
-    def delete_inbound(self, client_id: str, packet_id: int) -> None:
-        self._write()
-        _discard(self._inbound, client_id, packet_id)
+    def delete_inbounds(self, rows: list[tuple[int, bool]]) -> None:
+        for msg_id, last in rows:
+            if last:
+                self.delete_message(msg_id)
+            else:
+                self._write()
+                self._inbound.pop(msg_id, None)
 
     def put_retained(self, topic: str, msg_id: int) -> None:
         self._write()

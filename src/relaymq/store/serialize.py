@@ -20,12 +20,15 @@ from typing import Any
 
 from .base import DeliveryRecord, InboundRecord, SessionRecord, StoredMessage, SubscriptionRecord
 
-MessageRow = tuple[int, str, bytes, int, int, str | None, float | None, float]
+#: A message's columns, then its inbound QoS 2 state: the client and packet id of a QoS 2
+#: PUBLISH it is awaiting PUBREL for, else (None, None) (schema 6).
+MessageRow = tuple[int, str, bytes, int, int, str | None, float | None, float, str | None, int | None]
 SessionRow = tuple[str, int, int, float | None, str | None, int | None, float | None]
 SubscriptionRow = tuple[str, str, int, int, int, int, int | None, str | None]
 DeliveryRow = tuple[str, int, int, int, int, int | None, int, str | None]
-InboundRow = tuple[str, int, int | None]
 
+# Where a MessageRow's inbound QoS 2 state starts.
+INBOUND_CLIENT = 8
 # Positions inside a DeliveryRow that update_delivery changes.
 DELIVERY_PACKET_ID = 5
 DELIVERY_STATE = 6
@@ -100,15 +103,25 @@ def decode_int_list(text: str | None) -> list[int]:
 # -- records <-> rows (column order = the SQLite schema's column order)
 
 
-def message_row(m: StoredMessage) -> MessageRow:
+def message_row(m: StoredMessage, inbound_client: str | None = None,
+                inbound_packet_id: int | None = None) -> MessageRow:
+    """The message's row; with the inbound QoS 2 state it is kept for (a client's packet id
+    awaiting PUBREL), or none."""
     return (
         m.msg_id, m.topic, bytes(m.payload), m.qos, int(m.retain),
-        encode_properties(m.properties), m.expiry_at, m.created_at,
+        encode_properties(m.properties), m.expiry_at, m.created_at, inbound_client, inbound_packet_id,
     )
 
 
+def released_message_row(row: MessageRow) -> MessageRow:
+    """The row with its inbound QoS 2 state cleared (PUBREL released it); shared so both
+    engines release alike."""
+    return row[:INBOUND_CLIENT] + (None, None)  # type: ignore[return-value]
+
+
 def message_from_row(row: tuple[Any, ...]) -> StoredMessage:
-    msg_id, topic, payload, qos, retain, props, expiry_at, created_at = row
+    """The message of a row (its first eight columns: the inbound state is not the message's)."""
+    msg_id, topic, payload, qos, retain, props, expiry_at, created_at = row[:INBOUND_CLIENT]
     return StoredMessage(
         msg_id, topic, bytes(payload), qos, bool(retain), decode_properties(props), expiry_at, created_at
     )
@@ -157,8 +170,9 @@ def updated_delivery_row(row: DeliveryRow, packet_id: int | None, state: int) ->
     return row[:DELIVERY_PACKET_ID] + (packet_id, state) + row[DELIVERY_STATE + 1 :]  # type: ignore[return-value]
 
 
-def inbound_row(r: InboundRecord) -> InboundRow:
-    return (r.client_id, r.packet_id, r.msg_id)
+def updated_delivery_state(row: DeliveryRow, state: int) -> DeliveryRow:
+    """The row with ``state``, its packet id as it is (``mark_released``); shared as above."""
+    return row[:DELIVERY_STATE] + (state,) + row[DELIVERY_STATE + 1 :]  # type: ignore[return-value]
 
 
 def inbound_from_row(row: tuple[Any, ...]) -> InboundRecord:

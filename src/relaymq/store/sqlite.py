@@ -1,5 +1,6 @@
 """The MQTT broker's part of the storage engine: sessions, subscriptions, deliveries, inbound
-QoS 2 state and retained messages, in the broker's database (:mod:`relaymq.store.engine`).
+QoS 2 state (columns of its message's row) and retained messages, in the broker's database
+(:mod:`relaymq.store.engine`).
 
 Why this shape (spec README decision 4; mqtt.md item 6; design guide "Durable before
 acknowledged, in batches"):
@@ -34,6 +35,7 @@ from collections.abc import Callable
 
 from . import serialize as ser
 from .base import (
+    RELEASED,
     DeliveryRecord,
     InboundRecord,
     SessionRecord,
@@ -50,8 +52,11 @@ from .sqlite_load import read_marks, read_snapshot
 # The broker's tables are versions 1 and 2 of the engine's schema (re-exported for callers).
 SCHEMA_VERSION = ENGINE_SCHEMA_VERSION
 
-_PUT_MESSAGE = "INSERT OR REPLACE INTO messages VALUES (?,?,?,?,?,?,?,?)"
+_PUT_MESSAGE = "INSERT OR REPLACE INTO messages VALUES (?,?,?,?,?,?,?,?,?,?)"
 _DELETE_MESSAGE = "DELETE FROM messages WHERE msg_id = ?"
+_NO_INBOUND = "UPDATE messages SET inbound_client = NULL, inbound_packet_id = NULL WHERE"
+_RELEASE_INBOUND = f"{_NO_INBOUND} msg_id = ?"
+_RELEASE_CLIENT_INBOUND = f"{_NO_INBOUND} inbound_client = ?"
 _PUT_SESSION = "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?)"
 _DELETE_SESSION = "DELETE FROM sessions WHERE client_id = ?"
 _PUT_SUBSCRIPTION = "INSERT OR REPLACE INTO subscriptions VALUES (?,?,?,?,?,?,?,?)"
@@ -60,10 +65,8 @@ _DELETE_CLIENT_SUBSCRIPTIONS = "DELETE FROM subscriptions WHERE client_id = ?"
 _PUT_DELIVERY = "INSERT OR REPLACE INTO deliveries VALUES (?,?,?,?,?,?,?,?)"
 _UPDATE_DELIVERY = "UPDATE deliveries SET packet_id = ?, state = ? WHERE client_id = ? AND seq = ?"
 _DELETE_DELIVERY = "DELETE FROM deliveries WHERE client_id = ? AND seq = ?"
+_MARK_RELEASED = f"UPDATE deliveries SET state = {RELEASED} WHERE client_id = ? AND seq = ?"
 _DELETE_CLIENT_DELIVERIES = "DELETE FROM deliveries WHERE client_id = ?"
-_PUT_INBOUND = "INSERT OR REPLACE INTO inbound VALUES (?,?,?)"
-_DELETE_INBOUND = "DELETE FROM inbound WHERE client_id = ? AND packet_id = ?"
-_DELETE_CLIENT_INBOUND = "DELETE FROM inbound WHERE client_id = ?"
 _PUT_RETAINED = "INSERT OR REPLACE INTO retained VALUES (?,?)"
 _DELETE_RETAINED = "DELETE FROM retained WHERE topic = ?"
 
@@ -195,7 +198,7 @@ class SQLiteStore(Store):
             (_DELETE_SESSION, key),
             (_DELETE_CLIENT_SUBSCRIPTIONS, key),
             (_DELETE_CLIENT_DELIVERIES, key),
-            (_DELETE_CLIENT_INBOUND, key),
+            (_RELEASE_CLIENT_INBOUND, key),
         ])
 
     def put_subscription(self, record: SubscriptionRecord) -> None:
@@ -226,6 +229,12 @@ class SQLiteStore(Store):
         """One submission for a window of updates (base.Store.update_deliveries)."""
         self.engine.submit(_update_rows, client_id, rows, writes=len(rows))
 
+    def mark_released(self, client_id: str, seqs: list[int]) -> None:
+        """One submission for a read's PUBRECs (base.Store.mark_released): the rows of a batch
+        become one ``UPDATE ... WHERE client_id = ? AND seq IN (...)`` (engine._execute_pairs),
+        where an update binding each row's packet id was a statement per row."""
+        self.engine.submit(_mark_released_rows, client_id, seqs, writes=len(seqs))
+
     def delete_deliveries(self, client_id: str, rows: list[tuple[int, int | None]]) -> None:
         """One submission for a read's acknowledged deliveries (base.Store.delete_deliveries)."""
         self.engine.submit(_delete_rows, client_id, rows,
@@ -251,21 +260,16 @@ class SQLiteStore(Store):
             raise StoreError(f"cannot read store {self.path!r}: {exc}") from exc
         return [(ser.delivery_from_row(row[:8]), ser.message_from_row(row[8:])) for row in rows]
 
-    def put_inbound(self, record: InboundRecord) -> None:
-        self.engine.submit(Batch.append, (_PUT_INBOUND, ser.inbound_row(record)))  # one row: no list
-
     def put_message_and_inbound(self, message: StoredMessage, record: InboundRecord) -> None:
-        """Both rows in one submission (as ``put_message_and_delivery``)."""
-        self.engine.submit(_put_and_append, ("m", message.msg_id), (_PUT_MESSAGE, ser.message_row(message)),
-                           self._fresh_message(message.msg_id), (_PUT_INBOUND, ser.inbound_row(record)), writes=2)
+        """One row: the message with its inbound QoS 2 state (schema 6)."""
+        msg_id = message.msg_id
+        self.engine.submit(Batch.put, ("m", msg_id),
+                           (_PUT_MESSAGE, ser.message_row(message, record.client_id, record.packet_id)),
+                           self._fresh_message(msg_id))
 
-    def delete_inbound(self, client_id: str, packet_id: int) -> None:
-        self.engine.submit(Batch.append, (_DELETE_INBOUND, (client_id, packet_id)))
-
-    def delete_inbounds(self, client_id: str, rows: list[tuple[int, int | None]]) -> None:
-        """One submission for a read's QoS 2 releases (base.Store.delete_inbounds)."""
-        self.engine.submit(_delete_inbound_rows, client_id, rows,
-                           writes=len(rows) + sum(msg_id is not None for _, msg_id in rows))
+    def delete_inbounds(self, rows: list[tuple[int, bool]]) -> None:
+        """One submission for a read's QoS 2 releases (base.Store.delete_inbounds): a row each."""
+        self.engine.submit(_release_rows, rows, writes=len(rows))
 
     def put_retained(self, topic: str, msg_id: int) -> None:
         self.engine.append([(_PUT_RETAINED, (topic, msg_id))])
@@ -337,6 +341,17 @@ def _update_rows(batch: Batch, client_id: str, rows: list[tuple[int, int | None,
                partial(_fold_delivery, packet_id, state))
 
 
+def _released_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    return ser.updated_delivery_state(row, RELEASED)
+
+
+def _mark_released_rows(batch: Batch, client_id: str, seqs: list[int]) -> None:
+    """Each delivery's RELEASED state (``mark_released``), folded into its put still pending."""
+    update = batch.update
+    for seq in seqs:
+        update(("d", client_id, seq), (_MARK_RELEASED, (client_id, seq)), _released_row)
+
+
 def _delete_rows(batch: Batch, client_id: str, rows: list[tuple[int, int | None]]) -> None:
     """``delete_delivery`` of each row, with its message when it names one (``delete_deliveries``)."""
     delete = batch.delete
@@ -346,12 +361,15 @@ def _delete_rows(batch: Batch, client_id: str, rows: list[tuple[int, int | None]
             delete(("m", msg_id), (_DELETE_MESSAGE, (msg_id,)))
 
 
-def _delete_inbound_rows(batch: Batch, client_id: str, rows: list[tuple[int, int | None]]) -> None:
-    """``delete_inbound`` of each row, with its message when it names one (``delete_inbounds``)."""
-    for packet_id, msg_id in rows:
-        batch.append((_DELETE_INBOUND, (client_id, packet_id)))
-        if msg_id is not None:
-            batch.delete(("m", msg_id), (_DELETE_MESSAGE, (msg_id,)))
+def _release_rows(batch: Batch, rows: list[tuple[int, bool]]) -> None:
+    """Each message's inbound QoS 2 state cleared, or the message deleted when ``last``
+    (``delete_inbounds``); a clearing folds into the message's put still pending."""
+    for msg_id, last in rows:
+        key = ("m", msg_id)
+        if last:
+            batch.delete(key, (_DELETE_MESSAGE, (msg_id,)))
+        else:
+            batch.update(key, (_RELEASE_INBOUND, (msg_id,)), ser.released_message_row)
 
 
 def _put_both(batch: Batch, first_key: tuple[Any, ...], first: Op, first_fresh: bool,
@@ -360,8 +378,3 @@ def _put_both(batch: Batch, first_key: tuple[Any, ...], first: Op, first_fresh: 
     batch.put(first_key, first, first_fresh)
     batch.put(second_key, second, second_fresh)
 
-
-def _put_and_append(batch: Batch, key: tuple[Any, ...], op: Op, fresh: bool, then: Op) -> None:
-    """A put and an operation with nothing to coalesce, in order (``put_message_and_inbound``)."""
-    batch.put(key, op, fresh)
-    batch.append(then)

@@ -7,6 +7,7 @@ import pytest
 
 from relaymq.message import MQMD, StrucIdError, TruncatedError, decode_mqmd, encode_mqmd
 from relaymq.message.constants import MQENC_NATIVE, MQENC_NATIVE_BIG
+from relaymq.message.mqmd import put_fields, with_ids
 
 from .golden import mqmd_bytes
 
@@ -93,3 +94,28 @@ def test_oversized_values_are_refused_on_encode() -> None:
         encode_mqmd(MQMD(MsgId=b"x" * 25))
     with pytest.raises(ValueError):
         encode_mqmd(MQMD(Priority=2**31))
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize(("order", "enc"), [("<", MQENC_NATIVE), (">", MQENC_NATIVE_BIG)])
+def test_put_fields_are_read_where_they_are(order: str, enc: int, version: int) -> None:
+    """What a queue manager reads of a stored message it puts (Expiry, Priority, MsgId,
+    CorrelId) is at the same offsets in versions 1 and 2, in the MQMD's own byte order."""
+    extra = V2 if version == 2 else {}
+    raw = mqmd_bytes(order, version, **FIELDS, **extra) + b"body"
+    assert put_fields(raw) == (600, 5, bytes(range(24)), b"\xaa" * 24)
+    assert put_fields(raw[:323]) is None  # shorter than any MQMD
+    assert put_fields(b"XX  " + raw[4:]) is None  # not an MQMD: decoding it says why
+
+
+def test_put_fields_leave_an_ebcdic_descriptor_to_the_decoder() -> None:
+    raw = encode_mqmd(MQMD(Priority=4), MQENC_NATIVE, 500)
+    assert decode_mqmd(raw)[0].Priority == 4 and put_fields(raw) is None
+
+
+def test_with_ids_is_the_encoding_of_the_mqmd_with_those_ids() -> None:
+    md = MQMD(**FIELDS, **V2)
+    data = encode_mqmd(md, MQENC_NATIVE) + b"rest"
+    for msg_id, correl_id in ((b"\x01" * 24, b"\x02" * 24), (b"short", b"")):
+        other = MQMD(**{**FIELDS, **V2, "MsgId": msg_id, "CorrelId": correl_id})
+        assert with_ids(data, msg_id, correl_id) == encode_mqmd(other, MQENC_NATIVE) + b"rest"

@@ -6,6 +6,9 @@ import threading
 
 import pytest
 
+from relaymq.message.headers import MQMessage, encode_message
+from relaymq.message.message import Message
+from relaymq.message.mqmd import MQMD
 from relaymq.qmgr import QueueManager
 from relaymq.qmgr.errors import ConfirmIdRequired, NoMessage, WrongLock
 
@@ -292,3 +295,21 @@ def test_stored_message_is_a_copy(qm: QueueManager) -> None:
     env.message.mq.body = b"changed by the getter"
     qm.undo("Q", 1)
     assert body(qm.get("Q")) == "original"
+
+
+def test_a_stored_message_put_as_it_is_keeps_its_bytes_and_fields(qm: QueueManager) -> None:
+    """A message made of stored bytes and not looked at (a publication's copy, issue 14) is put
+    without being decoded: its bytes as they are, its MsgId, CorrelId, Priority and Expiry read
+    where they are (a get by CorrelId finds it). Priority -1 and a MsgId of NONE still get the
+    queue's default priority and a new MsgId (item 2), as for any other message."""
+    qm.define_queue("Q", default_priority=6)
+    md = MQMD(Format="MQSTR", Priority=2, MsgId=b"M" * 24, CorrelId=b"C" * 24, Expiry=600)
+    data = encode_message(MQMessage(md=md, body=b"as stored"))
+    assert qm.put("Q", Message.from_stored(data)) == b"M" * 24
+    got = qm.get("Q", correl_id=b"C" * 24)
+    assert got is not None and got.to_bytes() == data
+    as_queue = encode_message(MQMessage(md=MQMD(Format="MQSTR", Priority=-1), body=b"fill me in"))
+    msg_id = qm.put("Q", Message.from_stored(as_queue))
+    filled = qm.get("Q")
+    assert filled is not None and msg_id != bytes(24)
+    assert (filled.mq.md.Priority, filled.mq.md.MsgId, filled.mq.body) == (6, msg_id, b"fill me in")

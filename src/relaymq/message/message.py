@@ -63,6 +63,11 @@ class Message:
         msg._jms = jms
         return msg
 
+    def stored_bytes(self) -> bytes | None:
+        """The bytes this message was made from (:meth:`from_stored`) while nothing of it has
+        been looked at, so nothing can have changed: ``to_bytes`` without encoding; else None."""
+        return None
+
     def to_bytes(self) -> bytes:
         """The MQ-format bytes; a body tree that was parsed (and maybe changed) is written back."""
         if self._body is not None:
@@ -235,6 +240,9 @@ class StoredMessage(Message):
     @mq.setter
     def mq(self, value: MQMessage) -> None:
         self._mq = value
+
+    def stored_bytes(self) -> bytes | None:
+        return self._data if self._mq is None and self._body is None else None
 
     def to_bytes(self) -> bytes:
         if self._mq is None and self._data is not None:  # never looked at: the bytes it came from

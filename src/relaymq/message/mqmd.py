@@ -13,8 +13,10 @@ or in EBCDIC). Encoding and CodedCharSetId *inside* the MQMD describe what follo
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, fields
 from operator import attrgetter, itemgetter
+from typing import NamedTuple
 
 from relaymq.message.constants import (
     MQACT_NONE,
@@ -228,8 +230,38 @@ class MQMDTemplates:
             return template
         if set(map(type, _LONGS(values))) != _INT_ONLY:  # equal to the template's, not of its type
             return encode_mqmd(md, encoding, ccsid, format_name)
-        return b"".join((template[:_MSG_ID_OFFSET], msg_id.ljust(24, b"\0"), correl_id.ljust(24, b"\0"),
-                         template[_MSG_ID_OFFSET + 48:]))
+        return with_ids(template, msg_id, correl_id)
+
+
+def with_ids(data: bytes, msg_id: bytes, correl_id: bytes) -> bytes:
+    """``data`` (an encoded MQMD, maybe followed by the rest of its message) with MsgId and
+    CorrelId replaced (bytes of at most 24, NUL-padded as the full encoding pads them): the
+    message of another MQMD that differs from this one in its ids only."""
+    return b"".join((data[:_MSG_ID_OFFSET], msg_id.ljust(24, b"\0"), correl_id.ljust(24, b"\0"),
+                     data[_MSG_ID_OFFSET + 48:]))
+
+
+class PutFields(NamedTuple):
+    """The MQMD fields a queue manager reads of a message it puts (``put_fields``)."""
+
+    Expiry: int
+    Priority: int
+    MsgId: bytes
+    CorrelId: bytes
+
+
+def put_fields(data: bytes) -> PutFields | None:
+    """Expiry, Priority, MsgId and CorrelId of the encoded message ``data``, read at their
+    offsets without decoding it; None when its MQMD is not one this product writes (ASCII
+    StrucId, version 1 or 2, either byte order): decode it instead."""
+    if len(data) < LAYOUT_V1.size or not data.startswith(_STRUC_ID_ASCII):
+        return None
+    version = data[4:8]
+    if version in _LITTLE_VERSIONS:
+        return tuple.__new__(PutFields, _PUT_FIELDS_LITTLE.unpack_from(data))
+    if version in _BIG_VERSIONS:
+        return tuple.__new__(PutFields, _PUT_FIELDS_BIG.unpack_from(data))
+    return None
 
 
 # The MQMD's fields in layout order (after StrucId), read in one call; where Format is in them.
@@ -246,3 +278,12 @@ _MSG_ID_OFFSET = LAYOUT_V2.offsets[_MSG_ID_AT + 1]
 assert LAYOUT_V2.names[_MSG_ID_AT + 2] == "CorrelId" and LAYOUT_V2.offsets[_MSG_ID_AT + 2] == _MSG_ID_OFFSET + 24
 assert LAYOUT_V1.offsets[_MSG_ID_AT + 1] == _MSG_ID_OFFSET
 assert LAYOUT_V2.names[1:] == MQMD.field_names(), "MQMD(*values) needs the layout in the dataclass's order"
+# Where put_fields reads: Expiry, Priority, MsgId, CorrelId (the same in versions 1 and 2).
+_PUT_AT = [LAYOUT_V1.offsets[LAYOUT_V1.names.index(name)] for name in PutFields._fields]
+assert _PUT_AT[2] == _MSG_ID_OFFSET and LAYOUT_V1.offsets[LAYOUT_V1.names.index("Version")] == 4
+_PUT_FORMAT = f"{_PUT_AT[0]}xi{_PUT_AT[1] - _PUT_AT[0] - 4}xi{_PUT_AT[2] - _PUT_AT[1] - 4}x24s24s"
+_PUT_FIELDS_LITTLE = struct.Struct("<" + _PUT_FORMAT)
+_PUT_FIELDS_BIG = struct.Struct(">" + _PUT_FORMAT)
+_STRUC_ID_ASCII = MQMD_STRUC_ID.encode("ascii")
+_LITTLE_VERSIONS = {v.to_bytes(4, "little") for v in (MQMD_VERSION_1, MQMD_VERSION_2)}
+_BIG_VERSIONS = {v.to_bytes(4, "big") for v in (MQMD_VERSION_1, MQMD_VERSION_2)}

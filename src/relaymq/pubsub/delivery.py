@@ -12,9 +12,9 @@ from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from relaymq.message.constants import MQMT_DATAGRAM, MQPER_PERSISTENCE_AS_Q_DEF, MQPER_PERSISTENT
-from relaymq.message.headers import MQMessage, SharedMQMessage, SharedParts
+from relaymq.message.headers import MQMessage, SharedMQMessage, SharedParts, encode_message
 from relaymq.message.message import Message
-from relaymq.message.mqmd import MQMD
+from relaymq.message.mqmd import MQMD, with_ids
 from relaymq.message.mqrfh import MQRFH
 from relaymq.message.mqrfh2 import MQRFH2
 from relaymq.pubsub import psc as wire
@@ -48,7 +48,7 @@ class Delivery:
         copies: list[Put] = []
         seen: set[SubscriberId] = set()
         expired: list[QueueSubscription] = []
-        shared: list[SharedParts] = []  # the copies' RFH2 and body, made and encoded once
+        shared = _Copies()  # what the copies have in common, made and encoded once
         expiry = pub.expiry_tenths(now)  # the same for every copy
         for _key, sub in matches:
             if type(sub) is not QueueSubscription:
@@ -85,26 +85,28 @@ class Delivery:
         return self.sender is None or self.sender.topic(sub.user_id or None, pub.topic, RECEIVE)
 
     def copy(self, sub: QueueSubscription, pub: Publication, expiry: int, *, retained_inform: bool,
-             shared: list[SharedParts] | None = None) -> Put:
-        """One subscriber's copy, its MQMD Expiry ``expiry`` (``pub.expiry_tenths``). ``shared`` (a live publication's copies: empty at first) holds
-        the MQRFH2 and body that every MQRFH2 copy of it has in common, made once and encoded
-        once (each copy's own part is its MQMD: MsgId, CorrelId, Persistence)."""
+             shared: _Copies | None = None) -> Put:
+        """One subscriber's copy, its MQMD Expiry ``expiry`` (``pub.expiry_tenths``). ``shared`` (a
+        live publication's copies: empty at first) holds what every MQRFH2 copy of it has in
+        common, made and encoded once: the MQRFH2 and body, and the whole message per MQMD
+        Persistence; a copy is those bytes with its own MsgId and CorrelId (issue 14)."""
         persistent = _PERSISTENCE.get(sub.persistence, MQPER_PERSISTENT if pub.persistent else 0)
         if persistent == MQPER_PERSISTENT and self.acl is not None and not self.acl.allowed(
                 sub.user_id or None, pub.topic, PERSISTENT):
             persistent = 0  # no Persistent authority: delivered non-persistent (item 38)
-        md = MQMD(
-            Report=0, MsgType=MQMT_DATAGRAM, Format="MQHRF2", MsgId=self.new_id(),
-            CorrelId=(sub.subscriber.correl_id.ljust(24, b"\0") if sub.subscriber.correl_id else sub.broker_correl_id),
-            ReplyToQ="", ReplyToQMgr=self.qmgr_name, PutApplType=MQAT_BROKER, PutApplName=self.qmgr_name[:28],
-            Priority=pub.priority, Persistence=persistent, Expiry=expiry,
-        )
-        if shared is not None and not sub.rfh1 and not retained_inform:
-            if not shared:
-                shared.append(SharedParts([MQRFH2(Format=pub.body_format, folders=publication_folders(pub))],
-                                          pub.body))
-            return Put(sub.subscriber.qmgr, sub.subscriber.queue, Message(SharedMQMessage(md, shared[0])),
-                       "publication", sub)
+        msg_id = self.new_id()
+        correl_id = sub.subscriber.correl_id.ljust(24, b"\0") if sub.subscriber.correl_id else sub.broker_correl_id
+        if shared is not None and not sub.rfh1 and not retained_inform and len(msg_id) <= 24 >= len(correl_id):
+            template = shared.templates.get(persistent)
+            if template is None:
+                if shared.parts is None:
+                    shared.parts = SharedParts([MQRFH2(Format=pub.body_format, folders=publication_folders(pub))],
+                                               pub.body)
+                md = self._mqmd(pub, persistent, expiry, msg_id, correl_id)
+                template = shared.templates[persistent] = encode_message(SharedMQMessage(md, shared.parts))
+            return Put(sub.subscriber.qmgr, sub.subscriber.queue,
+                       Message.from_stored(with_ids(template, msg_id, correl_id)), "publication", sub)
+        md = self._mqmd(pub, persistent, expiry, msg_id, correl_id)
         folders = publication_folders(pub, retained_inform=retained_inform)
         header: MQRFH | MQRFH2
         if sub.rfh1:
@@ -114,6 +116,24 @@ class Delivery:
             header = MQRFH2(Format=pub.body_format, folders=folders)
         message = Message(MQMessage(md=md, headers=[header], body=pub.body))
         return Put(sub.subscriber.qmgr, sub.subscriber.queue, message, "publication", sub)
+
+    def _mqmd(self, pub: Publication, persistent: int, expiry: int, msg_id: bytes, correl_id: bytes) -> MQMD:
+        """A copy's MQMD (item 35)."""
+        return MQMD(Report=0, MsgType=MQMT_DATAGRAM, Format="MQHRF2", MsgId=msg_id, CorrelId=correl_id,
+                    ReplyToQ="", ReplyToQMgr=self.qmgr_name, PutApplType=MQAT_BROKER,
+                    PutApplName=self.qmgr_name[:28], Priority=pub.priority, Persistence=persistent, Expiry=expiry)
+
+
+class _Copies:
+    """What the MQRFH2 copies of one live publication have in common: their MQRFH2 and body
+    (``parts``) and, per MQMD Persistence, a whole copy's bytes (``templates``), which the
+    others differ from in their MsgId and CorrelId only."""
+
+    __slots__ = ("parts", "templates")
+
+    def __init__(self) -> None:
+        self.parts: SharedParts | None = None
+        self.templates: dict[int, bytes] = {}
 
 
 def same_subscriber(publisher: SubscriberId, subscriber: SubscriberId) -> bool:

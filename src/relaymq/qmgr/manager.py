@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from relaymq.auth.authorities import ANONYMOUS
 from relaymq.message.message import Message
 from relaymq.message.mqdlh import MQDLH
+from relaymq.message.mqmd import MQMD, PutFields, put_fields
 from relaymq.qmgr import resolution as res
 from relaymq.qmgr.admin import AdminProcessor
 from relaymq.qmgr.dynamic_queues import DynamicQueues
@@ -717,19 +718,15 @@ class QueueManager:
         ops: list[Op] = []
         if uid is not None:
             self._replace_unconfirmed(index, uid, resend, ops)
-        md = message.mq.md
-        if md.Priority < 0:
-            md.Priority = definition.default_priority
-        priority = min(md.Priority, 9)
         self._seq += 1
         seq = self._seq
-        if md.MsgId == MQMI_NONE:
-            md.MsgId = (b"RMQ" + self.name.encode("ascii")[:8].ljust(8, b".") + seq.to_bytes(8, "big")
-                        + (now % 2**40).to_bytes(5, "big"))
+        data, md = self._put_fields(message, definition, seq, now)
+        priority = min(md.Priority, 9)
         deadline = expiry_deadline(now, definition.expiry, md.Expiry, expire_time)
         if is_expired(deadline, now):
             raise MessageExpired(f"message expired before it was put to {definition.name!r}")
-        data = message.to_bytes()
+        if data is None:
+            data = message.to_bytes()
         self._check_room(index, len(data))
         call_veto("put", self.rule.put, self, definition, message, resolved.target_qmgr)
         if index.rule is not None:
@@ -745,6 +742,26 @@ class QueueManager:
         if seq_op:
             ops.append(("meta", "seq", seq))
         return entry, ops
+
+    def _put_fields(self, message: Message, definition: QueueDefinition, seq: int,
+                    now: int) -> tuple[bytes | None, MQMD | PutFields]:
+        """The MQMD fields a put reads (Priority, MsgId, CorrelId, Expiry), MQMD.Priority -1 (as the
+        queue's default) and a MsgId of NONE filled in first; with the message's bytes when they
+        are stored as they are: a message made of stored bytes and not looked at since (a
+        publication's copy for a queue subscriber, issue 14) is read where its fields are, not
+        decoded, when it needs no field filled in."""
+        data = message.stored_bytes()
+        if data is not None:
+            fields = put_fields(data)
+            if fields is not None and fields.Priority >= 0 and fields.MsgId != MQMI_NONE:
+                return data, fields
+        md = message.mq.md
+        if md.Priority < 0:
+            md.Priority = definition.default_priority
+        if md.MsgId == MQMI_NONE:
+            md.MsgId = (b"RMQ" + self.name.encode("ascii")[:8].ljust(8, b".") + seq.to_bytes(8, "big")
+                        + (now % 2**40).to_bytes(5, "big"))
+        return None, md
 
     def _replace_unconfirmed(self, index: QueueIndex, uid: str, resend: bool, ops: list[Op]) -> None:
         """Duplicate removal for a put with a sender's ``uid`` (items 18, 19): a UID confirmed

@@ -134,6 +134,18 @@ def url_path(value: Any) -> str | None:
     return 'a path starting with "/" and without spaces'
 
 
+def name_check(value: Any) -> str | None:
+    """A bridge's or a broker's name: letters, digits, - _ . (it goes into client ids)."""
+    if isinstance(value, str) and value and all(c.isalnum() or c in "-_." for c in value):
+        return None
+    return "a name of letters, digits, - _ ."
+
+
+def host_check(value: Any) -> str | None:
+    """A host name or address (a remote broker's, a neighbour's)."""
+    return None if isinstance(value, str) and value and " " not in value else "a host name or address"
+
+
 def text_list(value: Any) -> str | None:
     """A list of non-empty strings."""
     if isinstance(value, list) and all(isinstance(item, str) and item for item in value):

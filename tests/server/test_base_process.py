@@ -9,8 +9,8 @@ import sys
 
 #: Modules of features a default start does not use: the selector language (no selector yet),
 #: the JMS mapping and message domains (no body looked into), the flow node library and
-#: definitions (no flow deployed), the bridge client and the network's links (no [[bridge]], no
-#: neighbour), the real-time listener ([realtime] off), the memory store (--store sqlite);
+#: definitions and the ports the flows' nodes reach the broker through (no flow deployed), the
+#: bridge client and the network's links (no [[bridge]], no neighbour), the real-time listener ([realtime] off), the memory store (--store sqlite);
 #: importlib.resources and zipfile (the console's files are read from their directory); the
 #: schemas of the parts that are off unless configured ([amqp], [multicast], [realtime],
 #: [archive]: relaymq.config.Config.configured) and the TOML parser (no configuration file);
@@ -24,7 +24,8 @@ NOT_AT_START = (
     "relaymq.amqp.settings", "relaymq.multicast.settings", "relaymq.realtime.settings",
     "relaymq.pipeline.settings", "tomllib",
     "relaymq.selector.compiled", "relaymq.message.jms_mq", "relaymq.message.domains.registry",
-    "relaymq.flows.definition", "relaymq.flows.registry", "relaymq.bridge.bridge", "relaymq.network.link",
+    "relaymq.flows.definition", "relaymq.flows.registry", "relaymq.flows.ports", "relaymq.flows.context",
+    "relaymq.bridge.bridge", "relaymq.network.link",
     "relaymq.realtime.server", "relaymq.store.memory", "difflib", "uuid",
     "importlib.resources", "zipfile", "h11", "relaymq.http.exchange", "relaymq.http.client",
 )

@@ -251,8 +251,6 @@ def message_summary(message: Message) -> dict[str, Any]:
 def body_of(message: Message) -> tuple[bytes, str]:
     """(body bytes, content type): text for MQSTR and JMS text messages, else the bytes."""
     if message.mq.rfh2s():
-        from relaymq.message.jms import APPLICATION, property_family
-
         jms = message.jms()
         if jms.message_type == "jms_text" and isinstance(jms.body, str):
             return jms.body.encode("utf-8"), "text/plain;charset=utf-8"

@@ -458,10 +458,9 @@ def _read_toml(path: str) -> dict[str, Any]:
 def _check_access_files(access: AccessConfig, data_dir: str) -> None:
     """Parse the password, ACL and authorities files now, so a broken line stops start-up,
     not a login."""
-    # Imported here: relaymq.auth is only needed when such a file is configured.
-    from relaymq.auth.acl import Acl, AclError
+    # Imported here: relaymq.auth is only needed when such a file is configured (the password
+    # file's bcrypt, the ACL's patterns: each by its file; issue 16, bench/compare row 9).
     from relaymq.auth.authorities import Authorities, AuthorityError, authorities_path
-    from relaymq.auth.passwords import PasswordFile, PasswordFileError
 
     try:
         Authorities.load(authorities_path(access, data_dir))
@@ -469,11 +468,15 @@ def _check_access_files(access: AccessConfig, data_dir: str) -> None:
         raise ConfigError("access.authorities_file", str(error)) from None
 
     if access.password_file:
+        from relaymq.auth.passwords import PasswordFile, PasswordFileError
+
         try:
             PasswordFile.load(access.password_file)
         except PasswordFileError as error:
             raise ConfigError("access.password_file", str(error)) from None
     if access.acl_file:
+        from relaymq.auth.acl import Acl, AclError
+
         try:
             Acl.load(access.acl_file)
         except AclError as error:

@@ -17,10 +17,12 @@ import sys
 #: h11 (the HTTP grammar: the HTTP port's first connection loads it, and the queue manager's
 #: HTTP channel client its first exchange); the [[bridge]] schema (a network's names and hosts
 #: are checked by relaymq.config); the JMS mapping of the REST interface (its first message
-#: with user properties); the code pages of relaymq.message.ccsid (the first text in one).
+#: with user properties); the code pages of relaymq.message.ccsid (the first text in one); the
+#: password file's bcrypt and the ACL (neither file configured).
 NOT_AT_START = (
     "relaymq.bridge.settings", "relaymq.message.jms", "encodings.cp037", "encodings.cp437",
     "encodings.cp500", "encodings.cp850", "encodings.cp1140", "encodings.cp1252",
+    "relaymq.auth.passwords", "relaymq.auth.acl", "bcrypt",
     "relaymq.amqp.settings", "relaymq.multicast.settings", "relaymq.realtime.settings",
     "relaymq.pipeline.settings", "tomllib",
     "relaymq.selector.compiled", "relaymq.message.jms_mq", "relaymq.message.domains.registry",

@@ -33,17 +33,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from relaymq.config import (
-    ConfigError,
-    boolean,
-    build_section,
-    host_check,
-    int_range,
-    key_field,
-    name_check,
-    one_of,
-    text,
-)
+from relaymq.config import (ConfigError, boolean, build_section, host_check, int_range, key_field, name_check,
+                            one_of, text)
 from relaymq.pubsub.topics import TopicError, validate_topic_filter
 from relaymq.mqtt.wire import MAX_UINT16, MAX_UINT32
 from relaymq.net.binding import MAX_PORT

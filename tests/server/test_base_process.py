@@ -11,7 +11,7 @@ import sys
 #: the JMS mapping and message domains (no body looked into), the flow node library and
 #: definitions and the ports the flows' nodes reach the broker through (no flow deployed), the
 #: bridge client and the network's links (no [[bridge]], no neighbour), the real-time listener ([realtime] off), the memory store (--store sqlite);
-#: importlib.resources and zipfile (the console's files are read from their directory); the
+#: importlib.resources, zipfile and pathlib (the console's files are read from their directory); the
 #: schemas of the parts that are off unless configured ([amqp], [multicast], [realtime],
 #: [archive]: relaymq.config.Config.configured) and the TOML parser (no configuration file);
 #: h11 (the HTTP grammar: the HTTP port's first connection loads it, and the queue manager's
@@ -29,7 +29,7 @@ NOT_AT_START = (
     "relaymq.flows.definition", "relaymq.flows.registry", "relaymq.flows.ports", "relaymq.flows.context",
     "relaymq.bridge.bridge", "relaymq.network.link",
     "relaymq.realtime.server", "relaymq.store.memory", "difflib", "uuid",
-    "importlib.resources", "zipfile", "h11", "relaymq.http.exchange", "relaymq.http.client",
+    "importlib.resources", "zipfile", "pathlib", "h11", "relaymq.http.exchange", "relaymq.http.client",
 )
 
 SCRIPT = """

@@ -134,6 +134,18 @@ def url_path(value: Any) -> str | None:
     return 'a path starting with "/" and without spaces'
 
 
+def name_check(value: Any) -> str | None:
+    """A bridge's or a broker's name: letters, digits, - _ . (it goes into client ids)."""
+    if isinstance(value, str) and value and all(c.isalnum() or c in "-_." for c in value):
+        return None
+    return "a name of letters, digits, - _ ."
+
+
+def host_check(value: Any) -> str | None:
+    """A host name or address (a remote broker's, a neighbour's)."""
+    return None if isinstance(value, str) and value and " " not in value else "a host name or address"
+
+
 def text_list(value: Any) -> str | None:
     """A list of non-empty strings."""
     if isinstance(value, list) and all(isinstance(item, str) and item for item in value):
@@ -446,10 +458,9 @@ def _read_toml(path: str) -> dict[str, Any]:
 def _check_access_files(access: AccessConfig, data_dir: str) -> None:
     """Parse the password, ACL and authorities files now, so a broken line stops start-up,
     not a login."""
-    # Imported here: relaymq.auth is only needed when such a file is configured.
-    from relaymq.auth.acl import Acl, AclError
+    # Imported here: relaymq.auth is only needed when such a file is configured (the password
+    # file's bcrypt, the ACL's patterns: each by its file; issue 16, bench/compare row 9).
     from relaymq.auth.authorities import Authorities, AuthorityError, authorities_path
-    from relaymq.auth.passwords import PasswordFile, PasswordFileError
 
     try:
         Authorities.load(authorities_path(access, data_dir))
@@ -457,11 +468,15 @@ def _check_access_files(access: AccessConfig, data_dir: str) -> None:
         raise ConfigError("access.authorities_file", str(error)) from None
 
     if access.password_file:
+        from relaymq.auth.passwords import PasswordFile, PasswordFileError
+
         try:
             PasswordFile.load(access.password_file)
         except PasswordFileError as error:
             raise ConfigError("access.password_file", str(error)) from None
     if access.acl_file:
+        from relaymq.auth.acl import Acl, AclError
+
         try:
             Acl.load(access.acl_file)
         except AclError as error:

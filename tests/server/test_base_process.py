@@ -9,20 +9,27 @@ import sys
 
 #: Modules of features a default start does not use: the selector language (no selector yet),
 #: the JMS mapping and message domains (no body looked into), the flow node library and
-#: definitions (no flow deployed), the bridge client and the network's links (no [[bridge]], no
-#: neighbour), the real-time listener ([realtime] off), the memory store (--store sqlite);
-#: importlib.resources and zipfile (the console's files are read from their directory); the
+#: definitions and the ports the flows' nodes reach the broker through (no flow deployed), the
+#: bridge client and the network's links (no [[bridge]], no neighbour), the real-time listener ([realtime] off), the memory store (--store sqlite);
+#: importlib.resources, zipfile and pathlib (the console's files are read from their directory); the
 #: schemas of the parts that are off unless configured ([amqp], [multicast], [realtime],
 #: [archive]: relaymq.config.Config.configured) and the TOML parser (no configuration file);
 #: h11 (the HTTP grammar: the HTTP port's first connection loads it, and the queue manager's
-#: HTTP channel client its first exchange).
+#: HTTP channel client its first exchange); the [[bridge]] schema (a network's names and hosts
+#: are checked by relaymq.config); the JMS mapping of the REST interface (its first message
+#: with user properties); the code pages of relaymq.message.ccsid (the first text in one); the
+#: password file's bcrypt and the ACL (neither file configured).
 NOT_AT_START = (
+    "relaymq.bridge.settings", "relaymq.message.jms", "encodings.cp037", "encodings.cp437",
+    "encodings.cp500", "encodings.cp850", "encodings.cp1140", "encodings.cp1252",
+    "relaymq.auth.passwords", "relaymq.auth.acl", "bcrypt",
     "relaymq.amqp.settings", "relaymq.multicast.settings", "relaymq.realtime.settings",
     "relaymq.pipeline.settings", "tomllib",
     "relaymq.selector.compiled", "relaymq.message.jms_mq", "relaymq.message.domains.registry",
-    "relaymq.flows.definition", "relaymq.flows.registry", "relaymq.bridge.bridge", "relaymq.network.link",
+    "relaymq.flows.definition", "relaymq.flows.registry", "relaymq.flows.ports", "relaymq.flows.context",
+    "relaymq.bridge.bridge", "relaymq.network.link",
     "relaymq.realtime.server", "relaymq.store.memory", "difflib", "uuid",
-    "importlib.resources", "zipfile", "h11", "relaymq.http.exchange", "relaymq.http.client",
+    "importlib.resources", "zipfile", "pathlib", "h11", "relaymq.http.exchange", "relaymq.http.client",
 )
 
 SCRIPT = """

@@ -33,19 +33,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from relaymq.config import ConfigError, boolean, build_section, int_range, key_field, one_of, text
+from relaymq.config import (ConfigError, boolean, build_section, host_check, int_range, key_field, name_check,
+                            one_of, text)
 from relaymq.pubsub.topics import TopicError, validate_topic_filter
 from relaymq.mqtt.wire import MAX_UINT16, MAX_UINT32
 from relaymq.net.binding import MAX_PORT
 
 DIRECTIONS = ("in", "out", "both")
-
-
-def name_check(value: object) -> str | None:
-    """A bridge's or a broker's name: letters, digits, - _ . (it goes into client ids)."""
-    if isinstance(value, str) and value and all(c.isalnum() or c in "-_." for c in value):
-        return None
-    return "a name of letters, digits, - _ ."
 
 
 def _pattern(value: object) -> str | None:
@@ -62,10 +56,6 @@ def _prefix(value: object) -> str | None:
     if isinstance(value, str) and "+" not in value and "#" not in value and "\0" not in value:
         return None
     return "a topic prefix without wildcards"
-
-
-def host_check(value: object) -> str | None:
-    return None if isinstance(value, str) and value and " " not in value else "a host name or address"
 
 
 @dataclass(frozen=True)

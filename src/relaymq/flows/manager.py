@@ -13,7 +13,7 @@ import asyncio
 import builtins
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -71,12 +71,15 @@ class DeployedFlow:
 class FlowManager:
     """Every deployed flow of the broker, by execution group."""
 
-    def __init__(self, *, config: Any, ports: Ports, pending: PendingReplies, http_server: Any = None,
-                 aio: Any = None, store_dir: str | None = None, response_type: Any = None,
-                 broker: Any = None) -> None:
+    def __init__(self, *, config: Any, ports: Callable[[], Ports], pending: PendingReplies,
+                 http_server: Any = None, aio: Any = None, store_dir: str | None = None,
+                 response_type: Any = None, broker: Any = None) -> None:
         self.config = config
         self.broker = broker
-        self.ports = ports
+        #: Makes what the flows' nodes reach the broker, queues and HTTP through: called by the
+        #: first flow deployed, so a broker without flows imports none of it (issue 16, row 9).
+        self._make_ports = ports
+        self._ports: Ports | None = None
         self.pending = pending
         self.http_server = http_server
         self.aio = aio
@@ -87,6 +90,12 @@ class FlowManager:
         self.backout_counts = BackoutCounts(os.path.join(store_dir, BACKOUT_COUNTS) if store_dir else None)
         self.bindings: dict[str, Binding] = {}
         self._lock = asyncio.Lock()
+
+    @property
+    def ports(self) -> Ports:
+        if self._ports is None:
+            self._ports = self._make_ports()
+        return self._ports
 
     # -- bindings --------------------------------------------------------------------------
     def binding_key(self, node: Node) -> str:

@@ -9,6 +9,7 @@ as ``context.services["flows"]``. At stop: the flows drain and stop (they stay s
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from typing import Any
@@ -17,7 +18,6 @@ from relaymq.flows.admin import FlowAdmin
 from relaymq.flows.errors import FlowDefinitionError
 from relaymq.flows.manager import DeployError, FlowManager
 from relaymq.flows.pending import PendingReplies
-from relaymq.flows.ports import BrokerPorts
 from relaymq.flows.settings import FlowsSettings
 from relaymq.services.contract import ServiceError
 
@@ -37,6 +37,13 @@ class FlowsService:
             await self.manager.stop()
 
 
+def _broker_ports(broker: Any, services: dict[str, Any], pending: PendingReplies) -> Any:
+    """The flows' ports to this broker process, imported by the first flow deployed."""
+    from relaymq.flows.ports import BrokerPorts
+
+    return BrokerPorts(broker, services, pending)
+
+
 async def start(context: Any) -> FlowsService:
     config = context.config
     settings: FlowsSettings = config.section("flows")
@@ -50,9 +57,9 @@ async def start(context: Any) -> FlowsService:
         from relaymq.http.server import HttpResponse
 
         response_type = HttpResponse
-    manager = FlowManager(config=config, ports=BrokerPorts(context.broker, context.services, pending),
-                          pending=pending, http_server=server, aio=context.services.get("qmgr.aio"),
-                          store_dir=store_dir, response_type=response_type, broker=context.broker)
+    ports = functools.partial(_broker_ports, context.broker, context.services, pending)
+    manager = FlowManager(config=config, ports=ports, pending=pending, http_server=server,
+                          aio=context.services.get("qmgr.aio"), store_dir=store_dir, response_type=response_type, broker=context.broker)
     context.services["flows"] = manager
     restored = await manager.restore()
     for path in settings.deploy:

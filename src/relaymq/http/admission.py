@@ -12,6 +12,8 @@ No I/O here: the listener asks ``admit(address)`` when a socket is accepted and 
 
 from __future__ import annotations
 
+import sys
+
 from relaymq.ratelog import RefusalLog
 
 #: The value of a cap that means "no cap".
@@ -63,5 +65,7 @@ class Admission:
 def peer_host(peer: object) -> str:
     """The host part of a socket's peer address (``"?"`` when there is none, a Unix socket)."""
     if isinstance(peer, (tuple, list)) and peer:
-        return str(peer[0])
+        # One string per address, however many sockets come from it: a listener keeps each
+        # socket's address as long as the socket lives (bench/compare row 6: 58 B a connection).
+        return sys.intern(str(peer[0]))
     return "?"

@@ -12,6 +12,7 @@ the two differ only in the six positions listed in ``_CP1047_FROM_CP037``.
 from __future__ import annotations
 
 import codecs
+import functools
 from typing import Any
 from collections.abc import Callable
 
@@ -30,8 +31,13 @@ _SIMPLE = {
     367: "ascii",
 }
 
-#: Codecs of _SIMPLE whose blank is a single byte (all of them today; checked, not assumed).
-_ONE_BYTE_BLANK = {codec: len(" ".encode(codec)) == 1 for codec in _SIMPLE.values()}
+
+@functools.cache
+def _one_byte_blank(codec: str) -> bool:
+    """Whether ``codec``'s blank is a single byte (all of _SIMPLE's today; checked, not
+    assumed). Asked per codec on its first use: checking them all when the module is imported
+    loaded six code page modules into every broker process (issue 16, rows 6 and 9)."""
+    return len(" ".encode(codec)) == 1
 
 #: Unicode CCSIDs whose byte order follows the integer encoding of the structure.
 UTF16_CCSIDS = frozenset({1200, 13488, 17584})
@@ -47,15 +53,14 @@ EBCDIC_CCSIDS = frozenset({37, 500, 1047, 1140})
 _CP1047_FROM_CP037 = {0x5F: "^", 0xAD: "[", 0xB0: "\u00ac", 0xBA: "\u00dd", 0xBB: "\u00a8", 0xBD: "]"}
 
 
-def _build_cp1047() -> tuple[str, Any]:  # Any: codecs' encoding map has no public type
+@functools.cache
+def _cp1047() -> tuple[str, Any]:  # Any: codecs' encoding map has no public type
+    """CCSID 1047's decoding table and encoding map, built by its first use."""
     table = list(bytes(range(256)).decode("cp037"))
     for byte, ch in _CP1047_FROM_CP037.items():
         table[byte] = ch
     decoding = "".join(table)
     return decoding, codecs.charmap_build(decoding)
-
-
-_CP1047_DECODE, _CP1047_ENCODE = _build_cp1047()
 
 
 def is_supported(ccsid: int) -> bool:
@@ -71,7 +76,7 @@ def single_byte_codec(ccsid: int) -> str | None:
     """The Python codec of ``ccsid`` when it is one of the simple ones whose blank is one byte
     (the fast paths of relaymq.message.layout), else None."""
     codec = _SIMPLE.get(ccsid)
-    return codec if codec is not None and _ONE_BYTE_BLANK.get(codec, False) else None
+    return codec if codec is not None and _one_byte_blank(codec) else None
 
 
 def decode_text(
@@ -82,7 +87,7 @@ def decode_text(
         if ccsid in _SIMPLE:
             return data.decode(_SIMPLE[ccsid])
         if ccsid == 1047:
-            return codecs.charmap_decode(data, "strict", _CP1047_DECODE)[0]
+            return codecs.charmap_decode(data, "strict", _cp1047()[0])[0]
         if ccsid in UTF16_CCSIDS:
             text = data.decode(_utf16(encoding))
             if ccsid != 1200 and any(0xD800 <= ord(c) <= 0xDFFF or ord(c) > 0xFFFF for c in text):
@@ -101,7 +106,7 @@ def encode_text(text: str, ccsid: int, encoding: int, field: str = "text") -> by
         if ccsid in _SIMPLE:
             return text.encode(_SIMPLE[ccsid])
         if ccsid == 1047:
-            return codecs.charmap_encode(text, "strict", _CP1047_ENCODE)[0]
+            return codecs.charmap_encode(text, "strict", _cp1047()[1])[0]
         if ccsid in UTF16_CCSIDS:
             if ccsid != 1200 and any(ord(c) > 0xFFFF for c in text):
                 raise CCSIDError(field, None, f"characters outside UCS-2 are not valid in CCSID {ccsid}")

@@ -14,7 +14,7 @@ The file gives the whole list; the admin API takes any of the four forms as a ch
 
 from __future__ import annotations
 
-from relaymq.bridge.settings import name_check
+from relaymq.config import name_check
 from relaymq.qmgr.names import is_valid_name
 
 #: Clones: broker name -> its queue manager's name, in the order given.

@@ -39,8 +39,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from relaymq.bridge.settings import host_check, name_check
-from relaymq.config import ConfigError, boolean, build_section, int_range, key_field, one_of, text
+from relaymq.config import (ConfigError, boolean, build_section, host_check, int_range, key_field, name_check,
+                            one_of, text)
 from relaymq.network import clone_list
 from relaymq.qmgr.names import is_valid_name
 from relaymq.net.binding import MAX_PORT

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from relaymq.message.jms import APPLICATION, JMSMessage, property_family
 from relaymq.message.message import Message
 
 TEXT_FORMAT = "MQSTR"
@@ -176,6 +175,9 @@ def build_message(text: str, options: PutOptions) -> Message:
     """An MQSTR message, or a JMS TextMessage (MQRFH2) when there are user properties or an
     application correlation id (as IBM's v3 does)."""
     if options.usr or options.text_correlation:
+        # the JMS mapping is imported by the first message that has one (issue 16, row 9)
+        from relaymq.message.jms import JMSMessage
+
         jms = JMSMessage(message_type="jms_text", body=text,
                          JMSPriority=options.priority if options.priority >= 0 else 4,
                          JMSDeliveryMode=2 if options.persistent else 1)
@@ -216,6 +218,8 @@ def response_headers(message: Message) -> list[tuple[str, str]]:
         reply_qm = md.ReplyToQMgr.strip() if isinstance(md.ReplyToQMgr, str) else ""
         headers.append(("ibm-mq-md-replyTo", f"{reply_q}@{reply_qm}" if reply_qm else reply_q))
     if message.mq.rfh2s():
+        from relaymq.message.jms import APPLICATION, property_family
+
         jms = message.jms()
         # Only the application's properties: JMSX* and JMS_IBM_* are the provider's.
         usr = format_usr({k: jms.properties[k] for k in jms.properties if property_family(k) == APPLICATION},

@@ -21,7 +21,7 @@ from typing import Any
 from relaymq.pipeline.fetch import FetchEndpoint
 from relaymq.pipeline.log import LEGACY_DIR, LOG_FILE, MessageLog, import_legacy_log
 from relaymq.pipeline.partitioning import Router
-from relaymq.pipeline.record import from_message, publication_entry, stored_entry
+from relaymq.pipeline.record import from_message, stored_entry
 from relaymq.pipeline.settings import ArchiveConfig
 from relaymq.services.contract import ServiceError
 
@@ -53,12 +53,12 @@ class ArchiveService:
 
     # -- publications ---------------------------------------------------------------------------
     def tap(self, message: Any) -> None:
-        """broker.publication_taps hook: archive a routed publication (a StoredMessage)."""
+        """broker.publication_taps hook: archive a routed publication (a StoredMessage) in the
+        partitions its topic's rules name; its stored form is built at commit, on the writer
+        thread (MessageLog.submit_entry)."""
         partitions = self.router.for_topic(message.topic)
-        if not partitions:
-            return
-        entry = publication_entry(message.topic, message.payload, message.qos, message.properties, message.expiry_at)
-        self.log.submit_entries([(name, entry) for name in partitions])
+        if partitions:
+            self.log.submit_entry(partitions, message)
 
     # -- queues ---------------------------------------------------------------------------------
     def _on_put(self, event: Any) -> None:
@@ -70,8 +70,7 @@ class ArchiveService:
             log.warning("archive: a message put to %s could not be read: %s", event.queue, error)
             return
         try:
-            entry = stored_entry(record)
-            self.log.submit_entries([(name, entry) for name in self.router.for_queue(event.queue)])
+            self.log.submit_entry(self.router.for_queue(event.queue), stored_entry(record))
         except Exception as error:  # noqa: BLE001 - the put itself is made; say what is missing
             log.error("archive: a message put to %s is not archived: %s", event.queue, error)
 

@@ -38,6 +38,10 @@ class ArchiveService:
         self.directory = directory
         self.router = Router(config.rules)
         self.log = MessageLog(directory, engine=engine)
+        # The tap's two steps without a call of their own (each Python call costs as much as
+        # a tenth of archiving a publication): the topic's partitions, the entry's submission.
+        self._known = self.router.by_topic.get
+        self._submit = self.log.entry_submitter()
         self._broker: Any = None
         self._http: Any = None
         self._endpoint: FetchEndpoint | None = None
@@ -56,9 +60,11 @@ class ArchiveService:
         """broker.publication_taps hook: archive a routed publication (a StoredMessage) in the
         partitions its topic's rules name; its stored form is built at commit, on the writer
         thread (MessageLog.submit_entry)."""
-        partitions = self.router.for_topic(message.topic)
+        partitions = self._known(message.topic)
+        if partitions is None:
+            partitions = self.router.for_topic(message.topic)
         if partitions:
-            self.log.submit_entry(partitions, message)
+            self._submit((partitions, message), len(partitions))
 
     # -- queues ---------------------------------------------------------------------------------
     def _on_put(self, event: Any) -> None:

@@ -38,8 +38,9 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from relaymq.pipeline.record import STORED_COLUMNS, LogRecord, bare_entry, publication_entry, stored_entry
@@ -207,9 +208,15 @@ class MessageLog:
         a unit of work the entries of the unit become one change of the batch when it ends
         (``Engine.submit_item``): the broker's read of a socket submits its publications'
         entries in one piece, stamped with the time they join the batch."""
+        self.entry_submitter()((partitions, entry), len(partitions))
+
+    def entry_submitter(self) -> Callable[[tuple[Sequence[str], Any], int], None]:
+        """:meth:`submit_entry` as one callable to keep, taking ``((partitions, entry),
+        len(partitions))``: the archive tap's, which then makes no call of its own per
+        publication but this one."""
         if self._engine is None:
             raise LogError("the log is open read-only")
-        self._engine.submit_item(self._place_now, (partitions, entry), writes=len(partitions))
+        return partial(self._engine.submit_item, self._place_now)
 
     def append(self, records: Sequence[LogRecord], now: float | None = None) -> list[tuple[str, int]]:
         """Append records (each with its ``partition`` set) and wait for the commit, giving each

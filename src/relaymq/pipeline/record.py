@@ -125,8 +125,10 @@ def publication_entry(topic: str, payload: bytes, qos: int, properties: dict[str
         expiry = max(0, int((expiry_at - (time.time() if now is None else now)) * 10))
     if properties:
         pairs = properties.get("user_property")
-        usr = {k if type(k) is str else str(k): v if type(v) is str else _usr_text(v)
-               for k, v in pairs} if pairs else {}
+        usr = {}  # a loop, not a comprehension: that is a function call of its own (1,000 instructions)
+        if pairs:
+            for k, v in pairs:
+                usr[k if type(k) is str else str(k)] = v if type(v) is str else _usr_text(v)
         domain = usr.pop("mcd.Msd", None) if usr else None
         if not domain:
             content_type = properties.get("content_type")

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from relaymq.pipeline.record import STORED_COLUMNS, LogRecord, bare_entry, publication_entry, stored_entry
+from relaymq.pipeline.record import STORED_COLUMNS, LogRecord, stored_entries, stored_entry
 from relaymq.store import log_batch
 from relaymq.store.base import StoreError
 from relaymq.store.engine import Batch, Engine
@@ -411,22 +411,10 @@ def _runs(blobs: list[tuple[int, bytes]], start: int, stop: int) -> Iterator[tup
 
 def _pack(entries: list[Any], partition: str, first_seq: int, stamps: list[int]) -> list[tuple[str, tuple[Any, ...]]]:
     """The record batches of one commit's entries of a partition (Batch.gather's build; on
-    the writer thread), each entry in its stored form with its archive timestamp from
-    ``stamps`` (µs): a publication's built here (record.publication_entry, its expiry counted
-    from that time), a stored-form tuple's restamped; and the partition's extent that they
-    move on. The same entries give the same operations (a commit tried again)."""
-    rows: list[tuple[Any, ...]] = []
-    append = rows.append
-    for entry, us in zip(entries, stamps, strict=True):
-        at = us / 1_000_000
-        if entry.__class__ is tuple:
-            append((entry[0], entry[1], at, *entry[3:]))
-            continue
-        try:
-            append(publication_entry(entry.topic, entry.payload, entry.qos, entry.properties, entry.expiry_at,
-                                     at, at))
-        except Exception as error:  # noqa: BLE001 - a bad property must not stop the writer
-            append(bare_entry(entry, at, error))
+    the writer thread), each entry in its stored form at its archive timestamp from
+    ``stamps`` (µs; record.stored_entries: a publication's built here), and the partition's
+    extent that they move on. The same entries give the same operations (a commit tried again)."""
+    rows = stored_entries(entries, stamps)
     ops = log_batch.batch_ops(partition, first_seq, rows, _TS)
     ops.append((_EXTENT, (partition, 0, first_seq + len(rows))))
     return ops

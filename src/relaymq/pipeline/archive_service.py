@@ -3,12 +3,13 @@ rules): taps routed publications (and puts to archived queues) into the message 
 the log's HTTP fetch endpoint.
 
 Why a tap on the storage engine: the tap runs inside routing on the broker's event loop, in the
-unit of work of the publication, so it builds the log record and submits it to the broker's
-storage engine (the log's tables are in the broker's database): the entry commits in the same
-transaction as the publication's other copies, and the PUBACK that waits for that commit
-promises the archive entry too (issue 14). Nothing is dropped for a slow disk: the publisher's
-acknowledgement waits instead. With ``--store memory`` (nothing durable) the log has a file of
-its own under ``<data_dir>/log``. Registered as ``context.services["archive"]``.
+unit of work of the publication, so it submits the publication to the broker's storage engine
+(the log's tables are in the broker's database; the writer thread builds the log entry at
+commit): the entry commits in the same transaction as the publication's other copies, and
+the PUBACK that waits for that commit promises the archive entry too (issue 14). Nothing is
+dropped for a slow disk: the publisher's acknowledgement waits instead. With ``--store
+memory`` (nothing durable) the log has a file of its own under ``<data_dir>/log``. Registered
+as ``context.services["archive"]``.
 """
 
 from __future__ import annotations

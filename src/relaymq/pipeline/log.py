@@ -172,7 +172,6 @@ class MessageLog:
                 self._next_seq = dict(self._db.execute("SELECT name, next_seq FROM partitions"))
                 self._last_us = _last_stamp_us(self._db)
             self._engine.taking.append(self._taken)
-        self.appended = 0
 
     @property
     def engine(self) -> Engine | None:
@@ -216,7 +215,7 @@ class MessageLog:
         publication but this one."""
         if self._engine is None:
             raise LogError("the log is open read-only")
-        return partial(self._engine.submit_item, self._place_now)
+        return partial(self._engine.submit_item, self._place)
 
     def append(self, records: Sequence[LogRecord], now: float | None = None) -> list[tuple[str, int]]:
         """Append records (each with its ``partition`` set) and wait for the commit, giving each
@@ -233,20 +232,17 @@ class MessageLog:
             raise LogError(f"cannot append to the message log: {exc}") from exc
         return placed
 
-    def _place_now(self, batch: Batch, entries: list[tuple[Sequence[str], Any]]) -> None:
-        """:meth:`_place` stamped with the time the entries join the batch."""
-        self._place(batch, entries, time.time(), None)
-
-    def _place(self, batch: Batch, entries: list[tuple[Sequence[str], Any]], stamp: float,
-               placed: list[tuple[str, int]] | None) -> None:
+    def _place(self, batch: Batch, entries: list[tuple[Sequence[str], Any]], stamp: float | None = None,
+               placed: list[tuple[str, int]] | None = None) -> None:
         """Number and stamp the entries, (partitions, entry) each, as they join the batch (the
-        engine's lock is held), one per partition. Each partition's entries gather in the batch
-        with their archive timestamps (µs); the writer thread turns them into record batches
-        and writes the partition's new ``next_seq`` with them (``_pack``), once per commit
-        rather than once per entry. The partition's ``next_seq`` here moves on when the writer
-        takes the batch (``_taken``); ``_groups`` holds the pending batch's lists by partition."""
+        engine's lock is held), one per partition, archived at ``stamp`` (default: now). Each
+        partition's entries gather in the batch with their archive timestamps (µs); the writer
+        thread turns them into record batches and writes the partition's new ``next_seq`` with
+        them (``_pack``), once per commit rather than once per entry. The partition's
+        ``next_seq`` here moves on when the writer takes the batch (``_taken``); ``_groups``
+        holds the pending batch's lists by partition."""
         last_us = self._last_us
-        stamp_us = round(stamp * 1_000_000)
+        stamp_us = round((time.time() if stamp is None else stamp) * 1_000_000)
         if self._groups_batch is not batch:
             self._groups, self._groups_batch = {}, batch
         groups = self._groups
@@ -263,7 +259,6 @@ class MessageLog:
                 if placed is not None:
                     placed.append((name, self._next_seq.get(name, 0) + len(group[0]) - 1))
         self._last_us = last_us
-        self.appended += len(entries)
 
     def _group(self, batch: Batch, name: str) -> tuple[list[Any], list[int]]:
         """The lists a partition's entries and their stamps gather in, in ``batch``."""

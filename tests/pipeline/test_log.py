@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 
 import pytest
 
 from relaymq.pipeline.log import LogError, MessageLog, RetentionError, log_path
 from relaymq.pipeline.record import LogRecord, from_publication, publication_entry
+from relaymq.store.base import StoredMessage
 
 
 def rec(partition: str, body: bytes, **kw: object) -> LogRecord:
@@ -220,22 +222,50 @@ def test_entries_kept_one_row_each_by_earlier_versions_become_batches(tmp_path, 
 
 
 def test_tap_entry_shared_by_partitions_reads_back_as_the_publication(tmp_path) -> None:
-    """issue 14 (the archive tap): a publication's stored entry (record.publication_entry),
-    submitted once to each partition its rules name, is one entry in each, numbered in its
-    partition, stamped when it joins the batch (increasing in append order across partitions,
-    issue 7 "timestamps"), and reads back as the publication's record (from_publication)."""
+    """issue 14 (the archive tap): a routed publication submitted once to each partition its
+    rules name (MessageLog.submit_entry, inside the unit of work of a socket read) is one
+    entry in each, numbered in its partition, stamped when the unit's entries join the batch
+    (increasing in append order across partitions, issue 7 "timestamps"), its stored form
+    built at commit (record.publication_entry, its expiry counted from its archive time), and
+    reads back as the publication's record (from_publication); an entry already in the stored
+    form (a queue put) keeps its place among them."""
     log = MessageLog(str(tmp_path))
+    engine = log.engine
+    assert engine is not None
     props = {"user_property": [("i_state", "1")], "correlation_data": b"c" * 30, "payload_format_indicator": 1}
-    entry = publication_entry("LCUnit/7/batch", b"<events/>", 1, props)
-    log.submit_entries([("a-0", entry), ("b-1", entry)], now=500.0)
-    log.submit_entries([("a-0", publication_entry("LCUnit/8/batch", b"next", 0, None))], now=400.0)
+    expiry_at = time.time() + 60
+    publication = StoredMessage(1, "LCUnit/7/batch", b"<events/>", 1, properties=props, expiry_at=expiry_at)
+    before = time.time()
+    with engine.unit():
+        log.submit_entry(["a-0", "b-1"], publication)
+        log.submit_entry(["a-0"], publication_entry("queue", b"put", 0, None))
+        log.submit_entry(["a-0"], StoredMessage(2, "LCUnit/8/batch", bytearray(b"next"), 0))
     log.flush()
     a, b = log.read("a-0", 0), log.read("b-1", 0)
-    assert [(r.seq, r.body) for r in a] == [(0, b"<events/>"), (1, b"next")]
+    assert [(r.seq, r.body) for r in a] == [(0, b"<events/>"), (1, b"put"), (2, b"next")]
     assert [(r.seq, r.body) for r in b] == [(0, b"<events/>")]
-    assert [a[0].timestamp, b[0].timestamp, a[1].timestamp] == [500.0, 500.000001, 500.000002]
-    expected = from_publication("LCUnit/7/batch", b"<events/>", 1, props)
-    expected.partition, expected.seq, expected.timestamp = "b-1", 0, 500.000001
+    first = a[0].timestamp
+    assert before <= first <= time.time()
+    assert [b[0].timestamp, a[1].timestamp, a[2].timestamp] == [round(first + n / 1e6, 6) for n in (1, 2, 3)]
+    expected = from_publication("LCUnit/7/batch", b"<events/>", 1, props, expiry_at, now=b[0].timestamp)
+    expected.partition, expected.seq, expected.timestamp = "b-1", 0, b[0].timestamp
     assert b[0] == expected
     assert (expected.usr, expected.correl_id, expected.format) == ({"i_state": "1"}, b"c" * 24, "MQSTR")
+    assert 0 < expected.expiry <= 600
+    log.close()
+
+
+def test_a_publication_whose_properties_cannot_be_mapped_is_archived_without_them(tmp_path, caplog) -> None:
+    """issue 14 (nothing acknowledged is lost): the stored form of a tapped publication is built
+    on the writer thread, where an error would stop the engine; a publisher inside the broker
+    may hand any value as a property, so such an entry keeps its place with its topic and
+    payload, the log says why, and the log goes on."""
+    log = MessageLog(str(tmp_path))
+    odd = StoredMessage(1, "LCUnit/1/batch", b"body", 1, properties={"correlation_data": "not bytes"})
+    log.submit_entry(["a-0"], odd)
+    log.submit_entry(["a-0"], StoredMessage(2, "LCUnit/2/batch", b"after", 1))
+    log.flush()
+    assert [(r.seq, r.topic, r.body, r.correl_id) for r in log.read("a-0", 0)] == [
+        (0, "LCUnit/1/batch", b"body", b""), (1, "LCUnit/2/batch", b"after", b"")]
+    assert "could not be archived" in caplog.text
     log.close()

@@ -38,13 +38,12 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import repeat
-from operator import truediv
+from functools import partial
 from typing import Any
 
-from relaymq.pipeline.record import STORED_COLUMNS, LogRecord, stored_entry
+from relaymq.pipeline.record import STORED_COLUMNS, LogRecord, stored_entries, stored_entry
 from relaymq.store import log_batch
 from relaymq.store.base import StoreError
 from relaymq.store.engine import Batch, Engine
@@ -163,15 +162,16 @@ class MessageLog:
         # Where appending goes on (read once; then kept here, changed under the engine's lock).
         self._next_seq: dict[str, int] = {}
         self._last_us = -1
-        #: partition -> its key in a batch's ``gathered`` (made once: one lookup per entry).
-        self._keys: dict[str, tuple[MessageLog, str]] = {}
+        #: partition -> the lists its entries and their stamps gather in, in the pending batch
+        #: (``_place``; emptied when the writer takes the batch: ``_taken``).
+        self._groups: dict[str, tuple[list[Any], list[int]]] = {}
+        self._groups_batch: Batch | None = None
         if self._engine is not None:  # not read-only
             self._pack_entries()
             with self._lock:
                 self._next_seq = dict(self._db.execute("SELECT name, next_seq FROM partitions"))
                 self._last_us = _last_stamp_us(self._db)
             self._engine.taking.append(self._taken)
-        self.appended = 0
 
     @property
     def engine(self) -> Engine | None:
@@ -193,15 +193,29 @@ class MessageLog:
     def submit(self, records: Sequence[LogRecord], now: float | None = None) -> None:
         """Hand records (each with its ``partition`` set) to the engine without waiting: they
         commit with whatever the caller's unit of work holds (the broker: the publication)."""
-        self.submit_entries([(record.partition, stored_entry(record)) for record in records], now)
-
-    def submit_entries(self, entries: list[tuple[str, tuple[Any, ...]]], now: float | None = None) -> None:
-        """:meth:`submit` for entries already in the stored form: (partition, a tuple in
-        STORED_COLUMNS order whose timestamp is 0.0 for "when appended"), as the archive tap
-        makes them (record.publication_entry). The list is the log's from here on."""
         if self._engine is None:
             raise LogError("the log is open read-only")
-        self._engine.submit(self._place, entries, time.time() if now is None else now, None, writes=len(entries))
+        self._engine.submit(self._place, [((record.partition,), stored_entry(record)) for record in records],
+                            time.time() if now is None else now, None, writes=len(records))
+
+    def submit_entry(self, partitions: Sequence[str], entry: Any) -> None:
+        """:meth:`submit` for one entry to each of ``partitions`` (a sequence the log keeps
+        until the commit: do not change it), as the archive tap hands them: the entry is a
+        tuple in STORED_COLUMNS order (timestamp 0.0 for "when appended"), or a routed
+        publication (the broker's StoredMessage, which nothing changes once routed), whose
+        stored form the writer thread builds at commit (``_pack``), once per partition. Inside
+        a unit of work the entries of the unit become one change of the batch when it ends
+        (``Engine.submit_item``): the broker's read of a socket submits its publications'
+        entries in one piece, stamped with the time they join the batch."""
+        self.entry_submitter()((partitions, entry), len(partitions))
+
+    def entry_submitter(self) -> Callable[[tuple[Sequence[str], Any], int], None]:
+        """:meth:`submit_entry` as one callable to keep, taking ``((partitions, entry),
+        len(partitions))``: the archive tap's, which then makes no call of its own per
+        publication but this one."""
+        if self._engine is None:
+            raise LogError("the log is open read-only")
+        return partial(self._engine.submit_item, self._place)
 
     def append(self, records: Sequence[LogRecord], now: float | None = None) -> list[tuple[str, int]]:
         """Append records (each with its ``partition`` set) and wait for the commit, giving each
@@ -211,46 +225,51 @@ class MessageLog:
         stamp = time.time() if now is None else now
         placed: list[tuple[str, int]] = []
         try:
-            self._engine.submit(self._place, [(record.partition, stored_entry(record)) for record in records], stamp,
-                                placed, writes=len(records))
+            self._engine.submit(self._place, [((record.partition,), stored_entry(record)) for record in records],
+                                stamp, placed, writes=len(records))
             self._engine.ticket().wait()
         except StoreError as exc:
             raise LogError(f"cannot append to the message log: {exc}") from exc
         return placed
 
-    def _place(self, batch: Batch, entries: list[tuple[str, tuple[Any, ...]]], stamp: float,
-               placed: list[tuple[str, int]] | None) -> None:
-        """Number and stamp the entries as they join the batch (the engine's lock is held).
-        Each partition's entries gather in the batch with their archive timestamps (µs); the
-        writer thread turns them into record batches and writes the partition's new
-        ``next_seq`` with them (``_pack``), once per commit rather than once per entry. The
-        partition's ``next_seq`` here moves on when the writer takes the batch (``_taken``)."""
+    def _place(self, batch: Batch, entries: list[tuple[Sequence[str], Any]], stamp: float | None = None,
+               placed: list[tuple[str, int]] | None = None) -> None:
+        """Number and stamp the entries, (partitions, entry) each, as they join the batch (the
+        engine's lock is held), one per partition, archived at ``stamp`` (default: now). Each
+        partition's entries gather in the batch with their archive timestamps (µs); the writer
+        thread turns them into record batches and writes the partition's new ``next_seq`` with
+        them (``_pack``), once per commit rather than once per entry. The partition's
+        ``next_seq`` here moves on when the writer takes the batch (``_taken``); ``_groups``
+        holds the pending batch's lists by partition."""
         last_us = self._last_us
-        stamp_us = round(stamp * 1_000_000)
-        gathered = batch.gathered
-        keys = self._keys
-        for name, row in entries:
-            key = keys.get(name)
-            if key is None:
-                key = keys[name] = (self, name)
-            group = gathered.get(key)
-            if group is None:
-                batch.gather(key, _pack, name, self._next_seq.get(name, 0), [])
-                group = gathered[key]
-            own = row[_TS]
+        stamp_us = round((time.time() if stamp is None else stamp) * 1_000_000)
+        if self._groups_batch is not batch:
+            self._groups, self._groups_batch = {}, batch
+        groups = self._groups
+        for names, entry in entries:
+            own = entry[_TS] if entry.__class__ is tuple else 0.0
             us = round(own * 1_000_000) if own else stamp_us
-            last_us = us if us > last_us else last_us + 1
-            rows = group[2]
-            rows.append(row)
-            group[1][2].append(last_us)
-            if placed is not None:
-                placed.append((name, group[1][1] + len(rows) - 1))
+            for name in names:
+                group = groups.get(name)
+                if group is None:
+                    group = groups[name] = self._group(batch, name)
+                last_us = us if us > last_us else last_us + 1
+                group[0].append(entry)
+                group[1].append(last_us)
+                if placed is not None:
+                    placed.append((name, self._next_seq.get(name, 0) + len(group[0]) - 1))
         self._last_us = last_us
-        self.appended += len(entries)
+
+    def _group(self, batch: Batch, name: str) -> tuple[list[Any], list[int]]:
+        """The lists a partition's entries and their stamps gather in, in ``batch``."""
+        key = (self, name)
+        stamps: list[int] = []
+        return batch.gather(key, _pack, name, self._next_seq.get(name, 0), stamps), stamps
 
     def _taken(self, batch: Batch) -> None:
         """The writer took ``batch`` (the engine's lock is held): this log's partitions go on
         after the entries it holds."""
+        self._groups, self._groups_batch = {}, None
         next_seq = self._next_seq
         for key, (_build, args, rows) in batch.gathered.items():
             if key[0] is self:
@@ -414,13 +433,14 @@ def _runs(runs: list[StoredRun]) -> Iterator[tuple[int, list[tuple[Any, ...]]]]:
         yield run.start, rows if (run.low, run.high) == (0, len(rows)) else rows[run.low:run.high]
 
 
-def _pack(rows: list[tuple[Any, ...]], partition: str, first_seq: int,
-          stamps: list[int]) -> list[tuple[str, tuple[Any, ...]]]:
+def _pack(entries: list[Any], partition: str, first_seq: int, stamps: list[int]) -> list[tuple[str, tuple[Any, ...]]]:
     """The record batches of one commit's entries of a partition (Batch.gather's build; on
-    the writer thread), each row with its archive timestamp from ``stamps`` (µs), and the
-    partition's extent that they move on."""
+    the writer thread), each entry in its stored form at its archive timestamp from
+    ``stamps`` (µs; record.stored_entries: a publication's built here), turned into columns,
+    and the partition's extent that they move on. The same entries give the same operations
+    (a commit tried again)."""
+    rows = stored_entries(entries, stamps)
     columns: list[Sequence[Any]] = list(zip(*rows, strict=True))
-    columns[_TS] = list(map(truediv, stamps, repeat(1_000_000)))
     ops = log_batch.batch_ops(partition, first_seq, columns, _TS)
     ops.append((_EXTENT, (partition, 0, first_seq + len(rows))))
     return ops

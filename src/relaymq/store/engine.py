@@ -329,15 +329,16 @@ class _Unit:
     """One thread's submissions while a unit of work is open (``Engine.unit``): its changes in
     order, and its ``on_durable`` callbacks, which join the batch after the changes (the same
     commit covers all of them, so a callback registered before one of its unit's changes still
-    waits for it)."""
+    waits for it); ``items``: the lists of :meth:`Engine.submit_item`, by change."""
 
-    __slots__ = ("changes", "callbacks", "afterwards", "depth")
+    __slots__ = ("changes", "callbacks", "afterwards", "depth", "items")
 
     def __init__(self) -> None:
         self.changes: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
         self.callbacks: list[Callable[[], None]] = []
         self.afterwards: list[Callable[[], None]] = []
         self.depth = 0
+        self.items: dict[Callable[..., None], list[Any]] | None = None
 
 
 class Engine:
@@ -459,6 +460,31 @@ class Engine:
             if not batch:
                 self._work.notify()
             change(batch, *args)
+
+    def submit_item(self, change: Callable[[Batch, list[Any]], None], item: Any, writes: int = 1) -> None:
+        """``submit(change, [item])``, except inside a unit of work: there every item this
+        thread submits with the same ``change`` joins one list, and ``change(batch, items)``
+        runs once when the unit ends, in the place of the unit's first such item (the
+        broker's read of a socket: one change for all its publications' archive entries, not
+        one per publication). Equal changes share a list (a bound method of one object is equal to
+        itself each time it is made)."""
+        unit: _Unit | None = self._local.__dict__.get("unit")
+        if unit is None:
+            self.submit(change, [item], writes=writes)
+            return
+        self.submitted += writes
+        if self._failed is not None:
+            with self._lock:
+                self._check()
+        lists = unit.items
+        if lists is None:
+            lists = unit.items = {}
+        items = lists.get(change)
+        if items is None:
+            lists[change] = items = [item]
+            unit.changes.append((change, (items,)))
+        else:
+            items.append(item)
 
     def append(self, ops: list[Op]) -> None:
         """Operations with nothing to coalesce, in order."""

@@ -17,7 +17,8 @@ from relaymq.broker.persistence import (
     forget_deliveries, forget_delivery, persist_delivery, settle_inbound, update_deliveries, update_delivery,
 )
 from relaymq.broker.records import ReadEnd
-from relaymq.broker.session import Delivery, made
+from relaymq.broker.placeholders import grown, made
+from relaymq.broker.session import Delivery
 from relaymq.broker.states import CONNECTED
 from relaymq.broker.stats import DROP_QOS0_NOT_CONNECTED, DROP_QUEUE_FULL
 from relaymq.mqtt import packets as p
@@ -185,7 +186,7 @@ def _drop_oldest(broker: Broker, session: Session) -> None:
         size = len(oldest.message.payload)
         release(broker, session, oldest)
     else:
-        seq, msg_id = session.spilled.popleft()
+        seq, msg_id = grown(session.spilled).popleft()  # not empty: the session is full
         size = 0  # kept in the store only: its size is not known here (docs/pubsub.md)
         broker.store.delete_delivery(session.client_id, seq)
         broker.refs.release_id(msg_id)

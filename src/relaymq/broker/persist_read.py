@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from relaymq.broker.handle_subscribe import add_subscription_to_tree
 from relaymq.broker.records import PendingWill
-from relaymq.broker.session import Delivery, Session, grown, made
+from relaymq.broker.placeholders import grown, made
+from relaymq.broker.session import Delivery, Session
 from relaymq.store.base import QUEUED, DeliveryRecord, InboundRecord, SessionRecord, Snapshot, StoredMessage
 
 if TYPE_CHECKING:

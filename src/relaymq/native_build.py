@@ -37,7 +37,7 @@ SRC = Path(SOURCE_ROOT)
 #: ``__init__`` stays interpreted and costs more than a plain slotted dataclass (decode_in of a
 #: PUBLISH: 12,400 instructions against 11,500 with ``packets.py`` left as Python; 16,200 all
 #: pure). Not ``broker.py`` (``flows.scada`` subclasses ``Broker``, which a native class forbids)
-#: nor ``placeholders.py`` (a native ``dict`` subclass ignores the overrides that guard it).
+#: nor ``no_entries.py`` (a native ``dict`` subclass ignores the overrides that guard it).
 MODULES = (
     "relaymq/mqtt/wire.py",
     "relaymq/mqtt/properties.py",

@@ -403,7 +403,7 @@ def test_idle_sessions_and_connections_hold_no_empty_queues():
     shared empty placeholder until something waits in them (an empty deque costs about 760
     bytes), and a connection keeps no per-instance __dict__. Queueing, draining and ending the
     session work the same through the placeholder."""
-    from relaymq.broker.placeholders import NOTHING_QUEUED
+    from relaymq.broker.session import NOTHING_QUEUED
 
     broker = make_broker()
     s = TestClient(broker)
@@ -436,7 +436,7 @@ def test_idle_connections_hold_no_empty_dicts_or_buffers():
     import pytest
 
     from relaymq.broker.connection import NOTHING_HELD
-    from relaymq.broker.placeholders import NO_ENTRIES
+    from relaymq.broker.no_entries import NO_ENTRIES
     from relaymq.mqtt.reader import NOTHING_BUFFERED
 
     broker = make_broker(topic_alias_maximum=5)

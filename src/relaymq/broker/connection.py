@@ -35,8 +35,9 @@ from relaymq.broker.handle_publish import (
     handle_puback, handle_pubcomp, handle_publish, handle_pubrec, handle_pubrel,
 )
 from relaymq.broker.handle_subscribe import handle_subscribe, handle_unsubscribe
+from relaymq.broker.no_entries import NO_ENTRIES
 from relaymq.broker.records import PendingAck
-from relaymq.broker.placeholders import NO_ENTRIES, NOTHING_QUEUED, grown, made
+from relaymq.broker.session import NOTHING_QUEUED, grown, made
 from relaymq.broker.states import ACCEPT, AWAITING_CONNECT, CHECK_PASSWORD, CLOSE, FLAGS, Event, State, next_state
 from relaymq.broker.stats import DROP_TOO_LARGE
 from relaymq.ratelog import RefusalLog

@@ -17,8 +17,7 @@ from relaymq.broker.persistence import (
     forget_deliveries, forget_delivery, persist_delivery, settle_inbound, update_deliveries, update_delivery,
 )
 from relaymq.broker.records import ReadEnd
-from relaymq.broker.placeholders import grown, made
-from relaymq.broker.session import Delivery
+from relaymq.broker.session import Delivery, grown, made
 from relaymq.broker.states import CONNECTED
 from relaymq.broker.stats import DROP_QOS0_NOT_CONNECTED, DROP_QUEUE_FULL
 from relaymq.mqtt import packets as p

@@ -18,7 +18,7 @@ from relaymq.broker.backpressure import hold
 from relaymq.broker.listener_control import LISTENER_CONTROL_PREFIX, handle_listener_control
 from relaymq.broker.persistence import forget_inbound, persist_inbound
 from relaymq.broker.routing import process_publication
-from relaymq.broker.placeholders import made
+from relaymq.broker.session import made
 from relaymq.mqtt import packets as p
 from relaymq.mqtt import reason_codes as rc
 from relaymq.mqtt.errors import MalformedPacket, ProtocolError

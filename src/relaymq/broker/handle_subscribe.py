@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from relaymq.broker.backpressure import wake
 from relaymq.broker.retain import send_retained
-from relaymq.broker.placeholders import made
+from relaymq.broker.session import made
 from relaymq.broker.shared import SharedGroup
 from relaymq.mqtt import packets as p
 from relaymq.mqtt import reason_codes as rc

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 
 from relaymq.broker.handle_subscribe import add_subscription_to_tree
 from relaymq.broker.records import PendingWill
-from relaymq.broker.placeholders import grown, made
-from relaymq.broker.session import Delivery, Session
+from relaymq.broker.session import Delivery, Session, grown, made
 from relaymq.store.base import QUEUED, DeliveryRecord, InboundRecord, SessionRecord, Snapshot, StoredMessage
 
 if TYPE_CHECKING:

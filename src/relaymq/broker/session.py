@@ -8,15 +8,34 @@ keep-alive, the will) lives on the Connection.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from relaymq.broker.placeholders import NO_ENTRIES, NOTHING_QUEUED, grown
+from relaymq.broker.no_entries import NO_ENTRIES
 from relaymq.mqtt.wire import MAX_UINT16
 from relaymq.store.base import NEVER_EXPIRES, QUEUED, StoredMessage, SubscriptionRecord
 
 if TYPE_CHECKING:
     from relaymq.broker.ack_watch import AckWatch
     from relaymq.broker.connection import Connection
+
+#: What a queue holds until its first item: an empty deque costs about 760 bytes, and most
+#: sessions of idle devices never queue anything (issue 8, scenario 6: 10,000 idle
+#: connections). Reading works on it as on an empty deque; ``grown`` makes the deque before an
+#: append (``Session.enqueue``/``spill``, ``Connection.acknowledge``).
+NOTHING_QUEUED: tuple[()] = ()
+
+_T = TypeVar("_T")
+
+
+def grown(queue: deque[_T] | tuple[()]) -> deque[_T]:
+    """``queue`` as a deque that can be appended to (a new one for :data:`NOTHING_QUEUED`)."""
+    return queue if isinstance(queue, deque) else deque()
+
+
+def made(entries: dict) -> dict:
+    """``entries`` as a dict that can be added to (a new one for :data:`NO_ENTRIES`)."""
+    return {} if entries is NO_ENTRIES else entries
+
 
 class Delivery:
     """One outbound QoS 1/2 message for one session (mirrors store.base.DeliveryRecord).

@@ -34,7 +34,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from relaymq.broker.handle_subscribe import add_subscription_to_tree
-from relaymq.broker.placeholders import made
+from relaymq.broker.session import made
 from relaymq.network.clone_list import Clones
 from relaymq.pubsub.content_filter import with_filter
 from relaymq.selector import SelectorError

@@ -436,7 +436,7 @@ def test_idle_connections_hold_no_empty_dicts_or_buffers():
     import pytest
 
     from relaymq.broker.connection import NOTHING_HELD
-    from relaymq.broker.session import NO_ENTRIES
+    from relaymq.broker.no_entries import NO_ENTRIES
     from relaymq.mqtt.reader import NOTHING_BUFFERED
 
     broker = make_broker(topic_alias_maximum=5)

@@ -1,7 +1,8 @@
-"""The codec's tests (tests/mqtt, tests/conformance) in the other mode: the run itself uses the
-compiled codec when it is built (bin/test builds it where a C compiler is), so this runs them
-again as pure Python (``RELAYMQ_PURE=1``), or compiled when the run was told to be pure. Both
-modes are thus tested on every machine that can compile; where none is built it is skipped."""
+"""The compiled modules' tests (tests/mqtt, tests/conformance, and tests/broker for the broker's
+per-message path) in the other mode: the run itself uses the compiled modules when they are
+built (bin/test builds them where a C compiler is), so this runs them again as pure Python
+(``RELAYMQ_PURE=1``), or compiled when the run was told to be pure. Both modes are thus tested
+on every machine that can compile; where none is built it is skipped."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from relaymq import native, native_build
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_codec_tests_pass_in_the_other_mode():
+@pytest.mark.timeout(600)
+def test_the_compiled_modules_tests_pass_in_the_other_mode():
     if not native_build.up_to_date(Path(native.build_dir())):
         pytest.skip(f"only pure Python here: {native.status.reason}")
     pure_now = not native.status.compiled
@@ -27,6 +29,6 @@ def test_the_codec_tests_pass_in_the_other_mode():
     assert mode.startswith("compiled: yes" if pure_now else "compiled: no"), mode
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0",
-         "tests/mqtt", "tests/conformance", f"--ignore={Path(__file__).relative_to(ROOT)}"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=280, check=False)
+         "tests/mqtt", "tests/conformance", "tests/broker", f"--ignore={Path(__file__).relative_to(ROOT)}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=560, check=False)
     assert result.returncode == 0, f"{mode}\n{result.stdout[-5000:]}{result.stderr[-2000:]}"

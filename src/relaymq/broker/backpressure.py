@@ -93,6 +93,10 @@ class Held:
         self.bytes = 0
         self.session: Session | None = None
 
+    def waiting(self) -> bool:
+        """Is a publication held (``retry`` set)?"""
+        return self.retry is not None
+
 
 class Backpressure:
     """The broker's backpressure state (``Broker.backpressure``)."""

@@ -35,8 +35,9 @@ from relaymq.broker.handle_publish import (
     handle_puback, handle_pubcomp, handle_publish, handle_pubrec, handle_pubrel,
 )
 from relaymq.broker.handle_subscribe import handle_subscribe, handle_unsubscribe
+from relaymq.broker.no_entries import NO_ENTRIES
 from relaymq.broker.records import PendingAck
-from relaymq.broker.session import NO_ENTRIES, NOTHING_QUEUED, grown, made
+from relaymq.broker.session import NOTHING_QUEUED, grown, made
 from relaymq.broker.states import ACCEPT, AWAITING_CONNECT, CHECK_PASSWORD, CLOSE, FLAGS, Event, State, next_state
 from relaymq.broker.stats import DROP_TOO_LARGE
 from relaymq.ratelog import RefusalLog
@@ -157,9 +158,9 @@ class Connection:
         self.inbound_qos2: set[int] | None = None
         # Acknowledgements not sent yet, in the order their packets arrived: [bytes, completes,
         # ready]; the first ones go out as soon as they are ready (acknowledge_*).
-        self.acks: deque[PendingAck] = NOTHING_QUEUED  # type: ignore[assignment]  # a deque once used
+        self.acks: deque[PendingAck] | tuple[()] = NOTHING_QUEUED  # a deque once used
         # queued in this read, not yet given to the store (a list once one is: ``acknowledge``)
-        self._acks_unregistered: list[PendingAck] = NOTHING_QUEUED  # type: ignore[assignment]
+        self._acks_unregistered: list[PendingAck] | tuple[()] = NOTHING_QUEUED
         self.paused = False  # the link's buffer is over its high-water mark
         self.held: bytes | bytearray = NOTHING_HELD  # written while paused, handed to the link on resume
         # Why reading is paused: "write" (the link is congested), "auth" (CONNECT waits for its
@@ -274,7 +275,7 @@ class Connection:
                     packet, size = packets.popleft()
                     held.bytes -= size
                     SESSION_HANDLERS[packet.packet_type](self, session, packet)
-                    if held.retry is not None:
+                    if held.waiting():  # not ``held.retry``: mypy (and mypyc) take it for the None set above
                         return  # that one is held back in turn; the rest wait behind it
                 self.held_back = None
             except MQTTError as err:
@@ -438,11 +439,11 @@ class Connection:
             self.write(data)
             return None
         entry = PendingAck(data, completes, not durable)
-        self.acks = grown(self.acks)
-        self.acks.append(entry)
+        self.acks = acks = grown(self.acks)
+        acks.append(entry)
         if durable:
             unregistered = self._acks_unregistered
-            if unregistered is NOTHING_QUEUED:
+            if not isinstance(unregistered, list):
                 self._acks_unregistered = unregistered = []
             unregistered.append(entry)
             if not self._dispatching:
@@ -463,7 +464,7 @@ class Connection:
     def _register_acks(self) -> None:
         """One store callback for the durable acknowledgements queued while handling a read:
         it is registered after all their writes, so it covers them."""
-        entries, self._acks_unregistered = self._acks_unregistered, NOTHING_QUEUED  # type: ignore[assignment]
+        entries, self._acks_unregistered = self._acks_unregistered, NOTHING_QUEUED
 
         def durable() -> None:
             for entry in entries:

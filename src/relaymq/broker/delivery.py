@@ -18,7 +18,7 @@ from relaymq.broker.persistence import (
     update_delivery,
 )
 from relaymq.broker.records import ReadEnd
-from relaymq.broker.session import Delivery, made
+from relaymq.broker.session import Delivery, grown, made
 from relaymq.broker.states import CONNECTED
 from relaymq.broker.stats import DROP_QOS0_NOT_CONNECTED, DROP_QUEUE_FULL
 from relaymq.mqtt import packets as p
@@ -186,7 +186,7 @@ def _drop_oldest(broker: Broker, session: Session) -> None:
         size = len(oldest.message.payload)
         release(broker, session, oldest)
     else:
-        seq, msg_id = session.spilled.popleft()
+        seq, msg_id = grown(session.spilled).popleft()  # not empty: the session is full
         size = 0  # kept in the store only: its size is not known here (docs/pubsub.md)
         broker.store.delete_delivery(session.client_id, seq)
         broker.refs.release_id(msg_id)

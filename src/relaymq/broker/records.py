@@ -1,9 +1,11 @@
 """The small records the publish path hands between the broker's parts, with named fields
-instead of lists changed by index (issue 19 "Hidden channels on the publish path")."""
+instead of lists changed by index (issue 19 "Hidden channels on the publish path").
+
+Plain slotted classes, not dataclasses: the compiled group (``relaymq.native_build``) makes
+them native classes, whose dataclass ``__init__`` would stay interpreted."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from relaymq.store.base import StoredMessage
@@ -12,31 +14,34 @@ if TYPE_CHECKING:
     from relaymq.broker.session import Delivery, Session
 
 
-@dataclass(slots=True)
 class PendingAck:
     """An acknowledgement in a connection's queue (``Connection.acks``, in the order of the
     packets it answers: 3.1.1 4.6): its bytes, whether it ends a flow counted by the receive
     maximum, and whether what it promises is durable yet (then it may leave once those before
     it went)."""
 
-    data: bytes
-    completes: bool
-    ready: bool
+    __slots__ = ("data", "completes", "ready")
+
+    def __init__(self, data: bytes, completes: bool, ready: bool) -> None:
+        self.data = data
+        self.completes = completes
+        self.ready = ready
 
 
-@dataclass(slots=True)
 class RoutingTarget:
     """One client's delivery of a publication that matched several of its subscriptions
     (routing.route): the highest granted QoS, RETAIN if any subscription keeps it, and every
     subscription identifier (mqtt.md item 12; MQTT 5 3.3.4)."""
 
-    session: Session
-    qos: int
-    retain: bool
-    subscription_ids: list[int]
+    __slots__ = ("session", "qos", "retain", "subscription_ids")
+
+    def __init__(self, session: Session, qos: int, retain: bool, subscription_ids: list[int]) -> None:
+        self.session = session
+        self.qos = qos
+        self.retain = retain
+        self.subscription_ids = subscription_ids
 
 
-@dataclass(slots=True)
 class ReadEnd:
     """What the read being handled left for its end, for one session (``Broker.acknowledged``,
     settled by ``delivery.settle_acknowledged``: one store call each, not one per packet):
@@ -45,9 +50,12 @@ class ReadEnd:
     (msg id, last) of stored inbound QoS 2 messages PUBREL released, their states to clear,
     each message deleted when the release held its last reference (``last``)."""
 
-    acked: list[Delivery] = field(default_factory=list)
-    released: list[Delivery] = field(default_factory=list)
-    inbound: list[tuple[int, bool]] = field(default_factory=list)
+    __slots__ = ("acked", "released", "inbound")
+
+    def __init__(self) -> None:
+        self.acked: list[Delivery] = []
+        self.released: list[Delivery] = []
+        self.inbound: list[tuple[int, bool]] = []
 
     @staticmethod
     def of(ends: dict[Session, ReadEnd], session: Session) -> ReadEnd:

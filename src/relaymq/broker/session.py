@@ -8,9 +8,9 @@ keep-alive, the will) lives on the Connection.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, TypeVar
 
+from relaymq.broker.no_entries import NO_ENTRIES
 from relaymq.mqtt.wire import MAX_UINT16
 from relaymq.store.base import NEVER_EXPIRES, QUEUED, StoredMessage, SubscriptionRecord
 
@@ -22,30 +22,14 @@ if TYPE_CHECKING:
 #: sessions of idle devices never queue anything (issue 8, scenario 6: 10,000 idle
 #: connections). Reading works on it as on an empty deque; ``grown`` makes the deque before an
 #: append (``Session.enqueue``/``spill``, ``Connection.acknowledge``).
-NOTHING_QUEUED: tuple = ()
+NOTHING_QUEUED: tuple[()] = ()
+
+_T = TypeVar("_T")
 
 
-def grown(queue: deque | tuple) -> deque:
+def grown(queue: deque[_T] | tuple[()]) -> deque[_T]:
     """``queue`` as a deque that can be appended to (a new one for :data:`NOTHING_QUEUED`)."""
-    return deque() if queue is NOTHING_QUEUED else queue  # type: ignore[return-value]
-
-
-class _NoEntries(dict):
-    """An empty dict nothing can be added to: reading, ``pop``, ``clear`` and ``del`` work as
-    on any empty dict, adding raises (the caller forgot ``made``)."""
-
-    __slots__ = ()
-
-    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
-        raise TypeError("NO_ENTRIES is shared: made() gives the dict to add to")
-
-    __setitem__ = setdefault = update = __ior__ = _refuse
-
-
-#: What a per-connection or per-session dict holds until its first entry (an empty dict costs
-#: 64 bytes, and an idle client's stay empty: issue 8, scenario 6); ``made`` makes the dict
-#: before the first addition.
-NO_ENTRIES: dict = _NoEntries()
+    return queue if isinstance(queue, deque) else deque()
 
 
 def made(entries: dict) -> dict:
@@ -53,23 +37,36 @@ def made(entries: dict) -> dict:
     return {} if entries is NO_ENTRIES else entries
 
 
-@dataclass(slots=True)
 class Delivery:
-    """One outbound QoS 1/2 message for one session (mirrors store.base.DeliveryRecord)."""
+    """One outbound QoS 1/2 message for one session (mirrors store.base.DeliveryRecord).
 
-    seq: int
-    message: StoredMessage
-    qos: int
-    retain: bool
-    subscription_ids: list[int] = field(default_factory=list)
-    packet_id: int | None = None
-    state: int = QUEUED
-    persisted: bool = False
-    sent_at: float = 0.0  # monotonic time of the last (re)transmission
-    watch: AckWatch | None = None  # the publisher's PUBACK waiting for this one (ack_watch.py)
-    # restored QUEUED after a crash while its session was connected: it may have been sent
-    # (delivery.start writes no SENT state for QoS 1), so its first transmission has DUP=1
-    maybe_sent: bool = False
+    A plain class, not a dataclass: the compiled group (``relaymq.native_build``) makes it a
+    native class, whose dataclass ``__init__`` would stay interpreted."""
+
+    __slots__ = ("seq", "message", "qos", "retain", "subscription_ids", "packet_id", "state", "persisted",
+                 "sent_at", "watch", "maybe_sent")
+
+    def __init__(self, seq: int, message: StoredMessage, qos: int, retain: bool,
+                 subscription_ids: list[int] | None = None, packet_id: int | None = None,
+                 state: int = QUEUED, persisted: bool = False, sent_at: float = 0.0,
+                 watch: AckWatch | None = None, maybe_sent: bool = False) -> None:
+        self.seq = seq
+        self.message = message
+        self.qos = qos
+        self.retain = retain
+        self.subscription_ids: list[int] = [] if subscription_ids is None else subscription_ids
+        self.packet_id = packet_id
+        self.state = state
+        self.persisted = persisted
+        self.sent_at = sent_at  # monotonic time of the last (re)transmission
+        self.watch = watch  # the publisher's PUBACK waiting for this one (ack_watch.py)
+        # restored QUEUED after a crash while its session was connected: it may have been sent
+        # (delivery.start writes no SENT state for QoS 1), so its first transmission has DUP=1
+        self.maybe_sent = maybe_sent
+
+    def __repr__(self) -> str:
+        return (f"Delivery(seq={self.seq}, msg_id={self.message.msg_id}, qos={self.qos}, "
+                f"packet_id={self.packet_id}, state={self.state})")
 
 
 class Session:
@@ -89,10 +86,10 @@ class Session:
         # (these three: the shared NO_ENTRIES until their first entry, ``made``)
         self.subscriptions: dict[str, SubscriptionRecord] = NO_ENTRIES
         # QoS 1/2 waiting for an in-flight slot (a deque once something waited: ``enqueue``)
-        self.queue: deque[Delivery] = NOTHING_QUEUED  # type: ignore[assignment]
+        self.queue: deque[Delivery] | tuple[()] = NOTHING_QUEUED
         # Deliveries past the in-memory queue limit, kept only in the store: (seq, msg_id) in
         # seq order, all after every delivery in ``queue`` (persistent sessions only).
-        self.spilled: deque[tuple[int, int]] = NOTHING_QUEUED  # type: ignore[assignment]
+        self.spilled: deque[tuple[int, int]] | tuple[()] = NOTHING_QUEUED
         # packet id -> delivery, in the order sent (a dict keeps it: an OrderedDict costs twice
         # the memory of an empty dict on every connection, issue 8 scenario 6)
         self.inflight: dict[int, Delivery] = NO_ENTRIES
@@ -128,7 +125,7 @@ class Session:
 
     def clear_queue(self) -> None:
         """Forget what is queued (the caller released it), back to the shared empty placeholder."""
-        self.queue = NOTHING_QUEUED  # type: ignore[assignment]
+        self.queue = NOTHING_QUEUED
 
     @property
     def persistent(self) -> bool:

@@ -76,13 +76,8 @@ def statements_written(broker: BrokerProcess, http_port: int) -> float | None:
 
 
 def start_broker(broker: BrokerProcess, profile: str | None) -> None:
-    """Start ``broker``, under cProfile writing ``profile`` when one is given. The broker runs
-    in a directory of its own, so a relative PYTHONPATH (``PYTHONPATH=src``, to measure a
-    worktree) is made absolute first: left relative, it named nothing there and the broker
-    silently ran the installed tree's code."""
-    if os.environ.get("PYTHONPATH"):
-        os.environ["PYTHONPATH"] = os.pathsep.join(
-            os.path.abspath(entry) for entry in os.environ["PYTHONPATH"].split(os.pathsep) if entry)
+    """Start ``broker``, under cProfile writing ``profile`` when one is given (a relative
+    PYTHONPATH was made absolute when the harness was imported)."""
     if profile:
         command = broker.command
 

@@ -9,7 +9,6 @@ so a failure report shows what the broker said.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,14 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `import harness` in any layout
 
-# The processes a test starts (brokers, CLI commands) run in directories of their own: a
-# relative PYTHONPATH (``PYTHONPATH=src pytest`` in a second checkout) would then name nothing
-# there, and they would run the installed relaymq instead of the one this run tests.
-if os.environ.get("PYTHONPATH"):
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        os.path.abspath(entry) if entry else entry for entry in os.environ["PYTHONPATH"].split(os.pathsep))
-
-from harness import BrokerKind, BrokerProcess, default_kind  # noqa: E402
+from harness import BrokerKind, BrokerProcess, default_kind  # noqa: E402  (also: an absolute PYTHONPATH)
 
 REPORT_KEY = pytest.StashKey[list[str]]()
 

@@ -33,6 +33,14 @@ KINDS: tuple[BrokerKind, ...] = ("relaymq", "mosquitto")
 ENV_KIND = "RELAYMQ_TEST_BROKER"
 MOSQUITTO_BINARY = os.environ.get("RELAYMQ_MOSQUITTO", "/usr/sbin/mosquitto")
 
+# The brokers (and CLI commands) that tests and benchmarks start run in directories of their
+# own: a relative PYTHONPATH (``PYTHONPATH=src`` to test or measure a second checkout) would
+# name nothing there, and they would silently run the installed relaymq instead of the tree
+# under test. Made absolute once, here, for every process started after this import.
+if os.environ.get("PYTHONPATH"):
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        os.path.abspath(entry) for entry in os.environ["PYTHONPATH"].split(os.pathsep) if entry)
+
 # The limits the conformance data assumes (its default CONNACK for MQTT 5 advertises Topic Alias
 # Maximum 10 and Receive Maximum 20); every broker the harness starts uses them unless told
 # otherwise, so the suites agree on what a "default" broker is.

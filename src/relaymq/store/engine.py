@@ -158,8 +158,12 @@ MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = 
         "ALTER TABLE messages ADD COLUMN inbound_packet_id INTEGER",
         "CREATE INDEX messages_inbound ON messages (inbound_client, inbound_packet_id)"
         " WHERE inbound_client IS NOT NULL",
-        "UPDATE messages SET inbound_client = i.client_id, inbound_packet_id = i.packet_id"
-        " FROM inbound i WHERE i.msg_id = messages.msg_id",
+        # scalar subqueries, not UPDATE ... FROM: that needs SQLite 3.33 (2020), and a Python
+        # built against an older system SQLite must still be able to upgrade its database
+        "UPDATE messages SET"
+        " inbound_client = (SELECT i.client_id FROM inbound i WHERE i.msg_id = messages.msg_id),"
+        " inbound_packet_id = (SELECT i.packet_id FROM inbound i WHERE i.msg_id = messages.msg_id)"
+        " WHERE msg_id IN (SELECT msg_id FROM inbound)",
         "DROP TABLE inbound",
     ),
 }

@@ -5,7 +5,8 @@ Input transports hand :class:`Delivery` objects to :meth:`FlowRuntime.submit`. `
 additional_instances`` worker tasks take them; each runs the message's nodes on a thread of
 the flow's execution group (relaymq.flows.group) and then, back on the event loop, commits
 the run's outputs. With ``order_mode: user_id`` each MQMD UserIdentifier is pinned to one
-worker, so one user's messages keep their order while different users' run concurrently
+worker (by the CRC-32 of the user id: the same worker at every start), so one user's
+messages keep their order while different users' run concurrently
 (seed 003 l.4665-4716); otherwise workers share one queue and may finish out of order.
 
 Node code on a worker thread reaches the broker only through :class:`ThreadPorts`: HTTP
@@ -32,6 +33,7 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
+import zlib
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -183,8 +185,10 @@ class FlowRuntime:
     def _queue_for(self, delivery: Delivery) -> asyncio.Queue[Delivery | None]:
         if not self._by_user:
             return self._queues[0]
+        # CRC-32, not hash(): str hashes change with each process (PYTHONHASHSEED), so which
+        # users shared a worker changed from one start to the next
         user = delivery.message.mq.md.UserIdentifier.strip()
-        return self._queues[hash(user) % len(self._queues)]
+        return self._queues[zlib.crc32(user.encode("utf-8", "surrogatepass")) % len(self._queues)]
 
     async def submit(self, delivery: Delivery) -> None:
         """Queue a delivery (waits while the flow is QUEUE_LIMIT behind)."""

@@ -195,7 +195,7 @@ class MessageLog:
         commit with whatever the caller's unit of work holds (the broker: the publication)."""
         if self._engine is None:
             raise LogError("the log is open read-only")
-        self._engine.submit(self._place, [((record.partition,), stored_entry(record)) for record in records],
+        self._engine.submit(self._place, _entries(records),
                             time.time() if now is None else now, None, writes=len(records))
 
     def submit_entry(self, partitions: Sequence[str], entry: Any) -> None:
@@ -225,7 +225,7 @@ class MessageLog:
         stamp = time.time() if now is None else now
         placed: list[tuple[str, int]] = []
         try:
-            self._engine.submit(self._place, [((record.partition,), stored_entry(record)) for record in records],
+            self._engine.submit(self._place, _entries(records),
                                 stamp, placed, writes=len(records))
             self._engine.ticket().wait()
         except StoreError as exc:
@@ -414,6 +414,11 @@ class StoredRun:
     def start(self) -> int:
         """The seq of the run's first entry."""
         return self.first_seq + self.low
+
+
+def _entries(records: Sequence[LogRecord]) -> list[tuple[tuple[str], tuple[Any, ...]]]:
+    """Records as ``_place`` takes them: each its stored form, to its own ``partition``."""
+    return [((record.partition,), stored_entry(record)) for record in records]
 
 
 def _stored_runs(blobs: list[tuple[int, int, bytes]], start: int, stop: int) -> list[StoredRun]:

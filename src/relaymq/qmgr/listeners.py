@@ -143,6 +143,13 @@ class Listeners:
             for fn in list(listeners):
                 fn(event)
 
+    def heard_puts(self, made: list[tuple[QueueIndex, Entry]]) -> None:
+        """:meth:`heard_put` of each of ``made`` (the puts of one ``put_all``); nothing to do
+        when no queue has a put listener."""
+        if self._put:
+            for index, entry in made:
+                self.heard_put(index, entry)
+
     def announce(self, index: QueueIndex, entries: list[Entry]) -> None:
         """Wake waiters, then tell listeners (outside the lock: a listener may call back)."""
         if not entries:
@@ -158,11 +165,11 @@ class Listeners:
         self._wake_getters()
         definition = index.definition
         local = definition.kind in APPLICATION_KINDS
-        listeners = list(self._queue.get(definition.name, ())) if local else []
-        message_listeners = list(self._message.get(definition.name, ())) if local else []
-        transmission = list(self._transmission) if definition.transmits else []
+        listeners = self._queue.get(definition.name) if local else None
+        message_listeners = self._message.get(definition.name) if local else None
+        transmission = self._transmission if definition.transmits else None
         if listeners or message_listeners or transmission or definition.kind == ADMIN:
-            return Hearers(listeners, message_listeners, transmission)
+            return Hearers(list(listeners or ()), list(message_listeners or ()), list(transmission or ()))
         return None
 
     def tell(self, index: QueueIndex, entries: list[Entry], hearers: Hearers) -> None:

@@ -142,6 +142,8 @@ class QueueManager:
         self.confirm_window = confirm_window
         self.rule: QueueManagerRule = (load_rule(rule, QueueManagerRule) if isinstance(rule, str)
                                        else rule or QueueManagerRule())
+        #: Does the rule look at puts (a put of many copies skips the call when it does not)?
+        self._rule_puts = type(self.rule).put is not QueueManagerRule.put
         #: Set by the channel part: synchronous remote puts and discovery go through it.
         self.remote: SyncRemote | None = None
         #: Who may do what to which queue (relaymq.auth.authorities: ``allows``); None: anyone.
@@ -549,7 +551,9 @@ class QueueManager:
             index = self._queues.get(definition.key)
             if index is None:
                 raise UnknownQueue(f"queue {definition.name!r} was deleted")
-            entry, ops = self._new_entry(index, resolved, message, confirm_id, uid, resend, expire_time)
+            ops: list[Op] = []
+            entry = self._new_entry(index, resolved, message, confirm_id, uid, resend, expire_time, ops)
+            ops.append(("meta", "seq", entry.seq))
             with self.store.unit():  # the put listeners' submissions (the archive) commit with it
                 if not wait and self.store.defers:
                     self._submit_placed([(index, entry)], ops)
@@ -570,17 +574,19 @@ class QueueManager:
         manager), in one hold of the lock and one submission to the store: the copies of one
         publication for its queue subscribers (issue 14). Returns, in order, each put's MsgId
         or the QueueError that refused it; the others are still made. A queue reached over a
-        synchronous route is put to on its own afterwards, as ``put`` does."""
+        synchronous route is put to on its own afterwards, as ``put`` does. The puts share one
+        reading of the clock (one instant: their expiry counts from it)."""
         self._check_open()
         results: list[bytes | QueueError] = []
         made: list[tuple[QueueIndex, Entry]] = []
         later: list[tuple[int, str, Message]] = []
         ops: list[Op] = []
+        now = self._now_ms()
         with self._lock, self.store.unit():
             self._check_open()
             try:
                 for queue, message in puts:
-                    self._place_one(queue, message, results, later, ops, made)
+                    self._place_one(queue, message, results, later, ops, made, now)
                 if made:  # the puts' one high-water mark (one row each would coalesce to it anyway)
                     ops.append(("meta", "seq", self._seq))
             except BaseException:
@@ -601,36 +607,33 @@ class QueueManager:
         return results
 
     def _place_one(self, queue: str, message: Message, results: list[bytes | QueueError],
-                   later: list[tuple[int, str, Message]], ops: list[Op], made: list[tuple[QueueIndex, Entry]]) -> None:
-        """One put of ``put_all``: its result, or its place in ``later`` (a synchronous route)."""
+                   later: list[tuple[int, str, Message]], ops: list[Op], made: list[tuple[QueueIndex, Entry]],
+                   now: int) -> None:
+        """One put of ``put_all``: its result, or its place in ``later`` (a synchronous route).
+        A local put's entry counts on its queue at once (the next put's depth check sees it)
+        and its operations join ``ops``."""
         try:
             resolved = self.resolve(queue)
             if resolved.kind in res.SYNCHRONOUS_ROUTES:
                 later.append((len(results), queue, message))
                 results.append(b"")
                 return
-            results.append(self._place(resolved, message, ops, made))
+            definition = resolved.definition
+            assert definition is not None
+            index = self._queues.get((definition.owner, definition.name))
+            if index is None:
+                raise UnknownQueue(f"queue {definition.name!r} was deleted")
+            entry = self._new_entry(index, resolved, message, 0, None, False, None, ops, now)
         except QueueError as error:
             results.append(error)
-
-    def _place(self, resolved: res.Resolution, message: Message, ops: list[Op],
-               made: list[tuple[QueueIndex, Entry]]) -> bytes:
-        """A local put of ``put_all``: its entry counts on its queue at once (the next put's depth
-        check sees it) and its operations join ``ops``."""
-        definition = resolved.definition
-        assert definition is not None
-        index = self._queues.get(definition.key)
-        if index is None:
-            raise UnknownQueue(f"queue {definition.name!r} was deleted")
-        entry, entry_ops = self._new_entry(index, resolved, message, 0, None, False, None, seq_op=False)
-        ops += entry_ops
+            return
         if self.store.defers:
             index.pending += 1  # counts toward max_depth until it is added
         else:
             index.add(entry)
             self._by_uid[entry.uid] = entry
         made.append((index, entry))
-        return entry.msg_id
+        results.append(entry.msg_id)
 
     def _submit_placed(self, made: list[tuple[QueueIndex, Entry]], ops: list[Op]) -> None:
         """Submit what ``put_all`` (or a ``put`` with ``wait=False``) placed, in one go (with the
@@ -642,28 +645,29 @@ class QueueManager:
             self.store.submit_nowait(ops)
         else:
             self.store.submit(ops)
-        for index, entry in made:
-            self._listeners.heard_put(index, entry)
+        self._listeners.heard_puts(made)
         if self.store.defers:
             self.store.after_submit(partial(self._added_all, made))
 
     def _added_all(self, made: list[tuple[QueueIndex, Entry]]) -> None:
         """Puts submitted with ``wait=False`` join their queues (their operations are in the batch)."""
         told: list[tuple[QueueIndex, Entry, Any]] = []
+        queues, by_uid, hearers = self._queues, self._by_uid, self._listeners.hearers
         with self._lock:
             for index, entry in made:
                 index.pending -= 1
-                if self._queues.get(index.definition.key) is not index:
+                definition = index.definition
+                if queues.get((definition.owner, definition.name)) is not index:
                     continue  # the queue was deleted meanwhile: the store's row goes with the purge
                 index.add(entry)
-                self._by_uid[entry.uid] = entry
+                by_uid[entry.uid] = entry
                 if entry.state != UNLOCKED:
                     continue
-                hearers = self._listeners.hearers(index)  # as announce, in the same hold of the lock
-                if hearers is not None:
-                    told.append((index, entry, hearers))
-        for index, entry, hearers in told:
-            self._listeners.tell(index, [entry], hearers)
+                heard = hearers(index)  # as announce, in the same hold of the lock
+                if heard is not None:
+                    told.append((index, entry, heard))
+        for index, entry, heard in told:
+            self._listeners.tell(index, [entry], heard)
 
     def _sync_put(self, resolved: res.Resolution, message: Message, confirm_id: int, uid: str | None,
                   resend: bool, expire_time: ExpireTime | None, transmission: bool) -> bytes:
@@ -706,42 +710,40 @@ class QueueManager:
         return None
 
     def _new_entry(self, index: QueueIndex, resolved: res.Resolution, message: Message, confirm_id: int,
-                   uid: str | None, resend: bool, expire_time: ExpireTime | None,
-                   seq_op: bool = True) -> tuple[Entry, list[Op]]:
-        """The entry a put adds to ``index`` and the store operations that record it, once
-        every check passed (duplicates, expiry, size, depth, the rules' vetoes); without
-        ``seq_op`` the caller records the sequence's high-water mark itself (``put_all``, once)."""
+                   uid: str | None, resend: bool, expire_time: ExpireTime | None, ops: list[Op],
+                   now: int | None = None) -> Entry:
+        """The entry a put adds to ``index``, once every check passed (duplicates, expiry, size,
+        depth, the rules' vetoes), its store operations appended to ``ops`` (the caller records
+        the sequence's high-water mark); ``now``: the put's instant (epoch ms) when the caller
+        read the clock for a run of puts (``put_all``)."""
         definition = index.definition
         if not definition.active:
             raise NotAllowed(f"queue {definition.name!r} is not active")
-        now = self._now_ms()
-        ops: list[Op] = []
+        if now is None:
+            now = self._now_ms()
         if uid is not None:
             self._replace_unconfirmed(index, uid, resend, ops)
         self._seq += 1
         seq = self._seq
         data, md = self._put_fields(message, definition, seq, now)
-        priority = min(md.Priority, 9)
         deadline = expiry_deadline(now, definition.expiry, md.Expiry, expire_time)
         if is_expired(deadline, now):
             raise MessageExpired(f"message expired before it was put to {definition.name!r}")
         if data is None:
             data = message.to_bytes()
         self._check_room(index, len(data))
-        call_veto("put", self.rule.put, self, definition, message, resolved.target_qmgr)
+        if self._rule_puts:
+            call_veto("put", self.rule.put, self, definition, message, resolved.target_qmgr)
         if index.rule is not None:
             call_veto("put", index.rule.put, definition, message)
-        entry = Entry(uid=uid or f"{self.name}:{now}:{seq}", qmgr=definition.owner, queue=definition.name,
-                      seq=seq, priority=priority, data=data, msg_id=md.MsgId, correl_id=md.CorrelId,
-                      created_ms=now, expire_at=deadline,
-                      state=PUT_UNCONFIRMED if confirm_id > 0 else UNLOCKED, confirm_id=max(confirm_id, 0),
-                      target_qmgr="" if resolved.is_local else resolved.target_qmgr,
-                      target_queue="" if resolved.is_local else resolved.target_queue)
+        local = resolved.kind == res.LOCAL_QUEUE
+        entry = Entry(uid or f"{self.name}:{now}:{seq}", definition.owner, definition.name, seq, min(md.Priority, 9),
+                      data, md.MsgId, md.CorrelId, now, deadline, PUT_UNCONFIRMED if confirm_id > 0 else UNLOCKED,
+                      max(confirm_id, 0), 0, "" if local else resolved.target_qmgr,
+                      "" if local else resolved.target_queue)
         self.security.seal_entry(definition, entry)
         ops.append(("entry", entry))
-        if seq_op:
-            ops.append(("meta", "seq", seq))
-        return entry, ops
+        return entry
 
     def _put_fields(self, message: Message, definition: QueueDefinition, seq: int,
                     now: int) -> tuple[bytes | None, MQMD | PutFields]:

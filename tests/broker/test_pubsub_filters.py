@@ -38,7 +38,7 @@ def test_item_17_filter_on_persistence_with_and_without_the_message_view():
     only Root.MQMD.Persistence is answered without building the message view, and says what
     the view says; one that reads more still gets the view."""
     from relaymq.pubsub.content_filter import LazyView
-    from relaymq.pubsub.conversions import filter_resolver, publication_from_mqtt
+    from relaymq.pubsub.conversions import publication_from_mqtt, view_resolver
     from relaymq.selector import compile_selector
     from relaymq.store.base import StoredMessage
 
@@ -47,7 +47,7 @@ def test_item_17_filter_on_persistence_with_and_without_the_message_view():
         selector = compile_selector(text)
         for qos in (0, 1, 2):
             stored = StoredMessage(1, "t/a", b'{"n": 1}', qos, properties={"user_property": [("a", "x")]})
-            full = filter_resolver(publication_from_mqtt(stored.topic, stored.payload, qos, stored.properties, None))
+            full = view_resolver(publication_from_mqtt(stored.topic, stored.payload, qos, stored.properties, None))
             assert LazyView(stored).selects(selector) == selector.matches(full), (text, qos)
     broker = make_broker()
     sub = TestClient(broker, level=5)

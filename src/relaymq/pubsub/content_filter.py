@@ -86,6 +86,11 @@ class LazyView:
         return self._publication
 
     def selects(self, selector: Selector) -> bool:
+        pub = self._publication
+        if pub is not None and pub._selected is not None:  # a verdict found for an earlier match
+            known = pub._selected.get(selector.text)
+            if known is not None:
+                return known
         if selector.identifiers <= _WITHOUT_VIEW:
             persistence = 1 if self.message.qos > 0 else 0
             return selector.matches(lambda name: persistence if name == _PERSISTENCE else None)

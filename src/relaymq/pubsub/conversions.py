@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Callable
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from relaymq.message.folders import is_usr_name
@@ -63,18 +64,26 @@ def publication_folders(pub: Publication, *, retained_inform: bool = False) -> l
         mcd = Element("mcd")
         mcd.add("Msd", pub.domain.lower())
         folders.append(mcd)
-    if pub.usr:
-        # MQTT 5 user properties may repeat a name or use one no XML element can have; the
-        # usr folder holds each name once (seed 003 l.5266-5281) as an XML name: the first
-        # value of a name is kept, names it cannot hold are left out (else the subscriber's
-        # copy would be an RFH2 nobody can read).
-        usr = Element("usr")
-        for name, value in pub.usr:
-            if is_usr_name(name) and usr.child(name) is None:
-                usr.add(name, value)
-        if usr.children:
-            folders.append(usr)
+    usr = usr_folder(pub)
+    if usr is not None:
+        folders.append(usr)
     return folders
+
+
+def usr_folder(pub: Publication) -> Element | None:
+    """The usr folder of a publication's copies and of its filter view; None when it holds nothing.
+
+    MQTT 5 user properties may repeat a name or use one no XML element can have; the usr
+    folder holds each name once (seed 003 l.5266-5281) as an XML name: the first value of a
+    name is kept, names it cannot hold are left out (else the subscriber's copy would be an
+    RFH2 nobody can read)."""
+    if not pub.usr:
+        return None
+    usr = Element("usr")
+    for name, value in pub.usr:
+        if is_usr_name(name) and usr.child(name) is None:
+            usr.add(name, value)
+    return usr if usr.children else None
 
 
 def filter_view(pub: Publication) -> Message:
@@ -92,11 +101,12 @@ def filter_view(pub: Publication) -> Message:
     return pub._view
 
 
-def filter_resolver(pub: Publication) -> Callable[[str], object]:
-    """What a content filter reads of a publication (item 17): ``filter_view``, where the
-    ``usr`` values of a publication whose usr folder has no types (MQTT user properties,
-    MQRFH v1 name/values) are untyped text, so ``usr.level > 5`` compares a "7" as a number
-    and ``usr.level = '7'`` as a string (selector ``UntypedText``; docs/pubsub.md)."""
+def view_resolver(pub: Publication) -> Callable[[str], object]:
+    """What a content filter reads of a publication (item 17), every name read in
+    ``filter_view``, where the ``usr`` values of a publication whose usr folder has no types
+    (MQTT user properties, MQRFH v1 name/values) are untyped text, so ``usr.level > 5``
+    compares a "7" as a number and ``usr.level = '7'`` as a string (selector ``UntypedText``;
+    docs/pubsub.md). :class:`FilterSource` reads the same values, most without the view."""
     from relaymq.selector.resolvers import message_resolver
     from relaymq.selector.values import UntypedText
 
@@ -111,6 +121,97 @@ def filter_resolver(pub: Publication) -> Callable[[str], object]:
         return value
 
     return untyped
+
+
+class FilterSource:
+    """What the content filters of one publication read (item 17), as ``view_resolver`` reads
+    it, each part made the first time a filter reads it: ``usr.*`` from the publication's usr
+    folder (``usr_folder``) and ``Body.*`` from its body, parsed once in the domain the view
+    gives it, without the rest of the view (its MQMD, MQRFH2 and message: most of a filter's
+    cost, issue 14); any other name, and the body of a JMS class, from ``filter_view``."""
+
+    __slots__ = ("pub", "_values", "_body", "_view")
+
+    def __init__(self, pub: Publication) -> None:
+        self.pub = pub
+        self._values: dict[str, object] = {}
+        self._body: Element | BaseException | None = None  # parsed, or why it does not parse
+        self._view: Callable[[str], object] | None = None
+
+    def __call__(self, name: str) -> object:
+        values = self._values
+        if name in values:
+            return values[name]
+        head, dot, rest = name.partition(".")
+        value: object
+        if dot and head == "usr":
+            value = self._usr(rest)
+        elif dot and head == "Body" and not self._jms_class():
+            value = self._body_value(rest)
+        else:
+            view = self._view
+            if view is None:
+                view = self._view = view_resolver(self.pub)
+            value = view(name)
+        values[name] = value
+        return value
+
+    def _usr(self, path: str) -> object:
+        from relaymq.selector.resolvers import folder_value
+        from relaymq.selector.values import UntypedText
+
+        try:
+            value = folder_value(usr_folder(self.pub), path)
+        except ValueError:  # a bad path step: NULL, as message_resolver reads it
+            return None
+        return UntypedText(value) if self.pub.untyped_usr and type(value) is str else value
+
+    def _domain(self) -> str | None:
+        """The view's mcd.Msd: the publication's domain, else the one its body looks like."""
+        pub = self.pub
+        domain = pub.domain if pub.domain is not None else guess_domain(None, pub.body)
+        return domain.lower() if domain else None
+
+    def _jms_class(self) -> bool:
+        """A JMS class as the domain (``jms_text``...): the view's JMS rules choose the body's domain."""
+        msd = self._domain()
+        return msd is not None and msd.startswith("jms_")
+
+    def _body_value(self, path: str) -> object:
+        from relaymq.message.domains.choice import domain_for_mq
+        from relaymq.message.domains.registry import parse_body
+        from relaymq.message.errors import FormatError
+        from relaymq.selector.resolvers import body_value
+
+        body = self._body
+        if body is None:
+            try:
+                body = parse_body(domain_for_mq(self._domain()), self.pub.body, *_view_body_coding())
+            except (FormatError, ValueError) as exc:  # NULL, as message_resolver reads it
+                body = exc
+            self._body = body
+        if isinstance(body, BaseException):
+            return None
+        try:
+            return body_value(body, path)
+        except ValueError:  # a bad path step
+            return None
+
+
+@cache
+def _view_body_coding() -> tuple[int, int]:
+    """The CCSID and encoding of a filter view's body (``filter_view``: an MQRFH2 that
+    inherits the MQMD's), read of such a view once."""
+    mq = MQMessage(md=MQMD(Format="MQHRF2"), headers=[MQRFH2()], body=b"")
+    return mq.body_ccsid, mq.body_encoding
+
+
+def filter_resolver(pub: Publication) -> Callable[[str], object]:
+    """The publication's :class:`FilterSource`, made once (every filter reads the same one)."""
+    source = pub._source
+    if source is None:
+        source = pub._source = FilterSource(pub)
+    return source
 
 
 def filter_selects(pub: Publication, selector: Selector) -> bool:

@@ -137,6 +137,8 @@ class Publication:
     #: a content filter compares them as numbers with numbers (docs/pubsub.md "Content filters").
     untyped_usr: bool = False
     _view: Message | None = field(default=None, repr=False)
+    #: What its content filters read (``conversions.FilterSource``), made on the first filter.
+    _source: Any = field(default=None, repr=False)
     #: Content filter text -> whether it selects this publication (``conversions.filter_selects``).
     _selected: dict[str, bool] | None = field(default=None, repr=False)
 

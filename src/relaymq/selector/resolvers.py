@@ -40,14 +40,27 @@ def jms_resolver(message: JMSMessage) -> Callable[[str], object]:
     return message.selector_value
 
 
+def element_value(node: Element | None, untyped: bool = False) -> object:
+    """What an identifier reads at a node of the message tree: its value as a selector value
+    (``untyped``: text is :class:`UntypedText`); NULL for no node, a folder or a non-selector type."""
+    if node is None or node.children and node.value is None:
+        return None
+    return _scalar(node.value, untyped)
+
+
+def body_value(body: Element, path: str) -> object:
+    """``Body.<path>`` of a parsed body folder (text of an XML or MIME body is untyped)."""
+    return element_value(body.find(path), body.name in _UNTYPED_DOMAINS)
+
+
+def folder_value(folder: Element | None, path: str) -> object:
+    """``<folder>.<path>`` of an MQRFH2 folder (``usr.colour``), NULL when there is no such folder."""
+    return element_value(folder.find(path) if folder is not None else None)
+
+
 def message_resolver(message: Message) -> Callable[[str], object]:
     """Resolver over the canonical message (JMS view, tree paths, RFH2 folders, body)."""
     cache: dict[str, object] = {}
-
-    def from_element(node: Element | None, untyped: bool) -> object:
-        if node is None or node.children and node.value is None:
-            return None
-        return _scalar(node.value, untyped)
 
     def resolve(name: str) -> object:
         if name in cache:
@@ -59,15 +72,13 @@ def message_resolver(message: Message) -> Callable[[str], object]:
             else:
                 head, _, rest = name.partition(".")
                 if head == "Body":
-                    body = message.body()
-                    value = from_element(body.find(rest), body.name in _UNTYPED_DOMAINS)
+                    value = body_value(message.body(), rest)
                 elif head in ("Root", "Properties", "MQMD", "MQRFH2", "MQRFH", "MQDLH"):
                     # headers are read without parsing the body (Message.find)
-                    value = from_element(message.find(name), False)
+                    value = element_value(message.find(name))
                 else:
                     first = message.mq.first_rfh2()
-                    folder = first.folder(head) if first is not None else None
-                    value = from_element(folder.find(rest) if folder is not None else None, False)
+                    value = folder_value(first.folder(head) if first is not None else None, rest)
         except (FormatError, ValueError):
             value = None
         cache[name] = value

@@ -170,9 +170,9 @@ class Publication:
 
 # -- actions: what the engine asks its host to do -------------------------------------------
 
-@dataclass
+@dataclass(slots=True)
 class Put:
-    """Put ``message`` on ``queue`` at ``qmgr`` (a response or a publication)."""
+    """Put ``message`` on ``queue`` at ``qmgr`` (a response or a publication; one per copy)."""
 
     qmgr: str
     queue: str

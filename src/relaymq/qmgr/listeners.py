@@ -163,6 +163,20 @@ class Listeners:
         """Wake the getters waiting (call with the lock held) and say who is to hear of new
         messages on ``index``: None when nobody is (then :meth:`tell` has nothing to do)."""
         self._wake_getters()
+        return self._hearers(index)
+
+    def hearers_each(self, added: list[tuple[QueueIndex, Entry]]) -> list[tuple[QueueIndex, Entry, Hearers]]:
+        """:meth:`hearers` for each newly visible ``(index, entry)`` (the puts of a
+        ``put_all``), the getters woken once: those that someone is to hear of, to :meth:`tell`."""
+        self._wake_getters()
+        told = []
+        for index, entry in added:
+            heard = self._hearers(index)
+            if heard is not None:
+                told.append((index, entry, heard))
+        return told
+
+    def _hearers(self, index: QueueIndex) -> Hearers | None:
         definition = index.definition
         local = definition.kind in APPLICATION_KINDS
         listeners = self._queue.get(definition.name) if local else None

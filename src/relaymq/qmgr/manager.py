@@ -651,8 +651,8 @@ class QueueManager:
 
     def _added_all(self, made: list[tuple[QueueIndex, Entry]]) -> None:
         """Puts submitted with ``wait=False`` join their queues (their operations are in the batch)."""
-        told: list[tuple[QueueIndex, Entry, Any]] = []
-        queues, by_uid, hearers = self._queues, self._by_uid, self._listeners.hearers
+        visible: list[tuple[QueueIndex, Entry]] = []
+        queues, by_uid = self._queues, self._by_uid
         with self._lock:
             for index, entry in made:
                 index.pending -= 1
@@ -661,11 +661,9 @@ class QueueManager:
                     continue  # the queue was deleted meanwhile: the store's row goes with the purge
                 index.add(entry)
                 by_uid[entry.uid] = entry
-                if entry.state != UNLOCKED:
-                    continue
-                heard = hearers(index)  # as announce, in the same hold of the lock
-                if heard is not None:
-                    told.append((index, entry, heard))
+                if entry.state == UNLOCKED:
+                    visible.append((index, entry))
+            told = self._listeners.hearers_each(visible)  # as announce, in the same hold of the lock
         for index, entry, heard in told:
             self._listeners.tell(index, [entry], heard)
 

@@ -23,9 +23,10 @@ STATE_NAMES = {UNLOCKED: "unlocked", PUT_UNCONFIRMED: "put-unconfirmed", LOCKED:
                GET_UNCONFIRMED: "get-unconfirmed"}
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
-    """One message on one queue, with what the index and the store need.
+    """One message on one queue, with what the index and the store need (slots: a queue may
+    hold hundreds of thousands, and every put makes one).
 
     ``data`` is the message in MQ format (``Message.to_bytes()``), so the entry is what the
     store writes; ``target_qmgr``/``target_queue`` name the final destination of a message

@@ -196,7 +196,7 @@ def encode_message(msg: MQMessage) -> bytes:
         # "encode once, write many": only the MQMD is this message's own
         shared = msg._shared
         tail = shared.encoded(md.Encoding, msg.resolve_ccsid(md.CodedCharSetId, msg.qmgr_ccsid), msg.qmgr_ccsid)
-        return shared.mqmds.encode(md, msg.md_encoding, msg.md_ccsid, shared.first_format) + tail
+        return _MQMDS.encode(md, msg.md_encoding, msg.md_ccsid, shared.first_format) + tail
     headers = msg.headers
     mqmd = _MQMDS.encode(md, msg.md_encoding, msg.md_ccsid, headers[0].FORMAT_NAME if headers else None)
     if not headers:
@@ -209,8 +209,9 @@ def encode_message(msg: MQMessage) -> bytes:
 
 
 #: The MQMDs of the messages encoded here, one template per kind (the messages an application
-#: puts differ in little but their ids): an MQMD spliced from its template costs about a
-#: quarter of a full encoding.
+#: puts differ in little but their ids; so do the copies of one publication for its queue
+#: subscribers, and those of the next publication as long as their MQMD fields are the same):
+#: an MQMD spliced from its template costs about a quarter of a full encoding.
 _MQMDS = MQMDTemplates(limit=64)
 
 
@@ -252,7 +253,7 @@ class SharedParts:
     once the parts are made.
     """
 
-    __slots__ = ("_encoded", "body", "first_format", "headers", "mqmds")
+    __slots__ = ("_encoded", "body", "first_format", "headers")
 
     def __init__(self, headers: list[Header], body: bytes) -> None:
         if not headers:
@@ -262,8 +263,6 @@ class SharedParts:
         self.first_format = headers[0].FORMAT_NAME
         #: ((encoding, ccsid, qmgr ccsid) in force before the first header, headers + body bytes)
         self._encoded: tuple[tuple[int, int, int], bytes] | None = None
-        #: the messages' MQMDs, which differ in their ids only, encoded once
-        self.mqmds = MQMDTemplates()
 
     def encoded(self, encoding: int, ccsid: int, qmgr_ccsid: int) -> bytes:
         """Headers + body as bytes after an MQMD declaring ``encoding`` and ``ccsid``."""

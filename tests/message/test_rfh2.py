@@ -193,3 +193,25 @@ def test_ebcdic_mqmd_with_rfh2() -> None:
     assert msg.headers[0].get("usr.colour") == "blue"
     assert msg.body.decode("cp500") == "text" and msg.body_ccsid == 500
     assert encode_message(msg) == md + rfh + "text".encode("cp500")
+
+
+def test_fixed_part_template_gives_the_full_encoding() -> None:
+    """seed 003 l.4762-4800 (StrucLength counts the folders): the fixed part is spliced from a
+    template of an earlier header with its own StrucLength (issue 14: a publication's copies),
+    byte for byte what encoding it in full gives; an integer field that is not an int is still
+    refused, though it equals the int of a template."""
+    from relaymq.message import FormatError
+    from relaymq.message.mqrfh2 import _FIXED
+
+    headers = [MQRFH2(Format="MQSTR", folders=[parse_folder(USR.decode())]), MQRFH2(Format="MQSTR", folders=[parse_folder(MCD.decode())]),
+               MQRFH2(Format="MQSTR", Flags=0, folders=[parse_folder(USR.decode()), parse_folder(MCD.decode())])]
+    for order_enc, ccsid in ((546, 819), (273, 500), (546, 1208)):
+        spliced = [encode_rfh2(h, order_enc, ccsid) for h in headers + headers]
+        full = []
+        for h in headers + headers:
+            _FIXED.clear()
+            full.append(encode_rfh2(h, order_enc, ccsid))
+        assert spliced == full
+    encode_rfh2(MQRFH2(Format="MQSTR", Flags=1, folders=[parse_folder(USR.decode())]), 546, 819)
+    with pytest.raises(FormatError):
+        encode_rfh2(MQRFH2(Format="MQSTR", Flags=1.0, folders=[parse_folder(USR.decode())]), 546, 819)  # type: ignore[arg-type]

@@ -243,7 +243,7 @@ def serialize_folder(folder: Element) -> str:
 
 
 def _write(node: Element, out: list[str]) -> None:
-    attrs = dict(node.attrs)
+    attrs = node.attrs
     if not node.children:
         if node.value is None:
             text = ""
@@ -251,8 +251,9 @@ def _write(node: Element, out: list[str]) -> None:
             dt = node.dt or (None if isinstance(node.value, str) else infer_dt(node.value))
             text = escape_text(format_value(node.value, dt, node.name))
             if dt and dt != STRING:
-                attrs["dt"] = dt
-    head = node.name + "".join(f" {k}='{escape_attr(v)}'" for k, v in attrs.items())
+                attrs = {**attrs, "dt": dt}
+    # most elements have no attribute (every element of a publication's psc and usr folders)
+    head = node.name + "".join(f" {k}='{escape_attr(v)}'" for k, v in attrs.items()) if attrs else node.name
     if node.children:
         out.append(f"<{head}>")
         for c in node.children:

@@ -178,19 +178,44 @@ def encode_rfh2(rfh2: MQRFH2, encoding: int, ccsid: int, format_name: str | None
         parts.append(len(data).to_bytes(4, "big" if order == ">" else "little", signed=True))
         parts.append(data)
     tail = b"".join(parts)
-    fixed = LAYOUT.encode(
-        {
-            "StrucId": MQRFH_STRUC_ID,
-            "Version": MQRFH_VERSION_2,
-            "StrucLength": MQRFH_STRUC_LENGTH_FIXED_2 + len(tail),
-            "Encoding": rfh2.Encoding,
-            "CodedCharSetId": rfh2.CodedCharSetId,
-            "Format": rfh2.Format if format_name is None else format_name,
-            "Flags": rfh2.Flags,
-            "NameValueCCSID": rfh2.NameValueCCSID,
-        },
-        order,
-        ccsid,
-        encoding,
-    )
-    return fixed + tail
+    return _fixed_part(rfh2, order, ccsid, encoding, format_name, MQRFH_STRUC_LENGTH_FIXED_2 + len(tail)) + tail
+
+
+#: Fixed parts already encoded, by what they are made of but StrucLength (the headers of a run
+#: of publications differ in their folders only): ``_fixed_part`` puts the length in.
+_FIXED: dict[tuple[object, ...], bytes] = {}
+_FIXED_LIMIT = 64
+_LENGTH_AT = LAYOUT.offset_of("StrucLength")
+
+
+def _fixed_part(rfh2: MQRFH2, order: str, ccsid: int, encoding: int, format_name: str | None, length: int) -> bytes:
+    """The fixed part of the header, ``length`` its StrucLength: encoded in full the first time,
+    then its template with the length put in. Integer fields that are not ints take the full
+    encoding every time, which checks them (1.0 equals 1 as a key, and is refused there)."""
+    fmt = rfh2.Format if format_name is None else format_name
+    ints = (rfh2.Encoding, rfh2.CodedCharSetId, rfh2.Flags, rfh2.NameValueCCSID)
+    key = (order, ccsid, encoding, fmt, *ints) if all(type(v) is int for v in ints) else None
+    template = _FIXED.get(key) if key is not None else None
+    if template is None:
+        template = LAYOUT.encode(
+            {
+                "StrucId": MQRFH_STRUC_ID,
+                "Version": MQRFH_VERSION_2,
+                "StrucLength": length,
+                "Encoding": rfh2.Encoding,
+                "CodedCharSetId": rfh2.CodedCharSetId,
+                "Format": fmt,
+                "Flags": rfh2.Flags,
+                "NameValueCCSID": rfh2.NameValueCCSID,
+            },
+            order,
+            ccsid,
+            encoding,
+        )
+        if key is not None:
+            if len(_FIXED) >= _FIXED_LIMIT:
+                _FIXED.clear()
+            _FIXED[key] = template
+        return template
+    return b"".join((template[:_LENGTH_AT], length.to_bytes(4, "big" if order == ">" else "little", signed=True),
+                     template[_LENGTH_AT + 4:]))

@@ -84,6 +84,21 @@ def test_queue_manager_rule_points_and_veto() -> None:
     assert rule.calls == ["activate", "add Q", "put Q", "get Q", "undo 2", "delete", "remove Q", "close"]
 
 
+def test_queue_manager_rule_vetoes_each_put_of_a_put_all() -> None:
+    """everyplace.md item 32: the put rule sees each put of a run of puts (``put_all``: a
+    publication's copies for queue subscribers, issue 14, which skips the call for a rule that
+    does not look at puts); a vetoed one is refused and the others are made."""
+    rule = Recorder()
+    qm = QueueManager("QM1", rule=rule, define_system_queues=False)
+    qm.define_queue("A")
+    qm.define_queue("B")
+    results = qm.put_all([("A", text_message("fine")), ("B", text_message("forbidden")), ("B", text_message("ok"))])
+    assert isinstance(results[1], RuleVeto) and all(isinstance(r, bytes) for r in (results[0], results[2]))
+    assert (qm.depth("A"), qm.depth("B")) == (1, 1)
+    assert rule.calls == ["activate", "add A", "add B", "put A", "put B"]
+    qm.close()
+
+
 def test_queue_rule_veto_keeps_message_and_attribute_change() -> None:
     """everyplace.md item 32: queue rules on get (veto) and attribute change."""
     with QueueManager.open("QM1", None) as qm:

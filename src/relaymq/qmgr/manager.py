@@ -143,7 +143,7 @@ class QueueManager:
         self.rule: QueueManagerRule = (load_rule(rule, QueueManagerRule) if isinstance(rule, str)
                                        else rule or QueueManagerRule())
         #: Does the rule look at puts (a put of many copies skips the call when it does not)?
-        self._rule_puts = type(self.rule).put is not QueueManagerRule.put
+        self._rule_puts = getattr(type(self.rule), "put", None) is not QueueManagerRule.put
         #: Set by the channel part: synchronous remote puts and discovery go through it.
         self.remote: SyncRemote | None = None
         #: Who may do what to which queue (relaymq.auth.authorities: ``allows``); None: anyone.

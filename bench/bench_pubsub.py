@@ -8,7 +8,8 @@ and the pub/sub service started as ``relaymq serve`` starts them: with ``--store
 default) the broker's SQLite store and the queue manager share one storage engine, so the
 copies for queue subscribers commit with the publication (``synchronous=FULL``, an fsync per
 commit), as in the broker; ``--store memory`` keeps everything in memory. The queue
-subscribers share the broker's subscription tree. Once the subscriptions are in place the
+subscribers share the broker's subscription tree. Once the subscriptions are in place (the
+queue subscriptions committed, as their commands would be once handled) the
 garbage collector is set as ``relaymq serve`` sets it once started (``app.settle_heap``: what
 start-up built frozen, the serving thresholds), as in a broker restarted with them. A publication counts once it has been
 matched against all 10,000 subscriptions, filtered, written to every matching MQTT client and

@@ -52,6 +52,9 @@ MODULES = (
     "relaymq/broker/routing.py",
     "relaymq/broker/handle_publish.py",
     "relaymq/broker/connection.py",
+    "relaymq/store/serialize.py",
+    "relaymq/store/batch.py",
+    "relaymq/store/sqlite_ops.py",
 )
 GROUP = "relaymq_native"  # the shared library: relaymq_native__mypyc
 

@@ -46,7 +46,8 @@ from typing import Any
 from relaymq.pipeline.record import STORED_COLUMNS, LogRecord, stored_entries, stored_entry
 from relaymq.store import log_batch
 from relaymq.store.base import StoreError
-from relaymq.store.engine import Batch, Engine
+from relaymq.store.batch import Batch
+from relaymq.store.engine import Engine
 from relaymq.store.legacy import import_legacy_file
 
 LOG_FILE = "archive.sqlite3"

@@ -49,7 +49,9 @@ def _encode_value(value: Any) -> Any:
     raise TypeError(f"cannot store a property value of type {type(value).__name__}")
 
 
-def _encode_dict(values: dict[str, Any]) -> dict[str, Any]:
+def _encode_dict(values: dict[Any, Any]) -> dict[str, Any]:
+    """Keys are checked here, not declared: compiled (mypyc), a ``str`` key type would be
+    checked at run time too, with a message that does not say which rule was broken."""
     encoded: dict[str, Any] = {}
     for key, value in values.items():
         if not isinstance(key, str):

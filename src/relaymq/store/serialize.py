@@ -109,8 +109,9 @@ def message_row(m: StoredMessage, inbound_client: str | None = None,
                 inbound_packet_id: int | None = None) -> MessageRow:
     """The message's row; with the inbound QoS 2 state it is kept for (a client's packet id
     awaiting PUBREL), or none."""
+    payload = m.payload  # bytes, immutable, kept as it is: any other buffer is copied
     return (
-        m.msg_id, m.topic, bytes(m.payload), m.qos, int(m.retain),
+        m.msg_id, m.topic, payload if type(payload) is bytes else bytes(payload), m.qos, int(m.retain),
         encode_properties(m.properties), m.expiry_at, m.created_at, inbound_client, inbound_packet_id,
     )
 

@@ -63,6 +63,7 @@ MODULES = (
     "relaymq/server/link.py",
     "relaymq/server/mqtt_protocol.py",
     "relaymq/pubsub/topictree.py",
+    "relaymq/pubsub/lazy_view.py",
 )
 GROUP = "relaymq_native"  # the shared library: relaymq_native__mypyc
 

@@ -14,7 +14,7 @@ import signal
 import sys
 from typing import Any
 
-from relaymq import __version__, native
+from relaymq import __version__, dataclass_code, native
 from relaymq.broker.broker import Broker
 from relaymq.server.authenticate import PasswordChecker
 from relaymq.server.exposure import exposure_warnings, loopback_notice
@@ -44,7 +44,9 @@ def settle_heap() -> None:
     lives as long as the process, so it is frozen out of every later collection, and the
     serving thresholds apply. The young generations are collected first; the oldest, where the
     imported modules are, held 0 to 5 unreachable objects at this point and cost 25-32 ms of
-    CPU to scan, as much as a tenth of a start (issue 16, bench/compare row 9)."""
+    CPU to scan, as much as a tenth of a start (issue 16, bench/compare row 9). Start-up's
+    dataclass code is kept for the next start, and let go of (relaymq.dataclass_code)."""
+    dataclass_code.save()
     gc.collect(1)
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)

@@ -4,7 +4,7 @@ compiled once and kept between runs beside the byte code, as the modules' own co
 Why: on Python 3.11 and 3.12 ``@dataclass`` writes each method it adds as source text and
 compiles it with ``exec``, at every import of the class. A default ``relaymq serve`` creates
 about 90 dataclasses before its port opens, 344 methods parsed and compiled at every start:
-29% of the instructions of a start (issue 16, bench/compare row 9; bench/README.md).
+a quarter of the instructions of a start (issue 16, bench/compare row 9; bench/README.md).
 
 How: ``dataclasses._create_fn`` calls ``exec(text, globals, ns)``, and ``install`` gives the
 ``dataclasses`` module a global ``exec`` that looks ``text`` up first. The code kept for a text

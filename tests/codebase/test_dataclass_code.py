@@ -1,5 +1,5 @@
 """The methods dataclasses writes for relaymq's classes are compiled once and kept between runs
-(relaymq.dataclass_code; issue 16, bench/compare row 9: compiling them at every start was 29%
+(relaymq.dataclass_code; issue 16, bench/compare row 9: compiling them at every start was a quarter
 of a start's instructions)."""
 
 from __future__ import annotations

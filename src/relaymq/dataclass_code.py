@@ -12,8 +12,9 @@ is what compiling that text gives (the same file name, ``<string>``, and the sam
 as ``dataclasses.py`` has no ``__future__`` import), so a class is built exactly as it is
 without the cache. Only relaymq's modules are kept (the ``__name__`` of ``globals``), each in a
 file of its own, ``<module>.dataclasses.<cache tag>.marshal`` in ``relaymq``'s ``__pycache__``,
-holding the texts that module compiled the last time it was imported: a changed class leaves
-no stale entry behind. The files are written where and when byte code is (not under
+holding the texts that module used the last time it had to compile one: a changed class leaves
+no stale entry behind. Only the file of the module creating classes is held, so a start does
+not end up bigger (holding every module's until started cost 0.7 MB resident). The files are written where and when byte code is (not under
 ``PYTHONDONTWRITEBYTECODE`` or ``-B``): by ``save``, which the server calls once it has started
 and which runs at exit; one that cannot be read or written is as if it were not there.
 ``keep_package`` writes them for every module of the package, as ``compileall`` writes byte
@@ -37,12 +38,14 @@ from typing import Any
 _PREFIX = "relaymq."
 _PACKAGE_INIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__init__.py")
 
-#: module -> {text: code}: what its file held, then what this process compiled for it too.
-_kept: dict[str, dict[str, CodeType]] = {}
-#: module -> {text: code} of the texts this process used (read or compiled), for ``save``.
-_used: dict[str, dict[str, CodeType]] = {}
-#: modules that compiled a text their file did not hold (``save`` writes them).
-_missed: set[str] = set()
+#: [module, {text: code} of its file]: of the module creating classes now only (a module's
+#: classes are created one after the other, at its import): a class holds the method it was
+#: given, not the code that made it, so a start does not end up holding every module's code.
+_kept: list[Any] = [None, {}]
+#: module -> the hashes of the texts this process used for it (read or compiled).
+_seen: dict[str, set[int]] = {}
+#: module -> {text: code} compiled in this process where its file had no such text.
+_compiled: dict[str, dict[str, CodeType]] = {}
 
 
 def cache_path(module: str) -> str | None:
@@ -72,16 +75,17 @@ def code_for(text: str, module: str | None) -> CodeType:
     """The code of ``text``: kept for ``module`` by an earlier run, else compiled (and kept)."""
     if module is None or not module.startswith(_PREFIX):
         return compile(text, "<string>", "exec", dont_inherit=True)
-    kept = _kept.get(module)
-    if kept is None:
-        kept = _kept[module] = _read(module)
-    code = kept.get(text)
+    if _kept[0] != module:
+        _kept[:] = [module, _read(module)]
+    code = _kept[1].get(text)
+    seen = _seen.setdefault(module, set())
     if code is None:
-        code = kept[text] = compile(text, "<string>", "exec", dont_inherit=True)
-        if not _missed:
-            atexit.register(save)
-        _missed.add(module)
-    _used.setdefault(module, {})[text] = code
+        code = compile(text, "<string>", "exec", dont_inherit=True)
+        if hash(text) not in seen:  # not a second class with the same method as one before it
+            if not _compiled:
+                atexit.register(save)
+            _compiled.setdefault(module, {})[text] = code
+    seen.add(hash(text))
     return code
 
 
@@ -93,15 +97,26 @@ def _exec(source: Any, globals: dict[str, Any] | None = None, locals: dict[str, 
 
 
 def save() -> None:
-    """Write the file of each module that compiled a text its file did not hold (the texts
-    it used in this process; nothing when byte code is not written), then let go of the code
-    kept so far: the classes built hold what they need of it."""
+    """Write the file of each module that compiled a text its file did not hold: the texts it
+    used in this process (nothing when byte code is not written). Then forget what was read."""
     if not sys.dont_write_bytecode:
-        for module in sorted(_missed):
-            _write(module, _used.get(module, {}))
-    _missed.clear()
-    _used.clear()
-    _kept.clear()
+        for module in sorted(_compiled):
+            _write(module, _texts_used(module))
+    _forget()
+
+
+def _texts_used(module: str) -> dict[str, CodeType]:
+    """{text: code} of every text ``module`` used in this process: its file's and compiled."""
+    seen = _seen.get(module, set())
+    texts = {text: code for text, code in _read(module).items() if hash(text) in seen}
+    texts.update(_compiled.get(module, {}))
+    return texts
+
+
+def _forget() -> None:
+    _kept[:] = [None, {}]
+    _seen.clear()
+    _compiled.clear()
 
 
 def _write(module: str, texts: dict[str, CodeType]) -> None:
@@ -143,10 +158,8 @@ def keep_package(package: str = "relaymq") -> int:
             importlib.import_module(info.name)
         except Exception:  # an optional part missing: its classes compile at its import
             continue
-    for module, texts in _used.items():
-        _write(module, texts)
-    written = len(_used)
-    _missed.clear()
-    _used.clear()
-    _kept.clear()
-    return written
+    modules = sorted(_seen)
+    for module in modules:
+        _write(module, _texts_used(module))
+    _forget()
+    return len(modules)

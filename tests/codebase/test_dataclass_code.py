@@ -36,7 +36,7 @@ PROBE = textwrap.dedent("""
     ''', module.__dict__)
     Point = module.Point
     p = Point(1)
-    print(sorted(dataclass_code._missed), repr(p), p == Point(1, 0), p < Point(2), hash(p) == hash(Point(1, 0)))
+    print(sorted(dataclass_code._compiled), repr(p), p == Point(1, 0), p < Point(2), hash(p) == hash(Point(1, 0)))
     try:
         p.x = 5
     except dataclasses.FrozenInstanceError:

@@ -4,8 +4,8 @@ adapter's route (docs/channels.md; everyplace.md items 29, 30): the sockets and 
 Why apart from the protocol (relaymq.qmgr.channel_transport and relaymq.qmgr.channel): a broker
 opens its channel listener at every start, while most never see a channel connection. The
 listener binds and admits connections here, and the protocol is imported by the first
-connection or request (issue 16, bench/compare row 9: about 20 million instructions of a start,
-4% of one on an empty data directory).
+connection or request (issue 16, bench/compare row 9: 1% of a start's instructions, the
+framing and peer authentication staying imported for the service's own use).
 """
 
 from __future__ import annotations

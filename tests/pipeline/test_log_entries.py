@@ -61,3 +61,16 @@ def test_entries_already_stored_keep_their_values_among_publications() -> None:
     assert [rows[0], *rows[2:]] == alone
     put[STORED_COLUMNS.index("timestamp")] = stamps[1] / 1_000_000
     assert rows[1] == tuple(put)
+
+
+def test_properties_that_are_not_a_dict_are_archived_without_them(caplog) -> None:
+    """The mapping is compiled (relaymq.native_build) and reads the properties with a dict's own
+    lookups; a publication handed with another kind of properties keeps its topic, QoS and
+    payload in either mode, as a property that cannot be mapped does (issue 14: nothing
+    acknowledged is lost)."""
+    odd = StoredMessage(1, "LCUnit/1/batch", b"body", 1,
+                        properties=[("user_property", [("k", "v")])])  # type: ignore[arg-type]
+    expected = list(publication_entry("LCUnit/1/batch", b"body", 1, None))
+    expected[STORED_COLUMNS.index("timestamp")] = STAMPS[0] / 1_000_000
+    assert _rows(stored_columns([odd], [STAMPS[0]]), 1) == [tuple(expected)]
+    assert "not a dict" in caplog.text

@@ -61,11 +61,15 @@ class Publication(NamedTuple):
 def publication_fields(entry: Any, at: float, now: float | None) -> Fields:
     """A publication (anything with a :class:`Publication`'s fields) archived at ``at``: its
     values of PUBLICATION_FIELDS, its expiry counted from ``now`` or else from ``at``. Raises
-    what a property that cannot be mapped raises (:func:`bare_fields` then)."""
+    what a property that cannot be mapped raises (:func:`bare_fields` then), and TypeError
+    for properties that are not a dict (compiled, the dict's own lookups are used)."""
     qos = entry.qos
     expiry_at = entry.expiry_at
     expiry = -1 if expiry_at is None else max(0, int((expiry_at - (at if now is None else now)) * 10))
-    properties = entry.properties
+    given = entry.properties
+    if given is not None and type(given) is not dict:
+        raise TypeError(f"MQTT properties as {type(given).__name__}, not a dict")
+    properties: dict[str, Any] | None = given
     usr: dict[str, str] = {}
     domain = "BLOB"
     correl = b""

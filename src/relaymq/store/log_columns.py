@@ -35,8 +35,8 @@ import marshal
 import struct
 import sys
 from array import array
-from collections.abc import Iterator, Sequence
-from itertools import accumulate, chain, repeat
+from collections.abc import Iterator, Sequence, Sized
+from itertools import accumulate, repeat
 from typing import Any
 
 FORMAT = b"\x02"
@@ -81,11 +81,14 @@ class _Sections:
         self.parts: list[bytes] = []
         self.size = 0
 
-    def put(self, section: bytes) -> int:
-        """Add ``section``; where it starts."""
+    def put(self, section: bytes, rest: bytes = b"") -> int:
+        """Add ``section`` and ``rest`` after it; where they start."""
         at = self.size
         self.parts.append(section)
         size = at + len(section)
+        if rest:
+            self.parts.append(rest)
+            size += len(rest)
         pad = -size % 8
         if pad:
             self.parts.append(b"\0" * pad)
@@ -108,11 +111,11 @@ def _column(given: Column, count: int, sections: _Sections) -> tuple[Any, ...]:
         if kind in _CONSTANT_TYPES and values.count(first) == count:
             return ("c", first)
         if kind is float and _LITTLE:
-            return ("d", sections.put(array("d", values).tobytes()))
+            return ("d", sections.put(_packed("d", values)))
         if kind is int and _LITTLE:
             try:
-                return ("q", sections.put(array("q", values).tobytes()))
-            except OverflowError:
+                return ("q", sections.put(_packed("q", values)))
+            except struct.error:  # beyond 64 bits
                 pass
         elif kind is str:
             found = _strings(values, sections)
@@ -147,23 +150,39 @@ def _strings(values: Sequence[str], sections: _Sections) -> tuple[Any, ...] | No
 def _binary(kind: str, values: Sequence[Any], data: bytes, sections: _Sections) -> tuple[Any, ...] | None:
     if len(data) > _INT32:
         return None
-    offsets = array("i", accumulate(map(len, values), initial=0)).tobytes()
-    at = sections.put(offsets + data)
-    return (kind, at, len(data))
+    return (kind, sections.put(_offsets(values), data), len(data))
+
+
+def _offsets(values: Sequence[Sized]) -> bytes:
+    """Arrow's int32 offsets of ``values`` laid end to end: 0, then where each one ends."""
+    return _packed("i", list(accumulate(map(len, values), initial=0)))
+
+
+def _packed(code: str, values: Sequence[Any]) -> bytes:
+    """``values`` as little-endian int32s (``code`` "i"), int64s ("q") or float64s ("d"):
+    struct converts each value directly, where ``array`` parses a format per value."""
+    return struct.pack(f"<{len(values)}{code}", *values)
 
 
 def _map(values: Sequence[dict[Any, Any]], sections: _Sections) -> tuple[Any, ...] | None:
     """A column of exact dicts of exact str -> str as an Arrow map."""
-    keys = list(chain.from_iterable(map(dict.keys, values)))
-    items = list(chain.from_iterable(map(dict.values, values)))
-    if not _LITTLE or (keys and set(map(type, chain(keys, items))) != {str}) or len(keys) > _INT32:
+    if not _LITTLE:
+        return None
+    keys: list[str] = []
+    items: list[str] = []
+    for value in values:
+        for key, item in value.items():
+            if type(key) is not str or type(item) is not str:
+                return None
+            keys.append(key)
+            items.append(item)
+    if len(keys) > _INT32:
         return None
     # the entries' strings first: a column that cannot be kept leaves no offsets behind
     key_column, item_column = _strings(keys, sections), _strings(items, sections)
     if key_column is None or item_column is None:
         return None
-    at = sections.put(array("i", accumulate(map(len, values), initial=0)).tobytes())
-    return ("M", at, key_column, item_column)
+    return ("M", sections.put(_offsets(values)), key_column, item_column)
 
 
 def _marshal_list(values: Sequence[Any]) -> bytes:

@@ -43,6 +43,7 @@ _PLACES: tuple[int, ...] = tuple(PUBLICATION_FIELDS.index(name) if name in PUBLI
                                  for name in STORED_COLUMNS)
 _CONSTANTS: tuple[Any, ...] = tuple(PUBLICATION_CONSTANTS.get(name) for name in STORED_COLUMNS)
 _TS = STORED_COLUMNS.index("timestamp")
+_NO_PROPERTIES: dict[str, Any] = {}
 
 #: A publication's values of PUBLICATION_FIELDS.
 Fields = tuple[float, Any, Any, bytes, int, int, str, str, dict[str, str], str, bytes]
@@ -70,34 +71,48 @@ def publication_fields(entry: Any, at: float, now: float | None) -> Fields:
     if given is not None and type(given) is not dict:
         raise TypeError(f"MQTT properties as {type(given).__name__}, not a dict")
     properties: dict[str, Any] | None = given
+    usr, domain, correl, form, reply_to = _mapped_properties(properties)
+    payload = entry.payload
+    return (at, entry.topic, qos, correl, 1 if qos > 0 else 0, expiry, form, reply_to, usr, domain,
+            payload if type(payload) is bytes else bytes(payload))
+
+
+def _mapped_properties(properties: dict[str, Any] | None) -> tuple[dict[str, str], str, bytes, str, str]:
+    """What MQTT 5 properties (None: none) give a publication's entry: ``usr``, the domain,
+    CorrelId, Format and ReplyToQ (module docstring)."""
     usr: dict[str, str] = {}
     domain = "BLOB"
     correl = b""
     form = ""
     reply_to = ""
-    if properties:
-        pairs = properties.get("user_property")
-        if pairs:
-            for k, v in pairs:
-                usr[k if type(k) is str else str(k)] = v if type(v) is str else usr_text(v)
-        named = usr.pop("mcd.Msd", None) if usr else None
-        if named:
-            domain = named
-        else:
-            content_type = properties.get("content_type")
-            if content_type is not None:
-                domain = domain_for_content_type(content_type)
-        found = properties.get("correlation_data")
-        if found:
-            correl = bytes(found)[:24]
-        if properties.get("payload_format_indicator") == 1:
-            form = "MQSTR"
-        found = properties.get("response_topic")
-        if found:
-            reply_to = str(found)
-    payload = entry.payload
-    return (at, entry.topic, qos, correl, 1 if qos > 0 else 0, expiry, form, reply_to, usr, domain,
-            payload if type(payload) is bytes else bytes(payload))
+    # one pass over the properties (compiled, cheaper than a lookup of each one asked for)
+    pairs = content_type = correlation = indicator = response_topic = None
+    for name, value in (properties or _NO_PROPERTIES).items():
+        if name == "user_property":
+            pairs = value
+        elif name == "content_type":
+            content_type = value
+        elif name == "correlation_data":
+            correlation = value
+        elif name == "payload_format_indicator":
+            indicator = value
+        elif name == "response_topic":
+            response_topic = value
+    if pairs:
+        for k, v in pairs:
+            usr[k if type(k) is str else str(k)] = v if type(v) is str else usr_text(v)
+    named = usr.pop("mcd.Msd") if "mcd.Msd" in usr else None
+    if named:
+        domain = named
+    elif content_type is not None:
+        domain = domain_for_content_type(content_type)
+    if correlation:
+        correl = bytes(correlation)[:24]
+    if indicator == 1:
+        form = "MQSTR"
+    if response_topic:
+        reply_to = str(response_topic)
+    return usr, domain, correl, form, reply_to
 
 
 def bare_fields(message: Any, at: float, error: Exception) -> Fields:

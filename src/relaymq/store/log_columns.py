@@ -35,8 +35,8 @@ import marshal
 import struct
 import sys
 from array import array
-from collections.abc import Iterator, Sequence, Sized
-from itertools import accumulate, repeat
+from collections.abc import Iterator, Sequence
+from itertools import repeat
 from typing import Any
 
 FORMAT = b"\x02"
@@ -101,12 +101,11 @@ def _column(given: Column, count: int, sections: _Sections) -> tuple[Any, ...]:
     if isinstance(given, Constant):
         if type(given.value) in _CONSTANT_TYPES:
             return ("c", given.value)
-        values: Sequence[Any] = [given.value] * count
+        values: list[Any] = [given.value] * count
     else:
-        values = given
-    kinds = set(map(type, values))
-    if len(kinds) == 1:
-        kind = kinds.pop()
+        values = given if isinstance(given, list) else list(given)
+    kind = _kind(values)
+    if kind is not None:
         first = values[0]
         if kind in _CONSTANT_TYPES and values.count(first) == count:
             return ("c", first)
@@ -133,7 +132,18 @@ def _column(given: Column, count: int, sections: _Sections) -> tuple[Any, ...]:
     return ("m", sections.put(data), len(data))
 
 
-def _strings(values: Sequence[str], sections: _Sections) -> tuple[Any, ...] | None:
+def _kind(values: list[Any]) -> type | None:
+    """The type of every one of ``values`` (None: they differ, or there are none)."""
+    if not values:
+        return None
+    kind = type(values[0])
+    for value in values:
+        if type(value) is not kind:
+            return None
+    return kind
+
+
+def _strings(values: list[str], sections: _Sections) -> tuple[Any, ...] | None:
     """A column of exact strs in Arrow's layout; None when one cannot be UTF-8 (a lone surrogate)."""
     if not _LITTLE:
         return None
@@ -147,15 +157,21 @@ def _strings(values: Sequence[str], sections: _Sections) -> tuple[Any, ...] | No
     return _binary("s", encoded, b"".join(encoded), sections)
 
 
-def _binary(kind: str, values: Sequence[Any], data: bytes, sections: _Sections) -> tuple[Any, ...] | None:
+def _binary(kind: str, values: list[Any], data: bytes, sections: _Sections) -> tuple[Any, ...] | None:
     if len(data) > _INT32:
         return None
     return (kind, sections.put(_offsets(values), data), len(data))
 
 
-def _offsets(values: Sequence[Sized]) -> bytes:
-    """Arrow's int32 offsets of ``values`` laid end to end: 0, then where each one ends."""
-    return _packed("i", list(accumulate(map(len, values), initial=0)))
+def _offsets(values: list[Any]) -> bytes:
+    """Arrow's int32 offsets of ``values`` (each with a length) laid end to end: 0, then where
+    each one ends. (A loop rather than ``accumulate``: compiled, the sum is a machine integer.)"""
+    ends = [0] * (len(values) + 1)
+    end = 0
+    for index, value in enumerate(values):
+        end += len(value)
+        ends[index + 1] = end
+    return _packed("i", ends)
 
 
 def _packed(code: str, values: Sequence[Any]) -> bytes:
@@ -164,7 +180,7 @@ def _packed(code: str, values: Sequence[Any]) -> bytes:
     return struct.pack(f"<{len(values)}{code}", *values)
 
 
-def _map(values: Sequence[dict[Any, Any]], sections: _Sections) -> tuple[Any, ...] | None:
+def _map(values: list[dict[Any, Any]], sections: _Sections) -> tuple[Any, ...] | None:
     """A column of exact dicts of exact str -> str as an Arrow map."""
     if not _LITTLE:
         return None

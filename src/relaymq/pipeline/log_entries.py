@@ -99,8 +99,7 @@ def _mapped_properties(properties: dict[str, Any] | None) -> tuple[dict[str, str
         elif name == "response_topic":
             response_topic = value
     if pairs:
-        for k, v in pairs:
-            usr[k if type(k) is str else str(k)] = v if type(v) is str else usr_text(v)
+        usr = _usr(pairs if type(pairs) is list else list(pairs))
     named = usr.pop("mcd.Msd") if "mcd.Msd" in usr else None
     if named:
         domain = named
@@ -128,6 +127,19 @@ def bare_fields(message: Any, at: float, error: Exception) -> Fields:
     else:
         body = str(payload).encode("utf-8", "replace")
     return publication_fields(Publication(str(message.topic), body, int(message.qos), None), at, at)
+
+
+def _usr(pairs: list[Any]) -> dict[str, str]:
+    """MQTT 5 User Properties (name, value pairs) as ``usr`` (a name given twice keeps its
+    last value). Indexed rather than unpacked: compiled, unpacking makes an iterator a pair."""
+    usr: dict[str, str] = {}
+    for pair in pairs:
+        if len(pair) != 2:
+            raise ValueError(f"a user property of {len(pair)} values, not a name and a value")
+        k = pair[0]
+        v = pair[1]
+        usr[k if type(k) is str else str(k)] = v if type(v) is str else usr_text(v)
+    return usr
 
 
 def stored_columns(entries: list[Any], stamps: list[int], now: float | None = None) -> list[Column]:

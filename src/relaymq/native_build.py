@@ -38,6 +38,9 @@ SRC = Path(SOURCE_ROOT)
 #: PUBLISH: 12,400 instructions against 11,500 with ``packets.py`` left as Python; 16,200 all
 #: pure). Not ``broker.py`` (``flows.scada`` subclasses ``Broker``, which a native class forbids)
 #: nor ``no_entries.py`` (a native ``dict`` subclass ignores the overrides that guard it).
+#: And the message log's writer thread: the stored columns of the archived publications
+#: (``log_entries.py``) and their encoding (``log_columns.py``), issue 14's message-log append
+#: (not ``record.py``: ``LogRecord`` is a slotted dataclass).
 MODULES = (
     "relaymq/mqtt/wire.py",
     "relaymq/mqtt/properties.py",
@@ -52,6 +55,8 @@ MODULES = (
     "relaymq/broker/routing.py",
     "relaymq/broker/handle_publish.py",
     "relaymq/broker/connection.py",
+    "relaymq/store/log_columns.py",
+    "relaymq/pipeline/log_entries.py",
 )
 GROUP = "relaymq_native"  # the shared library: relaymq_native__mypyc
 

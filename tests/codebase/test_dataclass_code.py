@@ -90,4 +90,6 @@ def test_other_packages_classes_are_not_kept(tmp_path, monkeypatch):
 
     assert Elsewhere(1) == Elsewhere(1)
     dataclass_code.save()
-    assert not list(tmp_path.rglob("*.dataclasses.*"))
+    # relaymq's own modules imported by earlier tests in this process may be written too
+    written = [path.name for path in tmp_path.rglob("*.dataclasses.*")]
+    assert all(name.startswith("relaymq.") for name in written), written

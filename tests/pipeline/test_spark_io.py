@@ -312,8 +312,8 @@ def test_a_local_session_listens_on_the_loopback_interface_only(spark) -> None:
 def test_a_local_sessions_python_workers_import_the_installed_pyspark(spark, tmp_path) -> None:
     """issue 16 (AvailableNow >= 200,000 msg/s; docs/pipeline.md "Running jobs"): Spark starts a
     fresh Python process for every streaming query over a Python data source, with its zip of
-    pyspark first on PYTHONPATH; from the zip every start compiled pyspark again (0.7-0.9
-    CPU-seconds a query). A local session's workers, that process and the executors', import
+    pyspark first on PYTHONPATH; from the zip every start compiled pyspark again (that process
+    cost 0.9-1.1 CPU-seconds a query, 0.35-0.45 on the installed package). A local session's workers, that process and the executors', import
     the installed package instead."""
     import pyspark
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition

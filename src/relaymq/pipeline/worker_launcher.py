@@ -7,9 +7,9 @@ first on ``PYTHONPATH``. With pyspark installed by pip, ``SPARK_HOME`` is the ``
 package itself, so those zips hold the very modules installed beside them; but Python keeps no
 bytecode for modules imported from a zip: each such process compiles every pyspark module it
 imports from source, and the worker's ``importlib.invalidate_caches()`` re-reads the zip's
-directory once per package imported from it. For a streaming query that is 0.7-0.9 CPU-seconds
-before its first micro-batch can start, about as much as the job itself costs for 100,000
-messages (``bench/README.md``, "The data pipeline").
+directory once per package imported from it. For a streaming query that process cost 0.9-1.1
+CPU-seconds before its first micro-batch could start, 0.35-0.45 on the installed package
+(``bench/README.md``, "The data pipeline").
 
 So :func:`worker_python` writes a launcher that removes exactly those two zips from
 ``PYTHONPATH`` and runs the interpreter it names: the workers then import the installed pyspark

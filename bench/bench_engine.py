@@ -45,7 +45,7 @@ from typing import Any, TypeVar
 from relaymq.message import Message
 from relaymq.pipeline.archive_service import ArchiveService
 from relaymq.pipeline.log import MessageLog
-from relaymq.pipeline.record import from_publication
+from relaymq.pipeline.log_entries import from_publication
 from relaymq.pipeline.settings import ArchiveConfig, ArchiveRule
 from relaymq.qmgr import QueueManager
 from relaymq.store.base import StoredMessage

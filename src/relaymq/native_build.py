@@ -33,11 +33,21 @@ SRC = Path(SOURCE_ROOT)
 #: group so their calls to each other stay native (issue 16, rows 2 and 5; compiled one at a time,
 #: ``routing.py`` gave -0.7%: its time went to calls into interpreted code). Their records and
 #: ``Session``/``Delivery`` are plain slotted classes, not dataclasses, so construction is native
-#: too. Not the codec's packet classes (``packets.py``): as mypyc native classes their dataclass
+#: too. With them what the path calls per message: the store's submission of its rows
+#: (``serialize.py``, ``batch.py``, ``sqlite_ops.py``), the topic tree's ``match``, the
+#: publication's view for content filters (``lazy_view.py``) and the server's link and protocol,
+#: through which every read arrives and every write leaves (``link.py``, ``mqtt_protocol.py``).
+#: Not the codec's packet classes (``packets.py``): as mypyc native classes their dataclass
 #: ``__init__`` stays interpreted and costs more than a plain slotted dataclass (decode_in of a
 #: PUBLISH: 12,400 instructions against 11,500 with ``packets.py`` left as Python; 16,200 all
 #: pure). Not ``broker.py`` (``flows.scada`` subclasses ``Broker``, which a native class forbids)
-#: nor ``no_entries.py`` (a native ``dict`` subclass ignores the overrides that guard it).
+#: nor ``no_entries.py`` (a native ``dict`` subclass ignores the overrides that guard it), nor
+#: ``store/sqlite.py`` and ``store/engine.py`` (an ABC's subclass, threads, SQLite: their
+#: per-message part moved into the modules above; ``sqlite.py`` compiled as well measured the
+#: same, 106,800 against 106,600 instructions per message on bench_core row 5).
+#: And the message log's writer thread: the stored columns of the archived publications
+#: (``log_entries.py``) and their encoding (``log_columns.py``), issue 14's message-log append
+#: (not ``record.py``: ``LogRecord`` is a slotted dataclass).
 MODULES = (
     "relaymq/mqtt/wire.py",
     "relaymq/mqtt/properties.py",
@@ -52,6 +62,15 @@ MODULES = (
     "relaymq/broker/routing.py",
     "relaymq/broker/handle_publish.py",
     "relaymq/broker/connection.py",
+    "relaymq/store/serialize.py",
+    "relaymq/store/batch.py",
+    "relaymq/store/sqlite_ops.py",
+    "relaymq/server/link.py",
+    "relaymq/server/mqtt_protocol.py",
+    "relaymq/pubsub/topictree.py",
+    "relaymq/pubsub/lazy_view.py",
+    "relaymq/store/log_columns.py",
+    "relaymq/pipeline/log_entries.py",
 )
 GROUP = "relaymq_native"  # the shared library: relaymq_native__mypyc
 

@@ -37,7 +37,7 @@ def test_item_17_filter_on_persistence_with_and_without_the_message_view():
     broker network's assured links filter on: relaymq.network.assured). The filter that reads
     only Root.MQMD.Persistence is answered without building the message view, and says what
     the view says; one that reads more still gets the view."""
-    from relaymq.pubsub.content_filter import LazyView
+    from relaymq.pubsub.lazy_view import LazyView
     from relaymq.pubsub.conversions import publication_from_mqtt, view_resolver
     from relaymq.selector import compile_selector
     from relaymq.store.base import StoredMessage

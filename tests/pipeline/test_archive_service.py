@@ -218,7 +218,7 @@ def test_a_log_of_an_earlier_version_is_imported_at_start_up(tmp_path) -> None:
     ``<data_dir>/log/archive.sqlite3`` finds those entries in relaymq.db after start-up, once
     (the old file renamed .imported), and appends after them in the same partition."""
     from pipeline_helpers import ArchiveBroker, archive_toml, write_row_per_entry_log
-    from relaymq.pipeline.record import from_publication
+    from relaymq.pipeline.log_entries import from_publication
     from relaymq.store.engine import LEGACY_LOG_ID
 
     broker = ArchiveBroker(archive_toml([{"name": "tel", "topics": ["LCUnit/#"]}]), workdir=tmp_path / "b")

@@ -13,7 +13,8 @@ import time
 import pytest
 
 from relaymq.pipeline.log import LogError, MessageLog, RetentionError, log_path
-from relaymq.pipeline.record import LogRecord, from_publication, publication_entry
+from relaymq.pipeline.log_entries import from_publication, publication_entry
+from relaymq.pipeline.record import LogRecord
 from relaymq.store.base import StoredMessage
 
 

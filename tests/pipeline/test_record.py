@@ -12,7 +12,8 @@ from relaymq.message.message import Message
 from relaymq.message.mqmd import MQMD
 from relaymq.message.mqrfh2 import MQRFH2
 from relaymq.pipeline.arrowio import batches_from_ipc, records_from_batches, to_ipc
-from relaymq.pipeline.record import LogRecord, from_message, from_publication
+from relaymq.pipeline.log_entries import from_publication
+from relaymq.pipeline.record import LogRecord, from_message
 
 
 def test_publication_properties_map_to_mqmd_columns_and_usr() -> None:

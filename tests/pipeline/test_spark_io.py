@@ -307,3 +307,54 @@ def test_a_local_session_listens_on_the_loopback_interface_only(spark) -> None:
     addresses = _listening(spark.sparkContext._gateway.proc.pid)
     assert len(addresses) >= 2, addresses  # the driver's RPC and block manager at least
     assert all(ip in ("127.0.0.1", "::ffff:127.0.0.1", "::1") for ip, _ in addresses), addresses
+
+
+def test_a_local_sessions_python_workers_import_the_installed_pyspark(spark, tmp_path) -> None:
+    """issue 16 (AvailableNow >= 200,000 msg/s; docs/pipeline.md "Running jobs"): Spark starts a
+    fresh Python process for every streaming query over a Python data source, with its zip of
+    pyspark first on PYTHONPATH; from the zip every start compiled pyspark again (that process
+    cost 0.9-1.1 CPU-seconds a query, 0.35-0.45 on the installed package). A local session's workers, that process and the executors', import
+    the installed package instead."""
+    import pyspark
+    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+    class WhereReader(DataSourceStreamReader):
+        def initialOffset(self) -> dict:
+            return {"n": 0}
+
+        def latestOffset(self) -> dict:
+            import pyspark as runner_pyspark  # in the query's own source runner process
+
+            return {"n": 1, "runner": runner_pyspark.__file__}
+
+        def partitions(self, start: dict, end: dict) -> list:
+            return [InputPartition(0)] if end["n"] > start["n"] else []
+
+        def read(self, partition):  # type: ignore[no-untyped-def]
+            import pyspark as executor_pyspark
+
+            yield (executor_pyspark.__file__,)
+
+        def commit(self, end: dict) -> None:
+            return None
+
+    class Where(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "relaymq_test_pyspark_file"
+
+        def schema(self) -> str:
+            return "file STRING"
+
+        def streamReader(self, schema):  # type: ignore[no-untyped-def]
+            return WhereReader()
+
+    spark.dataSource.register(Where)
+    query = (spark.readStream.format("relaymq_test_pyspark_file").load().writeStream.format("parquet")
+             .option("path", str(tmp_path / "out")).option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    end = query.lastProgress["sources"][0]["endOffset"]
+    end = json.loads(end) if isinstance(end, str) else end
+    assert end["runner"] == pyspark.__file__
+    assert [row.file for row in spark.read.parquet(str(tmp_path / "out")).collect()] == [pyspark.__file__]

@@ -13,7 +13,7 @@ from relaymq.qmgr import QueueManager
 from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_service import ChannelService
 from relaymq.qmgr.channel_settings import build_connections
-from relaymq.qmgr.channel_transport import HTTP_CHANNEL_PATH
+from relaymq.qmgr.channel_listener import HTTP_CHANNEL_PATH
 
 
 def text_message(body: str, priority: int = -1, correl_id: bytes | None = None) -> Message:

@@ -27,7 +27,7 @@ from relaymq.cli.main import main
 from relaymq.http.server import HttpServer
 from relaymq.message import Message
 from relaymq.qmgr import QueueManager
-from relaymq.qmgr.channel import ChannelRequest
+from relaymq.qmgr.channel_peers import ChannelRequest
 from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_frames import (
     HELLO_MAX_FRAME,
@@ -39,7 +39,7 @@ from relaymq.qmgr.channel_frames import (
     result_messages,
 )
 from relaymq.qmgr.channel_service import ChannelService
-from relaymq.qmgr.channel_transport import HTTP_CHANNEL_PATH, ListenerLimits
+from relaymq.qmgr.channel_listener import HTTP_CHANNEL_PATH, ListenerLimits
 from relaymq.qmgr.settings import QmgrSettings
 
 from .helpers import text_message

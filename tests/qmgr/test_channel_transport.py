@@ -246,7 +246,7 @@ def test_client_certificate_must_name_the_queue_manager(tmp_path):
     (MQRC_NOT_AUTHORIZED) and the message stays on the sender."""
     import ssl
 
-    from relaymq.qmgr.channel import ChannelIdentities
+    from relaymq.qmgr.channel_peers import ChannelIdentities
 
     ca, cert, key = _certificates(tmp_path)
     names = {cn: _client_certificate(tmp_path, cn) for cn in ("DEV", "OTHER", "gateway")}

@@ -18,7 +18,8 @@ import sys
 #: HTTP channel client its first exchange); the [[bridge]] schema (a network's names and hosts
 #: are checked by relaymq.config); the JMS mapping of the REST interface (its first message
 #: with user properties); the code pages of relaymq.message.ccsid (the first text in one); the
-#: password file's bcrypt and the ACL (neither file configured).
+#: password file's bcrypt and the ACL (neither file configured); the queue manager's channel
+#: protocol (the listener is open, the protocol comes with its first connection or request).
 NOT_AT_START = (
     "relaymq.bridge.settings", "relaymq.message.jms", "encodings.cp037", "encodings.cp437",
     "encodings.cp500", "encodings.cp850", "encodings.cp1140", "encodings.cp1252",
@@ -30,6 +31,7 @@ NOT_AT_START = (
     "relaymq.bridge.bridge", "relaymq.network.link",
     "relaymq.realtime.server", "relaymq.store.memory", "difflib", "uuid",
     "importlib.resources", "zipfile", "pathlib", "h11", "relaymq.http.exchange", "relaymq.http.client",
+    "relaymq.qmgr.channel", "relaymq.qmgr.channel_transport",
 )
 
 SCRIPT = """

@@ -11,7 +11,8 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relaymq.pipeline.record import STORED_COLUMNS, publication_entry
+from relaymq.pipeline.log_entries import publication_entry
+from relaymq.pipeline.record import STORED_COLUMNS
 from relaymq.store import log_batch, log_columns
 
 
@@ -86,3 +87,17 @@ def test_a_batch_written_row_by_row_still_reads() -> None:
     data = log_batch.FORMAT_ROWS + marshal.dumps(rows, 4)
     assert log_batch.decode(data) == rows
     assert log_batch.layout(data).values(3) == [{"k": "v"}, {}]
+
+
+def test_a_column_given_as_its_one_value_is_kept_as_the_repeated_value_is() -> None:
+    """issue 14 ("Message-log append"): a writer that knows a column holds one value in every
+    entry (the MQMD defaults of a publication) gives it once (log_columns.Constant), and the
+    batch is the very bytes of the column given entry by entry; a value that is not kept as
+    a constant (a float) is kept as its repeated column is."""
+    given = [log_columns.Constant(None), log_columns.Constant("relaymq mqtt"), log_columns.Constant(1.5),
+             log_columns.Constant(True), ["a", "b", "c"]]
+    repeated = [[None] * 3, ["relaymq mqtt"] * 3, [1.5] * 3, [True] * 3, ["a", "b", "c"]]
+    data = log_batch.encode(given, 3)
+    assert data == log_batch.encode(repeated, 3)
+    assert [kind[0] for kind in log_columns.Layout(data).columns] == ["c", "c", "d", "c", "s"]
+    assert log_batch.decode(data) == list(zip(*repeated, strict=True))

@@ -179,7 +179,7 @@ def test_a_legacy_queue_manager_store_is_imported_into_the_brokers_database(tmp_
 
 def test_a_legacy_message_log_is_adopted(tmp_path: Path) -> None:
     """An archive.sqlite3 written before issue 14 ("RMQL") opens with its entries."""
-    from relaymq.pipeline.record import from_publication
+    from relaymq.pipeline.log_entries import from_publication
 
     log_dir = tmp_path / "log"
     log_dir.mkdir()

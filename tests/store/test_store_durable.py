@@ -7,6 +7,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from store_helpers import Engine, run_now, writer_held
@@ -293,6 +294,9 @@ def apply(store: Store, op: tuple) -> None:  # type: ignore[type-arg]
           ("put_message_and_inbound", 2, b"", "a", 1), ("delete_session", "b"), ("delete_inbounds", [(1, False)])])
 @example([("put_message_and_inbound", 1, b"", "a", 1), ("cut",), ("delete_session", "a"),
           ("put_message", 2, b""), ("put_message_and_inbound", 3, b"", "b", 1), ("put_message", 3, b"")])
+@example([("put_message", 3, b""), ("put_message_and_delivery", 1, b"", "b", 1),
+          ("put_message_and_delivery", 2, b"", "b", 2), ("delete_message", 2),
+          ("put_session", "b")])  # an orphan beside a delivery whose message is gone: load(1) reads the orphan
 def test_batches_and_coalescing_match_the_plain_model(ops: list[tuple]) -> None:  # type: ignore[type-arg]
     """Whatever the operations and wherever the batches are cut, a restarted SQLite store holds
     exactly what the memory engine holds after the same operations (spec README decision 4;
@@ -356,3 +360,34 @@ def test_reading_back_committed_deliveries_does_not_wait_for_other_pending_work(
     store.flush()
     assert fired == [1]
     store.close()
+
+
+@pytest.mark.parametrize("spread", [1, 2], ids=["backlog-in-one-run", "backlog-between-others"])
+def test_a_paged_load_finds_the_orphans_beside_a_backlog(tmp_path: Path, spread: int) -> None:
+    """Restore deletes orphan messages (docs/architecture.md, persist_read): a paged load
+    (issue 16, row 9) must list them whether the backlog's messages run in one range of ids or
+    between another session's (past sqlite_load._MAX_GAPS gaps: the ids are listed instead of
+    counted by range), and with a delivery whose message is gone beside them."""
+    store = SQLiteStore(str(tmp_path / "p.db"), run_now)
+    store.put_session(SessionRecord("b", 5, 10))
+    store.put_session(SessionRecord("a", 5, 10))
+    msg_id = 0
+    for seq in range(1, 2_500):
+        for client_id in ("b", "a")[:spread]:
+            msg_id += 1
+            store.put_message_and_delivery(StoredMessage(msg_id, "t", b"m", 1),
+                                           DeliveryRecord(client_id, msg_id, msg_id, 1))
+        if client_id == "a" and seq > 3:  # a's queue is short: read in full, between b's backlog
+            store.delete_deliveries("a", [(msg_id, msg_id)])
+    store.delete_message(2_001)  # b's delivery of 2,001, in its backlog, is left without its message
+    store.put_message(StoredMessage(msg_id + 1, "t", b"orphan", 1))
+    store.close()
+    restarted = SQLiteStore(str(tmp_path / "p.db"), run_now)
+    try:
+        full = restarted.load()
+        paged = restarted.load(10)
+        assert paged.stored_only["b"], "the backlog was not paged"
+        assert msg_id + 1 in paged.messages
+        assert_paged_load_covers(paged, full)
+    finally:
+        restarted.close()

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from relaymq.store.engine import _COMBINE_BYTES, _COMBINE_MAX, Batch, _chunks, _execute, _runs
-from relaymq.store.sqlite import (
-    _DELETE_DELIVERY, _DELETE_MESSAGE, _MARK_RELEASED, _PUT_DELIVERY, _PUT_MESSAGE, _RELEASE_INBOUND, _UPDATE_DELIVERY,
+from relaymq.store.batch import Batch
+from relaymq.store.engine import _COMBINE_BYTES, _COMBINE_MAX, _chunks, _execute, _runs
+from relaymq.store.sqlite_ops import (
+    DELETE_DELIVERY, DELETE_MESSAGE, MARK_RELEASED, PUT_DELIVERY, PUT_MESSAGE, RELEASE_INBOUND, UPDATE_DELIVERY,
 )
 
 SELECTING = "INSERT OR REPLACE INTO retained SELECT 'c', msg_id FROM messages WHERE msg_id = ?"
@@ -25,23 +26,23 @@ def delivery(seq: int) -> tuple[object, ...]:
 def test_alternating_tables_become_one_run_each_in_order_within_a_table() -> None:
     """Publications alternate messages and delivery rows: two multi-row statements, not one
     per row; a delete between puts of one table keeps its place among them."""
-    ops = [(_PUT_MESSAGE, message(1)), (_PUT_DELIVERY, delivery(1)),
-           (_PUT_MESSAGE, message(2)), (_PUT_DELIVERY, delivery(2)),
-           (_DELETE_MESSAGE, (1,)), (_DELETE_DELIVERY, ("c", 1)), (_PUT_MESSAGE, message(1))]
+    ops = [(PUT_MESSAGE, message(1)), (PUT_DELIVERY, delivery(1)),
+           (PUT_MESSAGE, message(2)), (PUT_DELIVERY, delivery(2)),
+           (DELETE_MESSAGE, (1,)), (DELETE_DELIVERY, ("c", 1)), (PUT_MESSAGE, message(1))]
     assert _runs(ops) == [
-        (_PUT_MESSAGE, [message(1), message(2)]),
-        (_PUT_DELIVERY, [delivery(1), delivery(2)]),
-        (_DELETE_MESSAGE, [(1,)]),
-        (_DELETE_DELIVERY, [("c", 1)]),
-        (_PUT_MESSAGE, [message(1)]),
+        (PUT_MESSAGE, [message(1), message(2)]),
+        (PUT_DELIVERY, [delivery(1), delivery(2)]),
+        (DELETE_MESSAGE, [(1,)]),
+        (DELETE_DELIVERY, [("c", 1)]),
+        (PUT_MESSAGE, [message(1)]),
     ]
 
 
 def test_a_statement_that_reads_another_table_is_never_crossed() -> None:
-    ops = [(_PUT_MESSAGE, message(1)), (SELECTING, (1,)), (_DELETE_MESSAGE, (1,)), None,
-           (_PUT_MESSAGE, message(3))]
-    assert _runs(ops) == [(_PUT_MESSAGE, [message(1)]), (SELECTING, [(1,)]),
-                          (_DELETE_MESSAGE, [(1,)]), (_PUT_MESSAGE, [message(3)])]
+    ops = [(PUT_MESSAGE, message(1)), (SELECTING, (1,)), (DELETE_MESSAGE, (1,)), None,
+           (PUT_MESSAGE, message(3))]
+    assert _runs(ops) == [(PUT_MESSAGE, [message(1)]), (SELECTING, [(1,)]),
+                          (DELETE_MESSAGE, [(1,)]), (PUT_MESSAGE, [message(3)])]
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE TABLE messages (msg_id INTEGER PRIMARY KEY, topic, payload, qos, retain,"
                  " properties, expiry_at, created_at, inbound_client, inbound_packet_id)")
@@ -72,13 +73,13 @@ def test_released_inbound_states_are_cleared_in_one_statement(tmp_path) -> None:
     conn = sqlite3.connect(tmp_path / "r.db")
     conn.execute("CREATE TABLE messages (msg_id INTEGER PRIMARY KEY, topic, payload, qos, retain,"
                  " properties, expiry_at, created_at, inbound_client, inbound_packet_id)")
-    conn.executemany(_PUT_MESSAGE, [message(i)[:8] + ("pub", i) for i in range(1, 5)])
+    conn.executemany(PUT_MESSAGE, [message(i)[:8] + ("pub", i) for i in range(1, 5)])
     steps: list[str] = []
     conn.set_trace_callback(steps.append)
-    statements = _runs([(_RELEASE_INBOUND, (i,)) for i in (1, 2, 4)])
+    statements = _runs([(RELEASE_INBOUND, (i,)) for i in (1, 2, 4)])
     for sql, rows in statements:
         _execute(conn, sql, rows)
-    assert steps == [_RELEASE_INBOUND.replace("= ?", "IN (1,2,4)")]
+    assert steps == [RELEASE_INBOUND.replace("= ?", "IN (1,2,4)")]
     assert conn.execute("SELECT msg_id, inbound_client, inbound_packet_id FROM messages").fetchall() == [
         (1, None, None), (2, None, None), (3, "pub", 3), (4, None, None)]
 
@@ -92,17 +93,17 @@ def test_a_reads_released_states_are_one_statement_and_never_replace_a_packet_id
     conn = sqlite3.connect(tmp_path / "d.db")
     conn.execute("CREATE TABLE deliveries (client_id, seq, msg_id, qos, retain, packet_id, state,"
                  " subscription_ids, PRIMARY KEY (client_id, seq))")
-    conn.executemany(_PUT_DELIVERY, [delivery(seq)[:5] + (seq + 100, 1, None) for seq in range(1, 5)])
+    conn.executemany(PUT_DELIVERY, [delivery(seq)[:5] + (seq + 100, 1, None) for seq in range(1, 5)])
     batch = Batch()
-    batch.update(("d", "c", 4), (_UPDATE_DELIVERY, (7, 1, "c", 4)), lambda row: row)
+    batch.update(("d", "c", 4), (UPDATE_DELIVERY, (7, 1, "c", 4)), lambda row: row)
     for seq in (1, 2, 4):
-        batch.update(("d", "c", seq), (_MARK_RELEASED, ("c", seq)), lambda row: row)
+        batch.update(("d", "c", seq), (MARK_RELEASED, ("c", seq)), lambda row: row)
     steps: list[str] = []
     conn.set_trace_callback(steps.append)
     for sql, rows in _runs(batch.ops):
         _execute(conn, sql, rows)
-    assert steps == [_UPDATE_DELIVERY.replace("packet_id = ?, state = ?", "packet_id = 7, state = 1")
+    assert steps == [UPDATE_DELIVERY.replace("packet_id = ?, state = ?", "packet_id = 7, state = 1")
                      .replace("client_id = ?", "client_id = 'c'").replace("seq = ?", "seq = 4"),
-                     _MARK_RELEASED.replace("client_id = ?", "client_id = 'c'").replace("seq = ?", "seq IN (1,2,4)")]
+                     MARK_RELEASED.replace("client_id = ?", "client_id = 'c'").replace("seq = ?", "seq IN (1,2,4)")]
     assert conn.execute("SELECT seq, packet_id, state FROM deliveries ORDER BY seq").fetchall() == [
         (1, 101, 2), (2, 102, 2), (3, 103, 1), (4, 7, 2)]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from relaymq.store.engine import Batch, Engine
+from relaymq.store.batch import Batch
+from relaymq.store.engine import Engine
 
 
 def test_items_of_a_unit_join_the_batch_as_one_change_where_the_first_was_submitted(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from relaymq.store.base import NEVER_EXPIRES, Snapshot, Store, StoredMessage, St
 if TYPE_CHECKING:
     from relaymq.broker.connection import Connection
     from relaymq.broker.records import ReadEnd
-    from relaymq.pubsub.content_filter import LazyView
+    from relaymq.pubsub.lazy_view import LazyView
 
 log = logging.getLogger("relaymq.broker")
 

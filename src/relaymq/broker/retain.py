@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from relaymq.broker.delivery import deliver
-from relaymq.pubsub.content_filter import FilteredSubscription, LazyView
+from relaymq.pubsub.content_filter import FilteredSubscription
+from relaymq.pubsub.lazy_view import LazyView
 
 if TYPE_CHECKING:
     from relaymq.broker.broker import Broker

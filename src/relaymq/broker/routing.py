@@ -22,7 +22,8 @@ from relaymq.broker.delivery import deliver, deliver_qos0
 from relaymq.broker.records import RoutingTarget
 from relaymq.broker.retain import store_retained
 from relaymq.broker.shared import SharedGroup
-from relaymq.pubsub.content_filter import FilteredSubscription, LazyView
+from relaymq.pubsub.content_filter import FilteredSubscription
+from relaymq.pubsub.lazy_view import LazyView
 from relaymq.store.base import SubscriptionRecord
 
 log = logging.getLogger("relaymq.routing")

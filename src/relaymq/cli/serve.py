@@ -8,6 +8,7 @@ a machine (or in a checkout) where the server's dependencies are missing or brok
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 
 from relaymq.config import Config, ConfigError, load_config
@@ -64,6 +65,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
 def run(args: argparse.Namespace) -> int:
     """Validate the configuration and hand over to the server (which sets up logging)."""
+    gc.disable()  # until started: relaymq.server.app.settle_heap collects once, then freezes
     try:
         config = config_from_args(args)
     except ConfigError as error:

@@ -31,7 +31,6 @@ _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 pack_uint16 = _U16.pack
 pack_uint32 = _U32.pack
-_unpack_u16 = _U16.unpack_from
 _unpack_u32 = _U32.unpack_from
 
 # One-byte encodings are by far the most common remaining lengths: build them once.
@@ -116,11 +115,18 @@ def read_byte(buf: Buffer, offset: int, end: int) -> tuple[int, int]:
     return buf[offset], offset + 1
 
 
+def _u16(buf: Buffer, offset: int) -> int:
+    """The big-endian two-byte integer at ``offset`` (MSB first, seed 000 l.781), bounds checked
+    by the caller: two indexings, where ``struct``'s ``unpack_from`` costs a call, a buffer
+    request and a tuple (compiled: 1,000 instructions fewer a call, issue 16)."""
+    return buf[offset] << 8 | buf[offset + 1]
+
+
 def read_uint16(buf: Buffer, offset: int, end: int) -> tuple[int, int]:
     """A big-endian two-byte integer, MSB first (seed 000 l.781)."""
     if offset + 2 > end:
         raise MalformedPacket("truncated two-byte integer")
-    return _unpack_u16(buf, offset)[0], offset + 2
+    return _u16(buf, offset), offset + 2
 
 
 def read_uint32(buf: Buffer, offset: int, end: int) -> tuple[int, int]:
@@ -136,7 +142,7 @@ def read_binary(buf: Buffer, offset: int, end: int) -> tuple[bytes, int]:
     """Binary Data: a two-byte length then that many bytes (a will message, a password)."""
     if offset + 2 > end:
         raise MalformedPacket("truncated binary data length")
-    stop = offset + 2 + _unpack_u16(buf, offset)[0]
+    stop = offset + 2 + _u16(buf, offset)
     if stop > end:
         raise MalformedPacket("truncated binary data")
     return bytes(buf[offset + 2:stop]), stop
@@ -151,7 +157,7 @@ def read_string(buf: Buffer, offset: int, end: int, strict: bool = True) -> tupl
     its strings are read with ``strict=False``."""
     if offset + 2 > end:
         raise MalformedPacket("truncated string length")
-    stop = offset + 2 + _unpack_u16(buf, offset)[0]
+    stop = offset + 2 + _u16(buf, offset)
     if stop > end:
         raise MalformedPacket("truncated string")
     try:

@@ -43,10 +43,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from relaymq.pipeline.record import STORED_COLUMNS, LogRecord, stored_entries, stored_entry
+from relaymq.pipeline.log_entries import stored_columns
+from relaymq.pipeline.record import STORED_COLUMNS, LogRecord, stored_entry
 from relaymq.store import log_batch
 from relaymq.store.base import StoreError
-from relaymq.store.engine import Batch, Engine
+from relaymq.store.batch import Batch
+from relaymq.store.engine import Engine
 from relaymq.store.legacy import import_legacy_file
 
 LOG_FILE = "archive.sqlite3"
@@ -440,12 +442,16 @@ def _runs(runs: list[StoredRun]) -> Iterator[tuple[int, list[tuple[Any, ...]]]]:
 
 def _pack(entries: list[Any], partition: str, first_seq: int, stamps: list[int]) -> list[tuple[str, tuple[Any, ...]]]:
     """The record batches of one commit's entries of a partition (Batch.gather's build; on
-    the writer thread), each entry in its stored form at its archive timestamp from
-    ``stamps`` (µs; record.stored_entries: a publication's built here), turned into columns,
-    and the partition's extent that they move on. The same entries give the same operations
-    (a commit tried again)."""
-    rows = stored_entries(entries, stamps)
-    columns: list[Sequence[Any]] = list(zip(*rows, strict=True))
-    ops = log_batch.batch_ops(partition, first_seq, columns, _TS)
-    ops.append((_EXTENT, (partition, 0, first_seq + len(rows))))
+    the writer thread), at most MAX_ROWS each, every entry in its stored form at its archive
+    timestamp from ``stamps`` (µs), the batch's columns built directly
+    (log_entries.stored_columns: a publication's mapped here), and the partition's extent
+    that they move on. The same entries give the same operations (a commit tried again)."""
+    ops = []
+    for start in range(0, len(entries), log_batch.MAX_ROWS):
+        stop = start + log_batch.MAX_ROWS
+        times = stamps[start:stop]
+        # last_ts: the newest stamp, as stored_columns turns it into the timestamp column's value
+        ops.append(log_batch.batch_op(partition, first_seq + start, stored_columns(entries[start:stop], times),
+                                      len(times), times[-1] / 1_000_000))
+    ops.append((_EXTENT, (partition, 0, first_seq + len(entries))))
     return ops

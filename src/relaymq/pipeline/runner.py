@@ -91,7 +91,9 @@ def build_session(master: str | None = None, app_name: str = "relaymq-pipeline",
                   conf: dict[str, str] | None = None) -> Any:
     """A SparkSession (``master`` None: whatever spark-submit configured) with the ``relaymq``
     format registered. The executors use this interpreter unless PYSPARK_PYTHON says otherwise;
-    a local master binds to the loopback interface unless SPARK_LOCAL_IP names another."""
+    a local master binds to the loopback interface unless SPARK_LOCAL_IP names another, and
+    starts its Python workers through ``worker_launcher`` (the installed pyspark's bytecode,
+    not its zip) when they run this interpreter."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     local = _LOCAL_CONF if is_local_master(master) else {}
     if local:
@@ -100,13 +102,22 @@ def build_session(master: str | None = None, app_name: str = "relaymq-pipeline",
     from pyspark.sql import SparkSession
 
     from relaymq.pipeline.source import register
+    from relaymq.pipeline.worker_launcher import worker_python
 
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
     for key, value in {**_DEFAULT_CONF, **local, **(conf or {})}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    chosen = os.environ["PYSPARK_PYTHON"]
+    launcher = worker_python(chosen) if local else None
+    # the context reads PYSPARK_PYTHON once, as it starts; the process's own environment (what
+    # the job's subprocesses inherit) keeps the interpreter
+    os.environ["PYSPARK_PYTHON"] = launcher or chosen
+    try:
+        spark = builder.getOrCreate()
+    finally:
+        os.environ["PYSPARK_PYTHON"] = chosen
     spark.sparkContext.setLogLevel("WARN")
     register(spark)
     return spark

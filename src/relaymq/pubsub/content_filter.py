@@ -8,7 +8,8 @@ filter gets (``engine.filter_view``).
 
 Speed: a subscription without a filter stays a plain ``SubscriptionRecord`` in the tree; only a
 ``FilteredSubscription`` costs anything, and the message view is built once per publication,
-lazily, the first time a matching subscription has a filter (``LazyView``).
+lazily, the first time a matching subscription has a filter (``LazyView``, in
+:mod:`relaymq.pubsub.lazy_view`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from relaymq.store.base import SubscriptionRecord
 
 if TYPE_CHECKING:
-    from relaymq.pubsub.model import Publication
     from relaymq.selector.compiled import Selector
 
 #: The SUBSCRIBE user property that carries a content filter.
@@ -55,45 +55,3 @@ def with_filter(record: SubscriptionRecord, filter_text: str | None) -> Subscrip
     if "content_filter" in base:  # a store that persists the filter keeps its text in the record
         base["content_filter"] = filter_text
     return FilteredSubscription(**base, filter_text=filter_text, selector=selector)
-
-
-#: What a filter may read of a publication without its message view: the view's MQMD says
-#: persistent for QoS > 0 (engine.filter_view). The broker network's assured links filter every
-#: publication on it (relaymq.network.assured), and the view costs hundreds of microseconds.
-_PERSISTENCE = "Root.MQMD.Persistence"
-_WITHOUT_VIEW = frozenset({_PERSISTENCE})
-
-
-class LazyView:
-    """One publication for filters: its ``Publication`` (the engine's form, which keeps each
-    filter text's verdict: ``conversions.filter_selects``) built on first use only. The broker's
-    routing and the pub/sub engine's tap share it (``Broker.tapped_view``), so a filter text
-    that MQTT sessions and queue subscribers both use is evaluated once per publication."""
-
-    __slots__ = ("message", "_publication")
-
-    def __init__(self, message: Any) -> None:
-        self.message = message  # a broker StoredMessage
-        self._publication: Publication | None = None
-
-    def publication(self) -> Publication:
-        """The publication as the engine sees it (``conversions.publication_from_mqtt``), made once."""
-        if self._publication is None:
-            from relaymq.pubsub.conversions import publication_from_mqtt
-
-            m = self.message
-            self._publication = publication_from_mqtt(m.topic, m.payload, m.qos, m.properties, m.expiry_at)
-        return self._publication
-
-    def selects(self, selector: Selector) -> bool:
-        pub = self._publication
-        if pub is not None and pub._selected is not None:  # a verdict found for an earlier match
-            known = pub._selected.get(selector.text)
-            if known is not None:
-                return known
-        if selector.identifiers <= _WITHOUT_VIEW:
-            persistence = 1 if self.message.qos > 0 else 0
-            return selector.matches(lambda name: persistence if name == _PERSISTENCE else None)
-        from relaymq.pubsub.conversions import filter_selects
-
-        return filter_selects(self.publication(), selector)

@@ -192,7 +192,7 @@ class PubSubEngine:
         Called for every MQTT publication, so it returns at once when no queue subscriber
         matches (the match itself is a cache hit of the broker's own lookup). ``publication``
         makes it as ``publication_from_mqtt`` would: the broker's routing view's, whose filter
-        verdicts the sessions' filters already found (``content_filter.LazyView``)."""
+        verdicts the sessions' filters already found (``lazy_view.LazyView``)."""
         if not self.subscribed:
             return []
         if matches is None:

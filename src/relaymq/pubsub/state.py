@@ -22,7 +22,8 @@ from typing import Any
 from relaymq.pubsub.engine import PubSubEngine
 from relaymq.pubsub.model import QueueSubscription
 from relaymq.store.base import StoreError
-from relaymq.store.engine import Batch, Engine
+from relaymq.store.batch import Batch
+from relaymq.store.engine import Engine
 
 log = logging.getLogger("relaymq.pubsub")
 

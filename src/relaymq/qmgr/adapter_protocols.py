@@ -12,11 +12,13 @@ No I/O here: only the shapes (a Conversation is relaymq.qmgr.channel_transport's
 from __future__ import annotations
 
 import ssl
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from relaymq.qmgr.channel_settings import ConnectionSettings
-from relaymq.qmgr.channel_transport import Conversation  # frames out, frames in: the sender's view
 from relaymq.qmgr.store import QueueStore
+
+if TYPE_CHECKING:  # the protocol is imported by the first channel (relaymq.qmgr.channel_listener)
+    from relaymq.qmgr.channel_transport import Conversation  # frames out, frames in: the sender's view
 
 
 class ChannelContext(Protocol):

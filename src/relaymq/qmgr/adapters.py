@@ -25,19 +25,25 @@ import os
 import ssl
 from dataclasses import replace
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relaymq.qmgr.adapter_protocols import ChannelContext, CommunicationsAdapter, Listening, StorageAdapter
+from relaymq.qmgr.channel_listener import HTTP_CHANNEL_PATH, ChannelListener, http_route
 from relaymq.qmgr.channel_settings import ConnectionSettings
-from relaymq.qmgr.channel_transport import (
-    HTTP_CHANNEL_PATH,
-    ChannelListener,
-    Conversation,
-    http_channel_handler,
-    open_conversation,
-)
 from relaymq.qmgr.errors import BadProperty
 from relaymq.qmgr.store import MemoryQueueStore, QueueStore
+
+if TYPE_CHECKING:
+    from relaymq.qmgr.channel_transport import Conversation
+
+
+async def _open_conversation(connection: ConnectionSettings) -> Conversation:
+    """``channel_transport.open_conversation``: the protocol is imported by the first
+    connection a queue manager opens (issue 16, bench/compare row 9)."""
+    from relaymq.qmgr.channel_transport import open_conversation
+
+    return await open_conversation(connection)
+
 
 class TcpAdapter:
     """``tcp``: channel frames over a TCP connection."""
@@ -45,7 +51,7 @@ class TcpAdapter:
     tls = False
 
     async def open(self, connection: ConnectionSettings) -> Conversation:
-        return await open_conversation(replace(connection, tls=self.tls))
+        return await _open_conversation(replace(connection, tls=self.tls))
 
     async def listen(self, context: ChannelContext, host: str, port: int) -> Listening:
         ssl_context = self._server_ssl(context)
@@ -76,13 +82,13 @@ class HttpAdapter:
     async def open(self, connection: ConnectionSettings) -> Conversation:
         if not connection.is_http:
             connection = replace(connection, address=f"http://{connection.address}")
-        return await open_conversation(connection)
+        return await _open_conversation(connection)
 
     async def listen(self, context: ChannelContext, host: str, port: int) -> Listening:
         from relaymq.http.server import HttpServer
 
         server = HttpServer()
-        server.add_route("POST", HTTP_CHANNEL_PATH, http_channel_handler(
+        server.add_route("POST", HTTP_CHANNEL_PATH, http_route(
             context.qm, context.authenticator, aliases=context.aliases, max_frame=context.limits.max_frame,
             authority=context.authority))
         await server.start(host, port)  # plain HTTP, as the seed's MQeTcpipHttpAdapter

@@ -39,7 +39,7 @@ with None while nothing is there, and the transport waits for an arrival without
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -56,6 +56,7 @@ from relaymq.qmgr.channel_frames import (
     hello,
     result_frame,
 )
+from relaymq.qmgr.channel_peers import ANONYMOUS, Authority, ChannelRequest
 from relaymq.qmgr.errors import (
     AlreadyDelivered,
     DuplicateMessage,
@@ -74,34 +75,12 @@ FORMAT_ERROR = (2110, "MQRC_FORMAT_ERROR")
 VERSION_ERROR = (2539, "MQRC_CHANNEL_CONFIG_ERROR")
 
 
-#: The principal of a peer that did not authenticate, on a channel that allows anonymous peers
-#: ([qmgr] channel_allow_anonymous); None is a peer that is refused.
-ANONYMOUS = ""
-
 #: The authority each request needs on its queue (IBM MQ's put/get/browse, seed 000
 #: l.336-371): what a ChannelRequest's ``operation`` says.
 OPERATIONS: dict[FrameType, str] = {
     FrameType.PUT: "put", FrameType.GET: "get", FrameType.DELETE: "get", FrameType.CONFIRM_GET: "get",
     FrameType.UNDO: "get", FrameType.BROWSE: "browse", FrameType.UNLOCK: "browse",
 }
-
-
-@dataclass(frozen=True)
-class ChannelRequest:
-    """What a channel peer asks of the queue manager, shown to the authority check before it
-    is done: ``principal`` is who authenticated the connection (certificate CN, user of the
-    channel or broker password file, or ANONYMOUS), ``peer`` the queue manager its HELLO named,
-    ``operation`` one of put, get, browse (OPERATIONS), and ``qmgr``/``queue`` the object."""
-
-    principal: str
-    peer: str
-    operation: str
-    qmgr: str
-    queue: str
-
-
-#: ``authority(request)``: None when allowed, else the reason it is not.
-Authority = Callable[[ChannelRequest], "str | None"]
 
 
 class ReceivingQueueManager(Protocol):
@@ -136,36 +115,6 @@ def _optional_bytes(header: dict[str, Any], key: str) -> bytes | None:
         return bytes.fromhex(value)
     except (TypeError, ValueError):
         raise ChannelProtocolError(f"{key} is not hex") from None
-
-
-class ChannelIdentities:
-    """Which queue managers an authenticated channel peer may speak for (item 26: security
-    hop by hop). The identity is what authenticated the connection - the CN of a client
-    certificate on a listener that requires one, the user of the HTTP basic authentication
-    on the HTTP route - and it may say HELLO as the queue manager of its own name, and as
-    those ``[qmgr] channel_identities`` lists for it (a gateway certificate that serves
-    several devices, a user name that is not a queue manager name)."""
-
-    def __init__(self, extra: Mapping[str, Iterable[str]] | Iterable[tuple[str, Iterable[str]]] = ()) -> None:
-        items = extra.items() if isinstance(extra, Mapping) else extra
-        self.extra = {identity: frozenset(names) for identity, names in items}
-
-    def allows(self, identity: str, qmgr: str) -> bool:
-        return qmgr == identity or qmgr in self.extra.get(identity, ())
-
-    def authorizer(self, identity: str | None, what: str) -> Callable[[str], str | None]:
-        """For :class:`ChannelReceiver`: the refusal of a HELLO naming ``qmgr`` (None when
-        allowed). ``what`` says what the identity is ("certificate CN", "HTTP user")."""
-
-        def refusal(qmgr: str) -> str | None:
-            if identity is None:
-                return f"the connection has no {what}: it cannot speak for queue manager {qmgr!r}"
-            if self.allows(identity, qmgr):
-                return None
-            return (f"{what} {identity!r} may not speak for queue manager {qmgr!r}"
-                    " (it must be that name, or [qmgr] channel_identities must list it for the identity)")
-
-        return refusal
 
 
 def envelope_facts(envelope: Any) -> tuple[dict[str, Any], bytes]:

@@ -27,7 +27,7 @@ from typing import Any
 
 from relaymq.auth.authorities import ANONYMOUS as ANONYMOUS_PRINCIPAL
 from relaymq.auth.authorities import qmgr_principal
-from relaymq.qmgr.channel import ANONYMOUS, Authority, ChannelIdentities, ChannelRequest
+from relaymq.qmgr.channel_peers import ANONYMOUS, Authority, ChannelIdentities, ChannelRequest
 from relaymq.qmgr.errors import NotAuthorized
 
 __all__ = ["ANONYMOUS", "ChannelAuthenticator"]

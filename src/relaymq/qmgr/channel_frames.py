@@ -32,8 +32,6 @@ VERSIONS: tuple[int, ...] = (1, 2)
 #: Largest frame accepted (length field), to bound memory per connection: from a peer this
 #: side called (its answers, a RESULT of many messages, what a pull brings).
 DEFAULT_MAX_FRAME = 64 * 1024 * 1024
-#: The listener's default limit for an authenticated peer's frames (``[qmgr] channel_max_frame``).
-LISTENER_MAX_FRAME = 16 * 1024 * 1024
 #: Largest frame before the peer is authenticated: a HELLO needs a few hundred bytes (issue 15
 #: finding 8: an anonymous peer made the listener buffer 64 MB frames).
 HELLO_MAX_FRAME = 16 * 1024

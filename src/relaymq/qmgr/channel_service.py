@@ -19,28 +19,23 @@ import logging
 import os
 import ssl
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relaymq.message.message import Message
-from relaymq.qmgr.channel import Authority, ChannelIdentities
 from relaymq.net.binding import LOOPBACK_HOST, is_loopback
 from relaymq.qmgr.adapters import open_route
 from relaymq.qmgr.channel_auth import ChannelAuthenticator
 from relaymq.qmgr.channel_frames import Frame, FrameType, encode_frame, result_messages
+from relaymq.qmgr.channel_listener import HTTP_CHANNEL_PATH, ChannelListener, ListenerLimits, http_route
+from relaymq.qmgr.channel_peers import Authority, ChannelIdentities
 from relaymq.qmgr.channel_settings import ConnectionSettings, route_of
-from relaymq.qmgr.channel_transport import (
-    HTTP_CHANNEL_PATH,
-    ChannelLink,
-    ChannelListener,
-    ListenerLimits,
-    SyncClient,
-    http_channel_handler,
-    raise_error,
-)
 from relaymq.qmgr.definitions import HOME_SERVER
 from relaymq.qmgr.errors import AlreadyDelivered, NotConnected, QueueError
 from relaymq.qmgr.states import Envelope
 from relaymq.services.contract import ServiceError
+
+if TYPE_CHECKING:  # the protocol's client side: imported by the first link or remote call
+    from relaymq.qmgr.channel_transport import ChannelLink, SyncClient
 
 log = logging.getLogger("relaymq.qmgr.channel")
 
@@ -78,7 +73,8 @@ class ChannelService:
         self.links: dict[str, ChannelLink] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._http: Any = None
-        self._client: SyncClient | None = None
+        self._client: SyncClient | None = None  # made by the first remote call (_remote_call)
+        self._started = False
         self._req_numbers = itertools.count(1)
 
     @property
@@ -99,7 +95,7 @@ class ChannelService:
 
     async def start(self, http_server: Any = None) -> None:
         self._loop = asyncio.get_running_loop()
-        self._client = SyncClient(self.qm.name, open_fn=open_route)  # each route's adapter
+        self._started = True
         for alias in self.aliases:
             self.qm.add_qmgr_alias(alias, self.qm.name)
         if self.listen_host is not None:
@@ -108,10 +104,12 @@ class ChannelService:
                                             certificates=certificates, limits=self.limits, authority=self.authority)
             await self.listener.start(self.listen_host, self.listen_port, self.ssl_context)
         if http_server is not None:
-            http_server.add_route("POST", HTTP_CHANNEL_PATH, http_channel_handler(
+            http_server.add_route("POST", HTTP_CHANNEL_PATH, http_route(
                 self.qm, self.authenticator, aliases=self.aliases, max_frame=self.limits.max_frame,
                 authority=self.authority))
             self._http = http_server
+        if self.connections:
+            from relaymq.qmgr.channel_transport import ChannelLink
         for connection in self.connections:
             route = route_of(connection.name, self.connections)
             if route is None:
@@ -140,7 +138,7 @@ class ChannelService:
         thread: both ends must be up (item 21); a failure is raised, the application owns
         the retry. An ERROR answer is raised as the peer's QueueError."""
         loop = self._loop
-        if loop is None or loop.is_closed() or self._client is None:
+        if loop is None or loop.is_closed() or not self._started:
             raise NotConnected(f"channels of {self.qm.name} are not running")
         try:
             running = asyncio.get_running_loop()
@@ -152,12 +150,24 @@ class ChannelService:
         link = self.links.get(qmgr)
         if link is None:
             raise NotConnected(f"no connection definition for queue manager {qmgr!r}")
-        future = asyncio.run_coroutine_threadsafe(
-            self._client.call(link.route, frame, extra_timeout=extra_timeout), loop)
+        future = asyncio.run_coroutine_threadsafe(self._remote_call(link.route, frame, extra_timeout), loop)
         answer = future.result()
         if answer.type is FrameType.ERROR:
+            from relaymq.qmgr.channel_transport import raise_error
+
             raise_error(answer)
         return answer
+
+    async def _remote_call(self, route: ConnectionSettings, frame: bytes, extra_timeout: float) -> Frame:
+        """On the event loop: the request through the client of every remote call, made (and
+        the channel protocol imported) by the first."""
+        if not self._started:
+            raise NotConnected("the channels are stopping")
+        if self._client is None:
+            from relaymq.qmgr.channel_transport import SyncClient
+
+            self._client = SyncClient(self.qm.name, open_fn=open_route)  # each route's adapter
+        return await self._client.call(route, frame, extra_timeout=extra_timeout)
 
     def _request(self, kind: FrameType, qmgr: str, queue: str, extra_timeout: float = 0.0,
                  **header: Any) -> Frame:
@@ -274,6 +284,7 @@ class ChannelService:
                 self._loop.call_soon_threadsafe(functools.partial(link.wake, fields, forced=forced))
 
     async def stop(self) -> None:
+        self._started = False
         self.qm.remove_transmission_listener(self._on_transmission)
         if self.qm.remote is self:
             self.qm.remote = None

@@ -32,6 +32,10 @@ from dataclasses import dataclass
 from relaymq.config import ConfigError, boolean, build_section, int_range, key_field, text
 from relaymq.qmgr.names import is_valid_name
 
+#: The channel listener's default limit for an authenticated peer's frames
+#: (``[qmgr] channel_max_frame``; relaymq.qmgr.channel_frames has the others).
+LISTENER_MAX_FRAME = 16 * 1024 * 1024
+
 
 def _name(value: object) -> str | None:
     return None if is_valid_name(value) else "a queue manager name of 0-9 a-z A-Z _ . % characters"

@@ -23,17 +23,12 @@ import ssl
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, Protocol
 
-from relaymq.http.admission import Admission, peer_host
-from relaymq.ratelog import RefusalLog
 from relaymq.http.auth import REALM, parse_basic
 from relaymq.http.server import HttpRequest, HttpResponse
-from relaymq.http.tcp_server import TcpServer
 from relaymq.qmgr.aio import Arrivals
 from relaymq.qmgr.channel import (
-    Authority,
     ChannelReceiver,
     ChannelRefused,
     ChannelSender,
@@ -43,10 +38,11 @@ from relaymq.qmgr.channel import (
     Refused,
 )
 from relaymq.qmgr.channel_auth import ChannelAuthenticator
+from relaymq.qmgr.channel_listener import HTTP_CHANNEL_PATH, ChannelListener
+from relaymq.qmgr.channel_peers import Authority
 from relaymq.qmgr.channel_frames import (
     DEFAULT_MAX_FRAME,
     HELLO_MAX_FRAME,
-    LISTENER_MAX_FRAME,
     ChannelProtocolError,
     Frame,
     FrameDecoder,
@@ -56,13 +52,11 @@ from relaymq.qmgr.channel_frames import (
     hello,
     hello_credentials,
 )
-from relaymq.qmgr.channel_settings import ConnectionSettings, hello_credentials_of
+from relaymq.qmgr.channel_settings import LISTENER_MAX_FRAME, ConnectionSettings, hello_credentials_of
 from relaymq.qmgr.errors import ALL_ERRORS, NotConnected, QueueError
 
 log = logging.getLogger("relaymq.qmgr.channel")
 
-#: The HTTP adapter's route (one POST per exchange; item 30: no GET).
-HTTP_CHANNEL_PATH = "/relaymq/channel/v1"
 #: Seconds between checks for pending messages when no trigger came.
 POLL_SECONDS = 1.0
 _READ_SIZE = 65536
@@ -727,150 +721,96 @@ class ChannelLink:
                 return
 
 
-@dataclass(frozen=True)
-class ListenerLimits:
-    """The bounds of the inbound listener ([qmgr] channel_* keys; issue 15 finding 8).
-    Seconds, bytes and connection counts; None or -1: no bound."""
-
-    max_frame: int = LISTENER_MAX_FRAME
-    frame_timeout: float | None = 30.0
-    idle_timeout: float | None = 300.0
-    max_connections: int = 256
-    max_connections_per_address: int = 32
-
-
-class ChannelListener:
-    """The inbound TCP (or TLS) listener: each connection gets a ChannelReceiver once its
-    HELLO is authenticated (relaymq.qmgr.channel_auth); a PULL is answered by pushing what
-    waits here for the caller.
-
-    Bounds (issue 15 findings 7, 8): connections over ``max_connections`` or
-    ``max_connections_per_address`` are closed at once, with a rate-limited log line; the HELLO
-    must come within ``frame_timeout`` and be at most HELLO_MAX_FRAME bytes; afterwards frames
-    are at most ``max_frame`` bytes, a started frame must arrive whole within
-    ``frame_timeout``, and a connection with no frame for ``idle_timeout`` is closed; a GET's
-    wait holds no thread and ends when the peer hangs up. An unauthenticated peer gets an
-    ERROR (MQRC_NOT_AUTHORIZED, reply_to HELLO) and the connection is closed."""
-
-    def __init__(self, qm: Any, authenticator: ChannelAuthenticator, *, aliases: tuple[str, ...] = (),
-                 batch: int = 100, certificates: bool = False, limits: ListenerLimits | None = None,
-                 authority: Authority | None = None) -> None:
-        """``certificates``: the listener requires client certificates, so the CN of the
-        verified certificate authenticates the peer."""
-        self.qm = qm
-        self.aliases = aliases
-        self.authenticator = authenticator
-        self.certificates = certificates
-        self.authority = authority
-        self.batch = batch
-        self.limits = limits or ListenerLimits()
-        self.refusals = RefusalLog(log, burst=5)  # refused connections, refused HELLOs: 5 lines / 10 s
-        self.admission = Admission(f"channel listener of {qm.name}", self.limits.max_connections,
-                                   self.limits.max_connections_per_address, self.refusals)
-        self._tcp = TcpServer(self._serve, self.admission)  # over a cap: closed before a byte is read
-        self._attempted: dict[str, set[str]] = {}
-
-    @property
-    def port(self) -> int:
-        return self._tcp.port
-
-    def addresses(self) -> list[str]:
-        """``host:port`` of every bound socket (log lines)."""
-        return self._tcp.addresses()
-
-    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> None:
-        await self._tcp.start(host, port, ssl_context)
-
-    async def stop(self) -> None:
-        await self._tcp.stop()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await self._converse(reader, writer, peer_host(writer.get_extra_info("peername")))
-
-    async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str) -> None:
-        limits = self.limits
-        # Until the HELLO is accepted: a small frame, soon.
-        conversation = StreamConversation(reader, writer, limits.frame_timeout, frame_timeout=limits.frame_timeout,
-                                          max_frame=HELLO_MAX_FRAME)
-        receiver: ChannelReceiver | None = None
-        try:
+async def converse(listener: ChannelListener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                   address: str) -> None:
+    """One connection to ``listener`` (relaymq.qmgr.channel_listener, which imports this module
+    at its first connection): the HELLO authenticated, then the peer's requests answered."""
+    limits = listener.limits
+    # Until the HELLO is accepted: a small frame, soon.
+    conversation = StreamConversation(reader, writer, limits.frame_timeout, frame_timeout=limits.frame_timeout,
+                                      max_frame=HELLO_MAX_FRAME)
+    receiver: ChannelReceiver | None = None
+    try:
+        frames = await conversation.receive()
+        receiver = await _welcome(listener, conversation, frames[0], writer, address)
+        if receiver is None:
+            return
+        conversation.timeout, conversation.decoder.max_frame = limits.idle_timeout, limits.max_frame
+        frames = frames[1:]
+        while True:
+            await _answer(listener, conversation, receiver, frames)
             frames = await conversation.receive()
-            receiver = await self._welcome(conversation, frames[0], writer, address)
-            if receiver is None:
-                return
-            conversation.timeout, conversation.decoder.max_frame = limits.idle_timeout, limits.max_frame
-            frames = frames[1:]
-            while True:
-                await self._answer(conversation, receiver, frames)
-                frames = await conversation.receive()
-        except (TimeoutError, ChannelProtocolError, QueueError) as exc:  # TimeoutError before OSError
-            if receiver is None:  # not (yet) a peer: one rate-limited line, like any refusal
-                self.refusals.refused("channel connection from %s refused: %s", address, exc)
-            elif isinstance(exc, TimeoutError):
-                log.info("channel connection from %s (%s) closed: %s", address, receiver.peer, exc)
-            else:
-                log.warning("channel connection from %s (%s) closed: %s", address, receiver.peer, exc)
-        except (asyncio.CancelledError, ConnectionError, ssl.SSLError, OSError):
-            pass
-        finally:
-            await conversation.close()
+    except (TimeoutError, ChannelProtocolError, QueueError) as exc:  # TimeoutError before OSError
+        if receiver is None:  # not (yet) a peer: one rate-limited line, like any refusal
+            listener.refusals.refused("channel connection from %s refused: %s", address, exc)
+        elif isinstance(exc, TimeoutError):
+            log.info("channel connection from %s (%s) closed: %s", address, receiver.peer, exc)
+        else:
+            log.warning("channel connection from %s (%s) closed: %s", address, receiver.peer, exc)
+    except (asyncio.CancelledError, ConnectionError, ssl.SSLError, OSError):
+        pass
+    finally:
+        await conversation.close()
 
-    async def _welcome(self, conversation: StreamConversation, frame: Frame, writer: asyncio.StreamWriter,
-                       address: str) -> ChannelReceiver | None:
-        """Authenticate the peer by its certificate or its HELLO's credentials and answer
-        the HELLO; the receiver when the peer was welcomed, None when it was refused."""
-        if frame.type is not FrameType.HELLO:
-            raise ChannelProtocolError(f"{frame.type.name} before HELLO")
-        certificate = certificate_name(writer.get_extra_info("peercert")) if self.certificates else None
-        principal = await authenticate(self.authenticator, certificate, hello_credentials(frame.header))
-        authorize = None
-        if principal is not None:
-            authorize = self.authenticator.speaks_for(principal, "certificate CN" if certificate else "channel user")
-        receiver = ChannelReceiver(self.qm, principal=principal, aliases=self.aliases, authorize=authorize,
-                                   authority=self.authority, keep_context=self.authenticator.keeps_context(principal))
-        await conversation.send(receiver.handle(frame))
-        if receiver.refused:
-            self.refusals.refused("channel connection from %s refused: %s", address,
+
+async def _welcome(listener: ChannelListener, conversation: StreamConversation, frame: Frame,
+                   writer: asyncio.StreamWriter, address: str) -> ChannelReceiver | None:
+    """Authenticate the peer by its certificate or its HELLO's credentials and answer the
+    HELLO; the receiver when the peer was welcomed, None when it was refused."""
+    if frame.type is not FrameType.HELLO:
+        raise ChannelProtocolError(f"{frame.type.name} before HELLO")
+    authenticator = listener.authenticator
+    certificate = certificate_name(writer.get_extra_info("peercert")) if listener.certificates else None
+    principal = await authenticate(authenticator, certificate, hello_credentials(frame.header))
+    authorize = None
+    if principal is not None:
+        authorize = authenticator.speaks_for(principal, "certificate CN" if certificate else "channel user")
+    receiver = ChannelReceiver(listener.qm, principal=principal, aliases=listener.aliases, authorize=authorize,
+                               authority=listener.authority, keep_context=authenticator.keeps_context(principal))
+    await conversation.send(receiver.handle(frame))
+    if receiver.refused:
+        listener.refusals.refused("channel connection from %s refused: %s", address,
                                   "no credentials it could prove" if principal is None
                                   else f"{principal!r} may not speak for {frame.header.get('qmgr')!r}")
-        return receiver if receiver.ready else None
+    return receiver if receiver.ready else None
 
-    async def _guarded(self, conversation: StreamConversation, work: Any) -> bytes:
-        """Run ``work`` (a waiting GET) until it ends or the peer hangs up, whichever is first."""
-        task = asyncio.ensure_future(work)
-        watch = asyncio.ensure_future(conversation.watch_hangup())
-        try:
-            await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
-            if not task.done():
-                watch.result()  # raises: the peer went away (or broke the protocol)
-            return task.result()
-        finally:
-            for pending in (task, watch):
-                pending.cancel()
-            await asyncio.gather(task, watch, return_exceptions=True)
 
-    async def _answer(self, conversation: StreamConversation, receiver: ChannelReceiver,
-                      frames: list[Frame]) -> None:
-        index = 0
-        while index < len(frames):
-            if frames[index].type is FrameType.PULL:
-                if receiver.peer is None:
-                    raise ChannelProtocolError("PULL before HELLO")
-                store_queue = frames[index].header.get("queue")
-                if store_queue is not None and not isinstance(store_queue, str):
-                    raise ChannelProtocolError("PULL queue is not a name")
-                attempted = self._attempted.setdefault(receiver.peer, set())
-                await serve_pull(conversation, self.qm, receiver.peer, version=receiver.version or 1,
-                                 batch=self.batch, attempted=attempted, store_queue=store_queue)
-                index += 1
-                continue
-            end = index
-            while end < len(frames) and frames[end].type is not FrameType.PULL:
-                end += 1
-            await answer_frames(receiver, frames[index:end], conversation.send,
-                                functools.partial(self._guarded, conversation))
-            index = end
+async def _guarded(conversation: StreamConversation, work: Any) -> bytes:
+    """Run ``work`` (a waiting GET) until it ends or the peer hangs up, whichever is first."""
+    task = asyncio.ensure_future(work)
+    watch = asyncio.ensure_future(conversation.watch_hangup())
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+        if not task.done():
+            watch.result()  # raises: the peer went away (or broke the protocol)
+        return task.result()
+    finally:
+        for pending in (task, watch):
+            pending.cancel()
+        await asyncio.gather(task, watch, return_exceptions=True)
 
+
+async def _answer(listener: ChannelListener, conversation: StreamConversation, receiver: ChannelReceiver,
+                  frames: list[Frame]) -> None:
+    index = 0
+    while index < len(frames):
+        if frames[index].type is FrameType.PULL:
+            if receiver.peer is None:
+                raise ChannelProtocolError("PULL before HELLO")
+            store_queue = frames[index].header.get("queue")
+            if store_queue is not None and not isinstance(store_queue, str):
+                raise ChannelProtocolError("PULL queue is not a name")
+            attempted = listener.attempted.setdefault(receiver.peer, set())
+            await serve_pull(conversation, listener.qm, receiver.peer, version=receiver.version or 1,
+                             batch=listener.batch, attempted=attempted, store_queue=store_queue)
+            index += 1
+            continue
+        end = index
+        while end < len(frames) and frames[end].type is not FrameType.PULL:
+            end += 1
+        await answer_frames(receiver, frames[index:end], conversation.send,
+                            functools.partial(_guarded, conversation))
+        index = end
 
 #: Frames a home-server client sends back during a pull (its answers to the server's PUT and
 #: CONFIRM frames); over HTTP they come in the request after the one that carried the PUTs.

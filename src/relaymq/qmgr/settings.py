@@ -52,8 +52,7 @@ from relaymq.config import (
     unlimited_or_at_least,
 )
 from relaymq.net.binding import MAX_PORT
-from relaymq.qmgr.channel_frames import LISTENER_MAX_FRAME
-from relaymq.qmgr.channel_settings import build_connections
+from relaymq.qmgr.channel_settings import LISTENER_MAX_FRAME, build_connections
 from relaymq.qmgr.definitions import KINDS, QueueDefinition, make_definition
 from relaymq.qmgr.errors import QueueError
 from relaymq.qmgr.manager import DEFAULT_CONFIRM_WINDOW

@@ -31,7 +31,8 @@ from relaymq.qmgr.errors import StoreFailed, StoreInUse
 from relaymq.qmgr.states import Entry
 from relaymq.qmgr.store import Loaded, Op, QueueStore, Ticket
 from relaymq.store.base import StoreError
-from relaymq.store.engine import LEGACY_QMGR_ID, Batch, Engine
+from relaymq.store.batch import Batch
+from relaymq.store.engine import LEGACY_QMGR_ID, Engine
 from relaymq.store.legacy import import_legacy_file, read_legacy
 from relaymq.store.engine import StoreInUse as EngineInUse
 from relaymq.store.sqlite_file import SYNCHRONOUS_MODES

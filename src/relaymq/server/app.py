@@ -14,7 +14,7 @@ import signal
 import sys
 from typing import Any
 
-from relaymq import __version__, native
+from relaymq import __version__, dataclass_code, native
 from relaymq.broker.broker import Broker
 from relaymq.server.authenticate import PasswordChecker
 from relaymq.server.exposure import exposure_warnings, loopback_notice
@@ -42,12 +42,18 @@ GC_THRESHOLDS = (100_000, 50, 100)
 def settle_heap() -> None:
     """Once started: what start-up built (restored sessions and queues, the services' state)
     lives as long as the process, so it is frozen out of every later collection, and the
-    serving thresholds apply. The young generations are collected first; the oldest, where the
-    imported modules are, held 0 to 5 unreachable objects at this point and cost 25-32 ms of
-    CPU to scan, as much as a tenth of a start (issue 16, bench/compare row 9)."""
+    serving thresholds apply. ``relaymq serve`` runs its start-up with the collector off
+    (``relaymq.cli.serve.run``): nearly everything a start makes lives on, and with the default
+    thresholds some 200 collections scanned it, one of them all of it (issue 16, bench/compare
+    row 9: 3-4% of a start's instructions). The one collection here, of all that start-up
+    made, frees the cycles it left (about 470 objects, 110 KB) before the rest is frozen.
+    Start-up's dataclass code is kept for the next start, and let go of
+    (relaymq.dataclass_code)."""
+    dataclass_code.save()
     gc.collect(1)
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+    gc.enable()
 
 
 def setup_logging(level: str) -> None:

@@ -2,7 +2,13 @@
 (design guide: asyncio.Protocol, data_received, transport.write). The Connection writes to a
 TransportLink (relaymq.server.link), which hands the transport one write per loop turn: the
 protocol is that link itself, one object less on every connection (80 bytes: issue 8,
-scenario 6)."""
+scenario 6).
+
+Compiled with the link and the connection (``relaymq.native_build``; issue 16): every read
+arrives here and every write leaves through the link. A compiled class has one base, so
+``MQTTProtocol`` is not an ``asyncio.Protocol`` subclass: asyncio and uvloop call a protocol's
+methods without checking its class (they check only for ``BufferedProtocol``), and the one
+method it would inherit, ``eof_received``, is written out."""
 
 from __future__ import annotations
 
@@ -44,7 +50,7 @@ def certificate_user(transport: asyncio.BaseTransport) -> str | None:
     return None
 
 
-class MQTTProtocol(TransportLink, asyncio.Protocol):
+class MQTTProtocol(TransportLink):
     """One per connection, and the link its Connection writes to (the TransportLink's part is
     set up by ``connection_made``, the first thing asyncio calls)."""
 
@@ -82,6 +88,10 @@ class MQTTProtocol(TransportLink, asyncio.Protocol):
                 self.connection.connection_lost()
             except Exception:
                 log.exception("internal error while closing %s", self.connection.peer)
+
+    def eof_received(self) -> bool | None:
+        """The peer closed its side: None lets the transport close (``asyncio.Protocol``'s own)."""
+        return None
 
     def pause_writing(self) -> None:
         if self.connection is not None:

@@ -55,7 +55,7 @@ class BatchFormatError(Exception):
     """A batch's ``data`` is not in a format this relaymq reads."""
 
 
-def encode(columns: Sequence[Sequence[Any]], count: int) -> bytes:
+def encode(columns: Sequence[log_columns.Column], count: int) -> bytes:
     """The ``data`` of a batch of ``count`` entries given as its stored columns."""
     return log_columns.encode(columns, count)
 
@@ -107,8 +107,16 @@ def batch_ops(partition: str, first_seq: int, columns: Sequence[Sequence[Any]], 
     for start in range(0, total, MAX_ROWS):
         chunk = columns if total <= MAX_ROWS else [column[start:start + MAX_ROWS] for column in columns]
         count = min(MAX_ROWS, total - start)
-        ops.append((insert, (partition, first_seq + start, count, chunk[ts_index][count - 1], encode(chunk, count))))
+        ops.append(batch_op(partition, first_seq + start, chunk, count, chunk[ts_index][count - 1], insert))
     return ops
+
+
+def batch_op(partition: str, first_seq: int, columns: Sequence[log_columns.Column], count: int, last_ts: float,
+             insert: str = INSERT) -> tuple[str, tuple[Any, ...]]:
+    """The INSERT of one batch: ``count`` (at most MAX_ROWS) consecutive entries from
+    ``first_seq`` of ``partition`` given as their stored ``columns``, the newest archive
+    timestamp among them ``last_ts``."""
+    return (insert, (partition, first_seq, count, last_ts, encode(columns, count)))
 
 
 def pack_entries(conn: sqlite3.Connection, columns: Sequence[str]) -> list[tuple[str, tuple[Any, ...]]]:

@@ -36,7 +36,7 @@ import struct
 import sys
 from array import array
 from collections.abc import Iterator, Sequence
-from itertools import accumulate, chain, repeat
+from itertools import repeat
 from typing import Any
 
 FORMAT = b"\x02"
@@ -46,96 +46,159 @@ _LITTLE = sys.byteorder == "little"
 _INT32 = 2**31 - 1
 
 
-def encode(columns: Sequence[Sequence[Any]], count: int) -> bytes:
+class Constant:
+    """A column given as the one value every entry of the batch holds (a writer that knows it,
+    such as the log's for the MQMD defaults of a publication, need not repeat it ``count``
+    times for :func:`encode` to find it again)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+#: A column as :func:`encode` takes it: its values, or the one value of every entry.
+Column = Sequence[Any] | Constant
+
+
+def encode(columns: Sequence[Column], count: int) -> bytes:
     """The ``data`` of a batch of ``count`` entries given as its stored columns."""
-    sections: list[bytes] = []
-    size = 0
-    header: list[tuple[Any, ...]] = []
-
-    def put(section: bytes) -> int:
-        nonlocal size
-        at = size
-        sections.append(section)
-        size += len(section)
-        pad = -size % 8
-        if pad:
-            sections.append(b"\0" * pad)
-            size += pad
-        return at
-
-    for values in columns:
-        header.append(_column(values, count, put))
+    sections = _Sections()
+    header = [_column(values, count, sections) for values in columns]
     head = marshal.dumps((count, header), 4)
     start = len(FORMAT) + _LENGTH.size + len(head)
     pad = -start % 8
     # the header's offsets count from the end of its padding
-    return b"".join((FORMAT, _LENGTH.pack(len(head) + pad), head, b"\0" * pad, *sections))
+    return b"".join((FORMAT, _LENGTH.pack(len(head) + pad), head, b"\0" * pad, *sections.parts))
 
 
-def _column(values: Sequence[Any], count: int, put: Any) -> tuple[Any, ...]:
-    kinds = set(map(type, values))
-    if len(kinds) == 1:
-        kind = kinds.pop()
+class _Sections:
+    """The sections of a ``data`` being written, each starting at a multiple of 8 bytes."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def put(self, section: bytes, rest: bytes = b"") -> int:
+        """Add ``section`` and ``rest`` after it; where they start."""
+        at = self.size
+        self.parts.append(section)
+        size = at + len(section)
+        if rest:
+            self.parts.append(rest)
+            size += len(rest)
+        pad = -size % 8
+        if pad:
+            self.parts.append(b"\0" * pad)
+            size += pad
+        self.size = size
+        return at
+
+
+def _column(given: Column, count: int, sections: _Sections) -> tuple[Any, ...]:
+    if isinstance(given, Constant):
+        if type(given.value) in _CONSTANT_TYPES:
+            return ("c", given.value)
+        values: list[Any] = [given.value] * count
+    else:
+        values = given if isinstance(given, list) else list(given)
+    kind = _kind(values)
+    if kind is not None:
         first = values[0]
         if kind in _CONSTANT_TYPES and values.count(first) == count:
             return ("c", first)
         if kind is float and _LITTLE:
-            return ("d", put(array("d", values).tobytes()))
+            return ("d", sections.put(_packed("d", values)))
         if kind is int and _LITTLE:
             try:
-                return ("q", put(array("q", values).tobytes()))
-            except OverflowError:
+                return ("q", sections.put(_packed("q", values)))
+            except struct.error:  # beyond 64 bits
                 pass
         elif kind is str:
-            found = _strings(values, put)
+            found = _strings(values, sections)
             if found is not None:
                 return found
         elif kind is bytes and _LITTLE:
-            found = _binary("b", values, b"".join(values), put)
+            found = _binary("b", values, b"".join(values), sections)
             if found is not None:
                 return found
         elif kind is dict:
-            found = _map(values, put)
+            found = _map(values, sections)
             if found is not None:
                 return found
     data = _marshal_list(values)
-    return ("m", put(data), len(data))
+    return ("m", sections.put(data), len(data))
 
 
-def _strings(values: Sequence[str], put: Any) -> tuple[Any, ...] | None:
+def _kind(values: list[Any]) -> type | None:
+    """The type of every one of ``values`` (None: they differ, or there are none)."""
+    if not values:
+        return None
+    kind = type(values[0])
+    for value in values:
+        if type(value) is not kind:
+            return None
+    return kind
+
+
+def _strings(values: list[str], sections: _Sections) -> tuple[Any, ...] | None:
     """A column of exact strs in Arrow's layout; None when one cannot be UTF-8 (a lone surrogate)."""
     if not _LITTLE:
         return None
     joined = "".join(values)
     if joined.isascii():  # one character, one byte: the strs' lengths are their offsets
-        return _binary("s", values, joined.encode("ascii"), put)
+        return _binary("s", values, joined.encode("ascii"), sections)
     try:
         encoded = [value.encode("utf-8") for value in values]
     except UnicodeEncodeError:
         return None
-    return _binary("s", encoded, b"".join(encoded), put)
+    return _binary("s", encoded, b"".join(encoded), sections)
 
 
-def _binary(kind: str, values: Sequence[Any], data: bytes, put: Any) -> tuple[Any, ...] | None:
+def _binary(kind: str, values: list[Any], data: bytes, sections: _Sections) -> tuple[Any, ...] | None:
     if len(data) > _INT32:
         return None
-    offsets = array("i", accumulate(map(len, values), initial=0)).tobytes()
-    at = put(offsets + data)
-    return (kind, at, len(data))
+    return (kind, sections.put(_offsets(values), data), len(data))
 
 
-def _map(values: Sequence[dict[Any, Any]], put: Any) -> tuple[Any, ...] | None:
+def _offsets(values: list[Any]) -> bytes:
+    """Arrow's int32 offsets of ``values`` (each with a length) laid end to end: 0, then where
+    each one ends. (A loop rather than ``accumulate``: compiled, the sum is a machine integer.)"""
+    ends = [0] * (len(values) + 1)
+    end = 0
+    for index, value in enumerate(values):
+        end += len(value)
+        ends[index + 1] = end
+    return _packed("i", ends)
+
+
+def _packed(code: str, values: Sequence[Any]) -> bytes:
+    """``values`` as little-endian int32s (``code`` "i"), int64s ("q") or float64s ("d"):
+    struct converts each value directly, where ``array`` parses a format per value."""
+    return struct.pack(f"<{len(values)}{code}", *values)
+
+
+def _map(values: list[dict[Any, Any]], sections: _Sections) -> tuple[Any, ...] | None:
     """A column of exact dicts of exact str -> str as an Arrow map."""
-    keys = list(chain.from_iterable(map(dict.keys, values)))
-    items = list(chain.from_iterable(map(dict.values, values)))
-    if not _LITTLE or (keys and set(map(type, chain(keys, items))) != {str}) or len(keys) > _INT32:
+    if not _LITTLE:
+        return None
+    keys: list[str] = []
+    items: list[str] = []
+    for value in values:
+        for key, item in value.items():
+            if type(key) is not str or type(item) is not str:
+                return None
+            keys.append(key)
+            items.append(item)
+    if len(keys) > _INT32:
         return None
     # the entries' strings first: a column that cannot be kept leaves no offsets behind
-    key_column, item_column = _strings(keys, put), _strings(items, put)
+    key_column, item_column = _strings(keys, sections), _strings(items, sections)
     if key_column is None or item_column is None:
         return None
-    at = put(array("i", accumulate(map(len, values), initial=0)).tobytes())
-    return ("M", at, key_column, item_column)
+    return ("M", sections.put(_offsets(values)), key_column, item_column)
 
 
 def _marshal_list(values: Sequence[Any]) -> bytes:

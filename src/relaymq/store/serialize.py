@@ -49,7 +49,9 @@ def _encode_value(value: Any) -> Any:
     raise TypeError(f"cannot store a property value of type {type(value).__name__}")
 
 
-def _encode_dict(values: dict[str, Any]) -> dict[str, Any]:
+def _encode_dict(values: dict[Any, Any]) -> dict[str, Any]:
+    """Keys are checked here, not declared: compiled (mypyc), a ``str`` key type would be
+    checked at run time too, with a message that does not say which rule was broken."""
     encoded: dict[str, Any] = {}
     for key, value in values.items():
         if not isinstance(key, str):
@@ -107,8 +109,9 @@ def message_row(m: StoredMessage, inbound_client: str | None = None,
                 inbound_packet_id: int | None = None) -> MessageRow:
     """The message's row; with the inbound QoS 2 state it is kept for (a client's packet id
     awaiting PUBREL), or none."""
+    payload = m.payload  # bytes, immutable, kept as it is: any other buffer is copied
     return (
-        m.msg_id, m.topic, bytes(m.payload), m.qos, int(m.retain),
+        m.msg_id, m.topic, payload if type(payload) is bytes else bytes(payload), m.qos, int(m.retain),
         encode_properties(m.properties), m.expiry_at, m.created_at, inbound_client, inbound_packet_id,
     )
 

@@ -14,7 +14,8 @@ acknowledged, in batches"):
 * Work that is undone before its batch is taken never reaches the database: a QoS 1 subscriber
   online usually acknowledges before the batch commits, so the message and delivery rows it
   created and deleted are dropped from the batch (keys ``("m", msg_id)`` and
-  ``("d", client_id, seq)``; :class:`relaymq.store.engine.Batch`).
+  ``("d", client_id, seq)``; :class:`relaymq.store.batch.Batch`). The statements and what each
+  submission does to the batch are in :mod:`.sqlite_ops` (compiled: issue 16).
 * ``synchronous="FULL"`` (default) fsyncs the WAL on every commit: an acknowledged message
   survives a power cut. ``"NORMAL"`` fsyncs only at checkpoints: an acknowledged message still
   survives the *process* dying (the WAL write happened before the callback), but the last batches
@@ -30,12 +31,10 @@ from __future__ import annotations
 import sqlite3
 from contextlib import AbstractContextManager
 from functools import partial
-from typing import Any
 from collections.abc import Callable
 
 from . import serialize as ser
 from .base import (
-    RELEASED,
     DeliveryRecord,
     InboundRecord,
     SessionRecord,
@@ -45,30 +44,19 @@ from .base import (
     StoreError,
     SubscriptionRecord,
 )
+from .batch import Batch
 from .engine import SCHEMA_VERSION as ENGINE_SCHEMA_VERSION
-from .engine import Batch, Engine, Notify, Op
+from .engine import Engine, Notify
 from .sqlite_load import read_marks, read_snapshot
+from .sqlite_ops import (
+    DELETE_CLIENT_DELIVERIES, DELETE_CLIENT_SUBSCRIPTIONS, DELETE_DELIVERY, DELETE_MESSAGE, DELETE_RETAINED,
+    DELETE_SESSION, DELETE_SUBSCRIPTION, PUT_DELIVERY, PUT_MESSAGE, PUT_META, PUT_RETAINED, PUT_SESSION,
+    PUT_SUBSCRIPTION, RELEASE_CLIENT_INBOUND, UPDATE_DELIVERY, delete_rows, fold_delivery, mark_released_rows,
+    put_both, release_rows, update_rows,
+)
 
 # The broker's tables are versions 1 and 2 of the engine's schema (re-exported for callers).
 SCHEMA_VERSION = ENGINE_SCHEMA_VERSION
-
-_PUT_MESSAGE = "INSERT OR REPLACE INTO messages VALUES (?,?,?,?,?,?,?,?,?,?)"
-_DELETE_MESSAGE = "DELETE FROM messages WHERE msg_id = ?"
-_NO_INBOUND = "UPDATE messages SET inbound_client = NULL, inbound_packet_id = NULL WHERE"
-_RELEASE_INBOUND = f"{_NO_INBOUND} msg_id = ?"
-_RELEASE_CLIENT_INBOUND = f"{_NO_INBOUND} inbound_client = ?"
-_PUT_SESSION = "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?)"
-_DELETE_SESSION = "DELETE FROM sessions WHERE client_id = ?"
-_PUT_SUBSCRIPTION = "INSERT OR REPLACE INTO subscriptions VALUES (?,?,?,?,?,?,?,?)"
-_DELETE_SUBSCRIPTION = "DELETE FROM subscriptions WHERE client_id = ? AND topic_filter = ?"
-_DELETE_CLIENT_SUBSCRIPTIONS = "DELETE FROM subscriptions WHERE client_id = ?"
-_PUT_DELIVERY = "INSERT OR REPLACE INTO deliveries VALUES (?,?,?,?,?,?,?,?)"
-_UPDATE_DELIVERY = "UPDATE deliveries SET packet_id = ?, state = ? WHERE client_id = ? AND seq = ?"
-_DELETE_DELIVERY = "DELETE FROM deliveries WHERE client_id = ? AND seq = ?"
-_MARK_RELEASED = f"UPDATE deliveries SET state = {RELEASED} WHERE client_id = ? AND seq = ?"
-_DELETE_CLIENT_DELIVERIES = "DELETE FROM deliveries WHERE client_id = ?"
-_PUT_RETAINED = "INSERT OR REPLACE INTO retained VALUES (?,?)"
-_DELETE_RETAINED = "DELETE FROM retained WHERE topic = ?"
 
 
 class SQLiteStore(Store):
@@ -155,8 +143,8 @@ class SQLiteStore(Store):
         marks = (self._max_msg_id, self._max_seq)
         if marks != self._written_marks:
             self._written_marks = marks
-            batch.afterwards["broker.max_msg_id"] = (_PUT_META, ("max_msg_id", marks[0]))
-            batch.afterwards["broker.max_seq"] = (_PUT_META, ("max_seq", marks[1]))
+            batch.afterwards["broker.max_msg_id"] = (PUT_META, ("max_msg_id", marks[0]))
+            batch.afterwards["broker.max_seq"] = (PUT_META, ("max_seq", marks[1]))
         if marks[1] > self._committed_seq:
             batch.commits.append(partial(self._now_committed, marks[1]))
 
@@ -183,61 +171,61 @@ class SQLiteStore(Store):
         return False
 
     def put_message(self, message: StoredMessage) -> None:
-        self.engine.submit(Batch.put, ("m", message.msg_id), (_PUT_MESSAGE, ser.message_row(message)),
+        self.engine.submit(Batch.put, ("m", message.msg_id), (PUT_MESSAGE, ser.message_row(message)),
                            self._fresh_message(message.msg_id))
 
     def delete_message(self, msg_id: int) -> None:
-        self.engine.submit(Batch.delete, ("m", msg_id), (_DELETE_MESSAGE, (msg_id,)))
+        self.engine.submit(Batch.delete, ("m", msg_id), (DELETE_MESSAGE, (msg_id,)))
 
     def put_session(self, record: SessionRecord) -> None:
-        self.engine.append([(_PUT_SESSION, ser.session_row(record))])
+        self.engine.append([(PUT_SESSION, ser.session_row(record))])
 
     def delete_session(self, client_id: str) -> None:
         key = (client_id,)
         self.engine.submit(Batch.barrier, [
-            (_DELETE_SESSION, key),
-            (_DELETE_CLIENT_SUBSCRIPTIONS, key),
-            (_DELETE_CLIENT_DELIVERIES, key),
-            (_RELEASE_CLIENT_INBOUND, key),
+            (DELETE_SESSION, key),
+            (DELETE_CLIENT_SUBSCRIPTIONS, key),
+            (DELETE_CLIENT_DELIVERIES, key),
+            (RELEASE_CLIENT_INBOUND, key),
         ])
 
     def put_subscription(self, record: SubscriptionRecord) -> None:
-        self.engine.append([(_PUT_SUBSCRIPTION, ser.subscription_row(record))])
+        self.engine.append([(PUT_SUBSCRIPTION, ser.subscription_row(record))])
 
     def delete_subscription(self, client_id: str, topic_filter: str) -> None:
-        self.engine.append([(_DELETE_SUBSCRIPTION, (client_id, topic_filter))])
+        self.engine.append([(DELETE_SUBSCRIPTION, (client_id, topic_filter))])
 
     def put_delivery(self, record: DeliveryRecord) -> None:
-        self.engine.submit(Batch.put, ("d", record.client_id, record.seq), (_PUT_DELIVERY, ser.delivery_row(record)),
+        self.engine.submit(Batch.put, ("d", record.client_id, record.seq), (PUT_DELIVERY, ser.delivery_row(record)),
                            self._fresh_delivery(record.seq))
 
     def put_message_and_delivery(self, message: StoredMessage, record: DeliveryRecord) -> None:
         """Both rows in one submission (the engine's lock and unit taken once, not twice)."""
         msg_id, seq = message.msg_id, record.seq
-        self.engine.submit(_put_both, ("m", msg_id), (_PUT_MESSAGE, ser.message_row(message)), self._fresh_message(msg_id),
-                           ("d", record.client_id, seq), (_PUT_DELIVERY, ser.delivery_row(record)),
+        self.engine.submit(put_both, ("m", msg_id), (PUT_MESSAGE, ser.message_row(message)), self._fresh_message(msg_id),
+                           ("d", record.client_id, seq), (PUT_DELIVERY, ser.delivery_row(record)),
                            self._fresh_delivery(seq), writes=2)
 
     def update_delivery(self, client_id: str, seq: int, packet_id: int | None, state: int) -> None:
-        self.engine.submit(Batch.update, ("d", client_id, seq), (_UPDATE_DELIVERY, (packet_id, state, client_id, seq)),
-                           partial(_fold_delivery, packet_id, state))
+        self.engine.submit(Batch.update, ("d", client_id, seq), (UPDATE_DELIVERY, (packet_id, state, client_id, seq)),
+                           partial(fold_delivery, packet_id, state))
 
     def delete_delivery(self, client_id: str, seq: int) -> None:
-        self.engine.submit(Batch.delete, ("d", client_id, seq), (_DELETE_DELIVERY, (client_id, seq)))
+        self.engine.submit(Batch.delete, ("d", client_id, seq), (DELETE_DELIVERY, (client_id, seq)))
 
     def update_deliveries(self, client_id: str, rows: list[tuple[int, int | None, int]]) -> None:
         """One submission for a window of updates (base.Store.update_deliveries)."""
-        self.engine.submit(_update_rows, client_id, rows, writes=len(rows))
+        self.engine.submit(update_rows, client_id, rows, writes=len(rows))
 
     def mark_released(self, client_id: str, seqs: list[int]) -> None:
         """One submission for a read's PUBRECs (base.Store.mark_released): the rows of a batch
         become one ``UPDATE ... WHERE client_id = ? AND seq IN (...)`` (engine._execute_pairs),
         where an update binding each row's packet id was a statement per row."""
-        self.engine.submit(_mark_released_rows, client_id, seqs, writes=len(seqs))
+        self.engine.submit(mark_released_rows, client_id, seqs, writes=len(seqs))
 
     def delete_deliveries(self, client_id: str, rows: list[tuple[int, int | None]]) -> None:
         """One submission for a read's acknowledged deliveries (base.Store.delete_deliveries)."""
-        self.engine.submit(_delete_rows, client_id, rows,
+        self.engine.submit(delete_rows, client_id, rows,
                            writes=len(rows) + sum(msg_id is not None for _, msg_id in rows))
 
     def read_deliveries(self, client_id: str, after_seq: int,
@@ -264,18 +252,18 @@ class SQLiteStore(Store):
         """One row: the message with its inbound QoS 2 state (schema 6)."""
         msg_id = message.msg_id
         self.engine.submit(Batch.put, ("m", msg_id),
-                           (_PUT_MESSAGE, ser.message_row(message, record.client_id, record.packet_id)),
+                           (PUT_MESSAGE, ser.message_row(message, record.client_id, record.packet_id)),
                            self._fresh_message(msg_id))
 
     def delete_inbounds(self, rows: list[tuple[int, bool]]) -> None:
         """One submission for a read's QoS 2 releases (base.Store.delete_inbounds): a row each."""
-        self.engine.submit(_release_rows, rows, writes=len(rows))
+        self.engine.submit(release_rows, rows, writes=len(rows))
 
     def put_retained(self, topic: str, msg_id: int) -> None:
-        self.engine.append([(_PUT_RETAINED, (topic, msg_id))])
+        self.engine.append([(PUT_RETAINED, (topic, msg_id))])
 
     def delete_retained(self, topic: str) -> None:
-        self.engine.append([(_DELETE_RETAINED, (topic,))])
+        self.engine.append([(DELETE_RETAINED, (topic,))])
 
     @property
     def notify(self) -> Notify:
@@ -307,8 +295,8 @@ class SQLiteStore(Store):
             self.engine.taking.remove(self._marks)
             # the marks of what is pending, since the engine goes on without this store
             try:
-                self.engine.append([(_PUT_META, ("max_msg_id", self._max_msg_id)),
-                                    (_PUT_META, ("max_seq", self._max_seq))])
+                self.engine.append([(PUT_META, ("max_msg_id", self._max_msg_id)),
+                                    (PUT_META, ("max_seq", self._max_seq))])
             except StoreError:
                 pass  # the engine failed or closed: nothing after it was acknowledged either
 
@@ -324,57 +312,3 @@ class SQLiteStore(Store):
             raise StoreError(f"cannot read store {self.path!r}: {exc}") from exc
         finally:
             conn.close()
-
-
-_PUT_META = "INSERT OR REPLACE INTO meta VALUES (?,?)"
-
-
-def _fold_delivery(packet_id: int | None, state: int, row: tuple[Any, ...]) -> tuple[Any, ...]:
-    return ser.updated_delivery_row(row, packet_id, state)
-
-
-def _update_rows(batch: Batch, client_id: str, rows: list[tuple[int, int | None, int]]) -> None:
-    """``update_delivery`` of each row, in order (``update_deliveries``)."""
-    update = batch.update
-    for seq, packet_id, state in rows:
-        update(("d", client_id, seq), (_UPDATE_DELIVERY, (packet_id, state, client_id, seq)),
-               partial(_fold_delivery, packet_id, state))
-
-
-def _released_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    return ser.updated_delivery_state(row, RELEASED)
-
-
-def _mark_released_rows(batch: Batch, client_id: str, seqs: list[int]) -> None:
-    """Each delivery's RELEASED state (``mark_released``), folded into its put still pending."""
-    update = batch.update
-    for seq in seqs:
-        update(("d", client_id, seq), (_MARK_RELEASED, (client_id, seq)), _released_row)
-
-
-def _delete_rows(batch: Batch, client_id: str, rows: list[tuple[int, int | None]]) -> None:
-    """``delete_delivery`` of each row, with its message when it names one (``delete_deliveries``)."""
-    delete = batch.delete
-    for seq, msg_id in rows:
-        delete(("d", client_id, seq), (_DELETE_DELIVERY, (client_id, seq)))
-        if msg_id is not None:
-            delete(("m", msg_id), (_DELETE_MESSAGE, (msg_id,)))
-
-
-def _release_rows(batch: Batch, rows: list[tuple[int, bool]]) -> None:
-    """Each message's inbound QoS 2 state cleared, or the message deleted when ``last``
-    (``delete_inbounds``); a clearing folds into the message's put still pending."""
-    for msg_id, last in rows:
-        key = ("m", msg_id)
-        if last:
-            batch.delete(key, (_DELETE_MESSAGE, (msg_id,)))
-        else:
-            batch.update(key, (_RELEASE_INBOUND, (msg_id,)), ser.released_message_row)
-
-
-def _put_both(batch: Batch, first_key: tuple[Any, ...], first: Op, first_fresh: bool,
-              second_key: tuple[Any, ...], second: Op, second_fresh: bool) -> None:
-    """Two puts of one submission, in order (``put_message_and_delivery``)."""
-    batch.put(first_key, first, first_fresh)
-    batch.put(second_key, second, second_fresh)
-

@@ -20,6 +20,7 @@ properties cannot be mapped is kept without them (:func:`bare_fields`).
 from __future__ import annotations
 
 import time
+from dataclasses import fields
 from typing import Any, NamedTuple
 
 from relaymq.pipeline.record import STORED_COLUMNS, LogRecord, domain_for_content_type, log, usr_text
@@ -30,11 +31,10 @@ from relaymq.store.log_columns import Column, Constant
 PUBLICATION_FIELDS: tuple[str, ...] = ("timestamp", "topic", "qos", "correl_id", "persistence", "expiry", "format",
                                        "reply_to_q", "usr", "domain", "body")
 #: What every publication holds in the other stored columns: no queue, the MQMD of a datagram
-#: from relaymq's MQTT listener.
+#: (LogRecord's defaults) from relaymq's MQTT listener.
 PUBLICATION_CONSTANTS: dict[str, Any] = {
-    "queue": None, "msg_id": b"", "msg_type": 8, "priority": 0, "ccsid": 1208, "encoding": 546,
-    "reply_to_qmgr": "", "user_identifier": "", "put_appl_name": "relaymq mqtt", "put_date": "", "put_time": "",
-    "group_id": b"", "msg_seq_number": 1,
+    **{f.name: f.default for f in fields(LogRecord) if f.name in STORED_COLUMNS and f.name not in PUBLICATION_FIELDS},
+    "put_appl_name": "relaymq mqtt",
 }
 if sorted((*PUBLICATION_FIELDS, *PUBLICATION_CONSTANTS)) != sorted(STORED_COLUMNS):  # pragma: no cover
     raise AssertionError("every stored column is a publication's field or a constant, once")
@@ -163,11 +163,7 @@ def stored_columns(entries: list[Any], stamps: list[int], now: float | None = No
     domains: list[str] = []
     bodies: list[bytes] = []
     for index, entry in enumerate(entries):
-        at = times[index]
-        try:
-            values = publication_fields(entry, at, now)
-        except Exception as error:  # noqa: BLE001 - the writer thread must go on: keep what can be kept
-            values = bare_fields(entry, at, error)
+        values = _kept_fields(entry, times[index], now)
         topics.append(values[1])
         qoses.append(values[2])
         correls.append(values[3])
@@ -191,12 +187,17 @@ def _columns_of_rows(entries: list[Any], times: list[float], now: float | None) 
     return [list(column) for column in zip(*rows, strict=True)]
 
 
+def _kept_fields(entry: Any, at: float, now: float | None) -> Fields:
+    """:func:`publication_fields`, or :func:`bare_fields` where they cannot be mapped."""
+    try:
+        return publication_fields(entry, at, now)
+    except Exception as error:  # noqa: BLE001 - the writer thread must go on: keep what can be kept
+        return bare_fields(entry, at, error)
+
+
 def _row(entry: Any, at: float, now: float | None) -> tuple[Any, ...]:
     """A publication's stored form: its fields and the constants in STORED_COLUMNS order."""
-    try:
-        values = publication_fields(entry, at, now)
-    except Exception as error:  # noqa: BLE001 - as in stored_columns
-        values = bare_fields(entry, at, error)
+    values = _kept_fields(entry, at, now)
     return tuple(values[place] if place >= 0 else constant for place, constant in zip(_PLACES, _CONSTANTS,
                                                                                       strict=True))
 

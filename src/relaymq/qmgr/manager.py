@@ -548,9 +548,7 @@ class QueueManager:
         assert definition is not None
         with self._lock:
             self._check_open()
-            index = self._queues.get(definition.key)
-            if index is None:
-                raise UnknownQueue(f"queue {definition.name!r} was deleted")
+            index = self._live_index(definition)
             ops: list[Op] = []
             entry = self._new_entry(index, resolved, message, confirm_id, uid, resend, expire_time, ops)
             ops.append(("meta", "seq", entry.seq))
@@ -606,6 +604,13 @@ class QueueManager:
                 results[at] = error
         return results
 
+    def _live_index(self, definition: QueueDefinition) -> QueueIndex:
+        """The index of the queue a put resolved to, still defined (held under the lock)."""
+        index = self._queues.get(definition.key)
+        if index is None:
+            raise UnknownQueue(f"queue {definition.name!r} was deleted")
+        return index
+
     def _place_one(self, queue: str, message: Message, results: list[bytes | QueueError],
                    later: list[tuple[int, str, Message]], ops: list[Op], made: list[tuple[QueueIndex, Entry]],
                    now: int) -> None:
@@ -620,9 +625,7 @@ class QueueManager:
                 return
             definition = resolved.definition
             assert definition is not None
-            index = self._queues.get((definition.owner, definition.name))
-            if index is None:
-                raise UnknownQueue(f"queue {definition.name!r} was deleted")
+            index = self._live_index(definition)
             entry = self._new_entry(index, resolved, message, 0, None, False, None, ops, now)
         except QueueError as error:
             results.append(error)
@@ -657,7 +660,7 @@ class QueueManager:
             for index, entry in made:
                 index.pending -= 1
                 definition = index.definition
-                if queues.get((definition.owner, definition.name)) is not index:
+                if queues.get(definition.key) is not index:
                     continue  # the queue was deleted meanwhile: the store's row goes with the purge
                 index.add(entry)
                 by_uid[entry.uid] = entry

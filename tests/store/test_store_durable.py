@@ -297,6 +297,12 @@ def apply(store: Store, op: tuple) -> None:  # type: ignore[type-arg]
 @example([("put_message", 3, b""), ("put_message_and_delivery", 1, b"", "b", 1),
           ("put_message_and_delivery", 2, b"", "b", 2), ("delete_message", 2),
           ("put_session", "b")])  # an orphan beside a delivery whose message is gone: load(1) reads the orphan
+@example([("put_session", "a"), ("put_message_and_delivery", 1, b"", "a", 1),
+          ("put_message_and_delivery", 2, b"", "a", 2), ("update_delivery", "a", 2, 1, 1),
+          ("put_message_and_delivery", 3, b"", "a", 3)])  # in flight after load(1)'s page: read in full
+@example([("put_session", "a"), ("put_message_and_delivery", 1, b"", "a", 1),
+          ("put_message_and_delivery", 2, b"", "a", 2),
+          ("update_delivery", "a", 1, 1, 1)])  # exactly a page queued beside one in flight: no ids left
 def test_batches_and_coalescing_match_the_plain_model(ops: list[tuple]) -> None:  # type: ignore[type-arg]
     """Whatever the operations and wherever the batches are cut, a restarted SQLite store holds
     exactly what the memory engine holds after the same operations (spec README decision 4;

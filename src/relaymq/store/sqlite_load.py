@@ -11,6 +11,8 @@ accept the session; the ids alone take a tenth of that.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from operator import itemgetter
 from typing import Any
 
 from . import serialize as ser
@@ -18,16 +20,17 @@ from .base import DeliveryRecord, InboundRecord, SessionRecord, Snapshot, Stored
 
 #: Bound parameters per ``IN (...)`` query: below SQLite's oldest default limit (999).
 _CHUNK = 500
+_MSG_ID = itemgetter(1)  # of a (seq, msg_id) pair
 
 _ALL_DELIVERIES = "SELECT * FROM deliveries ORDER BY seq, client_id"
-_QUEUED_PER_CLIENT = ("SELECT client_id, SUM(state = 0), MAX(CASE WHEN state != 0 THEN seq END)"
-                      " FROM deliveries GROUP BY client_id")
+#: Rows per client, whatever their state: counting reads no column but the key (a quarter
+#: less than summing the states; issue 16, row 9).
+_ROWS_PER_CLIENT = "SELECT client_id, COUNT(*) FROM deliveries GROUP BY client_id"
 _CLIENT_DELIVERIES = "SELECT * FROM deliveries WHERE client_id = ? ORDER BY seq"
 _PAGE_END = ("SELECT seq FROM deliveries WHERE client_id = ? AND state = 0 ORDER BY seq"
              " LIMIT 1 OFFSET ?")
 _CLIENT_HEAD = "SELECT * FROM deliveries WHERE client_id = ? AND seq <= ? ORDER BY seq"
-_CLIENT_HEAD_AND_LATER = ("SELECT * FROM deliveries WHERE client_id = ? AND (state != 0 OR seq <= ?)"
-                          " ORDER BY seq")
+_CLIENT_LATER_IN_FLIGHT = "SELECT * FROM deliveries WHERE client_id = ? AND seq > ? AND state != 0 ORDER BY seq"
 #: The inbound QoS 2 states (schema 6: columns of their messages' rows), from the partial
 #: index that holds them only: a backlog's messages are not read for it.
 _INBOUND = ("SELECT inbound_client, inbound_packet_id, msg_id FROM messages WHERE inbound_client IS NOT NULL"
@@ -77,15 +80,21 @@ def _read_deliveries_paged(conn: sqlite3.Connection, sessions: dict[str, Session
     session's longer one, those in flight and the first ``page`` queued, the rest as ids."""
     rows: list[Any] = []
     stored_only: dict[str, list[tuple[int, int]]] = {}
-    for client_id, queued, last_sent in conn.execute(_QUEUED_PER_CLIENT).fetchall():
-        if queued <= page or client_id not in sessions:
+    for client_id, count in conn.execute(_ROWS_PER_CLIENT).fetchall():
+        end = (conn.execute(_PAGE_END, (client_id, page - 1)).fetchone()
+               if count > page and client_id in sessions else None)
+        if end is None:  # at most ``page`` queued
             rows.extend(conn.execute(_CLIENT_DELIVERIES, (client_id,)))
             continue
-        (last,) = conn.execute(_PAGE_END, (client_id, page - 1)).fetchone()
-        # in flight are the oldest, as a rule: then the head is a range of the primary key
-        head = _CLIENT_HEAD if last_sent is None or last_sent <= last else _CLIENT_HEAD_AND_LATER
-        rows.extend(conn.execute(head, (client_id, last)))
-        stored_only[client_id] = conn.execute(_CLIENT_TAIL, (client_id, last)).fetchall()
+        (last,) = end
+        head = conn.execute(_CLIENT_HEAD, (client_id, last)).fetchall()
+        tail = conn.execute(_CLIENT_TAIL, (client_id, last)).fetchall()
+        rows.extend(head)
+        if len(head) + len(tail) != count:
+            # in flight are the oldest, as a rule; the rows the two ranges left are later ones
+            rows.extend(conn.execute(_CLIENT_LATER_IN_FLIGHT, (client_id, last)))
+        if tail:  # none when exactly ``page`` are queued: then every row is read
+            stored_only[client_id] = tail
     rows.sort(key=lambda row: (row[1], row[0]))  # the order of _ALL_DELIVERIES
     return [ser.delivery_from_row(row) for row in rows], stored_only
 
@@ -96,7 +105,9 @@ def _unread_messages(stored_only: dict[str, list[tuple[int, int]]], deliveries: 
     """The messages only deliveries left in the store refer to: they are not read now."""
     if not stored_only:
         return set()
-    skip = {msg_id for tail in stored_only.values() for _, msg_id in tail}
+    skip: set[int] = set()
+    for tail in stored_only.values():
+        skip.update(map(_MSG_ID, tail))  # no Python loop over a backlog's 99,000 pairs
     skip.difference_update(d.msg_id for d in deliveries)
     skip.difference_update(i.msg_id for i in inbound)
     skip.difference_update(retained.values())
@@ -142,16 +153,36 @@ def _count_outside(conn: sqlite3.Connection, skip: set[int]) -> int:
     ordered = sorted(skip)
     gaps: list[tuple[int, int]] = []
     low = _LOWEST
-    for msg_id in ordered:
-        if msg_id > low:
-            gaps.append((low, msg_id - 1))
+    for first, last in _runs(ordered):
+        if first > low:
+            gaps.append((low, first - 1))
             if len(gaps) > _MAX_GAPS:
                 return -1
-        low = msg_id + 1
+        low = last + 1
     if low <= _HIGHEST:
         gaps.append((low, _HIGHEST))
     return sum(conn.execute("SELECT COUNT(*) FROM messages WHERE msg_id BETWEEN ? AND ?", gap).fetchone()[0]
                for gap in gaps)
+
+
+def _runs(ordered: list[int]) -> Iterator[tuple[int, int]]:
+    """The runs of consecutive integers in ``ordered`` (ascending, no repeats) as (first,
+    last), each end found by a galloping search: ``ordered[j] - ordered[i] == j - i`` holds
+    exactly while ``i..j`` is one run, so a backlog of 99,000 ids in a few runs costs a few
+    hundred steps, not a step per id."""
+    start, size = 0, len(ordered)
+    while start < size:
+        first = ordered[start]
+        end, step = start, 1  # ordered[end] is in the run; find the run's last index
+        while end + step < size and ordered[end + step] - first == end + step - start:
+            end += step
+            step *= 2
+        while step > 1:
+            step //= 2
+            if end + step < size and ordered[end + step] - first == end + step - start:
+                end += step
+        yield first, ordered[end]
+        start = end + 1
 
 
 def _read_by_id(conn: sqlite3.Connection, wanted: list[int]) -> dict[int, StoredMessage]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from relaymq.broker.handle_subscribe import add_subscription_to_tree
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from relaymq.broker.broker import Broker
 
 log = logging.getLogger("relaymq.broker")
+
+_MSG_ID = itemgetter(1)  # of a (seq, msg_id) pair
 
 
 def restore_snapshot(broker: Broker, snap: Snapshot) -> None:
@@ -121,7 +124,7 @@ def _restore_stored_only(broker: Broker, client_id: str, tail: list[tuple[int, i
     merge = bool(spilled)  # _restore_delivery spilled some already (past the queue limits)
     spilled.extend(tail)
     session.spilled = deque(sorted(spilled)) if merge else spilled
-    broker.refs.add_all(msg_id for _, msg_id in tail)
+    broker.refs.add_all(map(_MSG_ID, tail))  # no Python loop over a backlog's 99,000 pairs
 
 
 def _restore_inbound(broker: Broker, record: InboundRecord, messages: dict[int, StoredMessage]) -> None:

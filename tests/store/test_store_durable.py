@@ -334,7 +334,9 @@ def test_batches_and_coalescing_match_the_plain_model(ops: list[tuple]) -> None:
 
 def assert_paged_load_covers(paged: Snapshot, full: Snapshot) -> None:
     """``load(page)`` (issue 16, row 9) holds the same state: each delivery in full or as
-    (seq, msg_id) in ``stored_only``, and every message but those only the latter refer to."""
+    (seq, msg_id) in ``stored_only``, and every message but those only the latter refer to.
+    A tail is never empty (restore reads its last seq), and in seq order."""
+    assert all(tail == sorted(tail) and tail for tail in paged.stored_only.values())
     listed = sorted([(d.client_id, d.seq, d.msg_id) for d in paged.deliveries]
                     + [(c, seq, m) for c, tail in paged.stored_only.items() for seq, m in tail])
     assert listed == sorted((d.client_id, d.seq, d.msg_id) for d in full.deliveries)

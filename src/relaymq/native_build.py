@@ -41,10 +41,13 @@ SRC = Path(SOURCE_ROOT)
 #: ``__init__`` stays interpreted and costs more than a plain slotted dataclass (decode_in of a
 #: PUBLISH: 12,400 instructions against 11,500 with ``packets.py`` left as Python; 16,200 all
 #: pure). Not ``broker.py`` (``flows.scada`` subclasses ``Broker``, which a native class forbids)
-#: nor ``no_entries.py`` (a native ``dict`` subclass ignores the overrides that guard it), nor
-#: ``store/sqlite.py`` and ``store/engine.py`` (an ABC's subclass, threads, SQLite: their
-#: per-message part moved into the modules above; ``sqlite.py`` compiled as well measured the
-#: same, 106,800 against 106,600 instructions per message on bench_core row 5).
+#: nor ``no_entries.py`` (a native ``dict`` subclass ignores the overrides that guard it). The
+#: storage engine (``store/engine.py``: the submission, the units of work, the writer thread)
+#: and the broker's store on it (``store/sqlite.py``; ``SQLiteStore`` subclasses the ``Store``
+#: ABC, so it is compiled as a Python class with native methods) are compiled together: alone,
+#: ``sqlite.py`` had measured the same (106,800 against 106,600 instructions per message on
+#: bench_core row 5), as its calls went on to the interpreted ``Engine.submit``. The engine's
+#: ``Ticket`` stays Python (``store/ticket.py``): the queue manager's subclasses it.
 #: And the message log's writer thread: the stored columns of the archived publications
 #: (``log_entries.py``) and their encoding (``log_columns.py``), issue 14's message-log append
 #: (not ``record.py``: ``LogRecord`` is a slotted dataclass).
@@ -65,6 +68,8 @@ MODULES = (
     "relaymq/store/serialize.py",
     "relaymq/store/batch.py",
     "relaymq/store/sqlite_ops.py",
+    "relaymq/store/engine.py",
+    "relaymq/store/sqlite.py",
     "relaymq/server/link.py",
     "relaymq/server/mqtt_protocol.py",
     "relaymq/pubsub/topictree.py",

@@ -28,7 +28,7 @@ from typing import Any
 from relaymq.qmgr.definitions import QueueDefinition
 from relaymq.qmgr.errors import StoreFailed
 from relaymq.store.base import StoreError
-from relaymq.store.engine import Ticket as EngineTicket
+from relaymq.store.ticket import Ticket as EngineTicket
 from relaymq.qmgr.states import Entry
 
 Op = tuple[Any, ...]

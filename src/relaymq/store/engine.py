@@ -73,6 +73,7 @@ from .commit_latency import CommitLatency
 from .base import StoreError, StoreUnavailable
 from .batch import Batch, Op
 from .sqlite_file import SYNCHRONOUS_MODES, DatabaseFileError, open_database
+from .ticket import Ticket
 
 log = logging.getLogger("relaymq.store")
 
@@ -182,33 +183,6 @@ class StoreInUse(StoreError):
         self.holder = holder
 
 
-class Ticket:
-    """Completion of a submission for a thread that waits: ``wait()`` returns once the
-    operations submitted before the ticket was taken are durable, or raises StoreError."""
-
-    __slots__ = ("_event", "error")
-
-    def __init__(self, done: bool = False) -> None:
-        self._event = threading.Event()
-        self.error: BaseException | None = None
-        if done:
-            self._event.set()
-
-    def finish(self, error: BaseException | None = None) -> None:
-        self.error = error
-        self._event.set()
-
-    @property
-    def done(self) -> bool:
-        return self._event.is_set()
-
-    def wait(self, timeout: float | None = None) -> None:
-        if not self._event.wait(timeout):
-            raise StoreError("the store did not commit in time")
-        if self.error is not None:
-            raise StoreError(f"store write failed: {self.error}") from self.error
-
-
 class _UnitScope:
     """The context manager ``Engine.unit`` returns (one per engine, reused: the units are
     per thread, kept in the engine's thread-local state). Entering and leaving do the work
@@ -308,8 +282,8 @@ class Engine:
         #: Seconds each commit took (BEGIN to COMMIT), for the metrics endpoint.
         self.commit_latency = CommitLatency()
         self._coalesced = 0
-        self._thread = threading.Thread(target=self._run, name="relaymq-store-writer", daemon=True)
-        self._thread.start()
+        self._writer = threading.Thread(target=self._run, name="relaymq-store-writer", daemon=True)
+        self._writer.start()
 
     # -- state the parts and the statistics read
 
@@ -458,7 +432,7 @@ class Engine:
         """Block until everything submitted (outside an open unit) is committed and its
         callbacks handed over; raise StoreUnavailable instead of waiting while a write error
         is being retried."""
-        if threading.current_thread() is self._thread:
+        if threading.current_thread() is self._writer:
             raise StoreError("flush() called on the store's writer thread: notify must not run callbacks that flush")
         with self._lock:
             self._check()
@@ -474,7 +448,7 @@ class Engine:
 
         Closing twice is harmless; every submission after close raises StoreError.
         """
-        if threading.current_thread() is self._thread:
+        if threading.current_thread() is self._writer:
             raise StoreError("close() called on the store's writer thread")
         with self._lock:
             already = self._closing
@@ -483,7 +457,7 @@ class Engine:
         self._stopping.set()
         if already:
             return
-        self._thread.join()
+        self._writer.join()
         self._release_lock()
         if self._failed is not None and not self._abandoned:
             raise StoreError(f"{self.what} {self.path!r} failed: {self._failed}") from self._failed

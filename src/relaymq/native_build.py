@@ -47,7 +47,8 @@ SRC = Path(SOURCE_ROOT)
 #: ABC, so it is compiled as a Python class with native methods) are compiled together: alone,
 #: ``sqlite.py`` had measured the same (106,800 against 106,600 instructions per message on
 #: bench_core row 5), as its calls went on to the interpreted ``Engine.submit``. The engine's
-#: ``Ticket`` stays Python (``store/ticket.py``): the queue manager's subclasses it.
+#: ``Ticket`` stays Python (``store/ticket.py``): the queue manager's subclasses it. And the
+#: injected clock (``clock.py``), read for every delivery put in flight and every read.
 #: And the message log's writer thread: the stored columns of the archived publications
 #: (``log_entries.py``) and their encoding (``log_columns.py``), issue 14's message-log append
 #: (not ``record.py``: ``LogRecord`` is a slotted dataclass).
@@ -70,6 +71,7 @@ MODULES = (
     "relaymq/store/sqlite_ops.py",
     "relaymq/store/engine.py",
     "relaymq/store/sqlite.py",
+    "relaymq/clock.py",
     "relaymq/server/link.py",
     "relaymq/server/mqtt_protocol.py",
     "relaymq/pubsub/topictree.py",

@@ -1,5 +1,6 @@
 """The compiled modules' tests (tests/mqtt, tests/conformance, tests/broker for the broker's
-per-message path, and the message log's columns and entries) in the other mode: the run itself uses the compiled modules when they are
+per-message path, tests/store for the storage engine and the broker's store, and the message
+log's columns and entries) in the other mode: the run itself uses the compiled modules when they are
 built (bin/test builds them where a C compiler is), so this runs them again as pure Python
 (``RELAYMQ_PURE=1``), or compiled when the run was told to be pure. Both modes are thus tested
 on every machine that can compile; where none is built it is skipped."""
@@ -29,7 +30,7 @@ def test_the_compiled_modules_tests_pass_in_the_other_mode():
     assert mode.startswith("compiled: yes" if pure_now else "compiled: no"), mode
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0",
-         "tests/mqtt", "tests/conformance", "tests/broker", "tests/store/test_log_columns.py",
+         "tests/mqtt", "tests/conformance", "tests/broker", "tests/store",
          "tests/pipeline/test_log_entries.py", "tests/pipeline/test_log.py",
          f"--ignore={Path(__file__).relative_to(ROOT)}"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=560, check=False)

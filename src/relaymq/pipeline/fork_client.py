@@ -13,7 +13,7 @@ or it refuses, it runs the module as the launcher would have: ``exec python -m M
 A server's identity is :func:`fingerprint`: the interpreter, the working directory and every
 environment variable but the ones Spark sets afresh for each process it starts (read at run
 time, not while the server imports): a child runs in an interpreter started exactly as the
-plain one would have been. The launch of ``pyspark.daemon`` (a session's first Python worker)
+plain one would have been. The launch of the data source planners' ``pyspark.daemon``
 starts the server for its fingerprint, so it is warm before the session's first streaming query.
 
 Usage (by the launcher): ``python -I -S fork_client.py DIRECTORY -m MODULE [ARGUMENT...]``.
@@ -30,8 +30,10 @@ import sys
 
 #: The modules a fork server runs; every other launch is a plain ``exec``.
 SERVED = ("pyspark.sql.streaming.python_streaming_source_runner",)
-#: The module whose launch starts the server (Spark's first Python process of a session).
-STARTER = "pyspark.daemon"
+#: The launch that starts the server: the daemon of a session's Python data source planners,
+#: started as a query over such a source is defined, before its runner, and with the runner's
+#: environment (the daemons of other workers differ: the executors' sets OMP_NUM_THREADS).
+STARTER = ("pyspark.daemon", "pyspark.sql.worker.create_data_source")
 #: Variables Spark sets for each Python process it starts, each read by pyspark at run time
 #: (``worker_util``, ``daemon``, ``worker``, ``util``): they do not enter a fingerprint.
 PER_LAUNCH = ("PYTHON_WORKER_FACTORY_", "PYTHON_DAEMON_", "PYTHON_UDF_BATCH_SIZE", "SPARK_REUSE_WORKER",
@@ -119,7 +121,7 @@ def main(directory: str, argv: list[str]) -> None:
                 signal.signal(-status, signal.SIG_DFL)
                 os.kill(os.getpid(), -status)
             os._exit(status & 0xFF if status >= 0 else 128 - status)
-    elif module == STARTER:
+    elif tuple(argv[1:]) == STARTER:
         _start_server(directory, print_)
     os.execv(sys.executable, [sys.executable, *argv])
 

@@ -1,7 +1,7 @@
 """A local session's warm Python process for its streaming source runners (issue 16).
 
 ``python -m relaymq.pipeline.fork_server SOCKET PARENT`` is started by ``fork_client`` as Spark
-launches a session's ``pyspark.daemon`` (PARENT, that process), with the environment and working
+launches a session's ``pyspark.daemon`` of Python data source planners (PARENT, that process), with the environment and working
 directory of that launch. It imports what a streaming source runner imports (pyspark's runner
 module with pyarrow and numpy, and relaymq's source), then listens on SOCKET, a Unix socket in
 the session's private launcher directory. For each request whose module is one of

@@ -21,7 +21,8 @@ returns None and Spark starts the workers as it always does.
 
 The launcher also drops spark-core's jar, which Spark puts on the same path and which holds no
 Python module (:func:`spark_jars`), and, where the interpreter can (:func:`forks_supported`),
-hands the launches of ``pyspark.daemon`` and of the streaming source runner to ``fork_client``:
+hands the launches of the data source planners' ``pyspark.daemon`` and of the streaming source
+runner to ``fork_client``:
 the runner is then forked from a warm process started with the session's daemon
 (``fork_server``).
 """
@@ -104,13 +105,12 @@ def launcher_text(python: str, dropped: list[str], fork_directory: str | None = 
     patterns = "|".join(shlex.quote(path) for path in dropped)
     forked = ""
     if fork_directory is not None:
-        modules = "|".join(shlex.quote(module) for module in (STARTER, *SERVED))
+        launches = "|".join(shlex.quote(":".join((str(len(argv)), *argv, *[""] * (4 - len(argv))))) for argv in (
+            ("-m", *STARTER), *(("-m", module) for module in SERVED)))
         client = shlex.quote(os.path.abspath(fork_client.__file__))
-        forked = f"""if [ "${{1-}}" = -m ]; then
-    case ${{2-}} in
-        {modules}) exec {shlex.quote(python)} -I -S {client} {shlex.quote(fork_directory)} "$@" ;;
-    esac
-fi
+        forked = f"""case $#:${{1-}}:${{2-}}:${{3-}}: in
+    {launches}) exec {shlex.quote(python)} -I -S {client} {shlex.quote(fork_directory)} "$@" ;;
+esac
 """
     return f"""#!/bin/sh
 # Written by relaymq.pipeline.worker_launcher: Spark's Python workers import the installed

@@ -83,6 +83,15 @@ def _parent(pid: int) -> int:
         return int(stat.read().rsplit(")", 1)[1].split()[1])
 
 
+def _ended(pid: int) -> bool:
+    """Whether the process is gone or a zombie (an orphan's reaper may take its time)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
 def _launch(launcher: str, directory: Path, env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen([launcher, "-m", RUNNER], cwd=directory, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
@@ -134,7 +143,7 @@ def test_a_runner_goes_with_the_process_spark_started(tmp_path) -> None:
         launched.send_signal(signal.SIGTERM)
         assert launched.wait(60) == -signal.SIGTERM
         assert connection.recv(1) == b""  # the runner's end closed: it is gone
-        _wait_for(lambda: not os.path.exists(f"/proc/{pid}"))
+        _wait_for(lambda: _ended(pid))
         assert server.poll() is None  # still serving
     finally:
         server.terminate()
@@ -155,5 +164,5 @@ def test_the_server_ends_with_the_process_it_watches(tmp_path) -> None:
     assert _parent(server) == daemon.pid and path.exists()
     daemon.stdin.close()
     daemon.wait(60)
-    _wait_for(lambda: not os.path.exists(f"/proc/{server}"))
+    _wait_for(lambda: _ended(server))
     assert not path.exists()

@@ -133,10 +133,11 @@ if [ -n "$kept" ]; then PYTHONPATH=$kept; export PYTHONPATH; else unset PYTHONPA
 
 def forks_supported() -> bool:
     """Whether this interpreter has what a fork server and its clients need (Linux's process
-    descriptors, descriptors passed over Unix sockets)."""
+    descriptors, descriptors passed over Unix sockets) and the client is a file to run."""
     import socket
 
-    return hasattr(os, "pidfd_open") and hasattr(socket, "send_fds") and hasattr(os, "fork")
+    return (hasattr(os, "pidfd_open") and hasattr(socket, "send_fds") and hasattr(os, "fork")
+            and os.path.isfile(fork_client.__file__))  # the client runs by path
 
 
 def worker_python(python: str) -> str | None:

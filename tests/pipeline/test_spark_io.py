@@ -358,3 +358,26 @@ def test_a_local_sessions_python_workers_import_the_installed_pyspark(spark, tmp
     end = json.loads(end) if isinstance(end, str) else end
     assert end["runner"] == pyspark.__file__
     assert [row.file for row in spark.read.parquet(str(tmp_path / "out")).collect()] == [pyspark.__file__]
+
+
+def test_a_local_sessions_checkpoints_are_written_without_starting_processes(spark, tmp_path) -> None:
+    """issue 16 (AvailableNow >= 200,000 msg/s; docs/pipeline.md "Running jobs"): a local session
+    keeps streaming checkpoints and sink logs through Hadoop's FileSystem API, whose status
+    calls start no ``readlink`` process as FileContext's do; the logs are the same (a batch's
+    offsets, commit and sink entry; a run with nothing new adds no batch)."""
+    assert spark.conf.get("spark.sql.streaming.checkpointFileManagerClass").endswith(
+        ".FileSystemBasedCheckpointFileManager")
+    log = MessageLog(str(tmp_path / "log"))
+    fill(log, "a-0", 5)
+
+    def run_once() -> None:
+        (spark.readStream.format("relaymq").option("log", str(tmp_path / "log")).schema("seq BIGINT").load()
+         .writeStream.format("parquet").option("path", str(tmp_path / "out"))
+         .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start().awaitTermination())
+
+    run_once()
+    run_once()
+    assert sorted(path.name for path in (tmp_path / "cp" / "offsets").iterdir() if not path.name.startswith(".")) == ["0"]
+    assert sorted(path.name for path in (tmp_path / "cp" / "commits").iterdir() if not path.name.startswith(".")) == ["0"]
+    assert (tmp_path / "out" / "_spark_metadata" / "0").exists()
+    assert sorted(row.seq for row in spark.read.parquet(str(tmp_path / "out")).collect()) == list(range(5))

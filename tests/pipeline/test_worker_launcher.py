@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from relaymq.pipeline.worker_launcher import spark_zips, worker_python
+from relaymq.pipeline.worker_launcher import spark_jars, spark_zips, worker_python
 
 pyspark = pytest.importorskip("pyspark")
 PACKAGE = os.path.dirname(pyspark.__file__)
@@ -34,7 +34,7 @@ def test_the_workers_import_the_installed_pyspark_instead_of_sparks_zip(tmp_path
     if not zips:
         pytest.skip("this pyspark is not a pip-installed package with python/lib/pyspark.zip")
     others = [str(tmp_path / "a"), str(tmp_path / "with space"), str(tmp_path / "glob*[x]")]
-    pythonpath = ":".join(zips[:2] + others)
+    pythonpath = ":".join(zips[:2] + spark_jars(PACKAGE)[:1] + others)
     plain = _run(sys.executable, pythonpath)
     assert ".zip" in plain[0]  # the cost the launcher removes
     launcher = worker_python(sys.executable)
@@ -54,3 +54,20 @@ def test_workers_of_another_interpreter_are_left_alone(tmp_path) -> None:
     other.chmod(0o755)
     assert worker_python(str(other)) is None
     assert spark_zips(str(tmp_path)) == []  # a directory without Spark's python/lib
+
+
+def test_sparks_core_jar_leaves_the_path_only_when_it_holds_no_python(tmp_path) -> None:
+    """Spark's core jar on the workers' PYTHONPATH serves no import but costs each worker a read
+    of its directory per importlib.invalidate_caches(): the launcher drops it, unless it holds
+    a Python module (then an import could come from it)."""
+    import zipfile
+
+    assert any(jar.endswith(".jar") for jar in spark_jars(PACKAGE))  # the installed pyspark's
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    with zipfile.ZipFile(jars / "spark-core_2.13-9.9.jar", "w") as jar:
+        jar.writestr("org/apache/spark/api/python/PythonUtils.class", b"\xca\xfe")
+    assert spark_jars(str(tmp_path)) == [str(jars / "spark-core_2.13-9.9.jar")]
+    with zipfile.ZipFile(jars / "spark-core_2.13-9.9.jar", "a") as jar:
+        jar.writestr("helper.py", "x = 1\n")
+    assert spark_jars(str(tmp_path)) == []

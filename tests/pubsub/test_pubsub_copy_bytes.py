@@ -12,6 +12,7 @@ import pytest
 
 from relaymq.message.constants import MQPER_PERSISTENCE_AS_Q_DEF, MQPER_PERSISTENT
 from relaymq.message.message import Message
+from relaymq.message.mqmd import put_fields
 from relaymq.pubsub.delivery import Delivery
 from relaymq.pubsub.model import NON_PERS, PERS, PERS_AS_PUB, PERS_AS_QUEUE, Publication, QueueSubscription, SubscriberId
 from relaymq.qmgr import QueueManager
@@ -51,6 +52,10 @@ def test_a_got_copy_is_the_message_encoded_on_its_own(tmp_path, pub):
     ids = itertools.count(1)  # the same MsgIds again, in the same order
     alone = one_by_one(delivery, pub, subs, now)
     assert [c.message.to_bytes() for c in copies] == [m.to_bytes() for m in alone]
+    # each copy made from the bytes carries the MQMD fields its put reads, as put_fields reads
+    # them of its bytes (issue 14: the put takes them instead of reading them again)
+    assert [c.message.stored_fields() for c in copies] == [
+        None if c.queue == "S.RFH1" else put_fields(c.message.to_bytes()) for c in copies]
 
     qm = QueueManager.open("QM1", str(tmp_path))
     try:

@@ -167,6 +167,34 @@ def test_listeners_get_queue_name_and_message_events(qm: QueueManager) -> None:
     assert names == ["Q"]
 
 
+def test_who_hears_of_puts_follows_listeners_as_they_come_and_go(qm: QueueManager) -> None:
+    """everyplace.md item 16: a listener hears of every put made while it listens, and of none
+    before or after, whether the put is ``put`` or ``put_all`` (a publication's copies); the
+    queue manager keeps who hears per queue between puts (issue 14), so a listener that comes,
+    goes or a queue whose definition changed must be seen at the next put."""
+    qm.define_queue("Q")
+    qm.define_queue("R")
+    names: list[str] = []
+    events = []
+    qm.put("Q", text_message("nobody listens"))
+    qm.put_all([("Q", text_message("nor here")), ("R", text_message("nor there"))])
+    qm.add_listener("Q", names.append)
+    qm.put_all([("Q", text_message("a")), ("R", text_message("b"))])
+    assert names == ["Q"]
+    qm.add_message_listener("R", events.append)
+    qm.put_all([("Q", text_message("c")), ("R", text_message("d"))])
+    assert names == ["Q", "Q"] and [e.queue for e in events] == ["R"]
+    qm.alter_queue("Q", description="altered")  # a new definition: still heard of
+    qm.put("Q", text_message("e"))
+    assert names == ["Q", "Q", "Q"]
+    qm.remove_listener("Q", names.append)
+    qm.remove_message_listener("R", events.append)
+    qm.put_all([("Q", text_message("f")), ("R", text_message("g"))])
+    qm.put("R", text_message("h"))
+    assert names == ["Q", "Q", "Q"] and len(events) == 1
+    assert qm.depth("Q") == 6 and qm.depth("R") == 5
+
+
 def test_unconfirmed_put_notifies_on_confirm_only(qm: QueueManager) -> None:
     """everyplace.md item 11/16: a put-unconfirmed message is invisible, so listeners hear of it
     at confirmPut."""

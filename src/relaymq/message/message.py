@@ -18,6 +18,7 @@ from relaymq.message.tree import Element, split_path
 
 if TYPE_CHECKING:
     from relaymq.message.jms import JMSMessage
+    from relaymq.message.mqmd import PutFields
 
 #: Names under which each header appears in the tree (``Root.MQMD``, ``Root.MQRFH2``...).
 TREE_NAMES = {"MQRFH2": "MQRFH2", "MQRFH": "MQRFH", "MQDLH": "MQDLH"}
@@ -49,11 +50,13 @@ class Message:
         return cls(decode_message(data), configured_domain=configured_domain)
 
     @classmethod
-    def from_stored(cls, data: bytes) -> Message:
+    def from_stored(cls, data: bytes, fields: PutFields | None = None) -> Message:
         """The message of bytes this product encoded itself (``to_bytes``: a message on a
         queue), decoded on the first look at it; until then ``to_bytes`` is ``data`` as it is.
-        Untrusted input takes :meth:`from_bytes`, which reports a malformed message at once."""
-        return StoredMessage(data)
+        ``fields``: the MQMD fields a put reads, as the maker of ``data`` wrote them there
+        (``stored_fields``). Untrusted input takes :meth:`from_bytes`, which reports a
+        malformed message at once."""
+        return StoredMessage(data, fields)
 
     @classmethod
     def from_jms(cls, jms: JMSMessage, *, with_rfh2: bool = True) -> Message:
@@ -66,6 +69,11 @@ class Message:
     def stored_bytes(self) -> bytes | None:
         """The bytes this message was made from (:meth:`from_stored`) while nothing of it has
         been looked at, so nothing can have changed: ``to_bytes`` without encoding; else None."""
+        return None
+
+    def stored_fields(self) -> PutFields | None:
+        """With :meth:`stored_bytes`, the MQMD fields a put reads of them (``put_fields``) when
+        the maker gave them (a publication's copy for a queue subscriber, issue 14); else None."""
         return None
 
     def to_bytes(self) -> bytes:
@@ -221,8 +229,9 @@ class StoredMessage(Message):
     """:meth:`Message.from_stored`: ``mq`` is decoded from the stored bytes when first read
     (a getter that passes the message on, or only counts it, never pays for the decoding)."""
 
-    def __init__(self, data: bytes) -> None:  # noqa: D107 - Message's attributes, mq left undecoded
+    def __init__(self, data: bytes, fields: PutFields | None = None) -> None:  # noqa: D107 - Message's attributes, mq left undecoded
         self._data: bytes | None = data
+        self._fields = fields
         self._mq: MQMessage | None = None
         self.configured_domain = None
         self.transport = []
@@ -243,6 +252,9 @@ class StoredMessage(Message):
 
     def stored_bytes(self) -> bytes | None:
         return self._data if self._mq is None and self._body is None else None
+
+    def stored_fields(self) -> PutFields | None:
+        return self._fields if self._mq is None and self._body is None else None
 
     def to_bytes(self) -> bytes:
         if self._mq is None and self._data is not None:  # never looked at: the bytes it came from

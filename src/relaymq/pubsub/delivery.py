@@ -14,7 +14,7 @@ from typing import Any
 from relaymq.message.constants import MQMT_DATAGRAM, MQPER_PERSISTENCE_AS_Q_DEF, MQPER_PERSISTENT
 from relaymq.message.headers import MQMessage, SharedMQMessage, SharedParts, encode_message
 from relaymq.message.message import Message
-from relaymq.message.mqmd import MQMD, with_ids
+from relaymq.message.mqmd import MQMD, PutFields, put_fields, with_ids
 from relaymq.message.mqrfh import MQRFH
 from relaymq.message.mqrfh2 import MQRFH2
 from relaymq.pubsub import psc as wire
@@ -97,15 +97,20 @@ class Delivery:
         msg_id = self.new_id()
         correl_id = sub.subscriber.correl_id.ljust(24, b"\0") if sub.subscriber.correl_id else sub.broker_correl_id
         if shared is not None and not sub.rfh1 and not retained_inform and len(msg_id) <= 24 >= len(correl_id):
-            template = shared.templates.get(persistent)
-            if template is None:
+            made = shared.templates.get(persistent)
+            if made is None:
                 if shared.parts is None:
                     shared.parts = SharedParts([MQRFH2(Format=pub.body_format, folders=publication_folders(pub))],
                                                pub.body)
                 md = self._mqmd(pub, persistent, expiry, msg_id, correl_id)
-                template = shared.templates[persistent] = encode_message(SharedMQMessage(md, shared.parts))
+                template = encode_message(SharedMQMessage(md, shared.parts))
+                made = shared.templates[persistent] = (template, put_fields(template))
+            template, fields = made
+            msg_id, correl_id = msg_id.ljust(24, b"\0"), correl_id.ljust(24, b"\0")
+            if fields is not None:  # the put reads these, as put_fields would of the copy's bytes
+                fields = tuple.__new__(PutFields, (fields.Expiry, fields.Priority, msg_id, correl_id))
             return Put(sub.subscriber.qmgr, sub.subscriber.queue,
-                       Message.from_stored(with_ids(template, msg_id, correl_id)), "publication", sub)
+                       Message.from_stored(with_ids(template, msg_id, correl_id), fields), "publication", sub)
         md = self._mqmd(pub, persistent, expiry, msg_id, correl_id)
         folders = publication_folders(pub, retained_inform=retained_inform)
         header: MQRFH | MQRFH2
@@ -127,13 +132,14 @@ class Delivery:
 class _Copies:
     """What the MQRFH2 copies of one live publication have in common: their MQRFH2 and body
     (``parts``) and, per MQMD Persistence, a whole copy's bytes (``templates``), which the
-    others differ from in their MsgId and CorrelId only."""
+    others differ from in their MsgId and CorrelId only, with the MQMD fields a put reads of
+    them (``put_fields``: each copy's are these with its own ids, handed to the put with it)."""
 
     __slots__ = ("parts", "templates")
 
     def __init__(self) -> None:
         self.parts: SharedParts | None = None
-        self.templates: dict[int, bytes] = {}
+        self.templates: dict[int, tuple[bytes, PutFields | None]] = {}
 
 
 def same_subscriber(publisher: SubscriberId, subscriber: SubscriberId) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field, replace
 from collections.abc import Callable
+from functools import cached_property
 from typing import Any
 
 from relaymq.qmgr.errors import BadProperty
@@ -103,13 +104,15 @@ class QueueDefinition:
             return self.mode == ASYNC
         return self.kind != HOME_SERVER
 
-    @property
+    @cached_property
     def transmits(self) -> bool:
-        """Are its messages waiting to go to another queue manager (async remote, S&F)?"""
+        """Are its messages waiting to go to another queue manager (async remote, S&F)? (Asked
+        of every put's queue: found once.)"""
         return (self.kind == REMOTE and self.mode == ASYNC) or self.kind == STORE_AND_FORWARD
 
-    @property
+    @cached_property
     def key(self) -> tuple[str, str]:
+        """(owner, name): where the queue manager holds it; made once (every put looks it up)."""
         return (self.owner, self.name)
 
     def to_dict(self) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from relaymq.message.message import Message
-from relaymq.qmgr.definitions import ADMIN, APPLICATION_KINDS
+from relaymq.qmgr.definitions import ADMIN, APPLICATION_KINDS, QueueDefinition
 from relaymq.qmgr.queue_index import QueueIndex
 from relaymq.qmgr.states import UNLOCKED, Entry, MessageEvent, PutEvent
 
@@ -72,11 +72,15 @@ class Listeners:
         self._message: dict[str, list[MessageListener]] = {}
         self._put: dict[str, list[PutListener]] = {}
         self._transmission: list[TransmissionListener] = []
+        #: ``_hearers`` per queue name with the definition it was found for, until a queue,
+        #: message or transmission listener comes or goes (every put asks: issue 14).
+        self._heard: dict[str, tuple[QueueDefinition, Hearers | None]] = {}
 
     def add_listener(self, queue: str, fn: QueueListener) -> None:
         with self._lock:
             index = self._listenable(queue)
             self._queue.setdefault(index.definition.name, []).append(fn)
+            self._heard.clear()
             if index.rule is not None:
                 index.rule.listener_added(index.definition)
 
@@ -86,6 +90,7 @@ class Listeners:
             fns = self._queue.get(index.definition.name, [])
             if fn in fns:
                 fns.remove(fn)
+                self._heard.clear()
                 if index.rule is not None:
                     index.rule.listener_removed(index.definition)
 
@@ -98,6 +103,7 @@ class Listeners:
         with self._lock:
             index = self._listenable(queue)
             self._message.setdefault(index.definition.name, []).append(fn)
+            self._heard.clear()
             if index.rule is not None:
                 index.rule.listener_added(index.definition)
 
@@ -106,6 +112,7 @@ class Listeners:
             fns = self._message.get(self._listenable(queue).definition.name, [])
             if fn in fns:
                 fns.remove(fn)
+                self._heard.clear()
 
     def add_put_listener(self, queue: str, fn: PutListener) -> None:
         with self._lock:
@@ -121,11 +128,13 @@ class Listeners:
     def add_transmission_listener(self, fn: TransmissionListener) -> None:
         with self._lock:
             self._transmission.append(fn)
+            self._heard.clear()
 
     def remove_transmission_listener(self, fn: TransmissionListener) -> None:
         with self._lock:
             if fn in self._transmission:
                 self._transmission.remove(fn)
+                self._heard.clear()
 
     def transmission_listeners(self) -> list[TransmissionListener]:
         with self._lock:
@@ -178,6 +187,14 @@ class Listeners:
 
     def _hearers(self, index: QueueIndex) -> Hearers | None:
         definition = index.definition
+        known = self._heard.get(definition.name)
+        if known is not None and known[0] is definition:
+            return known[1]
+        heard = self._find_hearers(definition)
+        self._heard[definition.name] = (definition, heard)
+        return heard
+
+    def _find_hearers(self, definition: QueueDefinition) -> Hearers | None:
         local = definition.kind in APPLICATION_KINDS
         listeners = self._queue.get(definition.name) if local else None
         message_listeners = self._message.get(definition.name) if local else None

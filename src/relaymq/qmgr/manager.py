@@ -751,11 +751,11 @@ class QueueManager:
         """The MQMD fields a put reads (Priority, MsgId, CorrelId, Expiry), MQMD.Priority -1 (as the
         queue's default) and a MsgId of NONE filled in first; with the message's bytes when they
         are stored as they are: a message made of stored bytes and not looked at since (a
-        publication's copy for a queue subscriber, issue 14) is read where its fields are, not
-        decoded, when it needs no field filled in."""
+        publication's copy for a queue subscriber, issue 14) is read where its fields are (or
+        taken as its maker gave them), not decoded, when it needs no field filled in."""
         data = message.stored_bytes()
         if data is not None:
-            fields = put_fields(data)
+            fields = message.stored_fields() or put_fields(data)
             if fields is not None and fields.Priority >= 0 and fields.MsgId != MQMI_NONE:
                 return data, fields
         md = message.mq.md

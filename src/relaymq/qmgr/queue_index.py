@@ -4,7 +4,8 @@ priority-then-arrival order (everyplace.md items 4 and 15).
 Visible entries live in ten buckets, one per priority, each a dict in arrival (``seq``) order,
 so the next message is the first entry of the highest non-empty bucket: O(1) for the common
 put/get, no sorting. An entry that becomes visible again out of order (undo of a get, unlock)
-is placed by ``seq`` by rebuilding its bucket, which is rare.
+is placed by ``seq`` by rebuilding its bucket, which is rare; a new put's ``seq`` is above
+every one its bucket ever showed (``_top``), which one comparison sees.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from relaymq.qmgr.states import UNLOCKED, Entry
 class QueueIndex:
     """Entries of one queue and the ordered view of the visible ones."""
 
-    __slots__ = ("definition", "entries", "_buckets", "rule", "pending")
+    __slots__ = ("definition", "entries", "_buckets", "_top", "rule", "pending")
 
     def __init__(self, definition: QueueDefinition, rule: QueueRule | None = None) -> None:
         self.definition = definition
         self.entries: dict[str, Entry] = {}
         self._buckets: list[dict[str, Entry]] = [{} for _ in range(10)]
+        #: Per bucket, the highest ``seq`` it ever showed: an entry above it goes last as it is.
+        self._top = [0] * 10
         self.rule = rule
         #: Puts submitted in an open unit of work, not yet added (QueueManager.put(wait=False)).
         self.pending = 0
@@ -43,8 +46,12 @@ class QueueIndex:
 
     def show(self, entry: Entry) -> None:
         """Make ``entry`` visible (state already UNLOCKED), keeping arrival order."""
-        bucket = self._buckets[entry.priority]
-        if bucket and next(reversed(bucket.values())).seq > entry.seq:
+        priority, seq = entry.priority, entry.seq
+        bucket = self._buckets[priority]
+        if seq > self._top[priority]:
+            self._top[priority] = seq
+            bucket[entry.uid] = entry
+        elif bucket and next(reversed(bucket.values())).seq > seq:
             bucket[entry.uid] = entry
             ordered = sorted(bucket.values(), key=lambda e: e.seq)
             bucket.clear()

@@ -16,6 +16,7 @@ chosen with the environment variable ``RELAYMQ_TEST_BROKER`` (``relaymq`` by def
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -81,18 +82,38 @@ _handed_out: set[int] = set()
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free a moment ago (the OS picks it, so parallel runs rarely clash)
-    and that this process has not handed out before: the probe socket is closed before the
-    port is used, so the OS may offer the same port to the next call, and a broker given it
-    for two of its listeners fails to start (seen: HTTP and channel listener on one port)."""
+    """A TCP port on ``host`` that nobody else is given before a listener takes it, and that
+    this process has not handed out before (the OS may offer it again once it is free; a broker
+    given one port for two of its listeners fails to start, seen: HTTP and channel listener).
+
+    A probe socket that is merely closed leaves the port free for whoever binds next: another
+    xdist worker's free_port() or a listener on port 0 (a run failed so, test_serve's broker:
+    "http: cannot listen on 127.0.0.1:56727: ... address already in use"). So the port is
+    left held by a TIME_WAIT connection (``_hold``), as long as the kernel keeps one (60 s).
+    """
     for _ in range(1000):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind((host, 0))
-            port = s.getsockname()[1]
+        port = _hold(host, 0)
         if port not in _handed_out:
             _handed_out.add(port)
             return port
     raise RuntimeError(f"no free TCP port on {host} that was not handed out already")
+
+
+def _hold(host: str, port: int) -> int:
+    """Bind ``host:port`` (0: the OS picks), connect to it and close the accepted side first:
+    its TIME_WAIT keeps the port bound. Linux then gives it to no bind() without SO_REUSEADDR,
+    to no bind(0) and to no connect(), but a listener with SO_REUSEADDR binds it at once (every
+    listener of relaymq, Mosquitto, RabbitMQ and the JVM sets it). Returns the port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.settimeout(10)
+        listener.bind((host, port))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        with socket.create_connection((host, port), timeout=10):
+            accepted, _ = listener.accept()
+            accepted.close()  # the side that closes first is the one left in TIME_WAIT
+    return port
 
 
 def outside_address() -> str | None:
@@ -322,6 +343,12 @@ class BrokerProcess:
         if self.running:
             raise RuntimeError("broker already running")
         cmd = self.command()
+        # Its ports stay this broker's across restarts: while it was stopped they were free for
+        # anyone, so hold them again until it binds them (free_port). One in use now is left to
+        # the broker's own bind to report.
+        for port in (self.port, *self._side_ports.values()):
+            with contextlib.suppress(OSError):
+                _hold(self.host, port)
         self.starts += 1
         with self.log_path.open("ab") as log:
             log.write(f"\n=== start #{self.starts}: {' '.join(cmd)}\n".encode())

@@ -7,18 +7,20 @@ with what output and exit status."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from relaymq.pipeline import fork_client
-from relaymq.pipeline.worker_launcher import forks_supported, worker_python
+from relaymq.pipeline.worker_launcher import fork_directory, forks_supported, worker_python
 
 pytest.importorskip("pyspark")
 pytestmark = pytest.mark.skipif(not forks_supported(), reason="needs pidfd_open and descriptor passing")
@@ -48,8 +50,18 @@ def _start_server(directory: Path, cwd: Path, env: dict[str, str]) -> tuple[subp
     path = fork_client.socket_path(str(directory), print_)
     server = subprocess.Popen([sys.executable, "-m", "relaymq.pipeline.fork_server", path, str(os.getpid())],
                               cwd=cwd, env=env)
-    _wait_for(lambda: os.path.exists(path))
+    _wait_for(lambda: os.path.exists(path) or server.poll() is not None)
+    assert server.poll() is None, f"the server ended with status {server.returncode}"
     return server, path
+
+
+@pytest.fixture
+def sockets():  # noqa: ANN201
+    """A directory for the servers' sockets whose path is short (pytest's tmp_path can be too
+    long for a Unix socket's address, as a long TMPDIR can: ``fork_client.socket_path_fits``)."""
+    directory = Path(tempfile.mkdtemp(prefix="rmq-fork-"))
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 class FakeJvm:
@@ -130,13 +142,13 @@ def test_a_runner_is_forked_from_the_sessions_server_and_ends_as_a_fresh_one_wou
     assert (forked_status, forked_stderr) == (fresh.returncode, fresh_stderr) and forked_status != 0
 
 
-def test_a_runner_goes_with_the_process_spark_started(tmp_path) -> None:
+def test_a_runner_goes_with_the_process_spark_started(tmp_path, sockets) -> None:
     """Spark ending the process it launched (destroy) ends the runner forked for it."""
     jvm = FakeJvm(tmp_path)
     env = _environment(tmp_path)
-    server, _path = _start_server(tmp_path, tmp_path, env)
+    server, _path = _start_server(sockets, tmp_path, env)
     try:
-        launched = subprocess.Popen([sys.executable, "-I", "-S", fork_client.__file__, str(tmp_path), "-m", RUNNER],
+        launched = subprocess.Popen([sys.executable, "-I", "-S", fork_client.__file__, str(sockets), "-m", RUNNER],
                                     cwd=tmp_path, env={**env, "PYTHON_WORKER_FACTORY_SOCK_PATH": jvm.path})
         connection, pid = jvm.runner_pid()
         assert _parent(pid) == server.pid
@@ -166,3 +178,21 @@ def test_the_server_ends_with_the_process_it_watches(tmp_path) -> None:
     daemon.wait(60)
     _wait_for(lambda: _ended(server))
     assert not path.exists()
+
+
+def test_sockets_are_used_up_to_the_longest_path_a_unix_socket_holds(tmp_path, sockets) -> None:
+    """A directory whose servers' sockets take exactly the longest address (107 bytes) serves;
+    one byte longer and the session's launcher makes only plain launches (the bind would fail:
+    the server of a launch under pytest's long tmp_path did, and the runner started afresh)."""
+    env = _environment(tmp_path)
+    print_ = fork_client.fingerprint(sys.executable, os.fsencode(tmp_path), {
+        os.fsencode(key): os.fsencode(value) for key, value in env.items()})
+    room = fork_client.UNIX_PATH_MAX - len(fork_client.socket_path(str(sockets), print_) + ".new")
+    longest = sockets / ("d" * (room - 1))  # its separator takes the last byte
+    longest.mkdir()
+    assert fork_client.socket_path_fits(str(longest)) and not fork_client.socket_path_fits(str(longest) + "d")
+    assert fork_directory(str(longest)) == str(longest) and fork_directory(str(longest) + "d") is None
+    server, path = _start_server(longest, tmp_path, env)
+    server.terminate()
+    server.wait(60)
+    assert len(os.fsencode(path + ".new")) == fork_client.UNIX_PATH_MAX

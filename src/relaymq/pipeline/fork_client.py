@@ -43,6 +43,8 @@ PER_LAUNCH = ("PYTHON_WORKER_FACTORY_", "PYTHON_DAEMON_", "PYTHON_UDF_BATCH_SIZE
 HEADER = struct.Struct("!q")
 STATUS = struct.Struct("!i")
 REFUSED = -1000
+#: The longest path a Unix socket's address holds: Linux's ``sun_path`` is 108 bytes with its NUL.
+UNIX_PATH_MAX = 107
 
 
 def startup_environment(environ: dict[bytes, bytes]) -> dict[bytes, bytes]:
@@ -70,6 +72,12 @@ def decode_request(data: bytes) -> tuple[str, bytes, dict[bytes, bytes]]:
 
 def socket_path(directory: str, print_: str) -> str:
     return os.path.join(directory, f"fork-{print_}.sock")
+
+
+def socket_path_fits(directory: str) -> bool:
+    """Whether the servers' sockets in ``directory`` (and the name each is bound under before it
+    listens, ``fork_server``) fit a Unix socket's address: a long ``TMPDIR`` may not."""
+    return len(os.fsencode(socket_path(directory, "0" * 24) + ".new")) <= UNIX_PATH_MAX
 
 
 def _start_server(directory: str, print_: str) -> None:

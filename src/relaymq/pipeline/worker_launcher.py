@@ -140,6 +140,13 @@ def forks_supported() -> bool:
             and os.path.isfile(fork_client.__file__))  # the client runs by path
 
 
+def fork_directory(directory: str) -> str | None:
+    """``directory``, to hold the fork servers' sockets, where the interpreter can fork runners
+    (:func:`forks_supported`) and those sockets' paths fit a Unix socket's address; None: every
+    launch is a plain one."""
+    return directory if forks_supported() and fork_client.socket_path_fits(directory) else None
+
+
 def worker_python(python: str) -> str | None:
     """The command for Spark's Python workers of a local session whose workers would run
     ``python`` (PYSPARK_PYTHON): a launcher (see the module's docstring) when it applies, else
@@ -160,7 +167,7 @@ def worker_python(python: str) -> str | None:
         atexit.register(shutil.rmtree, directory, True)
         path = os.path.join(directory, LAUNCHER)
         with open(path, "w", encoding="utf-8") as script:
-            script.write(launcher_text(sys.executable, dropped, directory if forks_supported() else None))
+            script.write(launcher_text(sys.executable, dropped, fork_directory(directory)))
         os.chmod(path, 0o700)
         _written[key] = path
     return _written[key]

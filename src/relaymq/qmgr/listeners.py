@@ -72,15 +72,16 @@ class Listeners:
         self._message: dict[str, list[MessageListener]] = {}
         self._put: dict[str, list[PutListener]] = {}
         self._transmission: list[TransmissionListener] = []
-        #: ``_hearers`` per queue name with the definition it was found for, until a queue,
-        #: message or transmission listener comes or goes (every put asks: issue 14).
-        self._heard: dict[str, tuple[QueueDefinition, Hearers | None]] = {}
+        #: Counts the comings and goings of queue, message and transmission listeners: a
+        #: queue's index keeps ``_hearers`` with the count it was found at (``QueueIndex.heard``;
+        #: every put asks, issue 14), and it goes with the queue.
+        self._generation = 0
 
     def add_listener(self, queue: str, fn: QueueListener) -> None:
         with self._lock:
             index = self._listenable(queue)
             self._queue.setdefault(index.definition.name, []).append(fn)
-            self._heard.clear()
+            self._generation += 1
             if index.rule is not None:
                 index.rule.listener_added(index.definition)
 
@@ -90,7 +91,7 @@ class Listeners:
             fns = self._queue.get(index.definition.name, [])
             if fn in fns:
                 fns.remove(fn)
-                self._heard.clear()
+                self._generation += 1
                 if index.rule is not None:
                     index.rule.listener_removed(index.definition)
 
@@ -103,7 +104,7 @@ class Listeners:
         with self._lock:
             index = self._listenable(queue)
             self._message.setdefault(index.definition.name, []).append(fn)
-            self._heard.clear()
+            self._generation += 1
             if index.rule is not None:
                 index.rule.listener_added(index.definition)
 
@@ -112,7 +113,7 @@ class Listeners:
             fns = self._message.get(self._listenable(queue).definition.name, [])
             if fn in fns:
                 fns.remove(fn)
-                self._heard.clear()
+                self._generation += 1
 
     def add_put_listener(self, queue: str, fn: PutListener) -> None:
         with self._lock:
@@ -128,13 +129,13 @@ class Listeners:
     def add_transmission_listener(self, fn: TransmissionListener) -> None:
         with self._lock:
             self._transmission.append(fn)
-            self._heard.clear()
+            self._generation += 1
 
     def remove_transmission_listener(self, fn: TransmissionListener) -> None:
         with self._lock:
             if fn in self._transmission:
                 self._transmission.remove(fn)
-                self._heard.clear()
+                self._generation += 1
 
     def transmission_listeners(self) -> list[TransmissionListener]:
         with self._lock:
@@ -187,11 +188,11 @@ class Listeners:
 
     def _hearers(self, index: QueueIndex) -> Hearers | None:
         definition = index.definition
-        known = self._heard.get(definition.name)
-        if known is not None and known[0] is definition:
-            return known[1]
+        known = index.heard
+        if known is not None and known[0] == self._generation and known[1] is definition:
+            return known[2]
         heard = self._find_hearers(definition)
-        self._heard[definition.name] = (definition, heard)
+        index.heard = (self._generation, definition, heard)
         return heard
 
     def _find_hearers(self, definition: QueueDefinition) -> Hearers | None:

@@ -11,16 +11,20 @@ every one its bucket ever showed (``_top``), which one comparison sees.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from relaymq.qmgr.definitions import QueueDefinition
 from relaymq.qmgr.rules import QueueRule
 from relaymq.qmgr.states import UNLOCKED, Entry
 
+if TYPE_CHECKING:
+    from relaymq.qmgr.listeners import Hearers
+
 
 class QueueIndex:
     """Entries of one queue and the ordered view of the visible ones."""
 
-    __slots__ = ("definition", "entries", "_buckets", "_top", "rule", "pending")
+    __slots__ = ("definition", "entries", "_buckets", "_top", "rule", "pending", "heard")
 
     def __init__(self, definition: QueueDefinition, rule: QueueRule | None = None) -> None:
         self.definition = definition
@@ -31,6 +35,9 @@ class QueueIndex:
         self.rule = rule
         #: Puts submitted in an open unit of work, not yet added (QueueManager.put(wait=False)).
         self.pending = 0
+        #: Who hears of a put here (``Listeners``): (its listener generation, the definition it
+        #: was found for, the hearers), kept with the queue so that it goes with it.
+        self.heard: tuple[int, QueueDefinition, Hearers | None] | None = None
 
     def __len__(self) -> int:
         return len(self.entries)

@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -231,6 +232,21 @@ def to_mosquitto_conf(config: Mapping[str, Any], port: int, host: str, data_dir:
     return "\n".join(general + listener) + "\n"
 
 
+def dies_with_this_process() -> list[str]:
+    """The command prefix that has a broker SIGKILLed when the process that started it dies.
+
+    A test run killed outright (SIGKILL from a CI timeout, an OOM kill, a second Ctrl-C) runs no
+    teardown; its brokers, in sessions of their own, would live on holding ports and data
+    directories. ``setpriv --pdeathsig KILL`` (util-linux) sets the parent-death signal and then
+    execs the broker, whose pid stays the one Popen returned. The kernel sends the signal when
+    the *thread* that forked it ends, so only starts from the main thread get it: a broker
+    started from a short-lived thread would otherwise die with that thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL"] if setpriv else []
+
+
 class BrokerProcess:
     """One broker subprocess on 127.0.0.1, a free port and its own data directory.
 
@@ -355,7 +371,7 @@ class BrokerProcess:
             log.flush()
             env = dict(os.environ, PYTHONUNBUFFERED="1")
             self.proc = subprocess.Popen(
-                cmd,
+                dies_with_this_process() + cmd,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

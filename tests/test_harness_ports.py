@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import socket
 
@@ -35,3 +36,43 @@ def test_free_port_is_held_until_a_listener_takes_it():
         listener.listen(1)
         with socket.create_connection(("127.0.0.1", port), timeout=10):
             listener.accept()[0].close()
+
+
+def test_a_broker_dies_with_the_test_process_that_started_it(tmp_path):
+    """A test run killed outright runs no teardown: its brokers (sessions of their own, so a
+    Ctrl-C does not reach them first) were left running, holding their ports. The harness
+    starts them with the parent-death signal set (``dies_with_this_process``), so killing the
+    process that started one kills the broker too."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    starter = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; sys.path.insert(0, sys.argv[1]); from harness import BrokerProcess; "
+         "b = BrokerProcess(workdir=sys.argv[2]).start(); print(b.proc.pid, flush=True); time.sleep(120)",
+         str(Path(__file__).parent), str(tmp_path)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        line = starter.stdout.readline()
+        assert line.strip().isdigit(), f"the starter printed {line!r}"
+        broker_pid = int(line)
+        assert Path(f"/proc/{broker_pid}").exists()
+    finally:
+        starter.kill()
+        starter.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.kill(broker_pid, 0)
+        except ProcessLookupError:
+            return
+        # a zombie: dead, waiting to be reaped by init
+        with contextlib.suppress(FileNotFoundError):
+            if Path(f"/proc/{broker_pid}/stat").read_text().split(") ")[1].startswith("Z"):
+                return
+        time.sleep(0.05)
+    os.kill(broker_pid, 9)
+    raise AssertionError(f"broker {broker_pid} outlived the process that started it")

@@ -207,6 +207,20 @@ def test_encode_publish_large_payload_uses_multibyte_length() -> None:
     assert decode(first, body, 4).payload == payload
 
 
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("qos", [0, 1, 2])
+def test_encode_publish_head_only_is_the_packet_without_its_payload(level: int, qos: int) -> None:
+    """A large payload is written after its PUBLISH's head rather than copied into one buffer
+    (broker/connection.py, WRITTEN_APART_AT): head + payload must be the very packet, its
+    Remaining Length counting the payload (mqtt.md items 16 and 27)."""
+    payload = bytes(range(256)) * 800
+    props = {"content_type": "a"}
+    packet_id = 9 if qos else None
+    head = encode_publish("big/é", payload, qos, False, False, packet_id, props, level, True)
+    assert head + payload == encode_publish("big/é", payload, qos, False, False, packet_id, props, level)
+    assert len(head) < 32
+
+
 def test_encode_publish_rejects_what_would_corrupt_the_stream() -> None:
     """seed 000 l.1070-1074 (mqtt.md item 28): QoS > 0 needs a packet id; QoS 3 is reserved."""
     with pytest.raises(ValueError):

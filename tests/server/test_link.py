@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import socket
 
+import pytest
+
 from relaymq.server.link import FLUSH_AT, FLUSH_EVERY, TransportLink
 
 PUBACK = b"\x40\x02\x00\x01"
@@ -50,4 +52,65 @@ def test_a_turns_writes_leave_together_at_its_end_or_every_flush_every_packets()
         link.close()
 
     asyncio.run(main())
+    peer.close()
+
+
+class _Recording:
+    """The real transport, noting the objects handed to it (to see that a large write is not
+    copied on its way)."""
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        self.handed: list[object] = []
+
+    def write(self, data: bytes) -> None:
+        self.handed.append(data)
+        self.transport.write(data)
+
+    def writelines(self, parts: tuple[bytes, ...]) -> None:
+        self.handed.extend(parts)
+        self.transport.writelines(parts)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.transport, name)
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_a_write_of_flush_at_bytes_follows_what_was_gathered_without_being_gathered(loop_kind: str) -> None:
+    """A large payload (Connection.send_publish writes it apart from its PUBLISH's head) goes
+    to the transport as it is, not copied into the gathered bytes, after them, in order and at
+    once; what is written after it is gathered again (writelines keeps a view of the gathered
+    bytearray, which the link must never write to again)."""
+    if loop_kind == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        runner = uvloop.run
+    else:
+        runner = asyncio.run
+    ours, peer = socket.socketpair()
+    peer.setblocking(False)
+    big = bytes(range(256)) * (FLUSH_AT // 256 + 3)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        transport, _ = await loop.connect_accepted_socket(asyncio.Protocol, ours)
+        recording = _Recording(transport)  # type: ignore[arg-type]
+        link = TransportLink(recording, loop)  # type: ignore[arg-type]
+        link.write(PUBACK)
+        link.write(b"head")
+        link.write(big)                                   # no end of turn needed
+        link.write(b"tail")                               # gathered again
+        assert any(part is big for part in recording.handed), "the large write was copied"
+        assert b"".join(recording.handed) == PUBACK + b"head" + big
+        received = _pending(peer)                         # before any await: sent at once
+        expected = PUBACK + b"head" + big + b"tail"
+        assert received and expected.startswith(received)
+        for _ in range(400):
+            if len(received) >= len(expected):
+                break
+            await asyncio.sleep(0.005)
+            received += _pending(peer)
+        assert received == expected
+        link.close()
+
+    runner(main())
     peer.close()

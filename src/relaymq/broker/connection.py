@@ -92,6 +92,11 @@ class LastQoS0:
 
 _QOS0 = LastQoS0()
 
+#: A PUBLISH whose payload is at least this large is written as its encoded head and then the
+#: payload itself: the server's link hands a write this large to the transport without
+#: gathering (copying) it (``FLUSH_AT`` in server/link.py; the broker does not import the server).
+WRITTEN_APART_AT = 65536
+
 #: What the CONNECTED state reads (states.py): packet type -> handler(connection, session,
 #: packet), given the session the state guarantees; filled in below the class (Connection.pingreq
 #: is one). AWAITING_CONNECT reads CONNECT only (Connection.dispatch).
@@ -326,11 +331,16 @@ class Connection:
         """Encode and write one PUBLISH; False when it cannot be sent (too large for the client)."""
         stats = self.broker.stats
         new_alias = 0
+        payload = message.payload
+        # A large payload is written after the encoded head, not copied into one buffer with
+        # it (the link hands it to the transport as it is: server/link.py, FLUSH_AT).
+        apart = len(payload) >= WRITTEN_APART_AT
         if qos == 0 and not subscription_ids and message.expiry_at is None and not self.client_alias_max:
             # nothing of this client's own in it: the bytes every such client gets, encoded once
             data = _QOS0.encoded(message, retain, self.level)
+            apart = False
         elif self.level != 5:  # no properties, no aliases, no maximum packet size below MQTT 5
-            data = encode_publish(message.topic, message.payload, qos, retain, dup, packet_id, None, self.level)
+            data = encode_publish(message.topic, payload, qos, retain, dup, packet_id, None, self.level, apart)
         else:
             props: dict = {}
             if message.properties:
@@ -351,18 +361,20 @@ class Connection:
                     topic = ""
                 elif len(self.aliases_out) < self.client_alias_max:
                     new_alias = props["topic_alias"] = len(self.aliases_out) + 1
-            data = encode_publish(topic, message.payload, qos, retain, dup, packet_id, props, self.level)
-        if self.client_max_packet and len(data) > self.client_max_packet:
+            data = encode_publish(topic, payload, qos, retain, dup, packet_id, props, self.level, apart)
+        if self.client_max_packet and len(data) + (len(payload) if apart else 0) > self.client_max_packet:
             stats.dropped_by_reason[DROP_TOO_LARGE] += 1  # MQTT 5 3.1.2.25: not sent, as if delivered
-            stats.bytes_dropped += len(message.payload)
+            stats.bytes_dropped += len(payload)
             return False
         if new_alias:
             self.aliases_out = aliases = made(self.aliases_out)
             aliases[message.topic] = new_alias  # only once the client is told it
         stats.sent_by_qos[qos] += 1
-        stats.payload_sent_by_qos[qos] += len(message.payload)
+        stats.payload_sent_by_qos[qos] += len(payload)
         self.messages_sent += 1
         self.write(data)
+        if apart:
+            self.write(payload)
         return True
 
     # ------------------------------------------------------------------ flow control

@@ -41,11 +41,13 @@ def _frame(first_byte: int, body: bytes) -> bytes:
 
 def encode_publish(topic: str, payload: bytes, qos: int, retain: bool, dup: bool,
                    packet_id: int | None, properties: dict[str, Any] | None,
-                   protocol_level: int) -> bytes:
+                   protocol_level: int, head_only: bool = False) -> bytes:
     """Encode a PUBLISH without building a :class:`Publish` first (the fan-out hot path).
 
     DUP is cleared at QoS 0, where 3.1.1 §3.3.1.1 and 5.0 forbid it; ``properties`` are sent
-    only at level 5."""
+    only at level 5. ``head_only``: everything but the payload (whose size the Remaining
+    Length still counts), for a caller that writes a large payload after it as it is rather
+    than copying it into one buffer (``Connection.send_publish``)."""
     topic_bytes = topic.encode("utf-8")
     size = len(topic_bytes)
     if size > MAX_UINT16:
@@ -69,6 +71,8 @@ def encode_publish(topic: str, payload: bytes, qos: int, retain: bool, dup: bool
         remaining += len(props)
     if remaining > MAX_VARINT:
         raise ValueError(f"PUBLISH of {remaining} bytes exceeds the MQTT maximum")
+    if head_only:
+        return b"".join((first, encode_varint(remaining), pack_uint16(size), topic_bytes, packet_id_bytes, props))
     return b"".join((first, encode_varint(remaining), pack_uint16(size), topic_bytes, packet_id_bytes,
                      props, payload))
 

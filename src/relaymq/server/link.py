@@ -12,6 +12,8 @@ The bytes of a turn go out at the start of the next one (``loop.call_soon``), be
 loop waits for anything, so nothing is delayed by more than that turn; and as soon as
 ``FLUSH_EVERY`` packets or ``FLUSH_AT`` bytes are gathered, so a turn that handles a burst
 streams it out: the peer starts on the first packets while the broker still works on the rest.
+A write that large by itself (a big payload) is not gathered: it follows the gathered bytes to
+the transport as it is (``_write_alone``).
 
 Why every 50 packets: a publisher with 100 QoS 1 messages in flight sends them in one read;
 handled in one turn and sent only at its end, the subscriber got all 100 deliveries (and the
@@ -48,6 +50,9 @@ class TransportLink:
         self._packets = 0  # writes gathered since the last flush
 
     def write(self, data: bytes) -> None:
+        if len(data) >= FLUSH_AT and self.frame is None:
+            self._write_alone(data)
+            return
         out = self._out
         if out is NOTHING_GATHERED:
             self._out = out = bytearray()
@@ -71,6 +76,22 @@ class TransportLink:
         if self.transport.is_closing():
             return
         self.transport.write(self.frame(bytes(data)) if self.frame is not None else data)
+
+    def _write_alone(self, data: bytes) -> None:
+        """A write that would be handed over at once anyway (a large payload: ``Connection.
+        send_publish`` writes it apart from its PUBLISH's head) goes to the transport as it is,
+        after what was gathered, in one ``writelines``: the transport keeps references to both
+        (a view of the gathered bytearray, never written to again) and sends them with one
+        writev, where gathering it would first copy every byte of it."""
+        out = self._out
+        self._packets = 0
+        self._out = NOTHING_GATHERED
+        if self.transport.is_closing():
+            return
+        if out:
+            self.transport.writelines((out, data))
+        else:
+            self.transport.write(data)
 
     def close(self) -> None:
         """Send what is gathered, then close once the transport has sent everything."""

@@ -135,3 +135,52 @@ def test_own_expire_time_travels_with_the_message_over_a_channel() -> None:
             assert tgt.browse("IN") == [] and tgt.depth("IN") == 0
 
     asyncio.run(scenario())
+
+
+def test_depth_expires_only_what_has_expired_in_arrival_order(clock) -> None:
+    """everyplace.md item 5 (seed 004 l.370: expired messages are removed on a size inquiry):
+    the expired ones are found by deadline, not by walking the queue, and the queue rule hears
+    of them in arrival order, each once, whatever order their deadlines are in; messages
+    without an expiry stay."""
+    seen: list[str] = []
+
+    class Note(QueueRule):
+        def message_expired(self, definition, envelope):
+            seen.append(body(envelope.message))
+
+    import sys
+    import types
+
+    module = types.ModuleType("qmgr_test_expiry_order_rule")
+    module.Note = Note  # type: ignore[attr-defined]
+    sys.modules[module.__name__] = module
+    with QueueManager.open("QM1", None, clock=clock) as qm:
+        qm.define_queue("Q", rule="qmgr_test_expiry_order_rule:Note")
+        for n in range(300):
+            expiry = None if n % 3 == 0 else ExpireTime(10 * (300 - n))  # later puts expire sooner
+            qm.put("Q", text_message(str(n)), expire_time=expiry)
+        clock.advance(1.5)  # deadlines of 1,500 ms and less: n >= 150
+        expected = [str(n) for n in range(150, 300) if n % 3]
+        assert qm.depth("Q") == 300 - len(expected)
+        assert seen == expected
+        assert qm.depth("Q") == 300 - len(expected) and seen == expected  # nothing twice
+        clock.advance(10)
+        assert qm.depth("Q") == 100
+        assert [body(m) for m in qm.browse("Q")] == [str(n) for n in range(0, 300, 3)]
+
+
+def test_messages_got_before_they_expire_leave_no_deadline_behind(qm: QueueManager, clock) -> None:
+    """The deadlines of messages got long before they expire do not pile up: a queue that
+    passes 5,000 messages with an hour to live keeps a bounded record of deadlines."""
+    qm.define_queue("Q", expiry=3_600_000)
+    for n in range(5000):
+        qm.put("Q", text_message(str(n)))
+        if n % 10 == 9:
+            for _ in range(10):
+                assert qm.get("Q") is not None
+    index = qm._index("Q", None)
+    assert len(index) == 0
+    assert len(index._deadlines) <= 2 * 10 + 64 + 1
+    qm.put("Q", text_message("last"))
+    clock.advance(3601)
+    assert qm.depth("Q") == 0

@@ -1045,7 +1045,7 @@ class QueueManager:
     def _purge_expired(self, index: QueueIndex) -> None:
         now = self._now_ms()
         ops: list[Op] = []
-        for entry in [e for e in index.entries.values() if is_expired(e.expire_at, now)]:
+        for entry in index.expired(now):
             self._expire(index, entry, ops)
         if ops:
             self.store.submit(ops)

@@ -6,11 +6,18 @@ so the next message is the first entry of the highest non-empty bucket: O(1) for
 put/get, no sorting. An entry that becomes visible again out of order (undo of a get, unlock)
 is placed by ``seq`` by rebuilding its bucket, which is rare; a new put's ``seq`` is above
 every one its bucket ever showed (``_top``), which one comparison sees.
+
+Entries with an expiry time are also in a heap by deadline, so finding the expired ones (every
+depth query removes them first, seed l.370: a metrics scrape asks for every queue's depth)
+visits those only, not the whole queue. Entries removed before they expired stay in the heap
+until their deadline passes or the heap is rebuilt, which it is once it holds more than twice
+the entries it is for.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from heapq import heapify, heappop, heappush
 from typing import TYPE_CHECKING
 
 from relaymq.qmgr.definitions import QueueDefinition
@@ -24,7 +31,8 @@ if TYPE_CHECKING:
 class QueueIndex:
     """Entries of one queue and the ordered view of the visible ones."""
 
-    __slots__ = ("definition", "entries", "_buckets", "_top", "rule", "pending", "heard")
+    __slots__ = ("definition", "entries", "_buckets", "_top", "rule", "pending", "heard", "_deadlines",
+                 "_expiring")
 
     def __init__(self, definition: QueueDefinition, rule: QueueRule | None = None) -> None:
         self.definition = definition
@@ -38,18 +46,47 @@ class QueueIndex:
         #: Who hears of a put here (``Listeners``): (its listener generation, the definition it
         #: was found for, the hearers), kept with the queue so that it goes with it.
         self.heard: tuple[int, QueueDefinition, Hearers | None] | None = None
+        #: (expiry deadline in ms, seq, uid) of entries that expire, and some removed since.
+        self._deadlines: list[tuple[int, int, str]] = []
+        #: How many entries in ``entries`` have an expiry time.
+        self._expiring = 0
 
     def __len__(self) -> int:
         return len(self.entries)
 
     def add(self, entry: Entry) -> None:
+        if entry.expire_at is not None and entry.uid not in self.entries:
+            self._note_deadline(entry)
         self.entries[entry.uid] = entry
         if entry.state == UNLOCKED:
             self.show(entry)
 
     def remove(self, entry: Entry) -> None:
-        self.entries.pop(entry.uid, None)
+        if self.entries.pop(entry.uid, None) is not None and entry.expire_at is not None:
+            self._expiring -= 1
         self.hide(entry)
+
+    def _note_deadline(self, entry: Entry) -> None:
+        assert entry.expire_at is not None
+        self._expiring += 1
+        deadlines = self._deadlines
+        if len(deadlines) > 2 * self._expiring + 64:  # mostly entries long gone: rebuild
+            deadlines = self._deadlines = [(e.expire_at, e.seq, e.uid) for e in self.entries.values()
+                                           if e.expire_at is not None]
+            heapify(deadlines)
+        heappush(deadlines, (entry.expire_at, entry.seq, entry.uid))
+
+    def expired(self, now_ms: int) -> list[Entry]:
+        """The entries whose expiry time has come (``now_ms`` at or past it), in arrival
+        order; they leave the deadline heap, so the caller removes them."""
+        deadlines, entries = self._deadlines, self.entries
+        found: dict[str, Entry] = {}  # by uid: a uid removed and added again is in it twice
+        while deadlines and deadlines[0][0] <= now_ms:
+            uid = heappop(deadlines)[2]
+            entry = entries.get(uid)
+            if entry is not None and entry.expire_at is not None and entry.expire_at <= now_ms:
+                found[uid] = entry
+        return sorted(found.values(), key=lambda e: e.seq)
 
     def show(self, entry: Entry) -> None:
         """Make ``entry`` visible (state already UNLOCKED), keeping arrival order."""

@@ -2,7 +2,7 @@
 at least ``WRITTEN_APART_AT`` is written as its encoded head and then the payload itself
 (broker/connection.py), which the server's link hands to the transport without copying it
 (server/link.py). Every subscriber must still get the exact bytes, at every protocol level,
-over TCP and WebSocket, and an MQTT 5 client's Maximum Packet Size still counts the payload
+over TCP, TLS and WebSocket, and an MQTT 5 client's Maximum Packet Size still counts the payload
 (MQTT 5 3.1.2.25). Seed 000 l.764-898: a PUBLISH is one fixed header, variable header and
 payload, whatever the writes that carry it."""
 
@@ -15,19 +15,24 @@ import pytest
 from harness import BrokerProcess, free_port
 from relaymq.broker.connection import WRITTEN_APART_AT
 
+from .certs import make_certificates
 from .clients import PahoClient, paho_client, unique
 
 pytestmark = pytest.mark.interop
 
 
 @pytest.fixture
-def broker_ws(broker_factory) -> BrokerProcess:
-    ws_port = free_port()
+def broker_ws(broker_factory, tmp_path) -> BrokerProcess:
+    """TCP, WebSocket and TLS listeners."""
+    certs = make_certificates(tmp_path / "certs")
+    ws_port, tls_port = free_port(), free_port()
     broker = broker_factory(config={
         "listener": [{"name": "default", "host": "127.0.0.1"},
-                     {"name": "ws", "host": "127.0.0.1", "port": ws_port, "protocol": "websocket"}],
+                     {"name": "ws", "host": "127.0.0.1", "port": ws_port, "protocol": "websocket"},
+                     {"name": "tls", "host": "127.0.0.1", "port": tls_port, "tls_cert": str(certs.server_cert),
+                      "tls_key": str(certs.server_key)}],
     })
-    broker.ws_port = ws_port  # type: ignore[attr-defined]
+    broker.ws_port, broker.tls_port, broker.ca = ws_port, tls_port, str(certs.ca)  # type: ignore[attr-defined]
     return broker
 
 
@@ -36,10 +41,11 @@ def test_large_payloads_arrive_whole_at_every_level_and_transport(broker_ws: Bro
     sizes = [WRITTEN_APART_AT - 1, WRITTEN_APART_AT, 300_000, 1_048_576 + 7, 100]
     payloads = [os.urandom(size) for size in sizes]
     subscribers = [PahoClient(broker_ws, "v311").connect(), PahoClient(broker_ws, "v5").connect(),
-                   PahoClient(broker_ws, "v5", port=broker_ws.ws_port, transport="websockets").connect()]
+                   PahoClient(broker_ws, "v5", port=broker_ws.ws_port, transport="websockets").connect(),
+                   PahoClient(broker_ws, "v311", port=broker_ws.tls_port, tls={"ca_certs": broker_ws.ca}).connect()]
     pub = paho_client(broker_ws, "v5")
     try:
-        for sub, qos in zip(subscribers, (1, 2, 1), strict=True):
+        for sub, qos in zip(subscribers, (1, 2, 1, 1), strict=True):
             sub.subscribe(topic, qos)
         for n, payload in enumerate(payloads):
             pub.publish(topic, payload, (0, 1, 2)[n % 3])

@@ -20,11 +20,18 @@ if TYPE_CHECKING:
 
 
 class MessageRefs:
-    """Reference counts of the messages held in the store."""
+    """Reference counts of the messages held in the store.
+
+    A queue's tail left unlisted at start (``Snapshot.unlisted``; broker/unlisted.py) is not
+    counted until it is listed, so while it is, the ids its messages may have (``pin``) are
+    never deleted for a count that reaches 0: the id leaves ``counts`` and its message stays
+    in the store, for the sweep once the tail is listed (``unpin``)."""
 
     def __init__(self, store) -> None:
         self.store = store
         self.counts: dict[int, int] = {}
+        #: (low, high) of the ids each tail not yet listed may refer to.
+        self.pins: list[tuple[int, int]] = []
 
     def acquire(self, message: StoredMessage) -> None:
         """Count one more reference; the first writes the message."""
@@ -56,9 +63,22 @@ class MessageRefs:
             return False
         if count <= 1:
             del counts[msg_id]
-            return True
+            return not (self.pins and self.pinned(msg_id))
         counts[msg_id] = count - 1
         return False
+
+    def pinned(self, msg_id: int) -> bool:
+        """Is the message kept for a tail not listed yet, whatever its count?"""
+        return any(low <= msg_id <= high for low, high in self.pins)
+
+    def pin(self, low: int, high: int) -> None:
+        """A tail left unlisted may refer to any message in ``low..high``: keep them."""
+        self.pins.append((low, high))
+
+    def unpin(self, low: int, high: int) -> None:
+        """The tail that pinned ``low..high`` is listed (its references counted): the ids in
+        it another tail does not pin are no longer kept (broker/unlisted.py sweeps them)."""
+        self.pins.remove((low, high))
 
     def add(self, msg_id: int) -> None:
         """Count a reference to a message already in the store (at restore)."""

@@ -336,13 +336,17 @@ def test_batches_and_coalescing_match_the_plain_model(ops: list[tuple]) -> None:
 def assert_paged_load_covers(store: SQLiteStore, paged: Snapshot, full: Snapshot) -> None:
     """``load(page)`` (issue 16, row 9) holds the same state: each delivery in full or in a
     tail left unlisted, which ``store.list_queued`` lists (queued, in seq order, as many as it
-    counts, their ids within its range), and every message but those only a tail may refer
-    to (the tail's own, and orphans within its range: swept once it is listed)."""
+    counts, each chunk's ids within its range), and every message but those only a tail may
+    refer to (the tail's own, and orphans within a chunk's range: swept once it is listed)."""
     listed: dict[str, list[tuple[int, int]]] = {}
     for client_id, tail in paged.unlisted.items():
         rows = store.list_queued(client_id, tail.after, tail.through, tail.count + 1)
         assert tail.count == len(rows) > 0 and rows == sorted(rows)
-        assert (tail.low, tail.high) == (min(m for _, m in rows), max(m for _, m in rows))
+        starts = [tail.after] + [end for end, _, _ in tail.chunks]
+        for (end, low, high), first in zip(tail.chunks, starts, strict=False):
+            ids = [m for seq, m in rows if first < seq <= end]
+            assert ids and (low, high) == (min(ids), max(ids))
+        assert all(tail.after < seq <= tail.chunks[-1][0] for seq, _ in rows)
         listed[client_id] = rows
     every = sorted([(d.client_id, d.seq, d.msg_id) for d in paged.deliveries]
                    + [(c, seq, m) for c, rows in listed.items() for seq, m in rows])
@@ -352,7 +356,7 @@ def assert_paged_load_covers(store: SQLiteStore, paged: Snapshot, full: Snapshot
     assert [d for d in full.deliveries if d in paged.deliveries] == paged.deliveries
     read = {d.msg_id for d in paged.deliveries} | set(full.retained.values()) | {
         i.msg_id for i in full.inbound} | {s.will_msg_id for s in full.sessions.values()}
-    kept = [(tail.low, tail.high) for tail in paged.unlisted.values()]
+    kept = [(low, high) for tail in paged.unlisted.values() for _, low, high in tail.chunks]
     assert paged.messages == {k: v for k, v in full.messages.items()
                               if k in read or not any(low <= k <= high for low, high in kept)}
     assert (paged.sessions, paged.subscriptions, paged.inbound, paged.retained) == (

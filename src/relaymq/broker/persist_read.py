@@ -119,7 +119,8 @@ def _restore_unlisted(broker: Broker, client_id: str, tail: QueueTail) -> None:
     if session is None:
         return
     session.unlisted = tail
-    broker.refs.pin(tail.low, tail.high)
+    for _, low, high in tail.chunks:
+        broker.refs.pin(low, high)
 
 
 def _restore_inbound(broker: Broker, record: InboundRecord, messages: dict[int, StoredMessage]) -> None:

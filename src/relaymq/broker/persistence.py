@@ -23,15 +23,19 @@ class MessageRefs:
     """Reference counts of the messages held in the store.
 
     A queue's tail left unlisted at start (``Snapshot.unlisted``; broker/unlisted.py) is not
-    counted until it is listed, so while it is, the ids its messages may have (``pin``) are
-    never deleted for a count that reaches 0: the id leaves ``counts`` and its message stays
-    in the store, for the sweep once the tail is listed (``unpin``)."""
+    counted until it is listed, so while a chunk of it is not, the ids its messages may have
+    (``pin``) are never deleted for a count that reaches 0: the id leaves ``counts`` and its
+    message stays in the store, for the sweep once the chunk is listed (``unpin``)."""
 
     def __init__(self, store) -> None:
         self.store = store
         self.counts: dict[int, int] = {}
-        #: (low, high) of the ids each tail not yet listed may refer to.
+        #: (low, high) of the ids each chunk of a tail not yet listed may refer to, and the
+        #: lowest and highest of them (none while low > high): a release outside costs two
+        #: comparisons, as a backlog drained in order releases below the chunks still pinned.
         self.pins: list[tuple[int, int]] = []
+        self.pins_low = 1
+        self.pins_high = 0
 
     def acquire(self, message: StoredMessage) -> None:
         """Count one more reference; the first writes the message."""
@@ -63,22 +67,31 @@ class MessageRefs:
             return False
         if count <= 1:
             del counts[msg_id]
-            return not (self.pins and self.pinned(msg_id))
+            return not (self.pins_low <= msg_id <= self.pins_high and self.pinned(msg_id))
         counts[msg_id] = count - 1
         return False
 
     def pinned(self, msg_id: int) -> bool:
-        """Is the message kept for a tail not listed yet, whatever its count?"""
+        """Is the message kept for a tail's chunk not listed yet, whatever its count?"""
+        if not self.pins_low <= msg_id <= self.pins_high:
+            return False
         return any(low <= msg_id <= high for low, high in self.pins)
 
     def pin(self, low: int, high: int) -> None:
-        """A tail left unlisted may refer to any message in ``low..high``: keep them."""
+        """A chunk of a tail left unlisted may refer to any message in ``low..high``: keep them."""
         self.pins.append((low, high))
+        self._bounds()
 
     def unpin(self, low: int, high: int) -> None:
-        """The tail that pinned ``low..high`` is listed (its references counted): the ids in
-        it another tail does not pin are no longer kept (broker/unlisted.py sweeps them)."""
+        """The chunk that pinned ``low..high`` is listed (its references counted): the ids in
+        it no other chunk pins are no longer kept (broker/unlisted.py sweeps them)."""
         self.pins.remove((low, high))
+        self._bounds()
+
+    def _bounds(self) -> None:
+        pins = self.pins
+        self.pins_low = min(low for low, _ in pins) if pins else 1
+        self.pins_high = max(high for _, high in pins) if pins else 0
 
     def add(self, msg_id: int) -> None:
         """Count a reference to a message already in the store (at restore)."""

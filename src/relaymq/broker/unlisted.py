@@ -5,12 +5,13 @@ A session's ``unlisted`` tail sits in seq order between its ``spilled`` entries 
 ``tail.after`` and those spilled since the restart (above ``tail.through``). Whatever takes a
 spilled entry from the front (``delivery.refill``, ``delivery._drop_oldest``,
 ``Broker.end_session``) first lists what it needs here: the ids join ``spilled`` in their place
-and their references are counted then. Until a tail is listed, the messages it may refer to
-are kept whatever their counts say (``MessageRefs.pin``: the range of its ids); once it is
-listed, the ones there nothing counts nor another tail keeps are deleted (``sweep``): the
-releases that reached 0 meanwhile, and the orphans a crash left among those ids. A crash
-before then loses nothing: the rows and their messages are still stored, and the next start
-finds the same tail.
+and their references are counted then. Until a chunk of a tail (about a page) is listed, the
+messages it may refer to are kept whatever their counts say (``MessageRefs.pin``: the range
+of its ids); once it is, the ones there nothing counts nor another chunk keeps are deleted
+(``sweep``): the releases that reached 0 meanwhile, and the orphans a crash left among those
+ids. A backlog drained in order releases its messages below the chunks still kept, so they
+go with their rows as before. A crash before then loses nothing: the rows and their messages
+are still stored, and the next start finds the same tail.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from relaymq.broker.session import grown
 if TYPE_CHECKING:
     from relaymq.broker.broker import Broker
     from relaymq.broker.session import Session
+    from relaymq.store.base import QueueTail
 
 _MSG_ID = itemgetter(1)  # of a (seq, msg_id) pair
 
@@ -47,9 +49,18 @@ def list_unlisted(broker: Broker, session: Session, want: int) -> None:
             tail.after = rows[-1][0]
         if len(rows) < ask or tail.count <= 0:
             session.unlisted = None
-            broker.refs.unpin(tail.low, tail.high)
-            sweep(broker, tail.low, tail.high)
+            tail.after = tail.through  # every chunk is listed
+        _unpin_listed(broker, tail)
     spilled.extendleft(reversed(front))
+
+
+def _unpin_listed(broker: Broker, tail: QueueTail) -> None:
+    """The chunks of ``tail`` listed in full (up to ``tail.after``): unpinned and swept."""
+    chunks = tail.chunks
+    while chunks and chunks[0][0] <= tail.after:
+        _, low, high = chunks.pop(0)
+        broker.refs.unpin(low, high)
+        sweep(broker, low, high)
 
 
 def list_all(broker: Broker, session: Session) -> None:
@@ -60,9 +71,9 @@ def list_all(broker: Broker, session: Session) -> None:
 
 
 def sweep(broker: Broker, low: int, high: int) -> None:
-    """A tail that pinned ``low..high`` is listed: delete the stored messages there nothing
-    counts and no other tail pins. No record refers to them (every other reference is
-    counted), and none was deleted while kept, so each is deleted once."""
+    """A tail's chunk that pinned ``low..high`` is listed: delete the stored messages there
+    nothing counts and no other chunk pins. No record refers to them (every other reference
+    is counted), and none was deleted while kept, so each is deleted once."""
     refs = broker.refs
     counts = refs.counts
     for msg_id in broker.store.message_ids(low, high):

@@ -99,17 +99,17 @@ class InboundRecord:
 @dataclass(slots=True)
 class QueueTail:
     """A session's queued deliveries a paged load (``Store.load(page)``) left unlisted in the
-    store: its rows in state QUEUED with ``after < seq <= through``, ``count`` of them, whose
-    messages have ids in ``low..high``. Issue 16, row 9: listing a backlog's 99,000 (seq,
-    msg_id) pairs was a third of a restart's instructions. The broker lists them a page at a
-    time as the session drains (``Store.list_queued``; ``broker.unlisted``) and keeps every
-    message in ``low..high`` until they are all listed (``MessageRefs.pin``)."""
+    store: its rows in state QUEUED with ``after < seq <= through``, ``count`` of them, in
+    ``chunks`` of about a page each: (the chunk's last seq, the lowest and highest message id
+    its rows refer to), in seq order. Issue 16, row 9: listing a backlog's 99,000 (seq, msg_id)
+    pairs was a third of a restart's instructions. The broker lists them a page at a time as
+    the session drains (``Store.list_queued``; ``broker.unlisted``) and keeps every message in
+    a chunk's range of ids until the chunk is listed (``MessageRefs.pin``)."""
 
     after: int
     through: int
     count: int
-    low: int
-    high: int
+    chunks: list[tuple[int, int, int]]
 
 
 @dataclass(slots=True)
@@ -127,7 +127,7 @@ class Snapshot:
     # ``deliveries``. Their messages are not in ``messages`` unless something else refers to
     # them; they are listed (``list_queued``) and read (``read_deliveries``) as the session
     # drains. Messages no record refers to (a crash's orphans) are in ``messages`` unless their
-    # ids are within a tail's ``low..high``: those are left to ``message_ids`` once listed.
+    # ids are within a tail chunk's range: those are left to ``message_ids`` once it is listed.
     unlisted: dict[str, QueueTail] = field(default_factory=dict)
     # Numbering continues above every id ever stored (even ones since deleted), so an id is
     # never reused across a restart.

@@ -247,8 +247,9 @@ def test_a_tail_sharing_its_messages_releases_each_body_once_after_every_referen
     unlisted tails of two sessions ("long", "other") refer to the messages a short queue
     loaded in full ("short") and the retained slot refer to as well. Draining the short queue
     and then the other tail (listed three at a time) deletes no body that "long"'s unlisted
-    tail still needs; once it is drained too, every body but the retained one is deleted,
-    each exactly once, and nothing is left behind."""
+    tail still needs; as it is listed, a chunk at a time, the bodies nothing else needs go
+    (before the whole tail is), and once it is drained too, every body but the retained one
+    is deleted, each exactly once, and nothing is left behind."""
     path = str(tmp_path / "shared.db")
     _offline_backlog(path, 30, "long", "other")
     store, pub = _another_subscriber(path, "short", "a")
@@ -271,7 +272,11 @@ def test_a_tail_sharing_its_messages_releases_each_body_once_after_every_referen
     assert broker.sessions["long"].unlisted is not None
     client = TestClient(broker)
     assert client.connect("long", clean=False).session_present
-    assert _drain(client, len(expected)) == expected
+    assert _drain(client, 12) == expected[:12]
+    # each chunk of "long"'s tail listed: the releases deferred in its range are done
+    assert broker.sessions["long"].unlisted is not None and len(log.deleted) >= 8
+    assert not set(log.deleted) & set(_stored(store).messages)
+    assert _drain(client, len(expected) - 12) == expected[12:]
     after = _stored(store)
     retained_id = before.retained["a"]
     assert after.deliveries == [] and set(after.messages) == {retained_id}
@@ -370,3 +375,29 @@ def test_a_crash_part_way_through_listed_and_unlisted_tails_loses_nothing_and_le
         assert left.deliveries == [] and left.messages == {}, acked
         assert len(log.deleted) == len(set(log.deleted))
         store.close()
+
+
+def test_a_release_kept_for_a_chunk_is_done_once_that_chunk_is_listed(tmp_path):
+    """A message only a loaded queue refers to ("other"'s), its id among a tail's ("long"'s),
+    is kept when that queue drains (the tail might refer to it), and deleted as soon as the
+    chunk of the tail around its id is listed, not when the whole tail is."""
+    path = str(tmp_path / "kept.db")
+    _orphans_in_a_tail(path)
+    broker, store, log = _logged_broker(path, page=6, max_inflight=2, max_queued_messages=4)
+    before = _stored(store)
+    ids = {d.msg_id for d in before.deliveries if d.client_id == "other"}
+    kept = {msg_id for msg_id in ids if broker.refs.pinned(msg_id)}
+    assert kept and max(ids) < max(high for _, _, high in broker.sessions["long"].unlisted.chunks[:3])
+    client = TestClient(broker)
+    assert client.connect("other", clean=False).session_present
+    assert _drain(client, 3) == [b"o005", b"o008", b"o009"]
+    assert sorted(log.deleted) == sorted(ids - kept)  # outside every chunk: at once
+    assert broker.refs.deferred == kept
+    client = TestClient(broker)
+    assert client.connect("long", clean=False).session_present
+    got = _drain(client, 13)
+    assert got == [f"m{i:03d}".encode() for i in range(len(got))] and len(got) >= 13
+    assert broker.sessions["long"].unlisted is not None
+    assert kept <= set(log.deleted) and not kept & broker.refs.deferred
+    assert len(log.deleted) == len(set(log.deleted))
+    store.close()

@@ -24,8 +24,9 @@ class MessageRefs:
 
     A queue's tail left unlisted at start (``Snapshot.unlisted``; broker/unlisted.py) is not
     counted until it is listed, so while a chunk of it is not, the ids its messages may have
-    (``pin``) are never deleted for a count that reaches 0: the id leaves ``counts`` and its
-    message stays in the store, for the sweep once the chunk is listed (``unpin``)."""
+    (``pin``) are never deleted for a count that reaches 0: the id leaves ``counts`` for
+    ``deferred`` and its message stays in the store, for the sweep once the chunk is listed
+    (``unpin``)."""
 
     def __init__(self, store) -> None:
         self.store = store
@@ -36,6 +37,8 @@ class MessageRefs:
         self.pins: list[tuple[int, int]] = []
         self.pins_low = 1
         self.pins_high = 0
+        #: The ids whose count reached 0 while pinned: their messages wait for a sweep.
+        self.deferred: set[int] = set()
 
     def acquire(self, message: StoredMessage) -> None:
         """Count one more reference; the first writes the message."""
@@ -67,7 +70,10 @@ class MessageRefs:
             return False
         if count <= 1:
             del counts[msg_id]
-            return not (self.pins_low <= msg_id <= self.pins_high and self.pinned(msg_id))
+            if self.pins_low <= msg_id <= self.pins_high and self.pinned(msg_id):
+                self.deferred.add(msg_id)
+                return False
+            return True
         counts[msg_id] = count - 1
         return False
 

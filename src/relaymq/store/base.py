@@ -110,6 +110,8 @@ class QueueTail:
     through: int
     count: int
     chunks: list[tuple[int, int, int]]
+    low: int = 0  # the lowest and highest message id of every chunk
+    high: int = -1
 
 
 @dataclass(slots=True)
@@ -232,8 +234,8 @@ class Store(ABC):
 
     @abstractmethod
     def message_ids(self, low: int, high: int) -> list[int]:
-        """The ids of the stored messages in ``low..high``, ascending (the sweep of the ids a
-        ``QueueTail`` kept: ``broker.unlisted``)."""
+        """The ids of the messages in ``low..high`` stored once everything submitted is,
+        ascending (the sweep of the ids a ``QueueTail`` kept: ``broker.unlisted``)."""
 
     # -- inbound QoS 2: the state of a stored message (one write to put, one to release)
     @abstractmethod

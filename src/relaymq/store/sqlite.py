@@ -250,8 +250,9 @@ class SQLiteStore(Store):
         return self._read(LIST_QUEUED, (client_id, after_seq, through_seq, limit))
 
     def message_ids(self, low: int, high: int) -> list[int]:
-        """The ids in ``low..high`` as committed: the sweep that asks (``broker.unlisted``)
-        deletes only ids nothing counts, none of which a pending write puts back."""
+        """After a flush (a message whose delete is pending is not listed: the sweep that asks,
+        ``broker.unlisted``, would delete it again), on the reading connection."""
+        self.engine.flush()
         return [msg_id for (msg_id,) in self._read(MESSAGE_IDS, (low, high))]
 
     def _read(self, query: str, args: tuple[object, ...]) -> list[Any]:

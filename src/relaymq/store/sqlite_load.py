@@ -119,6 +119,9 @@ def _tail(conn: sqlite3.Connection, client_id: str, last: int, max_seq: int, row
         if queued:
             tail.count += queued
             tail.chunks.append((end, low, high))
+    if tail.chunks:
+        tail.low = min(low for _, low, _ in tail.chunks)
+        tail.high = max(high for _, _, high in tail.chunks)
     return tail
 
 

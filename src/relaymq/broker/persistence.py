@@ -85,19 +85,21 @@ class MessageRefs:
 
     def pin(self, low: int, high: int) -> None:
         """A chunk of a tail left unlisted may refer to any message in ``low..high``: keep them."""
+        if not self.pins:
+            self.pins_low, self.pins_high = low, high
         self.pins.append((low, high))
-        self._bounds()
+        self.pins_low, self.pins_high = min(self.pins_low, low), max(self.pins_high, high)
 
     def unpin(self, low: int, high: int) -> None:
         """The chunk that pinned ``low..high`` is listed (its references counted): the ids in
         it no other chunk pins are no longer kept (broker/unlisted.py sweeps them)."""
-        self.pins.remove((low, high))
-        self._bounds()
-
-    def _bounds(self) -> None:
         pins = self.pins
-        self.pins_low = min(low for low, _ in pins) if pins else 1
-        self.pins_high = max(high for _, high in pins) if pins else 0
+        pins.remove((low, high))
+        if not pins:
+            self.pins_low, self.pins_high = 1, 0
+        elif low == self.pins_low or high == self.pins_high:  # else the bounds stand
+            self.pins_low = min(first for first, _ in pins)
+            self.pins_high = max(last for _, last in pins)
 
     def add(self, msg_id: int) -> None:
         """Count a reference to a message already in the store (at restore)."""

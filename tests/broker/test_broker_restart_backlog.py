@@ -401,3 +401,27 @@ def test_a_release_kept_for_a_chunk_is_done_once_that_chunk_is_listed(tmp_path):
     assert kept <= set(log.deleted) and not kept & broker.refs.deferred
     assert len(log.deleted) == len(set(log.deleted))
     store.close()
+
+
+def test_drop_oldest_reaches_into_an_unlisted_tail_in_order(tmp_path):
+    """Issue 14 "drop-oldest" on a restored session at ``max_stored_messages``: once its
+    in-memory queue is dropped, the oldest are the tail's, listed for it (``_drop_oldest``):
+    the drain then gets the rest in order, and the dropped ones' bodies are gone."""
+    path = str(tmp_path / "drop.db")
+    _offline_backlog(path, 30, "off")
+    broker, store, log = _logged_broker(path, page=4, max_stored_messages=30, overflow="drop-oldest")
+    session = broker.sessions["off"]
+    assert (len(session.queue), session.in_store_only()) == (4, 26)
+    pub = TestClient(broker)
+    pub.connect("publisher")
+    for i in range(6):
+        pub.publish("a", f"n{i:03d}".encode(), qos=1, packet_id=i + 1)
+    assert session.dropped == 6 and session.in_store_only() == 30 and not session.queue
+    back = TestClient(broker)
+    assert back.connect("off", clean=False).session_present
+    expected = [f"m{i:03d}".encode() for i in range(6, 30)] + [f"n{i:03d}".encode() for i in range(6)]
+    assert _drain(back, 30) == expected
+    left = _stored(store)
+    assert left.deliveries == [] and left.messages == {}
+    assert len(log.deleted) == len(set(log.deleted)) == 36
+    store.close()

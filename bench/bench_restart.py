@@ -7,8 +7,12 @@ broker, then starts ``relaymq serve`` from each given tree in turn (alternating 
 round) on a fresh copy of that database, and reads the process's CPU (the sum of its threads'
 ``/proc/PID/task/*/schedstat`` run time, and utime + stime) the moment its MQTT port accepts.
 
-    .venv/bin/python bench/bench_restart.py --tree /path/A --tree /path/B [--rounds 6] [--messages 100000]
-        [--defaults] [--importtime]
+    .venv/bin/python bench/bench_restart.py --tree /path/A --tree /path/B[=NATIVE_DIR] [--rounds 6]
+        [--messages 100000] [--defaults] [--importtime]
+
+``=NATIVE_DIR`` runs that tree with ``RELAYMQ_NATIVE_DIR`` set to it: its own compiled build
+(``relaymq.native_build``), where a tree whose sources differ from the virtual environment's
+build would otherwise run interpreted; without it, the environment's own setting applies.
 
 ``--messages 0`` starts on an empty data directory (the start-up itself, without a backlog);
 ``--defaults`` starts ``relaymq serve`` with its embedded defaults (no ``--config``: only the
@@ -45,6 +49,10 @@ sys.path.insert(0, str(HERE))
 from compare_brokers import USERNAME, make_broker  # noqa: E402
 
 from relaymq.bench import scenarios  # noqa: E402
+
+
+#: RELAYMQ_NATIVE_DIR of each tree given one (``--tree PATH=NATIVE_DIR``).
+native_dirs: dict[Path, str | None] = {}
 
 
 def cpu_seconds(pid: int) -> tuple[float, float]:
@@ -91,6 +99,12 @@ def accepts(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+def tree_and_build(arg: str) -> tuple[Path, str | None]:
+    """``--tree PATH[=NATIVE_DIR]``."""
+    path, _, native = arg.partition("=")
+    return Path(path), native or None
+
+
 def start_once(tree: Path, filled: Path, command: list[str], port: int, work: Path,
                importtime: bool = False, session: bool = False) -> tuple[float, float, float, dict[str, int], str]:
     """(wall, schedstat CPU, utime + stime, memory in KiB, the log) from the exec until the
@@ -100,6 +114,8 @@ def start_once(tree: Path, filled: Path, command: list[str], port: int, work: Pa
     command = [part.replace(str(filled), str(work)) for part in command]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.update(PYTHONPATH=str(tree / "src"), PYTHONUNBUFFERED="1")
+    if native_dirs.get(tree):
+        env["RELAYMQ_NATIVE_DIR"] = native_dirs[tree]
     if importtime:
         env["PYTHONPROFILEIMPORTTIME"] = "1"
     with (work / "run.log").open("wb") as log:
@@ -127,12 +143,15 @@ def start_once(tree: Path, filled: Path, command: list[str], port: int, work: Pa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tree", action="append", type=Path, required=True)
+    parser.add_argument("--tree", action="append", type=tree_and_build, required=True,
+                        help="a source tree, =NATIVE_DIR: with its own compiled build")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--messages", type=int, default=100_000, help="the backlog (0: an empty data directory)")
     parser.add_argument("--defaults", action="store_true", help="the embedded defaults, not bench/compare's configuration")
     parser.add_argument("--importtime", action="store_true", help="one more start per tree under -X importtime")
     args = parser.parse_args()
+    native_dirs.update(args.tree)
+    args.tree = [tree for tree, _ in args.tree]
     workdir = Path(tempfile.mkdtemp(prefix="bench-restart-"))
     try:
         filled = workdir / "fill"

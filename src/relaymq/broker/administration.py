@@ -76,7 +76,7 @@ def disconnect(broker: Broker, client_id: str, by: str | None, publish_will: boo
 
 
 def queued(session: Session) -> int:
-    return len(session.queue) + len(session.spilled)
+    return len(session.queue) + session.in_store_only()
 
 
 def session_view(session: Session, now: float) -> dict[str, Any]:

@@ -144,7 +144,7 @@ def below_low_water(broker: Broker, session: Session) -> bool:
     """Has a blocking session drained enough to take publications again (half its limits)?"""
     limits = broker.limits
     if session.persistent:
-        return (len(session.queue) + len(session.spilled) + len(session.inflight)
+        return (len(session.queue) + session.in_store_only() + len(session.inflight)
                 <= limits.max_stored_messages // 2)
     return len(session.queue) <= limits.max_queued_messages // 2 and (
         not limits.max_queued_bytes or session.queued_bytes <= limits.max_queued_bytes // 2)
@@ -283,7 +283,7 @@ def check(broker: Broker, now: float) -> None:
             conn = session.connection
             log.warning("session %s has held %d publishers back for %.0f s: its queue is full (%d in memory, "
                         "%d in the store only, %d in flight) and its client %s", session.client_id,
-                        len(waiters), now - entry.since, len(session.queue), len(session.spilled),
+                        len(waiters), now - entry.since, len(session.queue), session.in_store_only(),
                         len(session.inflight),
                         "is not connected" if conn is None else "does not acknowledge (or read) what it is sent")
 

@@ -19,6 +19,7 @@ from relaymq.pubsub.model import REMOVED_EXPIRED, REMOVED_SESSION_ENDED
 from relaymq.clock import Clock
 from relaymq.broker.persist_read import restore_snapshot
 from relaymq.broker.persistence import MessageRefs, save_session
+from relaymq.broker.unlisted import list_all
 from relaymq.broker.routing import process_publication
 from relaymq.broker.session import Session
 from relaymq.broker.shared import SharedGroup
@@ -163,6 +164,7 @@ class Broker:
             delivery_mod.discard(self, session, d, persist=False)
         session.inflight.clear()
         session.clear_queue()
+        list_all(self, session)  # a tail left in the store unlisted: its references are counted first
         while session.spilled:
             self.refs.release_id(session.spilled.popleft()[1])
         for msg in session.inbound.values():

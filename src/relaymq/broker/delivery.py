@@ -20,6 +20,7 @@ from relaymq.broker.persistence import (
 from relaymq.broker.records import ReadEnd
 from relaymq.broker.session import Delivery, grown, made
 from relaymq.broker.states import CONNECTED
+from relaymq.broker.unlisted import list_unlisted
 from relaymq.broker.stats import DROP_QOS0_NOT_CONNECTED, DROP_QUEUE_FULL
 from relaymq.mqtt import packets as p
 from relaymq.mqtt.reason_codes import QUOTA_EXCEEDED, SUCCESS
@@ -53,7 +54,7 @@ def deliver(broker: Broker, session: Session, message: StoredMessage, qos: int, 
     limits = broker.limits
     size = len(message.payload)
     queue = session.queue
-    if session.spilled or len(queue) >= limits.max_queued_messages or (
+    if session.spilled or session.unlisted is not None or len(queue) >= limits.max_queued_messages or (
             limits.max_queued_bytes and session.queued_bytes + size > limits.max_queued_bytes):
         overflow(broker, session, message, qos, retain, subscription_ids, watch)
         return
@@ -107,7 +108,7 @@ def overflow(broker: Broker, session: Session, message: StoredMessage, qos: int,
 
     Drops are counted (``publish_dropped``, ``overflow_dropped``, the session's ``dropped``)."""
     limits = broker.limits
-    backlog = len(session.queue) + len(session.spilled) + len(session.inflight)
+    backlog = len(session.queue) + session.in_store_only() + len(session.inflight)
     persistent = session.persistent
     if persistent and backlog < limits.max_stored_messages:
         _spill(broker, session, message, qos, retain, subscription_ids)
@@ -156,7 +157,7 @@ def _take_while_blocking(broker: Broker, session: Session, message: StoredMessag
 def _make_room(broker: Broker, session: Session, size: int) -> bool:
     """``drop-oldest``: drop the oldest waiting messages until one of ``size`` bytes fits;
     False when it does not even then."""
-    while _full(broker, session, size) and (session.queue or session.spilled):
+    while _full(broker, session, size) and (session.queue or session.spilled or session.unlisted is not None):
         _drop_oldest(broker, session)
     return not _full(broker, session, size)
 
@@ -174,7 +175,7 @@ def _full(broker: Broker, session: Session, size: int) -> bool:
     ``overflow`` make)?"""
     limits = broker.limits
     if session.persistent:
-        return len(session.queue) + len(session.spilled) + len(session.inflight) >= limits.max_stored_messages
+        return len(session.queue) + session.in_store_only() + len(session.inflight) >= limits.max_stored_messages
     return len(session.queue) >= limits.max_queued_messages or bool(
         limits.max_queued_bytes and session.queued_bytes + size > limits.max_queued_bytes)
 
@@ -186,6 +187,7 @@ def _drop_oldest(broker: Broker, session: Session) -> None:
         size = len(oldest.message.payload)
         release(broker, session, oldest)
     else:
+        list_unlisted(broker, session, BACKLOG_PAGE)  # a page, not a query per message dropped
         seq, msg_id = grown(session.spilled).popleft()  # not empty: the session is full
         size = 0  # kept in the store only: its size is not known here (docs/pubsub.md)
         broker.store.delete_delivery(session.client_id, seq)
@@ -214,7 +216,7 @@ def _count_drop(broker: Broker, session: Session, what: str, size: int, *, disco
         session.disconnect_dropped_bytes += size
     if session.dropped == 1 or session.dropped % 1000 == 0:
         log.warning("session %s: queue full (%d in memory, %d in the store only, %d bytes; overflow = %s): "
-                    "%s, %d messages dropped in all", session.client_id, len(session.queue), len(session.spilled),
+                    "%s, %d messages dropped in all", session.client_id, len(session.queue), session.in_store_only(),
                     session.queued_bytes, session.overflow, what, session.dropped)
 
 
@@ -223,8 +225,14 @@ def refill(broker: Broker, session: Session) -> None:
     in seq order, so the client receives them after everything queued before them."""
     limits = broker.limits
     room = min(limits.max_queued_messages - len(session.queue), BACKLOG_PAGE)
-    if room <= 0 or not session.spilled:
+    if room <= 0 or not (session.spilled or session.unlisted is not None):
         return
+    if session.unlisted is not None:
+        list_unlisted(broker, session, room)  # the ids the rows read are matched against
+    if not session.spilled:
+        return  # (the tail held fewer than it counted)
+    tail = session.unlisted  # None once all of it is listed
+    last = None if tail is None else tail.after
     max_bytes = limits.max_queued_bytes
     first_seq = session.spilled[0][0]
     try:
@@ -234,6 +242,8 @@ def refill(broker: Broker, session: Session) -> None:
         broker.refill_stalled.add(session)
         return
     for rec, msg in found:
+        if last is not None and rec.seq > last:
+            break  # past what is listed: the tail's next ids come first (a row listed was gone)
         while session.spilled and session.spilled[0][0] < rec.seq:  # gone from the store
             broker.refs.release_id(session.spilled.popleft()[1])
         if not session.spilled or session.spilled[0][0] != rec.seq:
@@ -252,7 +262,7 @@ def pump(broker: Broker, session: Session) -> None:
     if conn is None or conn.state is not CONNECTED:
         return
     queue = session.queue
-    if not queue and not session.spilled:
+    if not queue and not session.spilled and session.unlisted is None:
         return
     session.inflight = made(session.inflight)  # ``start`` adds to the dict read below
     inflight = session.inflight
@@ -260,7 +270,7 @@ def pump(broker: Broker, session: Session) -> None:
     sent: list[Delivery] = []  # stored QoS 2 deliveries put in flight: SENT in one store call
     while len(inflight) < conn.send_quota and not conn.outbound_congested():
         if not queue:
-            if not session.spilled:
+            if not session.spilled and session.unlisted is None:
                 break
             refill(broker, session)
             queue = session.queue  # refill may have made the deque (Session.enqueue)

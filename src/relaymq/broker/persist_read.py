@@ -6,21 +6,17 @@ per record type, each with names of its own."""
 from __future__ import annotations
 
 import logging
-from collections import deque
-from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from relaymq.broker.handle_subscribe import add_subscription_to_tree
 from relaymq.broker.records import PendingWill
-from relaymq.broker.session import Delivery, Session, grown, made
-from relaymq.store.base import QUEUED, DeliveryRecord, InboundRecord, SessionRecord, Snapshot, StoredMessage
+from relaymq.broker.session import Delivery, Session, made
+from relaymq.store.base import QUEUED, DeliveryRecord, InboundRecord, QueueTail, SessionRecord, Snapshot, StoredMessage
 
 if TYPE_CHECKING:
     from relaymq.broker.broker import Broker
 
 log = logging.getLogger("relaymq.broker")
-
-_MSG_ID = itemgetter(1)  # of a (seq, msg_id) pair
 
 
 def restore_snapshot(broker: Broker, snap: Snapshot) -> None:
@@ -42,8 +38,8 @@ def restore_snapshot(broker: Broker, snap: Snapshot) -> None:
     crashed = {client_id for client_id, record in snap.sessions.items() if record.disconnected_at is None}
     for delivery in snap.deliveries:
         _restore_delivery(broker, delivery, snap.messages, delivery.client_id in crashed)
-    for client_id, tail in snap.stored_only.items():
-        _restore_stored_only(broker, client_id, tail)
+    for client_id, tail in snap.unlisted.items():
+        _restore_unlisted(broker, client_id, tail)
     for inbound in snap.inbound:
         _restore_inbound(broker, inbound, snap.messages)
     for topic, msg_id in snap.retained.items():
@@ -52,18 +48,19 @@ def restore_snapshot(broker: Broker, snap: Snapshot) -> None:
             broker.retained.set(topic, retained)
             broker.refs.add(msg_id)
     for msg_id in snap.messages:
-        if msg_id not in broker.refs.counts:  # orphan left by a crash between two writes
+        # an orphan a crash left between two writes; one a tail may refer to waits for the sweep
+        if msg_id not in broker.refs.counts and not broker.refs.pinned(msg_id):
             broker.store.delete_message(msg_id)
         broker._next_msg_id = max(broker._next_msg_id, msg_id + 1)
     for delivery in snap.deliveries:
         broker._next_seq = max(broker._next_seq, delivery.seq + 1)
-    for tail in snap.stored_only.values():
-        broker._next_seq = max(broker._next_seq, tail[-1][0] + 1)
+    for tail in snap.unlisted.values():
+        broker._next_seq = max(broker._next_seq, tail.through + 1)
+    unlisted = sum(tail.count for tail in snap.unlisted.values())
     log.info("restored %d sessions, %d subscriptions, %d queued messages (%d left in the store "
              "until their sessions drain), %d inbound QoS 2 awaiting PUBREL, %d retained",
-             len(snap.sessions), len(snap.subscriptions),
-             len(snap.deliveries) + sum(map(len, snap.stored_only.values())),
-             sum(map(len, snap.stored_only.values())), len(snap.inbound), len(snap.retained))
+             len(snap.sessions), len(snap.subscriptions), len(snap.deliveries) + unlisted,
+             unlisted, len(snap.inbound), len(snap.retained))
 
 
 def _restore_session(broker: Broker, record: SessionRecord, messages: dict[int, StoredMessage],
@@ -114,17 +111,16 @@ def _restore_delivery(broker: Broker, record: DeliveryRecord, messages: dict[int
     session.queued_bytes += len(message.payload)
 
 
-def _restore_stored_only(broker: Broker, client_id: str, tail: list[tuple[int, int]]) -> None:
-    """A session's queue past what the store read at start (``Snapshot.stored_only``): spilled,
-    in seq order after everything in memory, read back by ``delivery.refill`` as it drains."""
+def _restore_unlisted(broker: Broker, client_id: str, tail: QueueTail) -> None:
+    """A session's queue past what the store read at start (``Snapshot.unlisted``): kept in
+    the store unlisted, after everything in memory, listed and read back as it drains
+    (broker/unlisted.py); the messages it may refer to are kept until it is listed."""
     session = broker.sessions.get(client_id)
-    if session is None or not tail:
+    if session is None:
         return
-    spilled = grown(session.spilled)
-    merge = bool(spilled)  # _restore_delivery spilled some already (past the queue limits)
-    spilled.extend(tail)
-    session.spilled = deque(sorted(spilled)) if merge else spilled
-    broker.refs.add_all(map(_MSG_ID, tail))  # no Python loop over a backlog's 99,000 pairs
+    session.unlisted = tail
+    for _, low, high in tail.chunks:
+        broker.refs.pin(low, high)
 
 
 def _restore_inbound(broker: Broker, record: InboundRecord, messages: dict[int, StoredMessage]) -> None:

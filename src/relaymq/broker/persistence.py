@@ -20,11 +20,25 @@ if TYPE_CHECKING:
 
 
 class MessageRefs:
-    """Reference counts of the messages held in the store."""
+    """Reference counts of the messages held in the store.
+
+    A queue's tail left unlisted at start (``Snapshot.unlisted``; broker/unlisted.py) is not
+    counted until it is listed, so while a chunk of it is not, the ids its messages may have
+    (``pin``) are never deleted for a count that reaches 0: the id leaves ``counts`` for
+    ``deferred`` and its message stays in the store, for the sweep once the chunk is listed
+    (``unpin``)."""
 
     def __init__(self, store) -> None:
         self.store = store
         self.counts: dict[int, int] = {}
+        #: (low, high) of the ids each chunk of a tail not yet listed may refer to, and the
+        #: lowest and highest of them (none while low > high): a release outside costs two
+        #: comparisons, as a backlog drained in order releases below the chunks still pinned.
+        self.pins: list[tuple[int, int]] = []
+        self.pins_low = 1
+        self.pins_high = 0
+        #: The ids whose count reached 0 while pinned: their messages wait for a sweep.
+        self.deferred: set[int] = set()
 
     def acquire(self, message: StoredMessage) -> None:
         """Count one more reference; the first writes the message."""
@@ -56,9 +70,36 @@ class MessageRefs:
             return False
         if count <= 1:
             del counts[msg_id]
+            if self.pins_low <= msg_id <= self.pins_high and self.pinned(msg_id):
+                self.deferred.add(msg_id)
+                return False
             return True
         counts[msg_id] = count - 1
         return False
+
+    def pinned(self, msg_id: int) -> bool:
+        """Is the message kept for a tail's chunk not listed yet, whatever its count?"""
+        if not self.pins_low <= msg_id <= self.pins_high:
+            return False
+        return any(low <= msg_id <= high for low, high in self.pins)
+
+    def pin(self, low: int, high: int) -> None:
+        """A chunk of a tail left unlisted may refer to any message in ``low..high``: keep them."""
+        if not self.pins:
+            self.pins_low, self.pins_high = low, high
+        self.pins.append((low, high))
+        self.pins_low, self.pins_high = min(self.pins_low, low), max(self.pins_high, high)
+
+    def unpin(self, low: int, high: int) -> None:
+        """The chunk that pinned ``low..high`` is listed (its references counted): the ids in
+        it no other chunk pins are no longer kept (broker/unlisted.py sweeps them)."""
+        pins = self.pins
+        pins.remove((low, high))
+        if not pins:
+            self.pins_low, self.pins_high = 1, 0
+        elif low == self.pins_low or high == self.pins_high:  # else the bounds stand
+            self.pins_low = min(first for first, _ in pins)
+            self.pins_high = max(last for _, last in pins)
 
     def add(self, msg_id: int) -> None:
         """Count a reference to a message already in the store (at restore)."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from relaymq.broker.no_entries import NO_ENTRIES
 from relaymq.mqtt.wire import MAX_UINT16
-from relaymq.store.base import NEVER_EXPIRES, QUEUED, StoredMessage, SubscriptionRecord
+from relaymq.store.base import NEVER_EXPIRES, QUEUED, QueueTail, StoredMessage, SubscriptionRecord
 
 if TYPE_CHECKING:
     from relaymq.broker.ack_watch import AckWatch
@@ -73,7 +73,7 @@ class Session:
     __slots__ = (
         "client_id", "protocol_level", "expiry_interval", "username", "subscriptions",
         "queue", "inflight", "inbound", "connection", "disconnected_at", "_next_packet_id",
-        "queued_bytes", "dropped", "dropped_bytes", "disconnect_dropped", "disconnect_dropped_bytes", "persisted", "spilled", "inbound_bytes", "overflow", "blocking",
+        "queued_bytes", "dropped", "dropped_bytes", "disconnect_dropped", "disconnect_dropped_bytes", "persisted", "spilled", "unlisted", "inbound_bytes", "overflow", "blocking",
     )
 
     def __init__(self, client_id: str, protocol_level: int, expiry_interval: int,
@@ -90,6 +90,10 @@ class Session:
         # Deliveries past the in-memory queue limit, kept only in the store: (seq, msg_id) in
         # seq order, all after every delivery in ``queue`` (persistent sessions only).
         self.spilled: deque[tuple[int, int]] | tuple[()] = NOTHING_QUEUED
+        # More kept only in the store, not listed in ``spilled`` yet: a restored backlog's tail
+        # (``Snapshot.unlisted``), its seqs between the spilled ones before and after it, listed
+        # a page at a time before they are needed (broker/unlisted.py)
+        self.unlisted: QueueTail | None = None
         # packet id -> delivery, in the order sent (a dict keeps it: an OrderedDict costs twice
         # the memory of an empty dict on every connection, issue 8 scenario 6)
         self.inflight: dict[int, Delivery] = NO_ENTRIES
@@ -122,6 +126,11 @@ class Session:
         """Append to ``spilled`` (made a deque on first use)."""
         self.spilled = spilled = grown(self.spilled)
         spilled.append((seq, msg_id))
+
+    def in_store_only(self) -> int:
+        """How many deliveries are kept only in the store (``spilled`` and ``unlisted``)."""
+        unlisted = self.unlisted
+        return len(self.spilled) + (0 if unlisted is None else unlisted.count)
 
     def clear_queue(self) -> None:
         """Forget what is queued (the caller released it), back to the shared empty placeholder."""

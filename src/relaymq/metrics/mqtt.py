@@ -97,7 +97,7 @@ class MqttCollector:
                 online += 1
             else:
                 offline += 1
-            queued += len(session.queue) + len(session.spilled)
+            queued += len(session.queue) + session.in_store_only()
             inflight += len(session.inflight)
         sessions = GaugeMetricFamily(f"{PREFIX}_mqtt_sessions", "MQTT sessions, by state", labels=["state"])
         sessions.add_metric(["online"], online)

@@ -97,6 +97,24 @@ class InboundRecord:
 
 
 @dataclass(slots=True)
+class QueueTail:
+    """A session's queued deliveries a paged load (``Store.load(page)``) left unlisted in the
+    store: its rows in state QUEUED with ``after < seq <= through``, ``count`` of them, in
+    ``chunks`` of about a page each: (the chunk's last seq, the lowest and highest message id
+    its rows refer to), in seq order. Issue 16, row 9: listing a backlog's 99,000 (seq, msg_id)
+    pairs was a third of a restart's instructions. The broker lists them a page at a time as
+    the session drains (``Store.list_queued``; ``broker.unlisted``) and keeps every message in
+    a chunk's range of ids until the chunk is listed (``MessageRefs.pin``)."""
+
+    after: int
+    through: int
+    count: int
+    chunks: list[tuple[int, int, int]]
+    low: int = 0  # the lowest and highest message id of every chunk
+    high: int = -1
+
+
+@dataclass(slots=True)
 class Snapshot:
     """Everything the store holds, read once at start-up."""
 
@@ -107,10 +125,12 @@ class Snapshot:
     inbound: list[InboundRecord] = field(default_factory=list)
     retained: dict[str, int] = field(default_factory=dict)  # topic -> msg_id
     # A session's queue past its first ``page`` queued deliveries (``Store.load(page)``), left
-    # in the store: client_id -> [(seq, msg_id)] in seq order, all after that client's
-    # deliveries in ``deliveries``. Their messages are not in ``messages`` unless something else
-    # refers to them; they come back through ``read_deliveries`` as the session drains.
-    stored_only: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    # in the store unlisted: client_id -> its QueueTail, all after that client's deliveries in
+    # ``deliveries``. Their messages are not in ``messages`` unless something else refers to
+    # them; they are listed (``list_queued``) and read (``read_deliveries``) as the session
+    # drains. Messages no record refers to (a crash's orphans) are in ``messages`` unless their
+    # ids are within a tail chunk's range: those are left to ``message_ids`` once it is listed.
+    unlisted: dict[str, QueueTail] = field(default_factory=dict)
     # Numbering continues above every id ever stored (even ones since deleted), so an id is
     # never reused across a restart.
     next_msg_id: int = 1
@@ -139,8 +159,8 @@ class Store(ABC):
     @abstractmethod
     def load(self, page: int | None = None) -> Snapshot:
         """Everything stored; with ``page``, a session's queued deliveries past its first
-        ``page`` may be listed in ``Snapshot.stored_only`` instead of read in full (issue 16,
-        row 9: a restart with a long backlog reads only what the first drain needs)."""
+        ``page`` may be left in the store (``Snapshot.unlisted``) instead of read in full
+        (issue 16, row 9: a restart with a long backlog reads only what the first drain needs)."""
 
     # -- messages
     @abstractmethod
@@ -206,6 +226,16 @@ class Store(ABC):
                         limit: int) -> list[tuple[DeliveryRecord, StoredMessage]]:
         """Up to ``limit`` of the client's deliveries with seq > ``after_seq``, in seq order, each
         with its message: how a backlog kept only in the store (issue 2: limits) comes back."""
+
+    @abstractmethod
+    def list_queued(self, client_id: str, after_seq: int, through_seq: int, limit: int) -> list[tuple[int, int]]:
+        """(seq, msg_id) of up to ``limit`` of the client's QUEUED deliveries with ``after_seq <
+        seq <= through_seq``, in seq order: a ``QueueTail`` listed a page at a time."""
+
+    @abstractmethod
+    def message_ids(self, low: int, high: int) -> list[int]:
+        """The ids of the messages in ``low..high`` stored once everything submitted is,
+        ascending (the sweep of the ids a ``QueueTail`` kept: ``broker.unlisted``)."""
 
     # -- inbound QoS 2: the state of a stored message (one write to put, one to release)
     @abstractmethod

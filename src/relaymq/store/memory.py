@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from . import serialize as ser
 from .engine import Notify
 from .base import (
+    QUEUED,
     RELEASED,
     DeliveryRecord,
     InboundRecord,
@@ -131,6 +132,17 @@ class MemoryStore(Store):
         rows = sorted((seq, row) for seq, row in self._deliveries.get(client_id, {}).items() if seq > after_seq)
         return [(ser.delivery_from_row(row), ser.message_from_row(self._messages[row[2]]))
                 for _, row in rows[:limit]]
+
+    def list_queued(self, client_id: str, after_seq: int, through_seq: int, limit: int) -> list[tuple[int, int]]:
+        self._check()
+        rows = self._deliveries.get(client_id, {})
+        listed = sorted((seq, row[2]) for seq, row in rows.items()
+                        if after_seq < seq <= through_seq and row[6] == QUEUED)
+        return listed[:limit]
+
+    def message_ids(self, low: int, high: int) -> list[int]:
+        self._check()
+        return sorted(msg_id for msg_id in self._messages if low <= msg_id <= high)
 
     def put_message_and_inbound(self, message: StoredMessage, record: InboundRecord) -> None:
         self.put_message(message)

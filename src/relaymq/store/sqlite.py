@@ -32,6 +32,7 @@ import sqlite3
 from contextlib import AbstractContextManager
 from functools import partial
 from collections.abc import Callable
+from typing import Any
 
 from . import serialize as ser
 from .base import (
@@ -47,7 +48,7 @@ from .base import (
 from .batch import Batch
 from .engine import SCHEMA_VERSION as ENGINE_SCHEMA_VERSION
 from .engine import Engine, Notify
-from .sqlite_load import read_marks, read_snapshot
+from .sqlite_load import LIST_QUEUED, MESSAGE_IDS, read_marks, read_snapshot
 from .sqlite_ops import (
     DELETE_CLIENT_DELIVERIES, DELETE_CLIENT_SUBSCRIPTIONS, DELETE_DELIVERY, DELETE_MESSAGE, DELETE_RETAINED,
     DELETE_SESSION, DELETE_SUBSCRIPTION, PUT_DELIVERY, PUT_MESSAGE, PUT_META, PUT_RETAINED, PUT_SESSION,
@@ -91,7 +92,7 @@ class SQLiteStore(Store):
         self._written_marks = marks
         #: Every delivery put with a seq up to this is committed (read_deliveries need not flush).
         self._committed_seq = marks[1]
-        self._reader: sqlite3.Connection | None = None  # read_deliveries' own connection
+        self._reader: sqlite3.Connection | None = None  # read_deliveries' (and _read's) own connection
         engine.taking.append(self._marks)
 
     # -- state the broker and the benchmarks may read
@@ -236,17 +237,32 @@ class SQLiteStore(Store):
         caller's own, kept open: called only when a session's in-memory queue runs low."""
         if self._max_seq > self._committed_seq:
             self.engine.flush()
+        rows = self._read(
+            "SELECT d.client_id, d.seq, d.msg_id, d.qos, d.retain, d.packet_id, d.state,"
+            " d.subscription_ids, m.* FROM deliveries d JOIN messages m ON m.msg_id = d.msg_id"
+            " WHERE d.client_id = ? AND d.seq > ? ORDER BY d.seq LIMIT ?",
+            (client_id, after_seq, limit))
+        return [(ser.delivery_from_row(row[:8]), ser.message_from_row(row[8:])) for row in rows]
+
+    def list_queued(self, client_id: str, after_seq: int, through_seq: int, limit: int) -> list[tuple[int, int]]:
+        """A ``QueueTail``'s next ids, without a flush: its rows were committed before the load
+        that left it, and nothing changes them until they are listed."""
+        return self._read(LIST_QUEUED, (client_id, after_seq, through_seq, limit))
+
+    def message_ids(self, low: int, high: int) -> list[int]:
+        """After a flush (a message whose delete is pending is not listed: the sweep that asks,
+        ``broker.unlisted``, would delete it again), on the reading connection."""
+        self.engine.flush()
+        return [msg_id for (msg_id,) in self._read(MESSAGE_IDS, (low, high))]
+
+    def _read(self, query: str, args: tuple[object, ...]) -> list[Any]:
+        """``query``'s rows on the store's reading connection (opened on first use, kept)."""
         if self._reader is None:
             self._reader = self.engine.connect()
         try:
-            rows = self._reader.execute(
-                "SELECT d.client_id, d.seq, d.msg_id, d.qos, d.retain, d.packet_id, d.state,"
-                " d.subscription_ids, m.* FROM deliveries d JOIN messages m ON m.msg_id = d.msg_id"
-                " WHERE d.client_id = ? AND d.seq > ? ORDER BY d.seq LIMIT ?",
-                (client_id, after_seq, limit)).fetchall()
+            return self._reader.execute(query, args).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read store {self.path!r}: {exc}") from exc
-        return [(ser.delivery_from_row(row[:8]), ser.message_from_row(row[8:])) for row in rows]
 
     def put_message_and_inbound(self, message: StoredMessage, record: InboundRecord) -> None:
         """One row: the message with its inbound QoS 2 state (schema 6)."""

@@ -264,3 +264,17 @@ def test_message_domain_of_a_body_less_jms_message() -> None:
     """DECISION: a jms_none message (no payload) takes any configured domain."""
     assert _jms_message("jms_none", None, configured="XMLNSC").domain == "XMLNSC"
     assert _jms_message("jms_none", None).domain == "BLOB"
+
+
+def test_json_brackets_in_strings_and_a_bom_as_the_standard_library_reads_them() -> None:
+    """The JSON domain scans a text for its nesting only when it has more brackets than
+    MAX_DEPTH, and parses with one decoder kept for every parse (issue 14: a content filter
+    on a small JSON body): brackets inside strings do not count as nesting, a UTF-8 BOM is
+    refused as ``json.loads`` refuses it, and one parse leaves nothing to the next."""
+    text = '{"s": "' + "[" * 300 + '", "t": [1, {"u": null}]}'
+    body = parse_body("JSON", text.encode())
+    assert body.get("s") == "[" * 300 and body.find("t").kind == "array"
+    assert parse_body("JSON", b'{"a": 1, "a": 2}') == parse_body("JSON", b'{"a": 1, "a": 2}')
+    assert [c.value for c in parse_body("JSON", b'{"a": 1, "a": 2}').children] == [1, 2]
+    with pytest.raises(DomainError):
+        parse_body("JSON", "\ufeff{}".encode())

@@ -12,7 +12,7 @@ import itertools
 import os
 from collections.abc import Callable
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from relaymq.message.folders import is_usr_name
 from relaymq.message.headers import MQMessage
@@ -122,6 +122,9 @@ def view_resolver(pub: Publication) -> Callable[[str], object]:
 
     return untyped
 
+#: ``FilterSource._msd`` not found yet (None is a finding: no domain).
+_UNKNOWN = object()
+
 
 class FilterSource:
     """What the content filters of one publication read (item 17), as ``view_resolver`` reads
@@ -130,13 +133,14 @@ class FilterSource:
     gives it, without the rest of the view (its MQMD, MQRFH2 and message: most of a filter's
     cost, issue 14); any other name, and the body of a JMS class, from ``filter_view``."""
 
-    __slots__ = ("pub", "_values", "_body", "_view")
+    __slots__ = ("pub", "_values", "_body", "_view", "_msd")
 
     def __init__(self, pub: Publication) -> None:
         self.pub = pub
         self._values: dict[str, object] = {}
         self._body: Element | BaseException | None = None  # parsed, or why it does not parse
         self._view: Callable[[str], object] | None = None
+        self._msd: str | None | object = _UNKNOWN  # the view's mcd.Msd (``_domain``), once found
 
     def __call__(self, name: str) -> object:
         values = self._values
@@ -157,20 +161,21 @@ class FilterSource:
         return value
 
     def _usr(self, path: str) -> object:
-        from relaymq.selector.resolvers import folder_value
-        from relaymq.selector.values import UntypedText
-
+        read = _readers()
         try:
-            value = folder_value(usr_folder(self.pub), path)
+            value = read.folder_value(usr_folder(self.pub), path)
         except ValueError:  # a bad path step: NULL, as message_resolver reads it
             return None
-        return UntypedText(value) if self.pub.untyped_usr and type(value) is str else value
+        return read.untyped(value) if self.pub.untyped_usr and type(value) is str else value
 
     def _domain(self) -> str | None:
-        """The view's mcd.Msd: the publication's domain, else the one its body looks like."""
-        pub = self.pub
-        domain = pub.domain if pub.domain is not None else guess_domain(None, pub.body)
-        return domain.lower() if domain else None
+        """The view's mcd.Msd: the publication's domain, else the one its body looks like (found once)."""
+        msd = self._msd
+        if msd is _UNKNOWN:
+            pub = self.pub
+            domain = pub.domain if pub.domain is not None else guess_domain(None, pub.body)
+            msd = self._msd = domain.lower() if domain else None
+        return msd  # type: ignore[return-value]
 
     def _jms_class(self) -> bool:
         """A JMS class as the domain (``jms_text``...): the view's JMS rules choose the body's domain."""
@@ -178,24 +183,44 @@ class FilterSource:
         return msd is not None and msd.startswith("jms_")
 
     def _body_value(self, path: str) -> object:
-        from relaymq.message.domains.choice import domain_for_mq
-        from relaymq.message.domains.registry import parse_body
-        from relaymq.message.errors import FormatError
-        from relaymq.selector.resolvers import body_value
-
+        read = _readers()
         body = self._body
         if body is None:
             try:
-                body = parse_body(domain_for_mq(self._domain()), self.pub.body, *_view_body_coding())
-            except (FormatError, ValueError) as exc:  # NULL, as message_resolver reads it
+                body = read.parse_body(read.domain_for_mq(self._domain()), self.pub.body, *_view_body_coding())
+            except (read.format_error, ValueError) as exc:  # NULL, as message_resolver reads it
                 body = exc
             self._body = body
         if isinstance(body, BaseException):
             return None
         try:
-            return body_value(body, path)
+            return read.body_value(body, path)
         except ValueError:  # a bad path step
             return None
+
+
+class _Readers(NamedTuple):
+    """What :class:`FilterSource` reads with, imported on the first filter (not at start-up,
+    which has none) and then kept: an import statement per value read cost more than the
+    reading (issue 14)."""
+
+    folder_value: Callable[[Element | None, str], object]
+    body_value: Callable[[Element, str], object]
+    untyped: type[str]
+    parse_body: Callable[..., Element]
+    domain_for_mq: Callable[[str | None], str]
+    format_error: type[Exception]
+
+
+@cache
+def _readers() -> _Readers:
+    from relaymq.message.domains.choice import domain_for_mq
+    from relaymq.message.domains.registry import parse_body
+    from relaymq.message.errors import FormatError
+    from relaymq.selector.resolvers import body_value, folder_value
+    from relaymq.selector.values import UntypedText
+
+    return _Readers(folder_value, body_value, UntypedText, parse_body, domain_for_mq, FormatError)
 
 
 @cache
@@ -223,7 +248,7 @@ def filter_selects(pub: Publication, selector: Selector) -> bool:
         results = pub._selected = {}
     known = results.get(selector.text)
     if known is None:
-        known = results[selector.text] = selector.matches(filter_resolver(pub))
+        known = results[selector.text] = selector.selects(filter_resolver(pub))
     return known
 
 

@@ -38,6 +38,11 @@ class Selector:
         resolve = source.get if isinstance(source, Mapping) else source
         return self._run(resolve) is True
 
+    def selects(self, resolve: Resolver) -> bool:
+        """``matches`` of a resolver, without asking whether it is a Mapping (an ABC's check,
+        dearer than a simple filter: a content filter per publication, issue 14)."""
+        return self._run(resolve) is True
+
     def __repr__(self) -> str:
         return f"Selector({self.text!r})"
 

@@ -62,6 +62,11 @@ def _pairs_object(pairs: list[tuple[str, object]]) -> _Pairs:
     return _Pairs(pairs)
 
 
+#: ``json.loads(text, object_pairs_hook=..., parse_constant=...)`` without a decoder made per
+#: call (its scanner's making cost more than parsing a small body; issue 14, content filters).
+_DECODER = json.JSONDecoder(object_pairs_hook=_pairs_object, parse_constant=_refuse_constant)
+
+
 def _scan(text: str) -> tuple[int | None, int | None]:
     """One pass over ``text`` outside string literals: the index of the first bracket nested
     deeper than MAX_DEPTH, and the index of the first bare ``N``/``I`` (NaN, Infinity) - the
@@ -91,16 +96,23 @@ class JSONDomain:
 
     def parse(self, data: bytes, ccsid: int = 1208, encoding: int = 546) -> Element:
         text = text_of(data, ccsid, encoding, self.name)
-        where = offset_mapper(text, ccsid, encoding)
-        too_deep, constant = _scan(text)
-        if too_deep is not None:
-            raise DomainError("JSON", where(too_deep), f"nested deeper than {MAX_DEPTH}")
+        # only a text with more brackets than MAX_DEPTH can nest deeper: the scan, a Python
+        # loop over every character, is for those (and for an error's position) alone
+        if text.count("[") + text.count("{") > MAX_DEPTH:
+            too_deep, _ = _scan(text)
+            if too_deep is not None:
+                raise DomainError("JSON", offset_mapper(text, ccsid, encoding)(too_deep),
+                                  f"nested deeper than {MAX_DEPTH}")
         try:
-            value = json.loads(text, object_pairs_hook=_pairs_object, parse_constant=_refuse_constant)
+            if text.startswith("\ufeff"):  # as json.loads refuses it
+                raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+            value = _DECODER.decode(text)
         except json.JSONDecodeError as exc:
-            raise DomainError("JSON", where(exc.pos), exc.msg) from None
+            raise DomainError("JSON", offset_mapper(text, ccsid, encoding)(exc.pos), exc.msg) from None
         except ValueError as exc:  # NaN / Infinity, refused by _refuse_constant
-            raise DomainError("JSON", where(constant if constant is not None else 0), str(exc)) from None
+            constant = _scan(text)[1]
+            raise DomainError("JSON", offset_mapper(text, ccsid, encoding)(constant if constant is not None else 0),
+                              str(exc)) from None
         return _to_element(self.name, value)
 
     def serialize(self, body: Element, ccsid: int = 1208, encoding: int = 546) -> bytes:

@@ -7,7 +7,7 @@ import pytest
 
 from relaymq.message import MQMD, StrucIdError, TruncatedError, decode_mqmd, encode_mqmd
 from relaymq.message.constants import MQENC_NATIVE, MQENC_NATIVE_BIG
-from relaymq.message.mqmd import put_fields, with_ids
+from relaymq.message.mqmd import around_ids, put_fields, with_ids
 
 from .golden import mqmd_bytes
 
@@ -119,3 +119,12 @@ def test_with_ids_is_the_encoding_of_the_mqmd_with_those_ids() -> None:
     for msg_id, correl_id in ((b"\x01" * 24, b"\x02" * 24), (b"short", b"")):
         other = MQMD(**{**FIELDS, **V2, "MsgId": msg_id, "CorrelId": correl_id})
         assert with_ids(data, msg_id, correl_id) == encode_mqmd(other, MQENC_NATIVE) + b"rest"
+
+
+def test_around_ids_cut_a_message_where_with_ids_puts_the_ids() -> None:
+    """A publication's copies are cut once and joined with each copy's ids (issue 14)."""
+    data = encode_mqmd(MQMD(**FIELDS, **V2), MQENC_NATIVE) + b"rest"
+    head, tail = around_ids(data)
+    msg_id, correl_id = b"\x01" * 24, b"\x02" * 24
+    assert head + msg_id + correl_id + tail == with_ids(data, msg_id, correl_id)
+    assert len(head) + 48 + len(tail) == len(data) and tail.endswith(b"rest")

@@ -117,3 +117,45 @@ def test_item_38_wildcard_subscription_refused_when_it_can_deliver_nothing():
     e = make_engine(acl=acl)
     assert send(e, "RegSub", Topic="$SYS/STREAM/StreamX/#", reply_to="S", user_id="sd").reasons == [r.NOT_AUTHORIZED]
     assert send(e, "RegSub", Topic="$SYS/STREAM/StreamX/#", reply_to="S2", user_id="sx").completion == "ok"
+
+
+class _AskedAcl(TopicAcl):
+    """The topic ACL, recording who it was asked about (a real TopicAcl underneath)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.asked: list[tuple[str | None, str]] = []
+
+    def allowed(self, user: str | None, topic: str, permission: str) -> bool:
+        self.asked.append((user, permission))
+        return super().allowed(user, topic, permission)
+
+
+def test_item_38_a_live_publication_asks_each_owner_once_and_delivers_as_each_subscription_would():
+    """pubsub.md item 38 at delivery, and item 17 (filters): a live publication asks whether
+    an owner may read its topic once per owner (issue 14: every copy asked, for thousands of
+    subscriptions of a few users), and still delivers exactly to the subscriptions that
+    ``Delivery.selected`` selects one by one."""
+    import itertools
+
+    from relaymq.pubsub.delivery import Delivery
+    from relaymq.pubsub.model import Publication, QueueSubscription, SubscriberId
+    from relaymq.selector import compile_selector
+
+    acl = _AskedAcl.default()
+    acl.groups = {"Readers": {"alice"}}
+    acl.set(AclEntry("Private", "PublicGroup", subscribe="deny"))
+    acl.set(AclEntry("Private", "Readers", subscribe="allow"))
+    owners = [("alice", ""), ("bob", ""), ("alice", "usr.level > 5"), ("bob", "usr.level > 5"),
+              ("alice", "usr.level < 5"), ("", ""), ("alice", "")]
+    subs = [QueueSubscription("Private/#", "", text, SubscriberId("QM1", f"Q{n}"), user,
+                              selector=compile_selector(text) if text else None)
+            for n, (user, text) in enumerate(owners)]
+    pub = Publication("Private/x", b"v", usr=[("level", "7")], untyped_usr=True)
+    ids = itertools.count(1)
+    delivery = Delivery("QM1", lambda: next(ids).to_bytes(24, "big"), acl, None)
+    copies, _ = delivery.live(pub, [(sub.tree_key, sub) for sub in subs], 0.0)
+    assert sorted({user for user, permission in acl.asked if permission == SUBSCRIBE}, key=str) == [None, "alice", "bob"]
+    assert len([1 for _, permission in acl.asked if permission == SUBSCRIBE]) == 3
+    assert [c.queue for c in copies] == [s.subscriber.queue for s in subs if delivery.selected(s, pub)]
+    assert [c.queue for c in copies] == ["Q0", "Q2", "Q6"]

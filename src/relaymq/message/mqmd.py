@@ -237,8 +237,15 @@ def with_ids(data: bytes, msg_id: bytes, correl_id: bytes) -> bytes:
     """``data`` (an encoded MQMD, maybe followed by the rest of its message) with MsgId and
     CorrelId replaced (bytes of at most 24, NUL-padded as the full encoding pads them): the
     message of another MQMD that differs from this one in its ids only."""
-    return b"".join((data[:_MSG_ID_OFFSET], msg_id.ljust(24, b"\0"), correl_id.ljust(24, b"\0"),
-                     data[_MSG_ID_OFFSET + 48:]))
+    head, tail = around_ids(data)
+    return b"".join((head, msg_id.ljust(24, b"\0"), correl_id.ljust(24, b"\0"), tail))
+
+
+def around_ids(data: bytes) -> tuple[bytes, bytes]:
+    """``data`` (as :func:`with_ids` takes it) before its MsgId and after its CorrelId: with ids
+    of 24 bytes, ``head + msg_id + correl_id + tail`` is ``with_ids(data, msg_id, correl_id)``
+    (the copies of one publication are cut once, issue 14)."""
+    return data[:_MSG_ID_OFFSET], data[_MSG_ID_OFFSET + 48:]
 
 
 class PutFields(NamedTuple):

@@ -13,8 +13,8 @@ from typing import Any
 
 from relaymq.message.constants import MQMT_DATAGRAM, MQPER_PERSISTENCE_AS_Q_DEF, MQPER_PERSISTENT
 from relaymq.message.headers import MQMessage, SharedMQMessage, SharedParts, encode_message
-from relaymq.message.message import Message
-from relaymq.message.mqmd import MQMD, PutFields, put_fields, with_ids
+from relaymq.message.message import Message, StoredMessage
+from relaymq.message.mqmd import MQMD, PutFields, around_ids, put_fields
 from relaymq.message.mqrfh import MQRFH
 from relaymq.message.mqrfh2 import MQRFH2
 from relaymq.pubsub import psc as wire
@@ -50,17 +50,23 @@ class Delivery:
         expired: list[QueueSubscription] = []
         shared = _Copies()  # what the copies have in common, made and encoded once
         expiry = pub.expiry_tenths(now)  # the same for every copy
+        readers: dict[str, bool] = {}  # user -> may_read(user, pub.topic), asked once per publication
         for _key, sub in matches:
             if type(sub) is not QueueSubscription:
                 continue
-            if sub.expired(now):
+            if sub.expiry_at is not None and sub.expired(now):  # most never expire: no call for them
                 expired.append(sub)
                 continue
             if "PubOnReqOnly" in sub.flags or sub.subscriber in seen:
                 continue
             if pub.other_subs_only and pub.publisher is not None and same_subscriber(pub.publisher, sub.subscriber):
                 continue
-            if not self.selected(sub, pub):
+            if sub.selector is not None and not filter_selects(pub, sub.selector):
+                continue  # the rest of ``selected``, the reader's right, is the same for each of a user's
+            may = readers.get(sub.user_id)
+            if may is None:
+                may = readers[sub.user_id] = self.may_read(sub.user_id or None, pub.topic)
+            if not may:
                 continue
             seen.add(sub.subscriber)
             copies.append(self.copy(sub, pub, expiry, retained_inform=False, shared=shared))
@@ -78,11 +84,15 @@ class Delivery:
         this topic (a ``#`` subscription sees only permitted topics, item 38)."""
         if sub.selector is not None and not filter_selects(pub, sub.selector):
             return False
-        if self.acl is not None and not self.acl.allowed(sub.user_id or None, pub.topic, SUBSCRIBE):
+        return self.may_read(sub.user_id or None, pub.topic)
+
+    def may_read(self, user: str | None, topic: str) -> bool:
+        """May ``user`` (a subscription's owner) see ``topic`` (item 38)?"""
+        if self.acl is not None and not self.acl.allowed(user, topic, SUBSCRIBE):
             return False
         # the owner's ACL at delivery too, as for MQTT: a subscription registered before a
         # rule changed (or before issue 15) must not go on leaking what its owner may not read
-        return self.sender is None or self.sender.topic(sub.user_id or None, pub.topic, RECEIVE)
+        return self.sender is None or self.sender.topic(user, topic, RECEIVE)
 
     def copy(self, sub: QueueSubscription, pub: Publication, expiry: int, *, retained_inform: bool,
              shared: _Copies | None = None) -> Put:
@@ -104,13 +114,15 @@ class Delivery:
                                                pub.body)
                 md = self._mqmd(pub, persistent, expiry, msg_id, correl_id)
                 template = encode_message(SharedMQMessage(md, shared.parts))
-                made = shared.templates[persistent] = (template, put_fields(template))
-            template, fields = made
+                head, tail = around_ids(template)
+                made = shared.templates[persistent] = (head, tail, put_fields(template))
+            head, tail, fields = made
             msg_id, correl_id = msg_id.ljust(24, b"\0"), correl_id.ljust(24, b"\0")
             if fields is not None:  # the put reads these, as put_fields would of the copy's bytes
                 fields = tuple.__new__(PutFields, (fields.Expiry, fields.Priority, msg_id, correl_id))
+            # the template with this copy's ids (mqmd.with_ids), its parts cut once per publication
             return Put(sub.subscriber.qmgr, sub.subscriber.queue,
-                       Message.from_stored(with_ids(template, msg_id, correl_id), fields), "publication", sub)
+                       StoredMessage(b"".join((head, msg_id, correl_id, tail)), fields), "publication", sub)
         md = self._mqmd(pub, persistent, expiry, msg_id, correl_id)
         folders = publication_folders(pub, retained_inform=retained_inform)
         header: MQRFH | MQRFH2
@@ -132,14 +144,15 @@ class Delivery:
 class _Copies:
     """What the MQRFH2 copies of one live publication have in common: their MQRFH2 and body
     (``parts``) and, per MQMD Persistence, a whole copy's bytes (``templates``), which the
-    others differ from in their MsgId and CorrelId only, with the MQMD fields a put reads of
-    them (``put_fields``: each copy's are these with its own ids, handed to the put with it)."""
+    others differ from in their MsgId and CorrelId only: kept as the bytes before and after
+    those ids (``mqmd.around_ids``), with the MQMD fields a put reads of them (``put_fields``:
+    each copy's are these with its own ids, handed to the put with it)."""
 
     __slots__ = ("parts", "templates")
 
     def __init__(self) -> None:
         self.parts: SharedParts | None = None
-        self.templates: dict[int, tuple[bytes, PutFields | None]] = {}
+        self.templates: dict[int, tuple[bytes, bytes, PutFields | None]] = {}
 
 
 def same_subscriber(publisher: SubscriberId, subscriber: SubscriberId) -> bool:

@@ -618,11 +618,13 @@ class QueueManager:
         A local put's entry counts on its queue at once (the next put's depth check sees it)
         and its operations join ``ops``."""
         try:
-            resolved = self.resolve(queue)
-            if resolved.kind in res.SYNCHRONOUS_ROUTES:
-                later.append((len(results), queue, message))
-                results.append(b"")
-                return
+            resolved = self._resolved.get((queue, None))  # resolve's cache: local queues only
+            if resolved is None:
+                resolved = self.resolve(queue)
+                if resolved.kind in res.SYNCHRONOUS_ROUTES:
+                    later.append((len(results), queue, message))
+                    results.append(b"")
+                    return
             definition = resolved.definition
             assert definition is not None
             index = self._live_index(definition)
@@ -657,15 +659,15 @@ class QueueManager:
         visible: list[tuple[QueueIndex, Entry]] = []
         queues, by_uid = self._queues, self._by_uid
         with self._lock:
-            for index, entry in made:
+            for placed in made:
+                index, entry = placed
                 index.pending -= 1
-                definition = index.definition
-                if queues.get(definition.key) is not index:
+                if queues.get(index.definition.key) is not index:
                     continue  # the queue was deleted meanwhile: the store's row goes with the purge
                 index.add(entry)
                 by_uid[entry.uid] = entry
                 if entry.state == UNLOCKED:
-                    visible.append((index, entry))
+                    visible.append(placed)
             told = self._listeners.hearers_each(visible)  # as announce, in the same hold of the lock
         for index, entry, heard in told:
             self._listeners.tell(index, [entry], heard)
@@ -742,7 +744,8 @@ class QueueManager:
                       data, md.MsgId, md.CorrelId, now, deadline, PUT_UNCONFIRMED if confirm_id > 0 else UNLOCKED,
                       max(confirm_id, 0), 0, "" if local else resolved.target_qmgr,
                       "" if local else resolved.target_queue)
-        self.security.seal_entry(definition, entry)
+        if definition.cryptor or definition.compressor:  # else nothing to seal (queue_security.seal)
+            self.security.seal_entry(definition, entry)
         ops.append(("entry", entry))
         return entry
 

@@ -33,14 +33,16 @@ SRC = Path(SOURCE_ROOT)
 #: group so their calls to each other stay native (issue 16, rows 2 and 5; compiled one at a time,
 #: ``routing.py`` gave -0.7%: its time went to calls into interpreted code). Their records and
 #: ``Session``/``Delivery`` are plain slotted classes, not dataclasses, so construction is native
-#: too. With them what the path calls per message: the store's submission of its rows
-#: (``serialize.py``, ``batch.py``, ``sqlite_ops.py``), the topic tree's ``match``, the
-#: publication's view for content filters (``lazy_view.py``) and the server's link and protocol,
-#: through which every read arrives and every write leaves (``link.py``, ``mqtt_protocol.py``).
-#: Not the codec's packet classes (``packets.py``): as mypyc native classes their dataclass
-#: ``__init__`` stays interpreted and costs more than a plain slotted dataclass (decode_in of a
-#: PUBLISH: 12,400 instructions against 11,500 with ``packets.py`` left as Python; 16,200 all
-#: pure). Not ``broker.py`` (``flows.scada`` subclasses ``Broker``, which a native class forbids)
+#: too; so are the codec's packets (``packets.py``) and the records stored per message
+#: (``store/records.py``), plain records (``plain.py``): as native classes, dataclasses had kept
+#: an interpreted ``__init__`` and cost more than left as Python (decode_in of a PUBLISH: 12,400
+#: instructions against 11,500; 16,200 all pure); as plain records, issue 16 row 3's event loop
+#: 123,300-124,600 -> 104,100-104,500 instructions per QoS 2 message. With them what the path
+#: calls per message: the store's submission of its rows (``serialize.py``, ``batch.py``,
+#: ``sqlite_ops.py``), the topic tree's ``match``, the publication's view for content filters
+#: (``lazy_view.py``) and the server's link and protocol, through which every read arrives and
+#: every write leaves (``link.py``, ``mqtt_protocol.py``). Not ``broker.py`` (``flows.scada``
+#: subclasses ``Broker``, which a native class forbids)
 #: nor ``no_entries.py`` (a native ``dict`` subclass ignores the overrides that guard it). The
 #: storage engine (``store/engine.py``: the submission, the units of work, the writer thread)
 #: and the broker's store on it (``store/sqlite.py``; ``SQLiteStore`` subclasses the ``Store``
@@ -53,11 +55,14 @@ SRC = Path(SOURCE_ROOT)
 #: (``log_entries.py``) and their encoding (``log_columns.py``), issue 14's message-log append
 #: (not ``record.py``: ``LogRecord`` is a slotted dataclass).
 MODULES = (
+    "relaymq/plain.py",
+    "relaymq/mqtt/packets.py",
     "relaymq/mqtt/wire.py",
     "relaymq/mqtt/properties.py",
     "relaymq/mqtt/decoder.py",
     "relaymq/mqtt/encoder.py",
     "relaymq/mqtt/reader.py",
+    "relaymq/store/records.py",
     "relaymq/broker/records.py",
     "relaymq/broker/session.py",
     "relaymq/broker/ack_watch.py",

@@ -7,7 +7,7 @@ import pytest
 
 from relaymq.mqtt import packets as p
 from relaymq.mqtt.codec import (
-    SERVER_ONLY, decode, decode_remaining_length, encode, encode_publish, patch_publish,
+    SERVER_ONLY, decode, decode_remaining_length, encode, encode_ack, encode_publish, patch_publish,
 )
 from relaymq.mqtt.packets import Packet
 from relaymq.mqtt.reason_codes import CLIENT_DISCONNECT_CODES
@@ -227,6 +227,20 @@ def test_encode_publish_rejects_what_would_corrupt_the_stream() -> None:
         encode_publish("t", b"", 1, False, False, None, None, 4)
     with pytest.raises(ValueError):
         encode_publish("t", b"", 3, False, False, 1, None, 4)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("packet_type", [p.PUBACK, p.PUBREC, p.PUBREL, p.PUBCOMP])
+def test_encode_ack_matches_generic_encoding(level: int, packet_type: int) -> None:
+    """3.4-3.7 (issue 16, row 3: the broker's acknowledgements are encoded without a packet):
+    the same bytes as encoding the packet, reason code only at level 5 and only when not 0,
+    and a packet identifier of more than two bytes refused, never let into the fixed header."""
+    cls = {p.PUBACK: p.Puback, p.PUBREC: p.Pubrec, p.PUBREL: p.Pubrel, p.PUBCOMP: p.Pubcomp}[packet_type]
+    for packet_id, code in ((1, 0), (0x1234, 0), (0xFFFF, 0x87)):
+        assert encode_ack(packet_type, packet_id, code, level) == encode(cls(packet_id, code), level)
+    for wrong in (0x10000, -1):
+        with pytest.raises(ValueError):
+            encode_ack(packet_type, wrong, 0, level)
 
 
 def test_dup_is_cleared_at_qos_0() -> None:

@@ -4,7 +4,7 @@ gives the stored row (issue 14, "Message-log append: target >= 200,000 msg/s")."
 
 from __future__ import annotations
 
-from relaymq.pipeline.log_entries import PUBLICATION_CONSTANTS, publication_entry, stored_columns
+from relaymq.pipeline.log_entries import PUBLICATION_CONSTANTS, Publication, publication_entry, stored_columns
 from relaymq.pipeline.record import STORED_COLUMNS
 from relaymq.store.base import StoredMessage
 from relaymq.store.log_columns import Constant
@@ -67,9 +67,8 @@ def test_properties_that_are_not_a_dict_are_archived_without_them(caplog) -> Non
     """The mapping is compiled (relaymq.native_build) and reads the properties with a dict's own
     lookups; a publication handed with another kind of properties keeps its topic, QoS and
     payload in either mode, as a property that cannot be mapped does (issue 14: nothing
-    acknowledged is lost)."""
-    odd = StoredMessage(1, "LCUnit/1/batch", b"body", 1,
-                        properties=[("user_property", [("k", "v")])])  # type: ignore[arg-type]
+    acknowledged is lost). Handed as a Publication: a StoredMessage, compiled, refuses them itself."""
+    odd = Publication("LCUnit/1/batch", b"body", 1, [("user_property", [("k", "v")])])  # type: ignore[arg-type]
     expected = list(publication_entry("LCUnit/1/batch", b"body", 1, None))
     expected[STORED_COLUMNS.index("timestamp")] = STAMPS[0] / 1_000_000
     assert _rows(stored_columns([odd], [STAMPS[0]]), 1) == [tuple(expected)]

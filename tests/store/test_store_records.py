@@ -127,15 +127,17 @@ def test_properties_round_trip_and_are_copied_at_submission(engine: Engine) -> N
     """MQTT 5 properties (bytes, user-property pairs, lists of ints) come back equal and with
     their types (tuples stay tuples, bytes stay bytes); mutating a record after submitting it
     does not change what was stored (spec README decision 4: what was acknowledged is what is
-    kept), a payload given as a bytearray included, compiled (``serialize``: docs/architecture.md,
-    "Compiled modules") or not."""
+    kept), a payload given as a bytearray included (the message holds a copy of it: bytes),
+    compiled (``store/records.py``: docs/architecture.md, "Compiled modules") or not."""
     store = engine.open()
-    message = StoredMessage(1, "p", bytearray(b"payload"), 1, properties=copy.deepcopy(PROPS))
+    buffer = bytearray(b"payload")
+    message = StoredMessage(1, "p", buffer, 1, properties=copy.deepcopy(PROPS))
     delivery = DeliveryRecord("c", 1, 1, 1, subscription_ids=[1, 2])
     store.put_message(message)
     store.put_delivery(delivery)
     message.properties["user_property"].append(("late", "change"))
-    message.payload[0:1] = b"P"  # type: ignore[index]
+    buffer[0:1] = b"P"
+    assert message.payload == b"payload" and type(message.payload) is bytes
     delivery.state = SENT
     delivery.subscription_ids.append(3)
 

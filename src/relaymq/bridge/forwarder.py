@@ -28,7 +28,6 @@ is dropped (and counted) while the target is away.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -139,7 +138,9 @@ class Forwarder:
             if known.released:
                 way.send_source(p.Pubrec(packet_id))
             elif way.up and packet_id not in way.waiting:
-                way.send_target(dataclasses.replace(known.publish, dup=True))
+                sent = known.publish
+                way.send_target(p.Publish(sent.topic, sent.payload, sent.qos, sent.retain, True, sent.packet_id,
+                                          sent.properties))
             return
         if known is not None:  # the identifier of a publication of a lost session, now a new one
             self._forget(way, packet_id)

@@ -15,7 +15,7 @@ design guide's "h11's state table"; h11's ``_state.py``). No I/O and no broker s
 What each state reads (``Connection.dispatch``): AWAITING_CONNECT a CONNECT and nothing else;
 AUTHENTICATING nothing (reading is paused until the check answers, the packets that follow the
 CONNECT wait in the reader); CONNECTED every packet a client may send but CONNECT, each handler
-given the connection's ``Session`` (``connection.SESSION_HANDLERS``); REFUSED and CLOSED
+given the connection's ``Session`` (``Connection.handle_in_session``); REFUSED and CLOSED
 nothing. The session is set by ACCEPT and only by it, so a handler reachable in CONNECTED
 always has one.
 

@@ -147,11 +147,15 @@ def encode_ack(packet_type: int, packet_id: int, reason_code: int = 0,
                protocol_level: int = 4) -> bytes:
     """PUBACK, PUBREC, PUBREL or PUBCOMP without properties, without building the packet
     first (the broker acknowledges every QoS 1/2 message): the reason code only at level 5
-    and only when it is not 0 (success)."""
+    and only when it is not 0 (success). The packet as one integer's bytes: compiled, that is a
+    native conversion where ``bytes((...))`` builds a tuple and calls the type (about 1,500
+    instructions fewer an acknowledgement, three per QoS 2 message: issue 16, row 3)."""
+    if packet_id >> 16:  # two bytes (the shifts below would let it into the fixed header)
+        raise ValueError(f"packet identifier {packet_id} out of range")
     first_byte = _ACK_FIRST_BYTES[packet_type]
     if protocol_level != MQTT_5 or not reason_code:
-        return bytes((first_byte, 2, packet_id >> 8, packet_id & 0xFF))
-    return bytes((first_byte, 3, packet_id >> 8, packet_id & 0xFF, reason_code))
+        return (first_byte << 24 | 2 << 16 | packet_id).to_bytes(4, "big")
+    return (first_byte << 32 | 3 << 24 | packet_id << 8 | reason_code).to_bytes(5, "big")
 
 
 def _encode_ack(packet_type: int) -> Callable[[Any, int], bytes]:

@@ -4,12 +4,17 @@ One class per packet type. ``properties`` is a dict keyed by the MQTT 5 property
 snake_case (see ``properties.py``); it is empty for protocol levels 3 and 4. ``user_property``
 is a list of (key, value) string pairs; ``subscription_identifier`` in PUBLISH is a list of
 ints (one per matching subscription), in SUBSCRIBE a single int.
+
+Plain records (``relaymq.plain``), not dataclasses: the codec is compiled (``relaymq.native_build``),
+and a packet's construction is then native too (four packets are read per QoS 2 message: issue 16,
+bench/compare row 3). ``properties`` given as None is an empty dict.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+from relaymq.plain import Plain
 
 # Control packet types (fixed header bits 7-4), seed 000 l.785-806.
 CONNECT = 1
@@ -36,178 +41,224 @@ MQTT_5 = 5  # protocol name "MQTT"
 Properties = dict[str, Any]
 
 
-@dataclass(slots=True)
-class Will:
+class Will(Plain):
     """The will of a CONNECT: published for the client when it goes without DISCONNECT."""
 
-    topic: str
-    payload: bytes
-    qos: int = 0
-    retain: bool = False
-    properties: Properties = field(default_factory=dict)
+    FIELDS = ("topic", "payload", "qos", "retain", "properties")
+    __slots__ = FIELDS
+
+    def __init__(self, topic: str, payload: bytes, qos: int = 0, retain: bool = False,
+                 properties: Properties | None = None) -> None:
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+        self.retain = retain
+        self.properties: Properties = {} if properties is None else properties
 
 
-@dataclass(slots=True)
-class Connect:
+class Connect(Plain):
     """CONNECT (3.1): the first packet of a connection."""
 
-    protocol_name: str = "MQTT"
-    protocol_level: int = MQTT_311
-    clean_start: bool = True
-    keep_alive: int = 60
-    client_id: str = ""
-    will: Will | None = None
-    username: str | None = None
-    password: bytes | None = None
-    properties: Properties = field(default_factory=dict)
-    packet_type = CONNECT
+    FIELDS = ("protocol_name", "protocol_level", "clean_start", "keep_alive", "client_id", "will", "username",
+              "password", "properties")
+    __slots__ = FIELDS
+    packet_type: ClassVar[int] = CONNECT
+
+    def __init__(self, protocol_name: str = "MQTT", protocol_level: int = MQTT_311, clean_start: bool = True,
+                 keep_alive: int = 60, client_id: str = "", will: Will | None = None,
+                 username: str | None = None, password: bytes | None = None,
+                 properties: Properties | None = None) -> None:
+        self.protocol_name = protocol_name
+        self.protocol_level = protocol_level
+        self.clean_start = clean_start
+        self.keep_alive = keep_alive
+        self.client_id = client_id
+        self.will = will
+        self.username = username
+        self.password = password
+        self.properties: Properties = {} if properties is None else properties
 
 
-@dataclass(slots=True)
-class Connack:
+class Connack(Plain):
     """CONNACK (3.2): the answer to CONNECT."""
 
-    session_present: bool = False
-    reason_code: int = 0  # levels 3/4: the return code 0-5; level 5: the reason code
-    properties: Properties = field(default_factory=dict)
-    packet_type = CONNACK
+    FIELDS = ("session_present", "reason_code", "properties")
+    __slots__ = FIELDS
+    packet_type: ClassVar[int] = CONNACK
+
+    def __init__(self, session_present: bool = False, reason_code: int = 0,
+                 properties: Properties | None = None) -> None:
+        self.session_present = session_present
+        self.reason_code = reason_code  # levels 3/4: the return code 0-5; level 5: the reason code
+        self.properties: Properties = {} if properties is None else properties
 
 
-@dataclass(slots=True)
-class Publish:
+class Publish(Plain):
     """PUBLISH (3.3): an application message, either way."""
 
-    topic: str
-    payload: bytes = b""
-    qos: int = 0
-    retain: bool = False
-    dup: bool = False
-    packet_id: int | None = None  # present only when qos > 0
-    properties: Properties = field(default_factory=dict)
-    packet_type = PUBLISH
+    FIELDS = ("topic", "payload", "qos", "retain", "dup", "packet_id", "properties")
+    __slots__ = FIELDS
+    packet_type: ClassVar[int] = PUBLISH
+
+    def __init__(self, topic: str, payload: bytes = b"", qos: int = 0, retain: bool = False,
+                 dup: bool = False, packet_id: int | None = None,
+                 properties: Properties | None = None) -> None:
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+        self.retain = retain
+        self.dup = dup
+        self.packet_id = packet_id  # present only when qos > 0
+        self.properties: Properties = {} if properties is None else properties
 
 
-@dataclass(slots=True)
-class Puback:
+class PublicationAck(Plain):
+    """What PUBACK, PUBREC, PUBREL and PUBCOMP carry: the packet id of the publication's
+    exchange, a reason code and properties (level 5)."""
+
+    FIELDS = ("packet_id", "reason_code", "properties")
+    __slots__ = FIELDS
+
+    def __init__(self, packet_id: int, reason_code: int = 0, properties: Properties | None = None) -> None:
+        self.packet_id = packet_id
+        self.reason_code = reason_code
+        self.properties: Properties = {} if properties is None else properties
+
+
+class Puback(PublicationAck):
     """PUBACK (3.4): QoS 1 acknowledgement."""
 
-    packet_id: int
-    reason_code: int = 0
-    properties: Properties = field(default_factory=dict)
-    packet_type = PUBACK
+    __slots__ = ()
+    packet_type: ClassVar[int] = PUBACK
 
 
-@dataclass(slots=True)
-class Pubrec:
+class Pubrec(PublicationAck):
     """PUBREC (3.5): QoS 2, part 1 of the handshake."""
 
-    packet_id: int
-    reason_code: int = 0
-    properties: Properties = field(default_factory=dict)
-    packet_type = PUBREC
+    __slots__ = ()
+    packet_type: ClassVar[int] = PUBREC
 
 
-@dataclass(slots=True)
-class Pubrel:
+class Pubrel(PublicationAck):
     """PUBREL (3.6): QoS 2, part 2 of the handshake."""
 
-    packet_id: int
-    reason_code: int = 0
-    properties: Properties = field(default_factory=dict)
-    packet_type = PUBREL
+    __slots__ = ()
+    packet_type: ClassVar[int] = PUBREL
 
 
-@dataclass(slots=True)
-class Pubcomp:
+class Pubcomp(PublicationAck):
     """PUBCOMP (3.7): QoS 2, part 3 of the handshake."""
 
-    packet_id: int
-    reason_code: int = 0
-    properties: Properties = field(default_factory=dict)
-    packet_type = PUBCOMP
+    __slots__ = ()
+    packet_type: ClassVar[int] = PUBCOMP
 
 
-@dataclass(slots=True)
-class Subscription:
+class Subscription(Plain):
     """One topic filter of a SUBSCRIBE with its options (MQTT 5 subscription options byte)."""
 
-    topic_filter: str
-    qos: int = 0
-    no_local: bool = False
-    retain_as_published: bool = False
-    retain_handling: int = 0
+    FIELDS = ("topic_filter", "qos", "no_local", "retain_as_published", "retain_handling")
+    __slots__ = FIELDS
+
+    def __init__(self, topic_filter: str, qos: int = 0, no_local: bool = False,
+                 retain_as_published: bool = False, retain_handling: int = 0) -> None:
+        self.topic_filter = topic_filter
+        self.qos = qos
+        self.no_local = no_local
+        self.retain_as_published = retain_as_published
+        self.retain_handling = retain_handling
 
 
-@dataclass(slots=True)
-class Subscribe:
+class Subscribe(Plain):
     """SUBSCRIBE (3.8)."""
 
-    packet_id: int
-    subscriptions: list[Subscription]
-    properties: Properties = field(default_factory=dict)
-    packet_type = SUBSCRIBE
+    FIELDS = ("packet_id", "subscriptions", "properties")
+    __slots__ = FIELDS
+    packet_type: ClassVar[int] = SUBSCRIBE
+
+    def __init__(self, packet_id: int, subscriptions: list[Subscription],
+                 properties: Properties | None = None) -> None:
+        self.packet_id = packet_id
+        self.subscriptions = subscriptions
+        self.properties: Properties = {} if properties is None else properties
 
 
-@dataclass(slots=True)
-class Suback:
+class Suback(Plain):
     """SUBACK (3.9): one reason code per topic filter subscribed."""
 
-    packet_id: int
-    reason_codes: list[int]  # granted QoS 0/1/2 or a failure code (0x80, ...)
-    properties: Properties = field(default_factory=dict)
-    packet_type = SUBACK
+    FIELDS = ("packet_id", "reason_codes", "properties")
+    __slots__ = FIELDS
+    packet_type: ClassVar[int] = SUBACK
+
+    def __init__(self, packet_id: int, reason_codes: list[int], properties: Properties | None = None) -> None:
+        self.packet_id = packet_id
+        self.reason_codes = reason_codes  # granted QoS 0/1/2 or a failure code (0x80, ...)
+        self.properties: Properties = {} if properties is None else properties
 
 
-@dataclass(slots=True)
-class Unsubscribe:
+class Unsubscribe(Plain):
     """UNSUBSCRIBE (3.10)."""
 
-    packet_id: int
-    topic_filters: list[str]
-    properties: Properties = field(default_factory=dict)
-    packet_type = UNSUBSCRIBE
+    FIELDS = ("packet_id", "topic_filters", "properties")
+    __slots__ = FIELDS
+    packet_type: ClassVar[int] = UNSUBSCRIBE
+
+    def __init__(self, packet_id: int, topic_filters: list[str],
+                 properties: Properties | None = None) -> None:
+        self.packet_id = packet_id
+        self.topic_filters = topic_filters
+        self.properties: Properties = {} if properties is None else properties
 
 
-@dataclass(slots=True)
-class Unsuback:
+class Unsuback(Plain):
     """UNSUBACK (3.11)."""
 
-    packet_id: int
-    reason_codes: list[int] = field(default_factory=list)  # level 5 only
-    properties: Properties = field(default_factory=dict)
-    packet_type = UNSUBACK
+    FIELDS = ("packet_id", "reason_codes", "properties")
+    __slots__ = FIELDS
+    packet_type: ClassVar[int] = UNSUBACK
+
+    def __init__(self, packet_id: int, reason_codes: list[int] | None = None,
+                 properties: Properties | None = None) -> None:
+        self.packet_id = packet_id
+        self.reason_codes: list[int] = [] if reason_codes is None else reason_codes  # level 5 only
+        self.properties: Properties = {} if properties is None else properties
 
 
-@dataclass(slots=True)
-class Pingreq:
+class Pingreq(Plain):
     """PINGREQ (3.12)."""
 
-    packet_type = PINGREQ
+    __slots__ = ()
+    packet_type: ClassVar[int] = PINGREQ
 
 
-@dataclass(slots=True)
-class Pingresp:
+class Pingresp(Plain):
     """PINGRESP (3.13)."""
 
-    packet_type = PINGRESP
+    __slots__ = ()
+    packet_type: ClassVar[int] = PINGRESP
 
 
-@dataclass(slots=True)
-class Disconnect:
+class Disconnect(Plain):
     """DISCONNECT (3.14)."""
 
-    reason_code: int = 0  # level 5 only
-    properties: Properties = field(default_factory=dict)
-    packet_type = DISCONNECT
+    FIELDS = ("reason_code", "properties")
+    __slots__ = FIELDS
+    packet_type: ClassVar[int] = DISCONNECT
+
+    def __init__(self, reason_code: int = 0, properties: Properties | None = None) -> None:
+        self.reason_code = reason_code  # level 5 only
+        self.properties: Properties = {} if properties is None else properties
 
 
-@dataclass(slots=True)
-class Auth:
+class Auth(Plain):
     """AUTH (3.15, MQTT 5 only): enhanced authentication."""
 
-    reason_code: int = 0
-    properties: Properties = field(default_factory=dict)
-    packet_type = AUTH
+    FIELDS = ("reason_code", "properties")
+    __slots__ = FIELDS
+    packet_type: ClassVar[int] = AUTH
+
+    def __init__(self, reason_code: int = 0, properties: Properties | None = None) -> None:
+        self.reason_code = reason_code
+        self.properties: Properties = {} if properties is None else properties
 
 
 Packet = (

@@ -12,7 +12,6 @@ persistent ones come over the queue managers' channel (``assured.py``).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from relaymq.bridge.bridge import Bridge
@@ -60,8 +59,8 @@ class PathRule:
         if is_local(user) or not accept(path_of(user), self.me, self.neighbor, self.collective):
             self.dropped += 1
             return None
-        return dataclasses.replace(pkt, properties={**pkt.properties,
-                                                    "user_property": with_hop(user, self.neighbor)})
+        return p.Publish(pkt.topic, pkt.payload, pkt.qos, pkt.retain, pkt.dup, pkt.packet_id,
+                         {**pkt.properties, "user_property": with_hop(user, self.neighbor)})
 
 
 class NeighborLink:

@@ -16,29 +16,18 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
 from collections.abc import Callable
 
-# Delivery states of an outbound QoS 1/2 message (DeliveryRecord.state).
-QUEUED = 0  # not yet sent on the current connection
-SENT = 1  # PUBLISH sent, waiting for PUBACK (QoS 1) or PUBREC (QoS 2)
-RELEASED = 2  # QoS 2: PUBREC received, PUBREL sent, waiting for PUBCOMP
+# The per-message records and delivery states (records.py) are re-exported: most of the code
+# imports them from here.
+from relaymq.store.records import QUEUED, RELEASED, SENT, DeliveryRecord, InboundRecord, StoredMessage
+
+__all__ = [
+    "QUEUED", "RELEASED", "SENT", "DeliveryRecord", "InboundRecord", "StoredMessage",
+    "NEVER_EXPIRES", "SessionRecord", "SubscriptionRecord", "Snapshot", "StoreError", "StoreUnavailable", "Store",
+]
 
 NEVER_EXPIRES = 0xFFFFFFFF
-
-
-@dataclass(slots=True)
-class StoredMessage:
-    """A publication as the broker keeps it; shared by every delivery that refers to it."""
-
-    msg_id: int
-    topic: str
-    payload: bytes
-    qos: int
-    retain: bool = False
-    properties: dict[str, Any] = field(default_factory=dict)  # MQTT 5 properties to forward
-    expiry_at: float | None = None  # wall-clock time (time.time()) after which it is dropped
-    created_at: float = 0.0
 
 
 @dataclass(slots=True)
@@ -68,32 +57,6 @@ class SubscriptionRecord:
     retain_handling: int = 0
     subscription_id: int | None = None
     content_filter: str | None = None  # the relaymq-filter selector text (docs/pubsub.md), if any
-
-
-@dataclass(slots=True)
-class DeliveryRecord:
-    """An outbound QoS 1/2 message queued or in flight for one session."""
-
-    client_id: str
-    seq: int  # broker-wide increasing: the order of delivery
-    msg_id: int
-    qos: int  # the QoS it is delivered at: min(published, granted)
-    retain: bool = False  # RETAIN flag to send
-    packet_id: int | None = None
-    state: int = QUEUED
-    subscription_ids: list[int] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class InboundRecord:
-    """A QoS 2 PUBLISH received and acknowledged with PUBREC, released on PUBREL: the state
-    of its stored message (schema 6: columns of the message's row). A refused publication's
-    packet id, which has nothing to release, is not stored: after a restart its PUBREL is
-    completed as one already released, and a resent PUBLISH is refused again."""
-
-    client_id: str
-    packet_id: int
-    msg_id: int
 
 
 @dataclass(slots=True)

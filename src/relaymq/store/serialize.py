@@ -109,12 +109,8 @@ def message_row(m: StoredMessage, inbound_client: str | None = None,
                 inbound_packet_id: int | None = None) -> MessageRow:
     """The message's row; with the inbound QoS 2 state it is kept for (a client's packet id
     awaiting PUBREL), or none."""
-    # bytes, immutable, kept as it is; any other buffer (a bytearray a caller may change later)
-    # is copied. Read by getattr: compiled (mypyc), ``m.payload`` is checked against its declared
-    # ``bytes`` and would refuse any other buffer outright instead of copying it.
-    payload: Any = getattr(m, "payload")  # noqa: B009
-    return (
-        m.msg_id, m.topic, payload if type(payload) is bytes else bytes(payload), m.qos, int(m.retain),
+    return (  # the payload is bytes, immutable: StoredMessage copied any other buffer
+        m.msg_id, m.topic, m.payload, m.qos, int(m.retain),
         encode_properties(m.properties), m.expiry_at, m.created_at, inbound_client, inbound_packet_id,
     )
 

@@ -360,6 +360,17 @@ def test_a_local_sessions_python_workers_import_the_installed_pyspark(spark, tmp
     assert [row.file for row in spark.read.parquet(str(tmp_path / "out")).collect()] == [pyspark.__file__]
 
 
+def test_a_local_sessions_jvm_compiles_less_eagerly(spark) -> None:
+    """issue 16 (log -> Spark -> Parquet >= 200,000 msg/s; docs/pipeline.md "Running jobs"): a
+    local session's JVM starts with HotSpot's compile thresholds scaled (``runner.JIT_OPTIONS``),
+    since with the defaults the JIT's compiler threads spent about a third of a 200,000-message
+    job's CPU recompiling Spark's per-job code."""
+    from relaymq.pipeline.runner import JIT_OPTIONS
+
+    arguments = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+    assert JIT_OPTIONS in [str(argument) for argument in arguments]
+
+
 def test_a_local_sessions_checkpoints_are_written_without_starting_processes(spark, tmp_path) -> None:
     """issue 16 (AvailableNow >= 200,000 msg/s; docs/pipeline.md "Running jobs"): a local session
     keeps streaming checkpoints and sink logs through Hadoop's FileSystem API, whose status

@@ -51,6 +51,15 @@ _LOCAL_CONF = {"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBA
 #: query's offset and commit log writes (docs/pipeline.md, "Running jobs").
 _LOCAL_CHECKPOINTS = {"spark.sql.streaming.checkpointFileManagerClass":
                       "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"}
+#: A local session's JVM (driver and executor in one) compiles a method only after three times
+#: the calls and loops HotSpot's defaults wait for (``-XX:CompileThresholdScaling=3``): a
+#: pipeline job runs each query's planning, scheduling and commit code a few hundred times and
+#: its per-row code millions of times, and with the defaults the JIT's compiler threads spent
+#: a third of a 200,000-message log -> Parquet job's CPU compiling the former again at higher
+#: tiers; the per-row code is compiled all the same (docs/pipeline.md, "Running jobs"). A job's
+#: own ``spark.driver.extraJavaOptions`` replaces it.
+JIT_OPTIONS = "-XX:CompileThresholdScaling=3"
+_LOCAL_JVM = {"spark.driver.extraJavaOptions": JIT_OPTIONS}
 
 
 def is_local_master(master: str | None) -> bool:
@@ -106,7 +115,7 @@ def build_session(master: str | None = None, app_name: str = "relaymq-pipeline",
     local = _LOCAL_CONF if is_local_master(master) else {}
     if local:
         os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)  # read by the JVM as it starts
-        local = {**{key: os.environ["SPARK_LOCAL_IP"] for key in local}, **_LOCAL_CHECKPOINTS}
+        local = {**{key: os.environ["SPARK_LOCAL_IP"] for key in local}, **_LOCAL_CHECKPOINTS, **_LOCAL_JVM}
     from pyspark.sql import SparkSession
 
     from relaymq.pipeline.source import register

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from relaymq.broker.pins import Pins
 from relaymq.broker.records import ReadEnd
 from relaymq.store.base import QUEUED, DeliveryRecord, InboundRecord, SessionRecord, StoredMessage
 
@@ -31,10 +32,11 @@ class MessageRefs:
     def __init__(self, store) -> None:
         self.store = store
         self.counts: dict[int, int] = {}
-        #: (low, high) of the ids each chunk of a tail not yet listed may refer to, and the
-        #: lowest and highest of them (none while low > high): a release outside costs two
-        #: comparisons, as a backlog drained in order releases below the chunks still pinned.
-        self.pins: list[tuple[int, int]] = []
+        #: (low, high) of the ids each chunk of a tail not yet listed may refer to
+        #: (broker/pins.py), and the lowest and highest of them (none while low > high): a
+        #: release outside costs two comparisons, as a backlog drained in order releases
+        #: below the chunks still pinned.
+        self.pins = Pins()
         self.pins_low = 1
         self.pins_high = 0
         #: The ids whose count reached 0 while pinned: their messages wait for a sweep.
@@ -81,25 +83,18 @@ class MessageRefs:
         """Is the message kept for a tail's chunk not listed yet, whatever its count?"""
         if not self.pins_low <= msg_id <= self.pins_high:
             return False
-        return any(low <= msg_id <= high for low, high in self.pins)
+        return self.pins.covers(msg_id)
 
     def pin(self, low: int, high: int) -> None:
         """A chunk of a tail left unlisted may refer to any message in ``low..high``: keep them."""
-        if not self.pins:
-            self.pins_low, self.pins_high = low, high
-        self.pins.append((low, high))
-        self.pins_low, self.pins_high = min(self.pins_low, low), max(self.pins_high, high)
+        self.pins.add(low, high)
+        self.pins_low, self.pins_high = self.pins.bounds()
 
     def unpin(self, low: int, high: int) -> None:
         """The chunk that pinned ``low..high`` is listed (its references counted): the ids in
         it no other chunk pins are no longer kept (broker/unlisted.py sweeps them)."""
-        pins = self.pins
-        pins.remove((low, high))
-        if not pins:
-            self.pins_low, self.pins_high = 1, 0
-        elif low == self.pins_low or high == self.pins_high:  # else the bounds stand
-            self.pins_low = min(first for first, _ in pins)
-            self.pins_high = max(last for _, last in pins)
+        self.pins.remove(low, high)
+        self.pins_low, self.pins_high = self.pins.bounds()
 
     def add(self, msg_id: int) -> None:
         """Count a reference to a message already in the store (at restore)."""

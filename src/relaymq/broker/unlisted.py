@@ -84,7 +84,11 @@ def sweep_deferred(broker: Broker, low: int, high: int) -> None:
     meanwhile, no longer pinned, are deleted, unless counted again since (each was kept, never
     deleted, so it is deleted once)."""
     refs = broker.refs
-    done = sorted(m for m in refs.deferred if low <= m <= high and not refs.pinned(m))
+    deferred = refs.deferred
+    # the fewer to look at: the ids of the range, or the deferred ones
+    within = ([m for m in range(low, high + 1) if m in deferred] if high - low < len(deferred)
+              else [m for m in deferred if low <= m <= high])
+    done = sorted(m for m in within if not refs.pinned(m))
     refs.deferred.difference_update(done)
     for msg_id in done:
         if msg_id not in refs.counts:

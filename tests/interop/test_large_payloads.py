@@ -51,7 +51,12 @@ def test_large_payloads_arrive_whole_at_every_level_and_transport(broker_ws: Bro
             pub.publish(topic, payload, (0, 1, 2)[n % 3])
         for sub in subscribers:
             got = sub.inbox.wait_for(len(payloads), timeout=30)
-            assert [m.payload for m in got] == payloads, f"{sub.client_id}: payloads differ"
+            seen = [(len(m.payload), m.qos, payloads.index(m.payload) if m.payload in payloads else None)
+                    for m in got]
+            # each exactly once and whole; not in the order sent: paho hands a QoS 2 message to
+            # the application at its PUBREL, so a QoS 0 or 1 one sent after it may come first
+            # (MQTT 5 4.6 orders messages of one QoS only; a full run saw it)
+            assert sorted(m.payload for m in got) == sorted(payloads), f"{sub.client_id}: (size, QoS, which sent) {seen}"
     finally:
         pub.disconnect()
         for sub in subscribers:

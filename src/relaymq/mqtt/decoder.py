@@ -93,8 +93,6 @@ def decode(first_byte: int, body: Buffer, protocol_level: int, *,
     return _DECODERS[packet_type](body, level, from_client)
 
 
-
-
 def decode_in(first_byte: int, buf: bytes | bytearray, start: int, end: int, protocol_level: int, *,
               from_client: bool = True) -> Packet:
     """:func:`decode` of the body ``buf[start:end]`` (a stream buffer), by the same rules.

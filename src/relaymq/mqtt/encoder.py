@@ -72,7 +72,7 @@ def encode_publish(topic: str, payload: bytes, qos: int, retain: bool, dup: bool
     if remaining > MAX_VARINT:
         raise ValueError(f"PUBLISH of {remaining} bytes exceeds the MQTT maximum")
     if head_only:
-        return b"".join((first, encode_varint(remaining), pack_uint16(size), topic_bytes, packet_id_bytes, props))
+        payload = b""  # counted in ``remaining`` above, written by the caller
     return b"".join((first, encode_varint(remaining), pack_uint16(size), topic_bytes, packet_id_bytes,
                      props, payload))
 

@@ -237,28 +237,29 @@ class Pingresp(Plain):
     packet_type: ClassVar[int] = PINGRESP
 
 
-class Disconnect(Plain):
-    """DISCONNECT (3.14)."""
+class ReasonPacket(Plain):
+    """What DISCONNECT and AUTH carry: a reason code and properties (both level 5 only)."""
 
     FIELDS = ("reason_code", "properties")
     __slots__ = FIELDS
-    packet_type: ClassVar[int] = DISCONNECT
-
-    def __init__(self, reason_code: int = 0, properties: Properties | None = None) -> None:
-        self.reason_code = reason_code  # level 5 only
-        self.properties: Properties = {} if properties is None else properties
-
-
-class Auth(Plain):
-    """AUTH (3.15, MQTT 5 only): enhanced authentication."""
-
-    FIELDS = ("reason_code", "properties")
-    __slots__ = FIELDS
-    packet_type: ClassVar[int] = AUTH
 
     def __init__(self, reason_code: int = 0, properties: Properties | None = None) -> None:
         self.reason_code = reason_code
         self.properties: Properties = {} if properties is None else properties
+
+
+class Disconnect(ReasonPacket):
+    """DISCONNECT (3.14)."""
+
+    __slots__ = ()
+    packet_type: ClassVar[int] = DISCONNECT
+
+
+class Auth(ReasonPacket):
+    """AUTH (3.15, MQTT 5 only): enhanced authentication."""
+
+    __slots__ = ()
+    packet_type: ClassVar[int] = AUTH
 
 
 Packet = (

@@ -35,8 +35,7 @@ class Selector:
         return result if result is None or isinstance(result, bool) else None
 
     def matches(self, source: Source) -> bool:
-        resolve = source.get if isinstance(source, Mapping) else source
-        return self._run(resolve) is True
+        return self.selects(source.get if isinstance(source, Mapping) else source)
 
     def selects(self, resolve: Resolver) -> bool:
         """``matches`` of a resolver, without asking whether it is a Mapping (an ABC's check,

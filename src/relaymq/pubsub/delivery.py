@@ -61,12 +61,7 @@ class Delivery:
                 continue
             if pub.other_subs_only and pub.publisher is not None and same_subscriber(pub.publisher, sub.subscriber):
                 continue
-            if sub.selector is not None and not filter_selects(pub, sub.selector):
-                continue  # the rest of ``selected``, the reader's right, is the same for each of a user's
-            may = readers.get(sub.user_id)
-            if may is None:
-                may = readers[sub.user_id] = self.may_read(sub.user_id or None, pub.topic)
-            if not may:
+            if not self.selected(sub, pub, readers):
                 continue
             seen.add(sub.subscriber)
             copies.append(self.copy(sub, pub, expiry, retained_inform=False, shared=shared))
@@ -79,12 +74,19 @@ class Delivery:
         return [self.copy(sub, pub, pub.expiry_tenths(now), retained_inform=inform)
                 for pub in pubs if self.selected(sub, pub)]
 
-    def selected(self, sub: QueueSubscription, pub: Publication) -> bool:
+    def selected(self, sub: QueueSubscription, pub: Publication, readers: dict[str, bool] | None = None) -> bool:
         """Topic already matched; then the filter (item 17) and the subscriber's right to see
-        this topic (a ``#`` subscription sees only permitted topics, item 38)."""
+        this topic (a ``#`` subscription sees only permitted topics, item 38). ``readers``: the
+        rights found for ``pub`` so far, by owner (the same for each of a user's subscriptions),
+        for a caller that asks for many subscriptions of one publication."""
         if sub.selector is not None and not filter_selects(pub, sub.selector):
             return False
-        return self.may_read(sub.user_id or None, pub.topic)
+        if readers is None:
+            return self.may_read(sub.user_id or None, pub.topic)
+        may = readers.get(sub.user_id)
+        if may is None:
+            may = readers[sub.user_id] = self.may_read(sub.user_id or None, pub.topic)
+        return may
 
     def may_read(self, user: str | None, topic: str) -> bool:
         """May ``user`` (a subscription's owner) see ``topic`` (item 38)?"""

@@ -111,6 +111,12 @@ class QueueDefinition:
         return (self.kind == REMOTE and self.mode == ASYNC) or self.kind == STORE_AND_FORWARD
 
     @cached_property
+    def sealed_at_rest(self) -> bool:
+        """Are its messages kept sealed (encrypted or compressed, relaymq.qmgr.queue_security)?
+        (Asked of every put's queue: found once.)"""
+        return bool(self.cryptor or self.compressor)
+
+    @cached_property
     def key(self) -> tuple[str, str]:
         """(owner, name): where the queue manager holds it; made once (every put looks it up)."""
         return (self.owner, self.name)

@@ -744,7 +744,7 @@ class QueueManager:
                       data, md.MsgId, md.CorrelId, now, deadline, PUT_UNCONFIRMED if confirm_id > 0 else UNLOCKED,
                       max(confirm_id, 0), 0, "" if local else resolved.target_qmgr,
                       "" if local else resolved.target_queue)
-        if definition.cryptor or definition.compressor:  # else nothing to seal (queue_security.seal)
+        if definition.sealed_at_rest:  # else nothing to seal: ``sealed`` stays None
             self.security.seal_entry(definition, entry)
         ops.append(("entry", entry))
         return entry

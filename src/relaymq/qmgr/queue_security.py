@@ -101,7 +101,7 @@ class QueueSecurity:
     # -- sealing ----------------------------------------------------------------------
     def seal(self, definition: QueueDefinition, uid: str, data: bytes) -> bytes | None:
         """``data`` sealed with the queue's characteristics; None when it has none."""
-        if not (definition.cryptor or definition.compressor):
+        if not definition.sealed_at_rest:
             return None
         return self.seal_with(Carried(definition.cryptor, definition.compressor), uid, data)
 

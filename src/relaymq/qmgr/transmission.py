@@ -92,7 +92,7 @@ class Transmission:
                         continue
                     message = _outgoing(entry, now)
                     sealed = (host.security.seal(definition, entry.uid, message.to_bytes())
-                              if definition.cryptor or definition.compressor else None)
+                              if definition.sealed_at_rest else None)
                     out.append(Pending(entry.uid, entry.target_queue, message, entry.expire_at, sealed))
                     if limit is not None and len(out) >= limit:
                         break

@@ -72,7 +72,7 @@ class MessageRefs:
             return False
         if count <= 1:
             del counts[msg_id]
-            if self.pins_low <= msg_id <= self.pins_high and self.pinned(msg_id):
+            if self.pinned(msg_id):
                 self.deferred.add(msg_id)
                 return False
             return True

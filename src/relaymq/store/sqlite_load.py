@@ -13,6 +13,7 @@ counts' 12).
 from __future__ import annotations
 
 import sqlite3
+from bisect import bisect_right
 from typing import Any
 
 from . import serialize as ser
@@ -142,7 +143,8 @@ def _read_messages(conn: sqlite3.Connection, unlisted: dict[str, QueueTail], del
     referenced.update(s.will_msg_id for s in sessions.values() if s.will_msg_id is not None)
     messages = _read_by_id(conn, sorted(referenced))
     gaps = _gaps(sorted((low, high) for tail in unlisted.values() for _, low, high in tail.chunks))
-    outside = sum(any(low <= msg_id <= high for low, high in gaps) for msg_id in messages)
+    starts = [low for low, _ in gaps]
+    outside = sum(_within(gaps, starts, msg_id) for msg_id in messages)  # not one scan of the gaps each
     if sum(conn.execute(_COUNT_BETWEEN, gap).fetchone()[0] for gap in gaps) != outside:  # orphans: read them too
         orphans = [msg_id for gap in gaps for (msg_id,) in conn.execute(MESSAGE_IDS, gap) if msg_id not in messages]
         messages.update(_read_by_id(conn, orphans))
@@ -164,6 +166,13 @@ def _gaps(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     if low <= _HIGHEST:
         gaps.append((low, _HIGHEST))
     return gaps
+
+
+def _within(gaps: list[tuple[int, int]], starts: list[int], msg_id: int) -> bool:
+    """Is ``msg_id`` in one of ``gaps`` (sorted and disjoint, as ``_gaps`` makes them;
+    ``starts``: their first ids)?"""
+    at = bisect_right(starts, msg_id) - 1
+    return at >= 0 and msg_id <= gaps[at][1]
 
 
 def _read_by_id(conn: sqlite3.Connection, wanted: list[int]) -> dict[int, StoredMessage]:
